@@ -1,0 +1,92 @@
+"""Typed errors.
+
+Two families matter to a verdict: ``InfraError`` means the lab could not be
+asked (the result is *broken*), ``LimitFailure`` means the product answered and
+missed a limit (the result is *failed*). Nothing else may decide a verdict.
+"""
+
+from __future__ import annotations
+
+
+class LabtestError(Exception):
+    """Base of every error labtest raises on purpose."""
+
+
+# --- configuration ---------------------------------------------------------
+
+
+class ConfigError(LabtestError):
+    """A testbed, limits or station file is wrong; carries every problem found."""
+
+    def __init__(self, path: str, problems: list[str]) -> None:
+        self.path = path
+        self.problems = problems
+        lines = "\n".join(f"  {p}" for p in problems)
+        super().__init__(f"{path}: {len(problems)} error(s)\n{lines}")
+
+
+class SecretError(LabtestError):
+    """A secret reference could not be resolved (never carries the value)."""
+
+
+# --- infrastructure (broken, not failed) ------------------------------------
+
+
+class InfraError(LabtestError):
+    """The device or instrument could not be reached or understood.
+
+    ``raw`` keeps what the device actually sent, so a parse failure can be
+    diagnosed from the report without rerunning the lab.
+    """
+
+    def __init__(self, device: str, message: str, raw: str | None = None) -> None:
+        self.device = device
+        self.raw = raw
+        super().__init__(f"[{device}] {message}")
+
+
+class TransportError(InfraError):
+    """Base for transport-level failures."""
+
+
+class ConnectionRefused(TransportError):
+    pass
+
+
+class AuthFailed(TransportError):
+    pass
+
+
+class HostKeyUnknown(TransportError):
+    pass
+
+
+class HostKeyMismatch(TransportError):
+    pass
+
+
+class LegacyAlgorithms(TransportError):
+    """The peer offers only algorithms (e.g. SHA-1 key exchange) we refuse."""
+
+
+class TransportTimeout(TransportError):
+    pass
+
+
+class ProtocolError(TransportError):
+    """The peer broke the protocol: closed mid-command, garbage, bad reply."""
+
+
+class InstrumentError(InfraError):
+    """An instrument reported an error in its SCPI error queue."""
+
+
+class ParseError(InfraError):
+    """Device output did not match what the parser understands."""
+
+
+# --- verdicts ---------------------------------------------------------------
+
+
+class LimitFailure(AssertionError, LabtestError):
+    """One or more measurements missed their limits (a product failure)."""
