@@ -1,0 +1,1 @@
+"""Device drivers, one package per family. Drivers never know whether a device is emulated."""

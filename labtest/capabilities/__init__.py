@@ -1,0 +1,1 @@
+"""Capabilities: the typed Protocols and records suites are written against."""
