@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import importlib
+import math
 from collections.abc import Callable
 from datetime import datetime
 from importlib.metadata import entry_points
@@ -82,4 +83,6 @@ def to_jsonable(record: Any) -> Any:
         return record.value
     if isinstance(record, Path | datetime):
         return str(record)
+    if isinstance(record, float) and not math.isfinite(record):
+        return None if math.isnan(record) else ("-inf" if record < 0 else "inf")
     return record

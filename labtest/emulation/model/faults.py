@@ -1,0 +1,66 @@
+"""The fault catalogue: named, parameterised changes to the fabric model.
+
+A fault is registered once with its parameter model and its effect, so the
+testbed file (``emulation.faults``), the Python API and the CLI all inject
+faults through the same door, and ``labtest emulate --list-faults`` can print
+the catalogue with each fault's documented effect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+if TYPE_CHECKING:
+    from labtest.emulation.model.fabric import Fabric
+
+
+class FaultParams(BaseModel):
+    """Base for a fault's parameters; unknown keys are an error, not a silent no-op."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class FaultError(ValueError):
+    """A fault spec names an unknown kind, a bad target or bad parameters."""
+
+
+Effect = Callable[["Fabric", str, Any], Callable[[], None] | None]
+
+
+@dataclass(frozen=True)
+class FaultType:
+    kind: str
+    params: type[FaultParams]
+    effect: Effect
+    summary: str  # one line: what it does to the model
+    caught_by: str  # which suite is meant to catch it
+
+
+CATALOGUE: dict[str, FaultType] = {}
+
+
+def fault(kind: str, params: type[FaultParams], summary: str, caught_by: str) -> Callable[[Effect], Effect]:
+    """Register ``effect(fabric, target, params) -> undo | None`` under ``kind``."""
+
+    def register(effect: Effect) -> Effect:
+        if kind in CATALOGUE:
+            raise RuntimeError(f"fault {kind!r} registered twice")
+        CATALOGUE[kind] = FaultType(kind, params, effect, summary, caught_by)
+        return effect
+
+    return register
+
+
+def parse_params(kind: str, raw: dict[str, Any]) -> FaultParams:
+    if kind not in CATALOGUE:
+        raise FaultError(f"unknown fault {kind!r}; known: {', '.join(sorted(CATALOGUE))}")
+    try:
+        return CATALOGUE[kind].params.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise FaultError(f"fault {kind!r}: params.{where}: {first['msg']}") from None
