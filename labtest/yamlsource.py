@@ -95,7 +95,9 @@ def _build_mapping(node: yaml.MappingNode, loc: Loc, src: Source) -> dict[Any, A
     merged: dict[Any, Any] = {}
     for key_node, value_node in node.value:
         if key_node.tag == MERGE:  # '<<: *anchor' — explicit keys win over merged ones
-            sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+            sources = (
+                value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+            )
             for source in sources:
                 built = _build(source, loc, src)
                 if isinstance(built, dict):
@@ -128,10 +130,8 @@ def validate(src: Source, model: type[M], secret_keys: frozenset[str] = frozense
             if err["type"] == "extra_forbidden":
                 src.problem(loc, "unknown field (check the spelling)")
                 continue
-            if loc and loc[-1] in secret_keys:
-                found = "<secret>"
-            else:
-                found = _short(err.get("input"))
+            secret = bool(loc) and loc[-1] in secret_keys
+            found = "<secret>" if secret else _short(err.get("input"))
             src.problem(loc, f"{msg}; found {found}")
         return None
 

@@ -21,8 +21,7 @@ def load_testbed(path: str | Path) -> Testbed:
     warnings: list[str] = []
     _prepare(src.data, (), src, warnings)
     testbed = validate(src, Testbed, SECRET_KEYS)
-    if testbed is not None:
-        _check_cabling(testbed, src)
+    _check_references(src.data, src)
     src.raise_if_problems()
     assert testbed is not None
     testbed._source = path
@@ -58,39 +57,55 @@ def _prepare(node: Any, loc: Loc, src: Source, warnings: list[str]) -> None:
             _prepare(value, here, src, warnings)
 
 
-def _check_cabling(tb: Testbed, src: Source) -> None:
-    used: Counter[tuple[str, str]] = Counter()
-    for i, link in enumerate(tb.links):
-        for side, end in zip(("a", "b"), link.ends, strict=True):
-            dev = tb.devices.get(end.device)
-            if dev is None:
-                known = ", ".join(sorted(tb.devices)) or "none"
-                src.problem(("links", i, side), f"unknown device {end.device!r}; known: {known}")
+def _check_references(data: Any, src: Source) -> None:
+    """Cross-field checks on the raw data, so they run even when a field is mistyped."""
+    if not isinstance(data, dict):
+        return
+    devices = data.get("devices") if isinstance(data.get("devices"), dict) else {}
+    limits = data.get("limits")
+    if isinstance(limits, str) and not Path(limits).is_file():
+        src.problem(("limits",), f"limits profile not found: {limits}")
+    links = data.get("links") if isinstance(data.get("links"), list) else []
+    used: Counter[str] = Counter()
+    for i, link in enumerate(links):
+        if not isinstance(link, dict):
+            continue
+        for side in ("a", "b"):
+            end = link.get(side)
+            if not isinstance(end, str) or ":" not in end:
+                continue  # the schema reports the shape
+            dev_name, port = end.split(":", 1)
+            dev = devices.get(dev_name)
+            if not isinstance(dev, dict):
+                known = ", ".join(sorted(map(str, devices))) or "none"
+                src.problem(("links", i, side), f"unknown device {dev_name!r}; known: {known}")
                 continue
-            if dev.ports and end.port not in dev.ports:
-                src.problem(
-                    ("links", i, side), f"device {end.device!r} has no port {end.port!r}"
-                )
-            used[(end.device, end.port)] += 1
-            if used[(end.device, end.port)] == 2:
+            ports = dev.get("ports")
+            if isinstance(ports, list) and ports and port not in ports:
+                src.problem(("links", i, side), f"device {dev_name!r} has no port {port!r}")
+            used[end] += 1
+            if used[end] == 2:
                 src.problem(("links", i, side), f"port {end} is cabled more than once")
-        if link.ends[0] == link.ends[1]:
+        if link.get("a") is not None and link.get("a") == link.get("b"):
             src.problem(("links", i), "a link cannot connect a port to itself")
-    for name, dev in tb.devices.items():
-        if dev.ssh and not (dev.ssh.password or dev.ssh.key_file):
-            src.problem(("devices", name, "ssh"), "needs 'password' or 'key_file'")
-        if dev.snmp:
-            _check_snmp(name, dev, src)
-        if (dev.ssh or dev.snmp) and not dev.address:
-            src.problem(("devices", name), "'address' is required for ssh and snmp")
+    for name, dev in devices.items():
+        if isinstance(dev, dict):
+            _check_device(str(name), dev, src)
 
 
-def _check_snmp(name: str, dev: Any, src: Source) -> None:
-    snmp = dev.snmp
-    loc = ("devices", name, "snmp")
-    if snmp.version == "2c" and snmp.community is None:
-        src.problem(loc, "SNMP v2c needs 'community'")
-    if snmp.version == "3":
+def _check_device(name: str, dev: dict[str, Any], src: Source) -> None:
+    loc: Loc = ("devices", name)
+    ssh, snmp = dev.get("ssh"), dev.get("snmp")
+    if isinstance(ssh, dict) and not (ssh.get("password") or ssh.get("key_file")):
+        src.problem((*loc, "ssh"), "needs 'password' or 'key_file'")
+    if (ssh or snmp) and not dev.get("address"):
+        src.problem(loc, "'address' is required for ssh and snmp")
+    if not isinstance(snmp, dict):
+        return
+    version = str(snmp.get("version", "2c"))
+    if version == "2c" and not snmp.get("community"):
+        src.problem((*loc, "snmp"), "SNMP v2c needs 'community'")
+    if version == "3":
         for key in ("user", "auth_key", "priv_key"):
-            if getattr(snmp, key) is None:
-                src.problem(loc, f"SNMP v3 authPriv needs {key!r}")
+            if not snmp.get(key):
+                src.problem((*loc, "snmp"), f"SNMP v3 authPriv needs {key!r}")

@@ -43,7 +43,9 @@ class FaultType:
 CATALOGUE: dict[str, FaultType] = {}
 
 
-def fault(kind: str, params: type[FaultParams], summary: str, caught_by: str) -> Callable[[Effect], Effect]:
+def fault(
+    kind: str, params: type[FaultParams], summary: str, caught_by: str
+) -> Callable[[Effect], Effect]:
     """Register ``effect(fabric, target, params) -> undo | None`` under ``kind``."""
 
     def register(effect: Effect) -> Effect:

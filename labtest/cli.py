@@ -1,0 +1,120 @@
+"""The ``labtest`` command line.
+
+Each subcommand lives in its own small function; later features (emulate,
+report, burnin) register theirs in ``COMMANDS`` the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from labtest import __version__
+from labtest.errors import ConfigError, LabtestError
+
+
+def _testbed_check(args: argparse.Namespace) -> int:
+    from labtest.measure import load_limits
+    from labtest.testbed import load_testbed
+
+    try:
+        tb = load_testbed(args.file)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        print(f"{exc.path}: {len(exc.problems)} error(s)", file=sys.stderr)
+        return 1
+    for warning in tb.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    if tb.limits is not None:
+        try:
+            load_limits(tb.limits)
+        except ConfigError as exc:
+            print("\n".join(exc.problems), file=sys.stderr)
+            return 1
+    print(f"testbed {tb.name!r} ({args.file}): OK")
+    if tb.description:
+        print(f"  {tb.description}")
+    roles = Counter(d.role for d in tb.devices.values())
+    print(f"  devices: {len(tb.devices)}")
+    for role, n in sorted(roles.items()):
+        names = ", ".join(sorted(tb.by_role(role)))
+        print(f"    {role:<12} {n:>3}  {names}")
+    kinds = Counter(f"{lk.speed_gbps:g}G {lk.optic or ''}".strip() for lk in tb.links)
+    print(f"  links: {len(tb.links)}  ({_counted(kinds)})" if kinds else "  links: 0")
+    transports = Counter(t for d in tb.devices.values() for t in d.transports)
+    print(f"  transports: {_counted(transports) or 'none'}")
+    if tb.limits:
+        print(f"  limits: {tb.limits}")
+    if tb.emulation:
+        em = tb.emulation
+        faults = len(em.faults)
+        print(f"  emulation: seed {em.seed}, time scale {em.time_scale:g}, {faults} fault(s)")
+    return 0
+
+
+def _counted(counts: Counter[str]) -> str:
+    return ", ".join(f"{n}x {what}" for what, n in sorted(counts.items()))
+
+
+def _parse(args: argparse.Namespace) -> int:
+    from labtest.parsing import lookup, to_jsonable
+
+    try:
+        fn = lookup(args.driver, args.command)
+    except LookupError as exc:
+        print(f"labtest parse: {exc}", file=sys.stderr)
+        return 2
+    text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text()
+    try:
+        record = fn(text)
+    except LabtestError as exc:
+        print(f"labtest parse: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(to_jsonable(record), indent=2))
+    return 0
+
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="labtest", description="Hardware-in-the-loop tests for AI-cluster networks."
+    )
+    ap.add_argument("--version", action="version", version=f"labtest {__version__}")
+    sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+
+    tb = sub.add_parser("testbed", help="work with testbed files")
+    tb_sub = tb.add_subparsers(dest="tb_cmd", required=True, metavar="ACTION")
+    check = tb_sub.add_parser("check", help="validate a testbed file and print a summary")
+    check.add_argument("file", type=Path)
+    check.set_defaults(handler=_testbed_check)
+
+    parse = sub.add_parser("parse", help="parse captured device output into JSON")
+    parse.add_argument("driver", help="driver family, e.g. sonic, eos, nxos, linux")
+    parse.add_argument("command", help='the command as typed, e.g. "show pfc counters"')
+    parse.add_argument("file", help="file with the captured output, or - for stdin")
+    parse.set_defaults(handler=_parse)
+
+    for register in EXTENSIONS:
+        register(sub)
+    return ap
+
+
+#: functions that add more subcommands (emulate, report, burnin) to the parser
+EXTENSIONS: list[Callable[[argparse._SubParsersAction], None]] = []
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler: Handler = args.handler
+    return handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

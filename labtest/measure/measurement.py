@@ -1,0 +1,127 @@
+"""Measurements: a named value with its unit, limit, verdict and provenance.
+
+A test records every measurement before anything fails (OpenHTF style), so a
+failing link still leaves its full evidence; the plugin fails the test at the
+end of its body if any measurement is FAIL.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from labtest.errors import LimitFailure
+from labtest.measure.limits import Limit, LimitsProfile, Verdict
+
+
+@dataclass(frozen=True)
+class Measurement:
+    name: str
+    value: float
+    unit: str
+    verdict: Verdict
+    limit: Limit | None
+    limit_key: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    timestamp_s: float = field(default_factory=time.time)
+
+    def message(self) -> str:
+        where = "".join(f" {k}={v}" for k, v in self.labels.items())
+        value = f"{_value(self.value)} {self.unit}".rstrip()
+        if self.limit is None:
+            return f"{self.name}{where}: {value} (recorded, no limit)"
+        return (
+            f"{self.name}{where}: {value} is {self.verdict.value}; "
+            f"limit {self.limit.describe()} (source: {self.limit.source})"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["limit"] = self.limit.model_dump() if self.limit else None
+        out["verdict"] = self.verdict.value
+        out["value"] = _jsonable(self.value)
+        return out
+
+
+def _value(v: float) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _jsonable(v: float) -> float | str | None:
+    if isinstance(v, float) and not math.isfinite(v):
+        return None if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    return v
+
+
+Sink = Callable[[Measurement], None]
+
+
+class Recorder:
+    """What a test calls: ``measure("rx_power_dbm", -3.1, unit="dBm", key="optics.rx_power")``."""
+
+    def __init__(self, profile: LimitsProfile | None = None, sinks: list[Sink] | None = None):
+        self.profile = profile
+        self.sinks = list(sinks or [])
+        self.measurements: list[Measurement] = []
+
+    def __call__(
+        self,
+        name: str,
+        value: float,
+        *,
+        unit: str | None = None,
+        key: str | None = None,
+        limit: Limit | None = None,
+        **labels: Any,
+    ) -> Measurement:
+        """Record ``value``; the limit comes from ``limit`` or from ``key`` in the profile."""
+        if limit is None and key is not None:
+            if self.profile is None:
+                raise LookupError(
+                    f"measurement {name!r} needs limit {key!r} but no --limits profile"
+                )
+            limit = self.profile.get(key)
+        if limit is not None and unit is not None and limit.unit and unit != limit.unit:
+            raise ValueError(
+                f"measurement {name!r} is in {unit!r} but limit {key or ''!r} is in {limit.unit!r}"
+            )
+        value = float(value)
+        verdict = limit.judge(value) if limit is not None else Verdict.PASS
+        m = Measurement(
+            name=name,
+            value=value,
+            unit=unit if unit is not None else (limit.unit if limit else ""),
+            verdict=verdict,
+            limit=limit,
+            limit_key=key,
+            labels={k: str(v) for k, v in labels.items()},
+        )
+        self.measurements.append(m)
+        for sink in self.sinks:
+            sink(m)
+        return m
+
+    @property
+    def failures(self) -> list[Measurement]:
+        return [m for m in self.measurements if m.verdict is Verdict.FAIL]
+
+    def verdict(self) -> Verdict:
+        verdicts = {m.verdict for m in self.measurements}
+        for v in (Verdict.FAIL, Verdict.MARGINAL):
+            if v in verdicts:
+                return v
+        return Verdict.PASS
+
+    def check(self) -> None:
+        """Raise ``LimitFailure`` naming every failed measurement."""
+        failed = self.failures
+        if failed:
+            lines = "\n".join(f"  {m.message()}" for m in failed)
+            raise LimitFailure(f"{len(failed)} measurement(s) outside limits:\n{lines}")
+
+    def to_json(self) -> str:
+        return json.dumps([m.as_dict() for m in self.measurements], indent=2, default=str)

@@ -1,0 +1,293 @@
+"""The labtest pytest plugin (registered through the ``pytest11`` entry point).
+
+It gives tests the testbed, its devices, the limits profile and ``measure``;
+skips tests whose testbed lacks what they ``needs``; and keeps two kinds of
+red apart: *failed* (a measurement missed its limit) and *broken* (the lab
+could not be asked — ``InfraError``), with the device's raw output attached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from labtest import secrets
+from labtest.errors import ConfigError, InfraError, LimitFailure
+from labtest.lab import Lab
+from labtest.measure import LimitsProfile, Measurement, Recorder, load_limits
+from labtest.testbed import Testbed, load_testbed
+
+BROKEN = "broken"
+RECORDER_ATTR = "_labtest_recorder"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("labtest", "labtest lab testing")
+    group.addoption("--testbed", metavar="FILE", help="testbed YAML describing the lab")
+    group.addoption(
+        "--emulate",
+        action="store_true",
+        help="run against an emulated lab built from the testbed (no hardware)",
+    )
+    group.addoption("--limits", metavar="FILE", help="limits profile (overrides the testbed's)")
+    group.addoption(
+        "--destructive",
+        action="store_true",
+        help="allow tests marked destructive (implied by --emulate)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "destructive: changes device state (ports, config, reboots); opt-in"
+    )
+    config.addinivalue_line(
+        "markers",
+        "needs(*capabilities, role=None, count=1): skip unless the testbed has at least "
+        "`count` devices (of `role`) whose drivers offer every named capability",
+    )
+    secrets.install_log_redaction()
+    state = _State(config)
+    config.stash[_state_key] = state
+    state.load()  # a bad testbed is a usage error before any test runs
+
+
+class _State:
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self._testbed: Testbed | None = None
+        self._lab: Lab | None = None
+        self._emulated: Any = None
+        self.broken = 0
+
+    def load(self) -> None:
+        path = self.config.getoption("testbed")
+        if path is not None:
+            try:
+                self._testbed = load_testbed(path)
+            except ConfigError as exc:
+                raise pytest.UsageError(str(exc)) from None
+
+    def testbed(self) -> Testbed | None:
+        if self._testbed is not None and self.config.getoption("emulate") and not self._emulated:
+            self._testbed = self._start_emulation(self._testbed)
+        return self._testbed
+
+    def _start_emulation(self, testbed: Testbed) -> Testbed:
+        try:
+            from labtest.emulation.lab import EmulatedLab  # type: ignore[import-not-found]
+        except ImportError:
+            raise pytest.UsageError(
+                "--emulate: the emulated lab is not available in this build"
+            ) from None
+        self._emulated = EmulatedLab(testbed)
+        return self._emulated.start()
+
+    def lab(self) -> Lab:
+        tb = self.testbed()
+        if tb is None:
+            pytest.skip("no --testbed given")
+        if self._lab is None:
+            self._lab = Lab(tb)
+        return self._lab
+
+    def close(self) -> None:
+        if self._lab is not None:
+            self._lab.close()
+        if self._emulated is not None:
+            self._emulated.stop()
+
+
+_state_key = pytest.StashKey[_State]()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(_state_key, None)
+    if state is not None:
+        state.close()
+
+
+# --- fixtures -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def testbed(pytestconfig: pytest.Config) -> Testbed:
+    """The validated testbed from ``--testbed`` (the test is skipped without one)."""
+    tb = pytestconfig.stash[_state_key].testbed()
+    if tb is None:
+        pytest.skip("no --testbed given")
+    return tb
+
+
+@pytest.fixture(scope="session")
+def lab(pytestconfig: pytest.Config) -> Lab:
+    """Devices of the testbed: ``lab.device("leaf1")``, ``lab.by_role("leaf")``."""
+    return pytestconfig.stash[_state_key].lab()
+
+
+@pytest.fixture
+def device(lab: Lab) -> Any:
+    """A function: ``device("leaf1")`` returns that device's driver."""
+    return lab.device
+
+
+@pytest.fixture(scope="session")
+def limits(pytestconfig: pytest.Config) -> LimitsProfile | None:
+    path = pytestconfig.getoption("limits")
+    if path is None:
+        tb = pytestconfig.stash[_state_key].testbed()
+        path = tb.limits if tb is not None else None
+    if path is None:
+        return None
+    try:
+        return load_limits(path)
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+@pytest.fixture
+def measure(request: pytest.FixtureRequest, limits: LimitsProfile | None) -> Iterator[Recorder]:
+    """Record measurements; the test fails after its body if any is FAIL."""
+    recorder = Recorder(profile=limits, sinks=[_allure_step])
+    setattr(request.node, RECORDER_ATTR, recorder)
+    yield recorder
+    if recorder.measurements:
+        _allure_attach("measurements", recorder.to_json())
+
+
+def _allure_step(m: Measurement) -> None:
+    try:
+        import allure
+    except ImportError:  # pragma: no cover - allure-pytest is a dependency
+        return
+    with allure.step(f"{m.verdict.value}: {m.message()}"):
+        pass
+
+
+def _allure_attach(name: str, body: str) -> None:
+    import allure
+
+    allure.attach(body, name=name, attachment_type=allure.attachment_type.JSON)
+
+
+# --- markers ----------------------------------------------------------------
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    allow_destructive = config.getoption("destructive") or config.getoption("emulate")
+    for item in items:
+        if item.get_closest_marker("destructive") and not allow_destructive:
+            item.add_marker(pytest.mark.skip(reason="destructive: pass --destructive to run it"))
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    for mark in item.iter_markers("needs"):
+        reason = _unmet_needs(item.config, mark)
+        if reason:
+            pytest.skip(reason)
+
+
+def _unmet_needs(config: pytest.Config, mark: pytest.Mark) -> str | None:
+    state = config.stash[_state_key]
+    if state.testbed() is None:
+        return "no --testbed given"
+    lab = state.lab()
+    role = mark.kwargs.get("role")
+    count = int(mark.kwargs.get("count", 1))
+    candidates = lab.names(role=role)
+    for cap in mark.args:
+        candidates = [n for n in candidates if n in set(lab.names(capability=cap))]
+    if len(candidates) >= count:
+        return None
+    what = " + ".join(str(getattr(c, "__name__", c)) for c in mark.args) or "any device"
+    scope = f" with role {role!r}" if role else ""
+    return (
+        f"testbed {lab.testbed.name!r} has {len(candidates)} device(s){scope} offering "
+        f"{what}; this test needs {count}"
+    )
+
+
+# --- verdicts: failed vs broken -----------------------------------------------
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    result = yield
+    recorder: Recorder | None = getattr(item, RECORDER_ATTR, None)
+    if recorder is not None:
+        recorder.check()  # raises LimitFailure naming every failed measurement
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    excinfo = call.excinfo
+    if excinfo is not None and isinstance(excinfo.value, InfraError):
+        report.user_properties.append(("labtest_verdict", BROKEN))
+        raw = excinfo.value.raw
+        if raw:
+            report.sections.append((f"raw output from {excinfo.value.device}", secrets.redact(raw)))
+            _attach_raw(excinfo.value.device, raw)
+    elif excinfo is not None and isinstance(excinfo.value, LimitFailure):
+        report.user_properties.append(("labtest_verdict", "failed"))
+    _redact_report(report)
+    return report
+
+
+def _attach_raw(device: str, raw: str) -> None:
+    try:
+        import allure
+
+        allure.attach(
+            secrets.redact(raw),
+            name=f"raw output ({device})",
+            attachment_type=allure.attachment_type.TEXT,
+        )
+    except Exception:
+        pass
+
+
+def _redact_report(report: pytest.TestReport) -> None:
+    if report.longrepr is not None:
+        text = str(report.longrepr)
+        clean = secrets.redact(text)
+        if clean != text:
+            report.longrepr = clean
+    report.sections = [(k, secrets.redact(v)) for k, v in report.sections]
+
+
+def _is_broken(report: pytest.TestReport) -> bool:
+    return report.failed and (("labtest_verdict", BROKEN) in report.user_properties)
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    if _is_broken(report):
+        if report.when == "call":
+            return BROKEN, "B", ("BROKEN", {"yellow": True})
+        return "error", "E", ("ERROR (broken infrastructure)", {"red": True})
+    return None
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    broken = terminalreporter.stats.get(BROKEN, [])
+    if broken:
+        terminalreporter.section("labtest: broken infrastructure (not product failures)")
+        for rep in broken:
+            terminalreporter.write_sep("_", f"BROKEN {rep.nodeid}")
+            terminalreporter.write_line(rep.longreprtext)
+            for title, body in rep.sections:
+                if title.startswith("raw output"):
+                    terminalreporter.write_sep("-", title)
+                    terminalreporter.write_line(body)
+        terminalreporter.write_sep("-", "summary")
+        for rep in broken:
+            terminalreporter.write_line(f"BROKEN {rep.nodeid}: {_first_line(rep)}")
+
+
+def _first_line(report: pytest.TestReport) -> str:
+    crash = getattr(report.longrepr, "reprcrash", None)
+    text = crash.message if crash is not None else str(report.longrepr)
+    return text.splitlines()[0] if text else ""

@@ -1,0 +1,1 @@
+"""Transports: SSH, SNMP, VISA and packets, each with timeouts and typed errors."""

@@ -1,0 +1,407 @@
+"""SNMP v2c / v3 transport: a synchronous face on pysnmp 7's asyncio API.
+
+Drivers are plain synchronous code, and may run in worker threads or inside a
+test that already has an event loop. So each transport owns a private event
+loop in a small daemon thread (started on first use) and hands coroutines to
+it; nothing depends on the caller's loop.
+
+Bounds: pysnmp retries each request ``retries`` times, ``timeout_s`` apart; on
+top, every request is wrapped in ``asyncio.wait_for`` and the caller's wait has
+an idle watchdog, so no call can hang even if pysnmp's timers misbehave.
+
+Errors (all carry the device name, none carries a community or key):
+
+- ``TransportTimeout``: no answer after timeout and retries. With v2c this is
+  also what a wrong community looks like: agents drop such requests silently.
+- ``AuthFailed``: the v3 agent answered with a USM report (unknown user, wrong
+  digest, decryption error ...).
+- ``ProtocolError``: the agent answered with an error-status (genErr,
+  noAccess ...), the reply broke the protocol, or ``get`` of an OID the agent
+  does not have (noSuchObject / noSuchInstance) when ``missing_ok`` is False.
+  Asking for a specific instance means the driver needs it; a driver probing
+  an optional MIB passes ``missing_ok=True`` and gets ``None``. A walk of an
+  absent subtree is simply empty.
+
+Values come back as plain Python: ``int`` for INTEGER, Counter32/64, Gauge32,
+TimeTicks; ``str`` for a printable OCTET STRING, else ``"0x"`` + hex (MAC
+addresses, chassis ids); dotted ``str`` for OBJECT IDENTIFIER and IpAddress;
+``None`` for NULL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+import time
+from collections.abc import Coroutine, Iterable, Sequence
+from typing import Any, TypeVar
+
+from pyasn1.type import univ
+from pysnmp.entity import config
+from pysnmp.error import PySnmpError
+from pysnmp.hlapi.v3arch.asyncio import (
+    CommunityData,
+    ContextData,
+    ObjectIdentity,
+    ObjectType,
+    SnmpEngine,
+    UdpTransportTarget,
+    UsmUserData,
+    bulk_walk_cmd,
+    get_cmd,
+)
+from pysnmp.proto import errind, rfc1902, rfc1905
+
+from labtest.errors import AuthFailed, ConfigError, ProtocolError, TransportTimeout
+from labtest.secrets import MASK, redact
+from labtest.testbed.model import SnmpSettings
+from labtest.transports import mibs
+
+log = logging.getLogger("labtest.transport.snmp")
+
+T = TypeVar("T")
+
+#: testbed names -> pysnmp USM protocol ids (shared with the emulated agent)
+AUTH_PROTOCOLS: dict[str, tuple[int, ...]] = {
+    "MD5": config.USM_AUTH_HMAC96_MD5,
+    "SHA": config.USM_AUTH_HMAC96_SHA,
+    "SHA224": config.USM_AUTH_HMAC128_SHA224,
+    "SHA256": config.USM_AUTH_HMAC192_SHA256,
+    "SHA384": config.USM_AUTH_HMAC256_SHA384,
+    "SHA512": config.USM_AUTH_HMAC384_SHA512,
+}
+#: AES192/AES256 use the key extension of draft-reeder (Cisco and most network
+#: OSes; net-snmp calls it AES192C/AES256C), not draft-blumenthal.
+PRIV_PROTOCOLS: dict[str, tuple[int, ...]] = {
+    "DES": config.USM_PRIV_CBC56_DES,
+    "AES": config.USM_PRIV_CFB128_AES,
+    "AES192": config.USM_PRIV_CFB192_AES,
+    "AES256": config.USM_PRIV_CFB256_AES,
+}
+
+#: USM reports a v3 agent sends when it refuses the user or its keys (RFC 3414 3.2)
+_AUTH_ERRORS = (
+    errind.UnknownUserName,
+    errind.WrongDigest,
+    errind.DecryptionError,
+    errind.AuthenticationError,
+    errind.AuthenticationFailure,
+    errind.UnknownSecurityName,
+    errind.UnsupportedSecurityLevel,
+    errind.UnsupportedAuthProtocol,
+    errind.UnsupportedPrivProtocol,
+)
+_MISSING = (rfc1905.NoSuchObject, rfc1905.NoSuchInstance, rfc1905.EndOfMibView)
+_SLACK_S = 1.0  # pysnmp's 0.1 s timer ticks plus scheduling
+
+
+def to_python(value: Any) -> Any:
+    """An SMI value as plain Python (see the module docstring)."""
+    if isinstance(value, univ.Integer):  # Integer32, Counter32/64, Gauge32, TimeTicks
+        return int(value)
+    if isinstance(value, rfc1902.IpAddress):
+        return ".".join(str(b) for b in bytes(value))
+    if isinstance(value, univ.ObjectIdentifier):
+        return ".".join(str(n) for n in value)
+    if isinstance(value, univ.OctetString):
+        return octets_to_str(bytes(value))
+    if isinstance(value, univ.Null):
+        return None
+    return value.prettyPrint() if hasattr(value, "prettyPrint") else value
+
+
+def octets_to_str(raw: bytes) -> str:
+    """Printable text as is (trailing NULs dropped), anything else as ``0x`` hex."""
+    text = raw.rstrip(b"\x00") or raw
+    try:
+        decoded = text.decode("utf-8")
+    except UnicodeDecodeError:
+        return "0x" + raw.hex()
+    if all(c.isprintable() or c in "\r\n\t" for c in decoded):
+        return decoded
+    return "0x" + raw.hex()
+
+
+class SnmpTransport:
+    """One SNMP peer. Thread-safe; calls run on the transport's own loop."""
+
+    def __init__(self, device_name: str, address: str, settings: SnmpSettings) -> None:
+        self.device = device_name
+        self.address = address
+        self.settings = settings
+        self._secrets = _secrets_of(settings)
+        self._check_settings()
+        tries = settings.retries + 1
+        self.request_bound_s = settings.timeout_s * tries + _SLACK_S
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._engine: SnmpEngine | None = None
+        self._target: UdpTransportTarget | None = None
+        self._last_progress = 0.0
+
+    def __repr__(self) -> str:
+        return f"SnmpTransport({self.device!r}, {self.address}:{self.settings.port}, " \
+               f"v{self.settings.version})"
+
+    # --- public API ---------------------------------------------------------------
+
+    def get(self, *oids: str, missing_ok: bool = False) -> dict[str, Any]:
+        """Values of exact instances, keyed by dotted numeric OID, in request order."""
+        numeric = [mibs.oid(o) for o in oids]
+        return self._run(self._get(numeric, missing_ok))
+
+    def walk(self, oid: str, max_repetitions: int = 50) -> list[tuple[str, Any]]:
+        """Every (oid, value) under ``oid`` (GETBULK, stops at the subtree's end)."""
+        return self._run(self._walk(mibs.oid(oid), max_repetitions))
+
+    def table(
+        self, column_oids: Iterable[str], max_repetitions: int = 50
+    ) -> dict[str, dict[str, Any]]:
+        """Rows keyed by index (dotted suffix, ``"5"`` or ``"0.12.1"``), then by column.
+
+        Columns are keyed as the caller spelt them (``"ifName"``, ``"IF-MIB::ifName"``
+        or numeric). A row missing a column simply lacks that key.
+        """
+        rows: dict[str, dict[str, Any]] = {}
+        for column in column_oids:
+            prefix = mibs.oid(column)
+            for found, value in self.walk(prefix, max_repetitions):
+                index = found[len(prefix) + 1:]
+                rows.setdefault(index, {})[column] = value
+        return rows
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Close the socket and stop the loop thread. A later call reopens."""
+        with self._lock:
+            loop, thread = self._loop, self._thread
+            self._loop = self._thread = None
+        if loop is None or thread is None:
+            return
+        engine, self._engine, self._target = self._engine, None, None
+        if engine is not None:
+            closing = asyncio.run_coroutine_threadsafe(_close_engine(engine), loop)
+            try:
+                closing.result(timeout_s)
+            except (concurrent.futures.TimeoutError, RuntimeError) as exc:
+                log.warning("[%s] closing the SNMP engine: %r", self.device, exc)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout_s)
+        if thread.is_alive():
+            log.warning("[%s] SNMP loop thread did not stop within %.1f s", self.device, timeout_s)
+
+    def __enter__(self) -> SnmpTransport:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # --- running coroutines on the private loop ------------------------------------
+
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=_serve_loop, args=(loop,), name=f"snmp-{self.device}", daemon=True
+                )
+                thread.start()
+                self._loop, self._thread = loop, thread
+            return self._loop
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the private loop; give up once it makes no progress."""
+        loop = self._ensure_loop()
+        self._touch()
+        future = asyncio.run_coroutine_threadsafe(coro, loop)
+        while True:
+            try:
+                return future.result(timeout=self.request_bound_s)
+            except concurrent.futures.TimeoutError:
+                if time.monotonic() - self._last_progress > self.request_bound_s + _SLACK_S:
+                    future.cancel()
+                    raise self._timeout() from None
+
+    def _touch(self) -> None:
+        self._last_progress = time.monotonic()
+
+    async def _session(self) -> tuple[SnmpEngine, UdpTransportTarget]:
+        """Engine and target are built on the loop: pysnmp binds to the current loop."""
+        if self._engine is None or self._target is None:
+            self._engine = SnmpEngine()
+            self._target = await UdpTransportTarget.create(
+                (self.address, self.settings.port),
+                timeout=self.settings.timeout_s,
+                retries=self.settings.retries,
+            )
+        return self._engine, self._target
+
+    # --- the coroutines ---------------------------------------------------------
+
+    async def _get(self, oids: Sequence[str], missing_ok: bool) -> dict[str, Any]:
+        engine, target = await self._session()
+        started = time.monotonic()
+        request = get_cmd(
+            engine, self._auth(), target, self._context(),
+            *(ObjectType(ObjectIdentity(o)) for o in oids),
+            lookupMib=False,
+        )
+        answer = await self._bounded(request, f"get {oids[0]}")
+        var_binds = self._check(*answer, what=f"get {', '.join(oids)}")
+        result: dict[str, Any] = {}
+        for name, value in var_binds:
+            key = str(name)
+            if isinstance(value, _MISSING):
+                if not missing_ok:
+                    raise self._error(
+                        ProtocolError, f"agent has no {mibs.name(key)} ({value.__class__.__name__})"
+                    )
+                result[key] = None
+            else:
+                result[key] = to_python(value)
+        log.debug("[%s] get %d OID(s) in %.1f ms", self.device, len(result),
+                  (time.monotonic() - started) * 1e3)
+        return result
+
+    async def _walk(self, oid: str, max_repetitions: int) -> list[tuple[str, Any]]:
+        engine, target = await self._session()
+        started = time.monotonic()
+        walker = bulk_walk_cmd(
+            engine, self._auth(), target, self._context(), 0, max_repetitions,
+            ObjectType(ObjectIdentity(oid)),
+            lexicographicMode=False, lookupMib=False,
+        )
+        rows: list[tuple[str, Any]] = []
+        try:
+            while True:
+                try:
+                    answer = await self._bounded(anext(walker), f"walk {oid}")
+                except StopAsyncIteration:
+                    break
+                self._touch()
+                for name, value in self._check(*answer, what=f"walk {oid}"):
+                    if not isinstance(value, _MISSING):
+                        rows.append((str(name), to_python(value)))
+        finally:
+            await walker.aclose()
+        elapsed_s = time.monotonic() - started
+        log.debug("[%s] walk %s: %d OID(s) in %.1f ms", self.device, mibs.name(oid), len(rows),
+                  elapsed_s * 1e3)
+        return rows
+
+    async def _bounded(self, awaitable: Any, what: str) -> Any:
+        try:
+            return await asyncio.wait_for(awaitable, self.request_bound_s)
+        except TimeoutError:
+            raise self._timeout() from None
+        except PySnmpError as exc:
+            raise self._error(ProtocolError, f"{what}: {exc}") from None
+
+    def _check(
+        self, indication: Any, status: Any, index: Any, var_binds: Sequence[Any], what: str
+    ) -> Sequence[Any]:
+        if indication:
+            if isinstance(indication, errind.RequestTimedOut):
+                raise self._timeout()
+            if isinstance(indication, _AUTH_ERRORS):
+                raise self._error(
+                    AuthFailed, f"SNMPv3 user {self.settings.user!r} refused: {indication}"
+                )
+            raise self._error(ProtocolError, f"{what}: {indication}")
+        if status and int(status):
+            position = int(index or 0)
+            culprit = ""
+            if 0 < position <= len(var_binds):
+                culprit = f" at {mibs.name(str(var_binds[position - 1][0]))}"
+            status_name = status.prettyPrint() if hasattr(status, "prettyPrint") else status
+            raise self._error(ProtocolError, f"{what}: agent answered {status_name}{culprit}")
+        return var_binds
+
+    # --- settings, errors, secrets ---------------------------------------------
+
+    def _auth(self) -> CommunityData | UsmUserData:
+        s = self.settings
+        if s.version == "2c":
+            assert s.community is not None
+            return CommunityData(s.community.get_secret_value(), mpModel=1)
+        auth_key = s.auth_key.get_secret_value() if s.auth_key else None
+        priv_key = s.priv_key.get_secret_value() if s.priv_key else None
+        return UsmUserData(
+            s.user,
+            authKey=auth_key,
+            privKey=priv_key,
+            authProtocol=AUTH_PROTOCOLS[s.auth_protocol] if auth_key else config.USM_AUTH_NONE,
+            privProtocol=PRIV_PROTOCOLS[s.priv_protocol] if priv_key else config.USM_PRIV_NONE,
+        )
+
+    def _context(self) -> ContextData:
+        if self.settings.version == "3":
+            return ContextData(contextName=self.settings.context)
+        return ContextData()
+
+    def _check_settings(self) -> None:
+        s, problems = self.settings, []
+        if s.version == "2c" and s.community is None:
+            problems.append("snmp.community: required for SNMP v2c")
+        if s.version == "3":
+            if not s.user:
+                problems.append("snmp.user: required for SNMP v3")
+            if s.priv_key is not None and s.auth_key is None:
+                problems.append("snmp.priv_key: needs an auth_key too (no privacy without auth)")
+            for field in ("auth_key", "priv_key"):
+                value = getattr(s, field)
+                if value is not None and len(value.get_secret_value()) < 8:
+                    problems.append(f"snmp.{field}: at least 8 characters (RFC 3414 11.2)")
+        if problems:
+            raise ConfigError(f"device {self.device!r}", problems)
+
+    def _timeout(self) -> TransportTimeout:
+        s = self.settings
+        hint = "wrong community or agent down" if s.version == "2c" else "agent down"
+        return self._error(
+            TransportTimeout,
+            f"no SNMP answer from {self.address}:{s.port} after {s.retries + 1} tries of "
+            f"{s.timeout_s:g} s ({hint})",
+        )
+
+    def _error(self, kind: type[Exception], message: str) -> Any:
+        """A typed error whose text is scrubbed of this transport's secrets."""
+        error = kind(self.device, self._scrub(message))
+        log.info("%s", error)
+        return error
+
+    def _scrub(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, MASK)
+        return redact(text)
+
+
+def _secrets_of(settings: SnmpSettings) -> list[str]:
+    found = [
+        value.get_secret_value()
+        for value in (settings.community, settings.auth_key, settings.priv_key)
+        if value is not None
+    ]
+    return sorted((s for s in found if s), key=len, reverse=True)
+
+
+async def _close_engine(engine: SnmpEngine) -> None:
+    """Close the UDP socket; two loop turns let asyncio finish closing it."""
+    engine.close_dispatcher()
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+
+
+def _serve_loop(loop: asyncio.AbstractEventLoop) -> None:
+    asyncio.set_event_loop(loop)
+    try:
+        loop.run_forever()
+    finally:
+        pending = asyncio.all_tasks(loop)
+        for task in pending:
+            task.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.close()
