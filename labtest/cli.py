@@ -7,6 +7,7 @@ report, burnin) register theirs in ``COMMANDS`` the same way.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from collections import Counter
@@ -101,13 +102,24 @@ def build_parser() -> argparse.ArgumentParser:
     parse.add_argument("file", help="file with the captured output, or - for stdin")
     parse.set_defaults(handler=_parse)
 
-    for register in EXTENSIONS:
-        register(sub)
+    for module_name in SUBCOMMAND_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not module_name.startswith(exc.name):
+                raise
+            continue  # that feature is not part of this build
+        module.register(sub)
     return ap
 
 
-#: functions that add more subcommands (emulate, report, burnin) to the parser
-EXTENSIONS: list[Callable[[argparse._SubParsersAction], None]] = []
+#: modules with ``register(subparsers)`` adding a subcommand each; a subcommand
+#: lives next to the feature it drives, not in this file
+SUBCOMMAND_MODULES = [
+    "labtest.emulation.cli",
+    "labtest.reports.cli",
+    "labtest.burnin.cli",
+]
 
 
 def main(argv: list[str] | None = None) -> int:
