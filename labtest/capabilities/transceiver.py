@@ -59,6 +59,7 @@ class Transceiver:
     serial: str | None = None
     firmware: str | None = None
     media_type: str | None = None  # e.g. "400GBASE-DR4"
+    identifier: str | None = None  # form factor as the EEPROM names it, e.g. "QSFP28 or later"
     flags: dict[str, bool] = field(default_factory=dict)  # latched flags as read (read clears)
     present: bool = True
 

@@ -14,7 +14,8 @@ Errors (all carry the device name, none carries a community or key):
 - ``TransportTimeout``: no answer after timeout and retries. With v2c this is
   also what a wrong community looks like: agents drop such requests silently.
 - ``AuthFailed``: the v3 agent answered with a USM report (unknown user, wrong
-  digest, decryption error ...).
+  digest, decryption error ...). net-snmp drops a request it cannot decrypt
+  without a report, so a wrong *priv* key there is a ``TransportTimeout``.
 - ``ProtocolError``: the agent answered with an error-status (genErr,
   noAccess ...), the reply broke the protocol, or ``get`` of an OID the agent
   does not have (noSuchObject / noSuchInstance) when ``missing_ok`` is False.
@@ -35,6 +36,7 @@ import concurrent.futures
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Coroutine, Iterable, Sequence
 from typing import Any, TypeVar
 
@@ -136,15 +138,13 @@ class SnmpTransport:
         tries = settings.retries + 1
         self.request_bound_s = settings.timeout_s * tries + _SLACK_S
         self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._engine: SnmpEngine | None = None
-        self._target: UdpTransportTarget | None = None
+        self._session: _Session | None = None
+        self._finalizer: weakref.finalize | None = None
         self._last_progress = 0.0
 
     def __repr__(self) -> str:
-        return f"SnmpTransport({self.device!r}, {self.address}:{self.settings.port}, " \
-               f"v{self.settings.version})"
+        where = f"{self.address}:{self.settings.port}"
+        return f"SnmpTransport({self.device!r}, {where}, v{self.settings.version})"
 
     # --- public API ---------------------------------------------------------------
 
@@ -173,24 +173,12 @@ class SnmpTransport:
                 rows.setdefault(index, {})[column] = value
         return rows
 
-    def close(self, timeout_s: float = 5.0) -> None:
-        """Close the socket and stop the loop thread. A later call reopens."""
+    def close(self) -> None:
+        """Close the socket and stop the loop thread (bounded). A later call reopens."""
         with self._lock:
-            loop, thread = self._loop, self._thread
-            self._loop = self._thread = None
-        if loop is None or thread is None:
-            return
-        engine, self._engine, self._target = self._engine, None, None
-        if engine is not None:
-            closing = asyncio.run_coroutine_threadsafe(_close_engine(engine), loop)
-            try:
-                closing.result(timeout_s)
-            except (concurrent.futures.TimeoutError, RuntimeError) as exc:
-                log.warning("[%s] closing the SNMP engine: %r", self.device, exc)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout_s)
-        if thread.is_alive():
-            log.warning("[%s] SNMP loop thread did not stop within %.1f s", self.device, timeout_s)
+            finalizer, self._finalizer, self._session = self._finalizer, None, None
+        if finalizer is not None:
+            finalizer()
 
     def __enter__(self) -> SnmpTransport:
         return self
@@ -200,22 +188,19 @@ class SnmpTransport:
 
     # --- running coroutines on the private loop ------------------------------------
 
-    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+    def _ensure_session(self) -> _Session:
         with self._lock:
-            if self._loop is None:
-                loop = asyncio.new_event_loop()
-                thread = threading.Thread(
-                    target=_serve_loop, args=(loop,), name=f"snmp-{self.device}", daemon=True
-                )
-                thread.start()
-                self._loop, self._thread = loop, thread
-            return self._loop
+            if self._session is None:
+                self._session = _Session(self.device)
+                # a transport dropped without close() still stops its thread
+                self._finalizer = weakref.finalize(self, self._session.shutdown)
+            return self._session
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the private loop; give up once it makes no progress."""
-        loop = self._ensure_loop()
+        session = self._ensure_session()
         self._touch()
-        future = asyncio.run_coroutine_threadsafe(coro, loop)
+        future = asyncio.run_coroutine_threadsafe(coro, session.loop)
         while True:
             try:
                 return future.result(timeout=self.request_bound_s)
@@ -227,21 +212,23 @@ class SnmpTransport:
     def _touch(self) -> None:
         self._last_progress = time.monotonic()
 
-    async def _session(self) -> tuple[SnmpEngine, UdpTransportTarget]:
+    async def _open(self) -> tuple[SnmpEngine, UdpTransportTarget]:
         """Engine and target are built on the loop: pysnmp binds to the current loop."""
-        if self._engine is None or self._target is None:
-            self._engine = SnmpEngine()
-            self._target = await UdpTransportTarget.create(
-                (self.address, self.settings.port),
-                timeout=self.settings.timeout_s,
-                retries=self.settings.retries,
-            )
-        return self._engine, self._target
+        session = self._ensure_session()
+        async with session.opening:  # concurrent first calls must share one engine
+            if session.engine is None or session.target is None:
+                session.engine = SnmpEngine()
+                session.target = await UdpTransportTarget.create(
+                    (self.address, self.settings.port),
+                    timeout=self.settings.timeout_s,
+                    retries=self.settings.retries,
+                )
+            return session.engine, session.target
 
     # --- the coroutines ---------------------------------------------------------
 
     async def _get(self, oids: Sequence[str], missing_ok: bool) -> dict[str, Any]:
-        engine, target = await self._session()
+        engine, target = await self._open()
         started = time.monotonic()
         request = get_cmd(
             engine, self._auth(), target, self._context(),
@@ -266,7 +253,7 @@ class SnmpTransport:
         return result
 
     async def _walk(self, oid: str, max_repetitions: int) -> list[tuple[str, Any]]:
-        engine, target = await self._session()
+        engine, target = await self._open()
         started = time.monotonic()
         walker = bulk_walk_cmd(
             engine, self._auth(), target, self._context(), 0, max_repetitions,
@@ -359,7 +346,12 @@ class SnmpTransport:
 
     def _timeout(self) -> TransportTimeout:
         s = self.settings
-        hint = "wrong community or agent down" if s.version == "2c" else "agent down"
+        hint = (
+            "wrong community or agent down"
+            if s.version == "2c"
+            # a wrong priv key or AES key-extension variant is dropped silently by net-snmp
+            else "agent down, or wrong v3 priv key or AES variant"
+        )
         return self._error(
             TransportTimeout,
             f"no SNMP answer from {self.address}:{s.port} after {s.retries + 1} tries of "
@@ -387,6 +379,34 @@ def _secrets_of(settings: SnmpSettings) -> list[str]:
     return sorted((s for s in found if s), key=len, reverse=True)
 
 
+class _Session:
+    """The private event loop, its thread, and the pysnmp objects that live on it."""
+
+    def __init__(self, device: str) -> None:
+        self.device = device
+        self.engine: SnmpEngine | None = None
+        self.target: UdpTransportTarget | None = None
+        self.opening = asyncio.Lock()
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(
+            target=_serve_loop, args=(self.loop,), name=f"snmp-{device}", daemon=True
+        )
+        self.thread.start()
+
+    def shutdown(self, timeout_s: float = 5.0) -> None:
+        if self.engine is not None:
+            closing = asyncio.run_coroutine_threadsafe(_close_engine(self.engine), self.loop)
+            try:
+                closing.result(timeout_s)
+            except (concurrent.futures.TimeoutError, RuntimeError) as exc:
+                log.warning("[%s] closing the SNMP engine: %r", self.device, exc)
+        self.engine = self.target = None
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout_s)
+        if self.thread.is_alive():
+            log.warning("[%s] SNMP loop thread did not stop within %.1f s", self.device, timeout_s)
+
+
 async def _close_engine(engine: SnmpEngine) -> None:
     """Close the UDP socket; two loop turns let asyncio finish closing it."""
     engine.close_dispatcher()
@@ -404,4 +424,5 @@ def _serve_loop(loop: asyncio.AbstractEventLoop) -> None:
             task.cancel()
         if pending:
             loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_default_executor())  # getaddrinfo's thread
         loop.close()

@@ -8,9 +8,10 @@ the catalogue with each fault's documented effect.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -66,3 +67,49 @@ def parse_params(kind: str, raw: dict[str, Any]) -> FaultParams:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise FaultError(f"fault {kind!r}: params.{where}: {first['msg']}") from None
+
+
+#: modules that register faults; ``load_catalogue`` imports them (the traffic model may
+#: not be installed yet while it is being written, so a missing one is skipped)
+FAULT_MODULES = ("labtest.emulation.model.catalogue", "labtest.emulation.model.traffic")
+
+
+def load_catalogue() -> dict[str, FaultType]:
+    """Import every module that registers faults and return the catalogue."""
+    for name in FAULT_MODULES:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if not (exc.name and name.startswith(exc.name)):
+                raise
+    return CATALOGUE
+
+
+def describe() -> list[dict[str, Any]]:
+    """The catalogue as rows for ``labtest emulate --list-faults``."""
+    rows = []
+    for kind in sorted(load_catalogue()):
+        ft = CATALOGUE[kind]
+        params = {
+            name: {"type": str(f.annotation).replace("typing.", ""), "default": f.default}
+            for name, f in ft.params.model_fields.items()
+        }
+        rows.append(
+            {"kind": kind, "summary": ft.summary, "caught_by": ft.caught_by, "params": params}
+        )
+    return rows
+
+
+@dataclass
+class FaultInstance:
+    """One injected fault: scheduled, active, or cleared (kept for the record)."""
+
+    id: str
+    kind: str
+    target: str
+    params: FaultParams
+    at_s: float
+    duration_s: float | None = None
+    state: Literal["scheduled", "active", "cleared"] = "scheduled"
+    undo: Callable[[], None] | None = None
+    cleared_at_s: float | None = None

@@ -1,0 +1,8 @@
+"""Parsers for Linux host tools, registered for ``labtest parse linux "COMMAND" FILE``.
+
+Importing this package registers every parser; each module covers one tool family.
+"""
+
+from drivers.linux.parsers import ethtool, iproute, nccl, perftest, rdma
+
+__all__ = ["ethtool", "iproute", "nccl", "perftest", "rdma"]

@@ -1,0 +1,390 @@
+"""SSH transport against real SSH peers on 127.0.0.1.
+
+Peers: the labtest emulation SSH server (paramiko) in every mode it has, and,
+for legacy key exchange, Debian's OpenSSH ``sshd`` when it is installed.
+Every test also checks that no configured secret reached a log record or an
+exception text (the ``no_leaks`` fixture).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import paramiko
+import pytest
+from pydantic import SecretStr
+
+from labtest.emulation.sshserver import CliReply, SshServer, generate_key
+from labtest.errors import (
+    AuthFailed,
+    ConnectionRefused,
+    HostKeyMismatch,
+    HostKeyUnknown,
+    LegacyAlgorithms,
+    ProtocolError,
+    TransportError,
+    TransportTimeout,
+)
+from labtest.testbed.model import SshSettings
+from labtest.transports.ssh import SshTransport
+
+PASSWORD = "Pw-9f3LabSecret-Alpha"
+WRONG_PASSWORD = "Pw-wrongSecret-Bravo"
+PASSPHRASE = "Kp-keyPassphrase-Charlie"
+SECRETS = (PASSWORD, WRONG_PASSWORD, PASSPHRASE)
+
+# Shaped like SONiC's `show version` (fields from the SONiC command reference).
+VERSION = (
+    "SONiC Software Version: SONiC.202311.1\n"
+    "Distribution: Debian 12.5\n"
+    "Kernel: 6.1.0-11-2-amd64\n"
+    "Platform: x86_64-emu_lab-r0\n"
+    "HwSKU: EMU-64x400G\n"
+    "Serial Number: EMU0001\n"
+)
+
+
+class LabCli:
+    """A tiny switch CLI with a config mode, so prompt changes are exercised."""
+
+    def __init__(self) -> None:
+        self.config = False
+
+    @property
+    def prompt(self) -> str:
+        return "sw1(config)# " if self.config else "sw1# "
+
+    def run(self, command: str) -> CliReply:
+        cmd = command.strip()
+        if cmd == "show version":
+            return CliReply(VERSION)
+        if cmd.startswith("echo "):
+            return CliReply(cmd[5:] + "\n")
+        if cmd == "configure":
+            self.config = True
+            return CliReply("")
+        if cmd == "end":
+            self.config = False
+            return CliReply("")
+        if cmd == "fail":
+            return CliReply("", exit_status=3, stderr="% boom\n")
+        if cmd == "exit":
+            return CliReply("", close=True)
+        return CliReply(f"% Invalid input: {cmd}\n", exit_status=1)
+
+
+# --- fixtures -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def client_key(tmp_path_factory: pytest.TempPathFactory) -> tuple[paramiko.PKey, Path]:
+    key, text = generate_key(PASSPHRASE)
+    path = tmp_path_factory.mktemp("keys") / "id_ed25519"
+    path.write_text(text)
+    path.chmod(0o600)
+    return key, path
+
+
+@pytest.fixture
+def server(client_key: tuple[paramiko.PKey, Path]) -> Iterator[SshServer]:
+    with SshServer(
+        LabCli, password=PASSWORD, authorized_keys=[client_key[0]], banner="Welcome to sw1"
+    ) as srv:
+        yield srv
+
+
+@pytest.fixture
+def known_hosts(tmp_path: Path, server: SshServer) -> Path:
+    path = tmp_path / "known_hosts"
+    server.write_known_hosts(path)
+    return path
+
+
+@pytest.fixture
+def settings(server: SshServer, known_hosts: Path) -> Callable[..., SshSettings]:
+    def make(**overrides: object) -> SshSettings:
+        fields: dict[str, object] = {
+            "port": server.port,
+            "username": "admin",
+            "password": SecretStr(PASSWORD),
+            "known_hosts": known_hosts,
+            "timeout_s": 2.0,
+            "command_timeout_s": 2.0,
+        }
+        fields.update(overrides)
+        return SshSettings(**fields)
+
+    return make
+
+
+@pytest.fixture(autouse=True)
+def no_leaks(caplog: pytest.LogCaptureFixture) -> Iterator[list[str]]:
+    """Collect every log record and error text of the test; none may hold a secret."""
+    caplog.set_level(logging.DEBUG)
+    texts: list[str] = []
+    yield texts
+    texts += [r.getMessage() for r in caplog.records]
+    texts.append(caplog.text)
+    for secret in SECRETS:
+        leaked = [t for t in texts if secret in t]
+        assert not leaked, f"secret leaked into: {leaked[:3]}"
+
+
+def raises(
+    kind: type[TransportError], texts: list[str], call: Callable[[], object]
+) -> TransportError:
+    """Run ``call``, expect ``kind``; keep its texts for the leak check."""
+    with pytest.raises(kind) as info:
+        call()
+    error = info.value
+    texts += [str(error), repr(error), error.raw or "", repr(error.__cause__)]
+    assert error.device == "sw1"
+    return error
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+# --- round trips ---------------------------------------------------------------
+
+
+def test_exec_returns_stdout_stderr_and_exit_status(settings, no_leaks) -> None:
+    with SshTransport("sw1", "127.0.0.1", settings()) as ssh:
+        ok = ssh.exec("show version")
+        assert (ok.stdout, ok.stderr, ok.exit_status) == (VERSION, "", 0)
+        assert 0 < ok.duration_s < 2
+        bad = ssh.exec("fail")
+        assert (bad.stdout, bad.stderr, bad.exit_status) == ("", "% boom\n", 3)
+    assert "sw1" in repr(ssh)
+    no_leaks.append(repr(ssh))
+
+
+def test_shell_strips_echo_and_prompt_and_follows_prompt_changes(settings) -> None:
+    with SshTransport("sw1", "127.0.0.1", settings()) as ssh, ssh.shell() as shell:
+        assert shell.banner == "Welcome to sw1"
+        assert shell.prompt == "sw1# "
+        out = shell.send("show version")
+        assert out == VERSION and "\r" not in out and "sw1#" not in out
+        assert shell.send("echo hello world") == "hello world\n"
+        assert shell.send("configure") == ""
+        assert shell.prompt == "sw1(config)# "
+        assert shell.send("end") == "" and shell.prompt == "sw1# "
+        assert shell.send("exit") == ""  # the device ended the session...
+        assert shell.send("echo again") == "again\n"  # ...and send() opened a new one
+
+
+def test_hundred_commands_on_one_connection(settings, server: SshServer) -> None:
+    with SshTransport("sw1", "127.0.0.1", settings()) as ssh:
+        ssh.connect()
+        sock = ssh._transport.sock  # type: ignore[union-attr]
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        start = time.perf_counter()
+        for i in range(100):
+            assert ssh.exec(f"echo {i}").stdout == f"{i}\n"
+        exec_s = time.perf_counter() - start
+        with ssh.shell() as shell:
+            start = time.perf_counter()
+            for i in range(100):
+                assert shell.send(f"echo {i}") == f"{i}\n"
+            shell_s = time.perf_counter() - start
+    print(f"\nssh x100 on one connection: exec {exec_s:.3f} s, shell {shell_s:.3f} s")
+    assert server.connections == 1
+    assert exec_s < 10 and shell_s < 10  # without TCP_NODELAY: ~4.4 s and ~8.8 s
+
+
+def test_recorder_sees_every_command(settings) -> None:
+    seen: list[tuple[str, str, int | None, float]] = []
+    with SshTransport("sw1", "127.0.0.1", settings(), recorder=lambda *a: seen.append(a)) as ssh:
+        ssh.exec("echo one")
+        with ssh.shell() as shell:
+            shell.send("echo two")
+    assert [(c, o, s) for c, o, s, _ in seen] == [
+        ("echo one", "one\n", 0),
+        ("echo two", "two\n", None),
+    ]
+    assert all(d > 0 for *_, d in seen)
+
+
+# --- authentication -------------------------------------------------------------
+
+
+def test_key_auth_with_passphrase(settings, client_key) -> None:
+    _, path = client_key
+    config = settings(password=None, key_file=path, passphrase=SecretStr(PASSPHRASE))
+    with SshTransport("sw1", "127.0.0.1", config) as ssh:
+        assert ssh.exec("echo key").stdout == "key\n"
+
+
+def test_wrong_password_is_auth_failed(settings, no_leaks) -> None:
+    ssh = SshTransport("sw1", "127.0.0.1", settings(password=SecretStr(WRONG_PASSWORD)))
+    error = raises(AuthFailed, no_leaks, ssh.connect)
+    assert "'admin'" in str(error) and "password" in str(error)
+
+
+def test_wrong_passphrase_is_auth_failed(settings, client_key, no_leaks) -> None:
+    config = settings(password=None, key_file=client_key[1], passphrase=SecretStr(WRONG_PASSWORD))
+    error = raises(AuthFailed, no_leaks, SshTransport("sw1", "127.0.0.1", config).connect)
+    assert str(client_key[1]) in str(error)
+
+
+# --- host keys ---------------------------------------------------------------------
+
+
+def test_unknown_host_is_refused_under_reject(settings, tmp_path: Path, no_leaks) -> None:
+    empty = tmp_path / "empty_known_hosts"
+    empty.write_text("")
+    ssh = SshTransport("sw1", "127.0.0.1", settings(known_hosts=empty))
+    error = raises(HostKeyUnknown, no_leaks, ssh.connect)
+    assert "SHA256:" in str(error) and "accept-new" in str(error)
+    assert empty.read_text() == ""
+
+
+def test_accept_new_records_key_then_refuses_a_changed_one(
+    settings, server: SshServer, tmp_path: Path, no_leaks
+) -> None:
+    path = tmp_path / "new" / "known_hosts"
+    with SshTransport(
+        "sw1", "127.0.0.1", settings(known_hosts=path, host_key_policy="accept-new")
+    ) as ssh:
+        assert ssh.exec("echo first").stdout == "first\n"
+    assert path.read_text() == server.known_hosts_line()
+    with SshTransport("sw1", "127.0.0.1", settings(known_hosts=path)) as ssh:  # now known
+        assert ssh.exec("echo second").exit_status == 0
+
+    server.host_key = generate_key()[0]  # same type, different key
+    ssh = SshTransport("sw1", "127.0.0.1", settings(known_hosts=path, host_key_policy="accept-new"))
+    error = raises(HostKeyMismatch, no_leaks, ssh.connect)
+    assert "CHANGED" in str(error) and server.host_key.fingerprint in str(error)
+
+    server.host_key = paramiko.ECDSAKey.generate()  # a different key type is a change too
+    raises(HostKeyMismatch, no_leaks, ssh.connect)
+    assert path.read_text().count("\n") == 1  # nothing was added
+
+
+# --- broken peers --------------------------------------------------------------------
+
+
+def test_closed_port_is_connection_refused(settings, no_leaks) -> None:
+    ssh = SshTransport("sw1", "127.0.0.1", settings(port=free_port()))
+    error = raises(ConnectionRefused, no_leaks, ssh.connect)
+    assert "refused" in str(error)
+
+
+def test_peer_without_ssh_banner_times_out_on_connect(settings, server, no_leaks) -> None:
+    server.mode = "no-banner"
+    ssh = SshTransport("sw1", "127.0.0.1", settings(timeout_s=0.5))
+    start = time.monotonic()
+    raises(TransportTimeout, no_leaks, ssh.connect)
+    assert time.monotonic() - start < 1.5
+
+
+def test_silent_peer_times_out_within_the_timeout(settings, server, no_leaks) -> None:
+    server.mode = "silent"
+    with SshTransport("sw1", "127.0.0.1", settings()) as ssh:
+        ssh.connect()
+        start = time.monotonic()
+        error = raises(TransportTimeout, no_leaks, lambda: ssh.exec("show version", timeout_s=0.5))
+        assert 0.5 <= time.monotonic() - start < 1.5
+        assert "0.5 s" in str(error)
+        with ssh.shell() as shell:  # the prompt comes, answers never do
+            start = time.monotonic()
+            raises(TransportTimeout, no_leaks, lambda: shell.send("show version", timeout_s=0.5))
+            assert 0.5 <= time.monotonic() - start < 1.5
+
+
+def test_peer_closing_mid_command_is_protocol_error_then_reconnects(
+    settings, server: SshServer, no_leaks
+) -> None:
+    partial = VERSION[: len(VERSION) // 2]
+    with SshTransport("sw1", "127.0.0.1", settings()) as ssh:
+        assert ssh.exec("echo up").exit_status == 0
+        server.mode = "drop"
+        error = raises(ProtocolError, no_leaks, lambda: ssh.exec("show version"))
+        assert error.raw == partial
+        server.mode = "normal"
+        assert ssh.exec("echo back").stdout == "back\n"  # reconnected on demand
+        assert server.connections == 2
+
+        shell = ssh.shell()
+        server.mode = "drop"
+        error = raises(ProtocolError, no_leaks, lambda: shell.send("show version"))
+        assert error.raw is not None and partial.splitlines()[0] in error.raw
+        server.mode = "normal"
+        assert shell.send("echo back") == "back\n"
+        assert server.connections == 3
+
+
+def test_legacy_kex_peer_is_legacy_algorithms(settings, server, no_leaks) -> None:
+    server.mode = "legacy-kex"
+    error = raises(LegacyAlgorithms, no_leaks, SshTransport("sw1", "127.0.0.1", settings()).connect)
+    assert "SHA-1" in str(error) and "diffie-hellman-group14-sha1" in str(error)
+    assert "Fix:" in str(error)
+
+
+SSHD = shutil.which("sshd") or ("/usr/sbin/sshd" if os.path.exists("/usr/sbin/sshd") else None)
+
+
+@pytest.fixture
+def legacy_sshd(tmp_path: Path) -> Iterator[int]:
+    """Debian's OpenSSH sshd on a free 127.0.0.1 port, offering only SHA-1 key exchange."""
+    if SSHD is None or shutil.which("ssh-keygen") is None:
+        pytest.skip("OpenSSH sshd not installed (apt-get install openssh-server)")
+    privsep = Path("/run/sshd")
+    made_privsep = os.geteuid() == 0 and not privsep.exists()
+    if made_privsep:
+        privsep.mkdir(mode=0o755)
+    host_key = tmp_path / "ssh_host_ed25519_key"
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(host_key)], check=True, timeout=10
+    )
+    port = free_port()
+    config = tmp_path / "sshd_config"
+    config.write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {host_key}\n"
+        f"PidFile {tmp_path / 'sshd.pid'}\nKexAlgorithms diffie-hellman-group14-sha1\n"
+        "UsePAM no\nStrictModes no\nPasswordAuthentication no\n"
+    )
+    proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 5
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+                break
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"sshd did not start: {proc.stderr.read().decode()[-500:]}")  # type: ignore[union-attr]
+            time.sleep(0.02)
+        yield port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+        if made_privsep:
+            privsep.rmdir()
+
+
+def test_openssh_with_only_sha1_kex_is_legacy_algorithms(settings, legacy_sshd, no_leaks) -> None:
+    ssh = SshTransport("sw1", "127.0.0.1", settings(port=legacy_sshd))
+    error = raises(LegacyAlgorithms, no_leaks, ssh.connect)
+    assert "diffie-hellman-group14-sha1" in str(error)
+
+
+def test_leak_check_is_live(settings, caplog: pytest.LogCaptureFixture) -> None:
+    """The no_leaks fixture scans real transport records, so its check can fail."""
+    with SshTransport("sw1", "127.0.0.1", settings()) as ssh:
+        ssh.exec("echo x")
+    names = {r.name for r in caplog.records}
+    assert "labtest.transport.ssh" in names and "paramiko.transport" in names
