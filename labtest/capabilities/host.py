@@ -198,9 +198,7 @@ class NcclResult:
         """The data-corruption gate: any out-of-bounds value or a non-zero #wrong."""
         if self.out_of_bounds:
             return True
-        return any(
-            (t.wrong or 0) > 0 for r in self.rows for t in (r.out_of_place, r.in_place)
-        )
+        return any((t.wrong or 0) > 0 for r in self.rows for t in (r.out_of_place, r.in_place))
 
 
 @dataclass(frozen=True)

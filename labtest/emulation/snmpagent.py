@@ -312,6 +312,7 @@ class SnmpAgent:
                 task.cancel()
             if pending:
                 loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_default_executor())
             loop.close()
 
     async def _setup(self) -> None:

@@ -48,6 +48,7 @@ MODES: tuple[Mode, ...] = ("normal", "silent", "drop", "legacy-kex", "no-banner"
 LEGACY_KEX = ("diffie-hellman-group14-sha1",)
 _CLIENT_CLOSE_WAIT_S = 5.0  # how long an exec worker waits for the client to close its side
 _MAX_LINE_BYTES = 64 * 1024
+_GONE = (OSError, EOFError, paramiko.SSHException)  # what a vanished client raises
 
 
 @dataclass(frozen=True)
@@ -265,11 +266,11 @@ class SshServer:
         if self.mode == "silent":
             return
         reply = self.handler().run(command)
-        if self.mode == "drop":
-            channel.sendall(reply.output[: len(reply.output) // 2].encode())
-            _drop(transport)
-            return
         try:
+            if self.mode == "drop":
+                channel.sendall(reply.output[: len(reply.output) // 2].encode())
+                _drop(transport)
+                return
             channel.sendall(reply.output.encode())
             if reply.stderr:
                 channel.sendall_stderr(reply.stderr.encode())
@@ -279,11 +280,12 @@ class SshServer:
             # returns; closing before the client closed its side races with that
             # reply and the client sees "Channel closed." (stack probe, section 2).
             channel.settimeout(_CLIENT_CLOSE_WAIT_S)
-            with contextlib.suppress(OSError):
-                while channel.recv(1024):
-                    pass
+            while channel.recv(1024):
+                pass
+        except _GONE:
+            return  # the client went away (or did not close in time)
         finally:
-            channel.close()
+            _close(channel)
 
     def serve_shell(self, transport: paramiko.Transport, channel: paramiko.Channel) -> None:
         handler = self.handler()
@@ -302,10 +304,10 @@ class SshServer:
                         transport, channel, handler, raw.decode(errors="replace")
                     ):
                         return
-        except OSError:
+        except _GONE:
             return
         finally:
-            channel.close()
+            _close(channel)
 
     def _shell_line(
         self,
@@ -348,6 +350,12 @@ def _crlf(text: str) -> bytes:
     if text and not text.endswith("\n"):
         text += "\n"
     return text.replace("\r\n", "\n").replace("\n", "\r\n").encode()
+
+
+def _close(channel: paramiko.Channel) -> None:
+    """Close a channel whose connection may already be gone."""
+    with contextlib.suppress(*_GONE):
+        channel.close()
 
 
 def _drop(transport: paramiko.Transport) -> None:

@@ -75,6 +75,14 @@ def switch_mib() -> DictMib:
             ),
             f"ifHighSpeed.{i}": Gauge32(400000),
             f"ifAlias.{i}": f"to spine{i}",
+            f"lldpLocPortId.{i}": f"Ethernet{i}",
+        }
+    for port in (1, 2):  # LLDP neighbours, indexed by timeMark.localPortNum.remIndex
+        values |= {
+            f"lldpRemChassisIdSubtype.0.{port}.1": 4,
+            f"lldpRemChassisId.0.{port}.1": bytes.fromhex(f"0c0000000a{port:02x}"),
+            f"lldpRemPortId.0.{port}.1": "Ethernet1",
+            f"lldpRemSysName.0.{port}.1": f"spine{port}",
         }
     return DictMib(values)
 
@@ -153,6 +161,17 @@ def test_v2c_table_rows_by_index(agent: SnmpAgent) -> None:
         "ifAlias": "to spine2",
     }
     assert mibs.IF_OPER_STATUS[rows["1"]["IF-MIB::ifOperStatus"]] == "up"
+
+
+def test_table_with_a_composite_index(agent: SnmpAgent) -> None:
+    with SnmpTransport("leaf1", "127.0.0.1", v2c(agent.port)) as snmp:
+        neighbours = snmp.table(["lldpRemChassisIdSubtype", "lldpRemChassisId", "lldpRemSysName"])
+    assert neighbours == {
+        "0.1.1": {"lldpRemChassisIdSubtype": 4, "lldpRemChassisId": "0x0c0000000a01",
+                  "lldpRemSysName": "spine1"},
+        "0.2.1": {"lldpRemChassisIdSubtype": 4, "lldpRemChassisId": "0x0c0000000a02",
+                  "lldpRemSysName": "spine2"},
+    }
 
 
 def test_counter64_grows_between_two_reads(agent: SnmpAgent) -> None:
@@ -400,9 +419,7 @@ def snmpd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
                         pytest.fail(f"snmpd did not answer on port {port}:\n{log}")
         yield port
     finally:
-        pid = int((work / "pid").read_text()) if (work / "pid").exists() else proc.pid
-        assert pid == proc.pid  # -f: no fork, the pid file names our child
-        os.kill(pid, signal.SIGTERM)
+        os.kill(proc.pid, signal.SIGTERM)  # -f: no fork, our child is the daemon
         try:
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:

@@ -324,6 +324,7 @@ class Fabric:
         self._init_counters()
         self._static_up = np.zeros(len(self._links), dtype=bool)
         self._state: _OpticalState = self._optical_state()
+        self._cache: dict[str, Any] = {}  # derived from _state; emptied whenever it changes
         self._refresh(self._t_s, first=True)
         load_catalogue()
         self.traffic = self._make_traffic()
@@ -619,7 +620,6 @@ class Fabric:
         flapped = drops[link_of] > 0
         self._down_count += drops[link_of] * self._static_up[link_of]
         self._observe_flags(t1, st, extra_los=flapped)
-        self._state = st
         self._refresh(t1, st)
 
     def _refresh(
@@ -629,6 +629,7 @@ class Fabric:
         if st is None:
             st = self._optical_state()
         self._state = st
+        self._cache.clear()
         if not self._links:
             return
         a = self.modules
@@ -670,9 +671,9 @@ class Fabric:
         idx = slice(None) if ports is None else ports
         if values is None:
             values = self._dom_values(st)[idx]
-        levels = threshold_levels(values, self.modules.thresholds[idx])
+        levels = threshold_levels(values, self.modules.thresholds[idx])  # (P, Q, L, 4)
         n = levels.shape[0]
-        levels = levels.reshape(n, len(QUANTITIES) * len(LEVELS), MAX_LANES)
+        levels = levels.transpose(0, 1, 3, 2).reshape(n, len(QUANTITIES) * len(LEVELS), MAX_LANES)
         admin = np.array([p.admin_up for p in self._module_port], dtype=bool)[idx]
         rx_los, rx_lol = st.los[idx].copy(), st.lol[idx].copy()
         if extra_los is not None:
@@ -740,8 +741,7 @@ class Fabric:
         with self._lock:
             self._sync()
             li = self._link_id(link_name)
-            flapped = any(f.is_down(self._t_s) for f in self._flaps[li])
-            return bool(self._static_up[li]) and not flapped
+            return bool(self._static_up[li]) and self._link_lit(li)
 
     def link_rate_fraction(self, link_name: str) -> float:
         self._link_id(link_name)
@@ -927,36 +927,32 @@ class Fabric:
             return self._specs[self._module(device, port)].thresholds
 
     def dom(self, device: str, port: str) -> TransceiverDom:
-        """A DOM reading with small measurement noise; raises flags like the module would."""
+        """A DOM reading: the model's values plus small measurement noise.
+
+        Flags are raised by the module's own sampling (every model step and every
+        change), not by this read, so reading never changes what a flag says.
+        """
         with self._lock:
             self._sync()
             m = self._module(device, port)
-            st = self._read_state()
-            values = self._dom_values(st)[m].copy()  # (Q, L)
             n = int(self.modules.lanes[m])
-            r = self.rng.normal(size=(3, n))
-            values[0] += NOISE["temperature_c"] * self.rng.normal()
-            values[1] += NOISE["voltage_v"] * self.rng.normal()
-            for q, row in ((2, 0), (3, 1)):  # powers: no noise on a dark reading
-                lit = values[q, :n] > DARK_DBM
-                values[q, :n] = np.where(lit, values[q, :n] + NOISE["power_dbm"] * r[row], DARK_DBM)
-            on = values[4, :n] > 0
-            values[4, :n] = np.where(on, np.maximum(values[4, :n] + NOISE["bias_ma"] * r[2], 0), 0)
-            self._observe_flags(self._t_s, st, values[None], np.array([m]))
+            v = self._cached("dom_values", lambda: self._dom_values(self._read_state()))[m]
+            z = self.rng.standard_normal(2 + 3 * n)
+            tx = v[2, :n] + NOISE["power_dbm"] * z[2 : 2 + n]
+            rx = v[3, :n] + NOISE["power_dbm"] * z[2 + n : 2 + 2 * n]
+            bias = v[4, :n] + NOISE["bias_ma"] * z[2 + 2 * n :]
+            tx = np.where(v[2, :n] > DARK_DBM, tx, DARK_DBM).round(2).tolist()
+            rx = np.where(v[3, :n] > DARK_DBM, rx, DARK_DBM).round(2).tolist()
+            bias = np.where(v[4, :n] > 0, np.maximum(bias, 0.0), 0.0).round(3).tolist()
             lanes = tuple(
-                LaneDom(
-                    lane=i + 1,
-                    tx_power_dbm=round(float(values[2, i]), 2),
-                    rx_power_dbm=round(float(values[3, i]), 2),
-                    bias_ma=round(float(values[4, i]), 3),
-                )
+                LaneDom(lane=i + 1, tx_power_dbm=tx[i], rx_power_dbm=rx[i], bias_ma=bias[i])
                 for i in range(n)
             )
             return TransceiverDom(
                 device=device,
                 port=port,
-                temperature_c=round(float(values[0, 0]), 2),
-                voltage_v=round(float(values[1, 0]), 4),
+                temperature_c=round(float(v[0, 0] + NOISE["temperature_c"] * z[0]), 2),
+                voltage_v=round(float(v[1, 0] + NOISE["voltage_v"] * z[1]), 4),
                 lanes=lanes,
                 time_s=self._t_s,
             )
@@ -967,8 +963,19 @@ class Fabric:
             self._sync()
             return self.flags.read(self._module(device, port), clear=clear)
 
+    def _cached(self, key: str, make: Callable[[], Any]) -> Any:
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
+
     def _read_state(self) -> _OpticalState:
         """The optical state now, with a flapping link's dark periods applied."""
+        return self._cached("read_state", self._flapped_state)
+
+    def _link_lit(self, li: int) -> bool:
+        return not any(f.is_down(self._t_s) for f in self._flaps[li])
+
+    def _flapped_state(self) -> _OpticalState:
         st = self._state
         dark = [li for li, fl in enumerate(self._flaps) if any(f.is_down(self._t_s) for f in fl)]
         if not dark:
@@ -993,8 +1000,8 @@ class Fabric:
             unc = int(self._fec_unc[m] - self._fec_base_unc[m])
             n = int(self.modules.lanes[m])
             lane_bits = float(self.modules.lane_rate_bps[m])  # one second of each lane
-            link = self._module_port[m].link
-            if link is not None and self.link_up(self._links[link].name):
+            li = self._module_port[m].link
+            if li is not None and self._static_up[li] and self._link_lit(li):
                 errs = self.rng.poisson(self._state.ber[m, :n] * lane_bits)
                 lanes_ber = tuple(float(e) / lane_bits for e in errs)
                 pre = float(errs.sum()) / (lane_bits * n)

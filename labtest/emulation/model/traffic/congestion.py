@@ -100,10 +100,10 @@ class Counters:
     QUEUE = ("q_tx_pkts", "q_tx_octets", "q_drops", "q_ecn_marked", "pfc_tx", "pfc_rx",
              "wd_tx_ok", "wd_tx_drop", "wd_rx_ok", "wd_rx_drop")
 
-    def __init__(self, n_ports: int) -> None:
+    def __init__(self, n_ports: int, vec: np.ndarray | None = None) -> None:
         n_queues = n_ports * PRIORITIES
         sizes = [n_ports] * len(self.PORT) + [n_queues] * len(self.QUEUE)
-        self.vec = np.zeros(sum(sizes))
+        self.vec = np.zeros(sum(sizes)) if vec is None else vec
         self.views: dict[str, np.ndarray] = {}
         at = 0
         for name, n in zip(self.PORT + self.QUEUE, sizes, strict=True):
@@ -157,10 +157,13 @@ class FluidNet:
         self.wd_detected = np.zeros(Q)
         self.wd_restored = np.zeros(Q)
         self.ctr = Counters(P)
+        self.mtu = np.full(P, 9100.0)  # IP MTU per port; the model keeps it current
         self.flows: list[Flow] = []
         self._content: dict[tuple[int, int], float] = {}  # (flow id, port) -> bytes queued
+        self.slice_s = self.dt = 0.5e-6
+        self.steady_paused = np.zeros(Q, dtype=bool)
+        self.steady_unpaused = np.zeros(Q, dtype=bool)
         self.build([])
-        self.dt = 0.5e-6
 
     # --- configuration -----------------------------------------------------
 
@@ -178,7 +181,7 @@ class FluidNet:
         self.cap = self.speed_gbps * 1e9 / 8 * rate_fraction
         self.down = down.astype(bool)
         top = float(np.max(self.speed_gbps, initial=100.0))
-        self.dt = min(1e-6, 0.5e-6 * 400.0 / top)
+        self.slice_s = self.dt = min(1e-6, 0.5e-6 * 400.0 / top)
         for p in topo.ports:
             q0 = p.index * PRIORITIES
             sl = slice(q0, q0 + PRIORITIES)
@@ -222,16 +225,20 @@ class FluidNet:
 
     # --- scenario ----------------------------------------------------------
 
-    def build(self, flows: list[Flow]) -> None:
-        """Lay the routed, active flows out as segments; carry queued bytes over."""
-        self._save_content()
+    def build(self, flows: list[Flow], now_s: float = 0.0) -> None:
+        """Lay routed flows out as segments (sending, or still draining); carry bytes over."""
+        self._save_state()
         topo = self.topo
-        self.flows = [f for f in flows if f.path]
-        seg_flow, seg_port, seg_q, seg_pg, seg_next, seg_first, seg_mtu_drop = [], [], [], [], [], [], []
-        self.f_first = np.zeros(len(self.flows), dtype=np.int64)
-        self.f_last = np.zeros(len(self.flows), dtype=np.int64)
-        self.f_rx_mtu_drop = np.zeros(len(self.flows), dtype=bool)
-        orphan = dict(self._content)
+        saved = self._content
+        self.flows = [
+            f for f in flows
+            if f.path and (self._sending(f, now_s) or any(k[0] == f.id for k in saved))
+        ]
+        seg_flow, seg_port, seg_q, seg_pg, seg_next, seg_mtu = [], [], [], [], [], []
+        n = len(self.flows)
+        self.f_first = np.zeros(n, dtype=np.int64)
+        self.f_last = np.zeros(n, dtype=np.int64)
+        self.f_rx_mtu_drop = np.zeros(n, dtype=bool)
         content = []
         for i, f in enumerate(self.flows):
             assert f.path is not None
@@ -242,45 +249,51 @@ class FluidNet:
                 seg_flow.append(i)
                 seg_port.append(port)
                 seg_q.append(port * PRIORITIES + f.priority)
-                seg_first.append(h == 0)
                 if h == 0:
                     seg_pg.append(-1)
-                    seg_mtu_drop.append(False)
+                    seg_mtu.append(False)
                 else:
                     ingress = topo.ports[f.path[h - 1]].peer
                     seg_pg.append(ingress * PRIORITIES + f.priority)
-                    seg_mtu_drop.append(ip_len > self.mtu[ingress] or ip_len > self.mtu[port])
+                    seg_mtu.append(ip_len > self.mtu[ingress] or ip_len > self.mtu[port])
                 seg_next.append(s + 1 if h + 1 < len(f.path) else -1)
-                content.append(orphan.pop((f.id, port), 0.0))
+                content.append(saved.pop((f.id, port), 0.0))
             self.f_last[i] = len(seg_flow) - 1
             self.f_rx_mtu_drop[i] = ip_len > self.mtu[f.dst]
-        self.orphans = orphan  # bytes left on ports a flow no longer uses
+        by_id = {f.id: f for f in flows}
+        for (fid, _port), b in saved.items():  # bytes stranded on a path the flow left
+            if fid in by_id:
+                f = by_id[fid]
+                f.rx_frames += b / f.wire_bytes
+                f.ooo_frames += b / f.wire_bytes
+        self._content = {}
         self.seg_flow = np.array(seg_flow, dtype=np.int64)
         self.seg_port = np.array(seg_port, dtype=np.int64)
         self.seg_q = np.array(seg_q, dtype=np.int64)
         self.seg_pg = np.array(seg_pg, dtype=np.int64)
         self.seg_next = np.array(seg_next, dtype=np.int64)
-        self.seg_first = np.array(seg_first, dtype=bool)
-        self.seg_mtu_drop = np.array(seg_mtu_drop, dtype=bool)
+        self.seg_mtu_drop = np.array(seg_mtu, dtype=bool)
         self.content = np.array(content, dtype=float)
         self.arriving = np.zeros(len(seg_flow))
-        n = len(self.flows)
-        self.f_wire = np.array([f.wire_bytes for f in self.flows], dtype=float)
-        self.f_frame = np.array([f.frame_bytes for f in self.flows], dtype=float)
-        self.f_max = np.array([f.rate_bps / 8 for f in self.flows], dtype=float)
-        self.f_dcqcn = np.array([f.dcqcn for f in self.flows], dtype=bool)
-        self.f_left = np.array([(f.max_frames - f.tx_frames) * f.wire_bytes for f in self.flows])
-        self.f_src = np.array([f.src for f in self.flows], dtype=np.int64)
-        self.f_dst = np.array([f.dst for f in self.flows], dtype=np.int64)
-        self.f_base_lat = np.zeros(n)
-        self.f_ecn_np = np.ones(n, dtype=bool)
+        fl = self.flows
+        self.f_on = np.array([self._sending(f, now_s) for f in fl], dtype=bool)
+        self.f_wire = np.array([f.wire_bytes for f in fl], dtype=float)
+        self.f_frame = np.array([f.frame_bytes for f in fl], dtype=float)
+        self.f_max = np.array([f.rate_bps / 8 for f in fl], dtype=float)
+        self.f_dcqcn = np.array([f.dcqcn for f in fl], dtype=bool)
+        self.f_ecn_np = np.array([f.np_enabled for f in fl], dtype=bool)
+        self.f_base_lat = np.array([f.base_latency_s for f in fl], dtype=float)
+        self.f_src = np.array([f.src for f in fl], dtype=np.int64)
+        self.f_dst = np.array([f.dst for f in fl], dtype=np.int64)
+        self.f_left = np.array([(f.max_frames - f.tx_frames) * f.wire_bytes for f in fl])
         # DCQCN state, kept per flow id across rebuilds
-        st = getattr(self, "_dcqcn_state", {})
-        self.rc = np.array([st.get(f.id, (f.rate_bps / 8,))[0] for f in self.flows])
-        self.rc = np.minimum(self.rc, self.f_max)
-        self.rt = np.array([st.get(f.id, (0, f.rate_bps / 8))[1] for f in self.flows])
-        self.alpha = np.array([st.get(f.id, (0, 0, self.dc.initial_alpha))[2] for f in self.flows])
-        self.seen_cnp = np.array([st.get(f.id, (0, 0, 0, False))[3] for f in self.flows], dtype=bool)
+        st = self._dcqcn_state
+        fresh = (0.0, 0.0, self.dc.initial_alpha, False)
+        rows = [st.get(f.id, (f.rate_bps / 8, f.rate_bps / 8, *fresh[2:])) for f in fl]
+        self.rc = np.minimum(np.array([r[0] for r in rows], dtype=float), self.f_max)
+        self.rt = np.minimum(np.array([r[1] for r in rows], dtype=float), self.f_max)
+        self.alpha = np.array([r[2] for r in rows], dtype=float)
+        self.seen_cnp = np.array([r[3] for r in rows], dtype=bool)
         self.last_cut = np.full(n, -1.0)
         self.t_inc = np.zeros(n)
         self.b_inc = np.zeros(n)
@@ -291,31 +304,32 @@ class FluidNet:
         self.last_cnp = np.full(n, -1.0)
         self.cnp_due = np.full(n, np.inf)
         self.cnp_count_due = np.zeros(n)
-        # per-flow counters in wire bytes / frames (flushed into Flow objects)
-        self.fc = np.zeros((n, 6))  # tx bytes, rx bytes, drop bytes, ce frames, lat sum, ooo
+        # per-flow counters since the last flush: tx, rx, drop bytes, CE frames,
+        # latency x frames, out-of-order frames
+        self.fc = np.zeros((n, 6))
         self.lat_min = np.full(n, np.inf)
         self.lat_max = np.zeros(n)
 
-    def _save_content(self) -> None:
+    def _sending(self, f: Flow, now_s: float) -> bool:
+        return f.active(now_s) and not self.down[f.src]
+
+    def _save_state(self) -> None:
+        self._content = {}
+        self._dcqcn_state: dict[int, tuple[float, float, float, bool]] = {}
         if not hasattr(self, "content"):
             return
         self.flush()
-        self._content = {}
         for s, b in enumerate(self.content + self.arriving):
-            if b > 0:
+            if b > 1e-9:
                 f = self.flows[self.seg_flow[s]]
                 self._content[(f.id, int(self.seg_port[s]))] = float(b)
         self._dcqcn_state = {
-            f.id: (self.rc[i], self.rt[i], self.alpha[i], self.seen_cnp[i])
+            f.id: (float(self.rc[i]), float(self.rt[i]), float(self.alpha[i]), bool(self.seen_cnp[i]))
             for i, f in enumerate(self.flows)
         }
 
-    mtu: np.ndarray  # per port IP MTU, set by the model before build()
-
     def flush(self) -> None:
         """Copy per-flow counters into the Flow records and zero them."""
-        if not self.flows:
-            return
         for i, f in enumerate(self.flows):
             tx, rx, drop, ce, lat, ooo = self.fc[i]
             w = f.wire_bytes
@@ -328,17 +342,8 @@ class FluidNet:
             f.lat_min_s = min(f.lat_min_s, float(self.lat_min[i]))
             f.lat_max_s = max(f.lat_max_s, float(self.lat_max[i]))
         self.fc[:] = 0.0
-        self.f_left = np.array([(f.max_frames - f.tx_frames) * f.wire_bytes for f in self.flows])
-
-    def deliver_orphans(self) -> None:
-        """Bytes stranded on a port a flow left still reach the receiver, late."""
-        for (fid, port), b in self.orphans.items():
-            for f in self.flows:
-                if f.id == fid:
-                    f.rx_frames += b / f.wire_bytes
-                    f.ooo_frames += b / f.wire_bytes
-            self.ctr["tx_pkts"][port] += 0.0
-        self.orphans = {}
+        self.lat_min[:] = np.inf
+        self.lat_max[:] = 0.0
 
     # --- state queries -----------------------------------------------------
 
@@ -371,7 +376,7 @@ class FluidNet:
         storm_drop = self.wd_storm & (self.wd_mode == 0)
 
         # 1. senders inject, limited by NIC room (a paused NIC just sends less)
-        rate = np.where(self.f_dcqcn, self.rc, self.f_max)
+        rate = np.where(self.f_dcqcn, self.rc, self.f_max) * self.f_on
         want = np.minimum(rate * dt, np.maximum(self.f_left, 0.0))
         first = self.f_first
         nic_port = seg_port[first]
@@ -568,6 +573,155 @@ class FluidNet:
             self.rt = np.where(ev, np.minimum(self.rt + bump, self.f_max), self.rt)
             self.rc = np.where(ev, np.minimum((self.rt + self.rc) / 2, self.f_max), self.rc)
 
+    # --- running: slices, steady-state extrapolation, the quiet shortcut -------
+
+    def snapshot(self) -> np.ndarray:
+        return np.concatenate([self.ctr.vec, self.fc.ravel()])
+
+    def simulate(
+        self,
+        t0: float,
+        span_s: float,
+        chunk_s: float = 5e-4,
+        min_chunks: int = 3,
+        max_chunks: int = 16,
+        tol: float = 0.03,
+    ) -> tuple[float, np.ndarray | None]:
+        """Step slices from ``t0`` for at most ``span_s``, in chunks, until steady.
+
+        Returns the time used and, when the flows' rates stopped changing (or
+        ``max_chunks`` ran out), the per-second rate of every counter over the
+        last chunk, which the caller extrapolates. ``None``: the span is used up.
+        """
+        t, end = t0, t0 + span_s
+        poll = self.wd_poll_s
+        prev: np.ndarray | None = None
+        rates: np.ndarray | None = None
+        for k in range(max_chunks):
+            if t >= end - 1e-12:
+                return t - t0, None
+            start = t
+            s0 = self.snapshot()
+            stop = min(end, t + chunk_s)
+            changed = False
+            while t < stop - 1e-12:
+                self.dt = min(self.slice_s, stop - t)
+                self.step(t)
+                t_new = t + self.dt
+                if math.floor(t_new / poll + 1e-9) != math.floor(t / poll + 1e-9):
+                    changed |= self.watchdog_poll(t_new)
+                t = t_new
+            self.dt = self.slice_s
+            delta = self.snapshot() - s0
+            if stop >= end - 1e-12:
+                return t - t0, None
+            n = len(self.ctr.vec)
+            flows = delta[n:].reshape(-1, 6)[:, :3].ravel()
+            rates = delta / (t - start)
+            self._mark_steady(start)
+            if changed:
+                prev = None
+                continue
+            if prev is not None and k + 1 >= min_chunks:
+                if np.abs(flows - prev).sum() <= tol * np.abs(flows).sum() + 1.0:
+                    return t - t0, rates
+            prev = flows
+        return t - t0, rates
+
+    def _mark_steady(self, chunk_start: float) -> None:
+        """Which pause states held through the whole last chunk (so they persist)."""
+        self.steady_paused = ~np.isnan(self.paused_since) & (self.paused_since <= chunk_start)
+        self.steady_unpaused = ~np.isnan(self.unpaused_since) & (self.unpaused_since <= chunk_start)
+
+    def quiet_rates(self, now_s: float) -> np.ndarray | None:
+        """Counter rates computed without slices, when nothing can queue or pause."""
+        if self.queued_bytes() > 1.0 or self.xoff_state.any():
+            return None
+        if (self.pf_ext > 0).any() or (self.ext_frames > 0).any():
+            return None
+        rates = np.zeros_like(self.snapshot())
+        n = len(self.ctr.vec)
+        c = Counters(self.P, rates[:n])
+        fc = rates[n:].reshape(-1, 6)
+        load = np.zeros(self.P)
+        storm_drop = self.wd_storm & (self.wd_mode == 0)
+        for i in range(len(self.flows)):
+            if not self.f_on[i] or self.f_left[i] <= 0:
+                continue
+            r, w, fr = self.f_max[i], self.f_wire[i], self.f_frame[i]
+            fc[i, 0] = r
+            delivered = True
+            for s in range(self.f_first[i], self.f_last[i] + 1):
+                port, q, pg = self.seg_port[s], self.seg_q[s], self.seg_pg[s]
+                if pg >= 0 and (self.seg_mtu_drop[s] or storm_drop[pg]):
+                    if storm_drop[pg]:
+                        c["wd_rx_drop"][pg] += r / w
+                    else:
+                        c["rx_discards"][pg // PRIORITIES] += r / w
+                    delivered = False
+                    break
+                load[port] += r
+                if self.down[port] or storm_drop[q]:
+                    c["tx_drops"][port] += r / w
+                    c["q_drops"][q] += r / w
+                    if storm_drop[q]:
+                        c["wd_tx_drop"][q] += r / w
+                    delivered = False
+                    break
+                c["tx_pkts"][port] += r / w
+                c["tx_octets"][port] += r / w * fr
+                c["q_tx_pkts"][q] += r / w
+                c["q_tx_octets"][q] += r / w * fr
+            if delivered and self.f_rx_mtu_drop[i]:
+                c["rx_discards"][self.f_dst[i]] += r / w
+                delivered = False
+            if delivered:
+                fc[i, 1] = r
+                fc[i, 4] = self.f_base_lat[i] * r / w
+            else:
+                fc[i, 2] = r
+        if (load > self.cap * (1 + 1e-9) + 1.0)[~self.down].any():
+            return None
+        self.content[:] = 0.0
+        self.arriving[:] = 0.0
+        self.rc = self.f_max.copy()
+        self.rt = self.f_max.copy()
+        self.paused_since[:] = np.nan
+        self.unpaused_since = np.where(np.isnan(self.unpaused_since), now_s, self.unpaused_since)
+        self.steady_paused[:] = False
+        self.steady_unpaused[:] = True
+        return rates
+
+    def extrapolate(self, rates: np.ndarray, span_s: float, t_end: float) -> None:
+        """Advance every counter along ``rates`` for ``span_s``; the state stays as it is."""
+        if span_s <= 0:
+            return
+        n = len(self.ctr.vec)
+        self.ctr.vec += rates[:n] * span_s
+        fr = rates[n:].reshape(-1, 6)
+        self.fc += fr * span_s
+        self.f_left -= fr[:, 0] * span_s
+        moving = fr[:, 1] > 0
+        if moving.any():
+            lat = np.divide(fr[:, 4] * self.f_wire, fr[:, 1], out=np.zeros(len(fr)), where=moving)
+            self.lat_min = np.where(moving, np.minimum(self.lat_min, lat), self.lat_min)
+            self.lat_max = np.where(moving, np.maximum(self.lat_max, lat), self.lat_max)
+        paused_now = self.raw_pause() >= 1.0 - 1e-9
+        self.paused_since = np.where(
+            self.steady_paused, self.paused_since, np.where(paused_now, t_end, np.nan)
+        )
+        self.unpaused_since = np.where(
+            self.steady_unpaused, self.unpaused_since, np.where(paused_now, np.nan, t_end)
+        )
+
+    def completion_s(self, rates: np.ndarray) -> float:
+        """Seconds until the first fixed-size flow has sent its last frame."""
+        fr = rates[len(self.ctr.vec):].reshape(-1, 6)
+        going = (fr[:, 0] > 0) & np.isfinite(self.f_left)
+        if not going.any():
+            return math.inf
+        return float(np.min(np.maximum(self.f_left[going], 0.0) / fr[going, 0]))
+
     # --- the PFC watchdog (evaluated at its poll instants) -------------------
 
     def watchdog_poll(self, t: float) -> bool:
@@ -591,12 +745,12 @@ class FluidNet:
         return changed
 
     def next_watchdog_event_s(self, now_s: float) -> float:
-        """When the next detection or restoration will fire if nothing changes."""
+        """When the next detection or restoration fires if the steady state holds."""
         due = []
-        idle = self.wd_on & ~self.wd_storm & ~np.isnan(self.paused_since)
+        idle = self.wd_on & ~self.wd_storm & self.steady_paused
         if idle.any():
             due.append(float(np.min(self.paused_since[idle] + self.wd_detect[idle])))
-        calm = self.wd_storm & ~np.isnan(self.unpaused_since)
+        calm = self.wd_storm & self.steady_unpaused
         if calm.any():
             due.append(float(np.min(self.unpaused_since[calm] + self.wd_restore[calm])))
         if not due:

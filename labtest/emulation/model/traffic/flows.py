@@ -52,6 +52,8 @@ class Flow:
     stop_s: float = math.inf
     max_frames: float = math.inf
     path: list[int] | None = None  # egress port indices, NIC first
+    base_latency_s: float = 0.0  # one way with empty queues (set with the path)
+    np_enabled: bool = True  # the receiver answers CE marks with CNPs
     # --- results (frames unless named otherwise) ---
     tx_frames: float = 0.0
     rx_frames: float = 0.0

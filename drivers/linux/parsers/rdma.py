@@ -1,0 +1,178 @@
+"""RDMA device tools: ``rdma link``, ``rdma statistic``, mlnx-tools ``show_gids`` /
+``show_counters`` and ``ibv_devinfo``.
+
+``rdma statistic`` prints one line per port, ``-p`` one counter per line, and mail
+or narrow terminals wrap the long line; so counters are read as name/value
+token pairs belonging to the last ``link DEV/PORT`` seen. The same hardware
+counters are what ``show_counters`` reads from sysfs.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+
+from drivers.linux.parsers._common import parse_error
+from labtest.capabilities.host import GidEntry, RdmaDevice, RdmaHwCounters
+from labtest.parsing import parser
+
+# --- rdma link -----------------------------------------------------------------
+
+# "link mlx5_0/1 state ..." or, from older iproute2, "2/1: mlx5_0/1: state ..."
+_LINK = re.compile(r"^\s*(?:link\s+|\d+/\d+:\s+)(\S+?)/(\d+):?\s+(.*)$")
+
+
+def _attributes(rest: str) -> dict[str, str]:
+    tokens = rest.split()
+    return {tokens[i]: tokens[i + 1] for i in range(0, len(tokens) - 1, 2)}
+
+
+@parser("linux", "rdma link", "rdma link show", "rdma dev link")
+def parse_rdma_link(text: str) -> list[RdmaDevice]:
+    """Every RDMA port: state, physical state and the netdev it sits on."""
+    devices = []
+    for line in text.splitlines():
+        match = _LINK.match(line)
+        if not match:
+            continue
+        attrs = _attributes(match.group(3))
+        devices.append(
+            RdmaDevice(
+                name=match.group(1),
+                port=int(match.group(2)),
+                state=attrs.get("state"),
+                physical_state=attrs.get("physical_state"),
+                netdev=attrs.get("netdev"),
+            )
+        )
+    if not devices:
+        raise parse_error("no 'link DEV/PORT state ...' lines in rdma link output", text)
+    return devices
+
+
+# --- rdma statistic / show_counters ------------------------------------------------
+
+
+@parser("linux", "rdma statistic", "rdma stat", "rdma statistic show", "rdma stat show")
+def parse_rdma_statistic(text: str) -> list[RdmaHwCounters]:
+    """Hardware counters per port, whichever way the output was printed or wrapped."""
+    records: list[tuple[str, int, dict[str, int]]] = []
+    for line in text.splitlines():
+        tokens = line.split()
+        if not tokens or tokens[0].startswith("#"):
+            continue
+        if tokens[0] == "link" and len(tokens) > 1 and "/" in tokens[1]:
+            device, _, port = tokens[1].partition("/")
+            records.append((device, int(port), {}))
+            tokens = tokens[2:]
+        if not records:
+            continue  # a prompt or banner before the first port
+        counters = records[-1][2]
+        i = 0
+        while i < len(tokens) - 1:
+            if re.fullmatch(r"\d+", tokens[i + 1]) and not tokens[i].endswith(":"):
+                counters[tokens[i]] = int(tokens[i + 1])
+                i += 2
+            else:
+                i += 1  # "Optional-set:" labels, prompt words
+    records = [r for r in records if r[2]]
+    if not records:
+        raise parse_error("no 'link DEV/PORT name value ...' counters in rdma statistic", text)
+    return [RdmaHwCounters.from_counters(dev, port, counters) for dev, port, counters in records]
+
+
+_HW_COUNTER = re.compile(r"^\s*([a-z][a-z0-9_]*):\s*(\d+)\s*$")
+_PORT_HEADER = re.compile(r"^\s*Port\s+(\d+)\s+hw counters:", re.MULTILINE)
+
+
+@parser("linux", "show_counters")
+def parse_show_counters(text: str) -> RdmaHwCounters:
+    """mlnx-tools ``show_counters DEV``: the port's sysfs hw_counters as ``name: value``."""
+    counters = {m.group(1): int(m.group(2)) for m in map(_HW_COUNTER.match, text.splitlines()) if m}
+    if not counters:
+        raise parse_error("no 'name: value' hardware counters in show_counters output", text)
+    port = _PORT_HEADER.search(text)
+    return RdmaHwCounters.from_counters(None, int(port.group(1)) if port else None, counters)
+
+
+# --- GIDs: ibv_devinfo and show_gids --------------------------------------------------
+
+
+def _mapped_ipv4(gid: str) -> str | None:
+    try:
+        mapped = ipaddress.IPv6Address(gid).ipv4_mapped
+    except ValueError:
+        return None
+    return str(mapped) if mapped else None
+
+
+_GID_ROW = re.compile(
+    r"^(?P<dev>\S+)\s+(?P<port>\d+)\s+(?P<index>\d+)\s+(?P<gid>[0-9a-fA-F:]{15,})"
+    r"\s+(?:(?P<ipv4>\d+\.\d+\.\d+\.\d+)\s+)?(?P<ver>v\d)(?:\s+(?P<netdev>\S+))?\s*$"
+)
+
+
+@parser("linux", "show_gids")
+def parse_show_gids(text: str) -> list[RdmaDevice]:
+    """mlnx-tools ``show_gids``: the GID table of every port, with RoCE version and netdev."""
+    ports: dict[tuple[str, int], list[GidEntry]] = {}
+    for line in text.splitlines():
+        match = _GID_ROW.match(line.strip())
+        if not match:
+            continue
+        ports.setdefault((match["dev"], int(match["port"])), []).append(
+            GidEntry(
+                index=int(match["index"]),
+                gid=match["gid"],
+                type=f"RoCE {match['ver']}",
+                ipv4=match["ipv4"] or _mapped_ipv4(match["gid"]),
+                netdev=match["netdev"],
+            )
+        )
+    if not ports:
+        raise parse_error("no 'DEV PORT INDEX GID ...' rows in show_gids output", text)
+    return [
+        RdmaDevice(
+            name=dev, port=port, netdev=next((g.netdev for g in gids if g.netdev), None), gids=gids
+        )
+        for (dev, port), gids in ports.items()
+    ]
+
+
+_DEVINFO_PORT_FIELDS = {
+    "state": re.compile(r"^\s*state:\s*(\S+)"),
+    "physical_state": re.compile(r"^\s*phys_state:\s*(\S+)"),
+    "link_layer": re.compile(r"^\s*link_layer:\s*(\S+)"),
+    "active_mtu_bytes": re.compile(r"^\s*active_mtu:\s*(\d+)"),
+    "active_speed_gbps": re.compile(r"^\s*active_speed:\s*([\d.]+)\s*Gbps"),
+    "active_width": re.compile(r"^\s*active_width:\s*(\S+)"),
+}
+_DEVINFO_CONVERT = {"active_mtu_bytes": int, "active_speed_gbps": float}
+_DEVINFO_GID = re.compile(r"^\s*GID\[\s*(\d+)\]:\s*([0-9a-fA-F:.]+)(?:,\s*(.+?))?\s*$")
+
+
+@parser("linux", "ibv_devinfo")
+def parse_ibv_devinfo(text: str) -> list[RdmaDevice]:
+    """Every port of every HCA; GIDs appear with ``ibv_devinfo -v``."""
+    ports: list[dict] = []
+    hca: str | None = None
+    fw: str | None = None
+    for line in text.splitlines():
+        if match := re.match(r"^\s*hca_id:\s*(\S+)", line):
+            hca, fw = match.group(1), None
+        elif match := re.match(r"^\s*fw_ver:\s*(\S+)", line):
+            fw = match.group(1)
+        elif (match := re.match(r"^\s*port:\s*(\d+)", line)) and hca:
+            ports.append({"name": hca, "port": int(match.group(1)), "fw_version": fw, "gids": []})
+        elif ports and (match := _DEVINFO_GID.match(line)):
+            gid = match.group(2)
+            ports[-1]["gids"].append(
+                GidEntry(int(match.group(1)), gid, match.group(3), _mapped_ipv4(gid))
+            )
+        elif ports:
+            for key, pattern in _DEVINFO_PORT_FIELDS.items():
+                if (found := pattern.match(line)) and key not in ports[-1]:
+                    ports[-1][key] = _DEVINFO_CONVERT.get(key, str)(found.group(1))
+    if not ports:
+        raise parse_error("no 'hca_id:' with a 'port:' section in ibv_devinfo output", text)
+    return [RdmaDevice(**port) for port in ports]

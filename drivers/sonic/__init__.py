@@ -1,0 +1,1 @@
+"""SONiC switches (sonic-utilities CLI over SSH). Parsers first; the driver class lands with the transports."""

@@ -1,0 +1,798 @@
+"""Parsers for SONiC CLI output (the sonic-utilities ``show`` commands).
+
+Most SONiC show commands print python-tabulate tables: a header line, a line of
+dash groups (one group per column) and rows; cells are separated by two or
+more spaces and a cell may be blank. The dash line is the ground truth for the
+columns, so rows are read against it rather than split on whitespace.
+
+Every parser takes the text a field engineer pastes (a leading prompt line,
+"Last cached time ..." banners and trailing prompts are tolerated) and returns
+typed records keyed by port. Output it cannot read raises ``ParseError`` with
+the raw text; numbers lose their thousands separators, ``N/A`` becomes
+``None``. Formats checked against the samples under ``tests/drivers/samples/sonic``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from labtest.capabilities.switch import (
+    Facts,
+    FecHistogram,
+    FecStats,
+    InterfaceCounters,
+    InterfaceStatus,
+    LldpNeighbor,
+    PfcCounters,
+    PfcWatchdogConfig,
+    PfcWatchdogState,
+    PlatformSummary,
+    PmParameter,
+    QueueCounter,
+    QueueCounters,
+    TransceiverPm,
+)
+from labtest.capabilities.transceiver import LaneDom, Threshold, Transceiver
+from labtest.errors import ParseError
+from labtest.parsing import parser
+
+DRIVER = "sonic"
+PARSE_DEVICE = "<parse>"  # device name in errors when a parser runs outside a driver
+UNKNOWN_PORT = "unknown"  # key used when the output itself does not name the port
+
+_NA = {"", "N/A", "n/a", "NA", "-", "--", "None"}
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _Garbled(ValueError):
+    """Raised inside a parser; the registration wrapper turns it into ParseError."""
+
+
+def _sonic(*commands: str) -> Callable[[F], F]:
+    """Register a parser for ``commands`` and give it the ParseError contract."""
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(text: str, *args: Any, device: str = PARSE_DEVICE, **kwargs: Any) -> Any:
+            try:
+                return fn(text, *args, **kwargs)
+            except (ValueError, KeyError, IndexError) as exc:
+                raise ParseError(device, f"{commands[0]}: {exc}", raw=text) from exc
+
+        parser(DRIVER, *commands)(wrapper)
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+# --- cells -------------------------------------------------------------------
+
+
+def _int(cell: str | None) -> int | None:
+    if cell is None or cell.strip() in _NA:
+        return None
+    value = cell.strip().replace(",", "")
+    if not re.fullmatch(r"[-+]?\d+", value):
+        raise _Garbled(f"expected an integer, got {cell!r}")
+    return int(value)
+
+
+def _float(cell: str | None) -> float | None:
+    if cell is None or cell.strip() in _NA:
+        return None
+    value = cell.strip().replace(",", "")
+    try:
+        number = float(value)
+    except ValueError:
+        raise _Garbled(f"expected a number, got {cell!r}") from None
+    if math.isnan(number):
+        return None
+    return number
+
+
+def _text(cell: str | None) -> str | None:
+    if cell is None:
+        return None
+    cell = cell.strip()
+    return None if cell in _NA else cell
+
+
+def _updown(cell: str | None) -> bool | None:
+    value = (cell or "").strip().lower()
+    return {"up": True, "down": False}.get(value)
+
+
+# --- tabulate tables ---------------------------------------------------------
+
+_CELL = re.compile(r"\S+(?: \S+)*")  # a cell: words joined by single spaces
+_SEPARATOR = re.compile(r"^\s*-+(?: +-+)+\s*$")  # two or more dash groups
+_RULE = re.compile(r"^\s*-+\s*$")  # a single long rule ends a table
+_PROMPT = re.compile(r"^\S+@\S*?[#$]")  # "admin@sonic:~$" / "root@sonic:~#" after a capture
+
+
+@dataclass
+class _Table:
+    headers: list[str]
+    rows: list[dict[str, str | None]]
+    title: str | None  # the non-blank line just above the header, if any
+
+    def column(self, *names: str) -> str | None:
+        """The first of ``names`` present (case-insensitive), else None."""
+        lower = {h.lower(): h for h in self.headers}
+        for name in names:
+            if name.lower() in lower:
+                return lower[name.lower()]
+        return None
+
+
+def _columns(line: str, spans: list[tuple[int, int]]) -> list[str | None]:
+    """Cells of ``line`` assigned to the columns whose dash spans they overlap."""
+    cells = [(m.start(), m.end(), m.group()) for m in _CELL.finditer(line)]
+    if len(cells) == len(spans):  # the common case; also survives hand-aligned docs
+        return [c[2] for c in cells]
+    out: list[str | None] = [None] * len(spans)
+    for start, end, value in cells:
+
+        def score(i: int, start: int = start, end: int = end) -> tuple[int, float]:
+            s, e = spans[i]
+            overlap = min(end, e) - max(start, s)
+            return overlap, -abs((start + end) / 2 - (s + e) / 2)
+
+        best = max(range(len(spans)), key=score)
+        out[best] = value if out[best] is None else f"{out[best]} {value}"
+    return out
+
+
+def _tables(text: str) -> list[_Table]:
+    lines = text.splitlines()
+    tables: list[_Table] = []
+    for i, line in enumerate(lines):
+        if i == 0 or not _SEPARATOR.match(line):
+            continue
+        spans = [(m.start(), m.end()) for m in re.finditer(r"-+", line)]
+        headers = [h or "" for h in _columns(lines[i - 1], spans)]
+        title = None
+        for above in reversed(lines[: i - 1]):
+            if above.strip():
+                title = above.strip()
+                break
+        rows = []
+        for row in lines[i + 1 :]:
+            if not row.strip() or _RULE.match(row) or _SEPARATOR.match(row) or _PROMPT.match(row):
+                break
+            rows.append(dict(zip(headers, _columns(row, spans), strict=True)))
+        tables.append(_Table(headers, rows, title))
+    return tables
+
+
+def _tables_named(text: str, first_header: str, *must_have: str) -> list[_Table]:
+    """Tables whose first column is ``first_header`` and that have ``must_have``."""
+    found = [
+        t
+        for t in _tables(text)
+        if t.headers
+        and t.headers[0].lower() == first_header.lower()
+        and all(t.column(m) for m in must_have)
+    ]
+    if not found:
+        need = ", ".join((first_header, *must_have))
+        raise _Garbled(f"no table with columns {need}")
+    return found
+
+
+# --- key: value blocks -------------------------------------------------------
+
+_KEY_VALUE = re.compile(r"^(?P<key>[A-Za-z][\w ./()&-]*?)\s*:\s?(?P<value>.*)$")
+
+
+def _key_values(text: str) -> dict[str, str]:
+    """``Key: value`` lines at the left margin (show version, platform summary)."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        if line.startswith("Docker images"):
+            break
+        m = _KEY_VALUE.match(line)
+        if m and not line.startswith(" "):
+            out.setdefault(m["key"].strip(), m["value"].strip())
+    return out
+
+
+# --- facts -------------------------------------------------------------------
+
+_PLATFORM_VENDORS = {
+    "mlnx": "Mellanox",
+    "nvidia": "NVIDIA",
+    "arista": "Arista",
+    "nokia": "Nokia",
+    "cel": "Celestica",
+    "accton": "Accton",
+    "dellemc": "Dell EMC",
+    "dell": "Dell",
+    "cisco": "Cisco",
+    "kvm": "KVM",
+}
+
+
+def _vendor_from_platform(platform: str | None) -> str | None:
+    """``x86_64-mlnx_msn2700-r0`` -> ``Mellanox``: SONiC names the ODM in the platform."""
+    if not platform or "-" not in platform:
+        return None
+    token = platform.split("-", 1)[1].split("_", 1)[0]
+    return _PLATFORM_VENDORS.get(token.lower(), token)
+
+
+def uptime_seconds(line: str) -> float | None:
+    """Seconds from a ``uptime`` line: ``... up 19 days,  3:33,  1 user, ...``."""
+    m = re.search(r"\bup\s+(.*?),\s+\d+\s+users?", line) or re.search(
+        r"\bup\s+(.*?),\s+load average", line
+    )
+    if not m:
+        return None
+    span = m.group(1)
+    seconds = 0.0
+    if d := re.search(r"(\d+)\s+days?", span):
+        seconds += int(d.group(1)) * 86400
+    if hm := re.search(r"(\d+):(\d+)", span):
+        seconds += int(hm.group(1)) * 3600 + int(hm.group(2)) * 60
+    if mins := re.search(r"(\d+)\s+min", span):
+        seconds += int(mins.group(1)) * 60
+    return seconds
+
+
+def _hardware_rev(kv: dict[str, str]) -> str | None:
+    return _text(kv.get("Hardware Rev") or kv.get("Hardware Revision"))
+
+
+@_sonic("show version")
+def parse_version(text: str) -> Facts:
+    kv = _key_values(text)
+    if "SONiC Software Version" not in kv:
+        raise _Garbled("no 'SONiC Software Version' line")
+    platform = _text(kv.get("Platform"))
+    model = _text(kv.get("Model Number")) or _text(kv.get("HwSKU"))
+    return Facts(
+        vendor=_vendor_from_platform(platform),
+        model=model,
+        os_version=kv["SONiC Software Version"],
+        serial=_text(kv.get("Serial Number")),
+        hostname=None,
+        uptime_s=uptime_seconds(kv.get("Uptime", "")),
+        platform=platform,
+        hwsku=_text(kv.get("HwSKU")),
+        asic=_text(kv.get("ASIC")),
+        hardware_rev=_hardware_rev(kv),
+    )
+
+
+@_sonic("show platform summary")
+def parse_platform_summary(text: str) -> PlatformSummary:
+    kv = _key_values(text)
+    if "Platform" not in kv:
+        raise _Garbled("no 'Platform:' line")
+    return PlatformSummary(
+        platform=_text(kv["Platform"]),
+        hwsku=_text(kv.get("HwSKU")),
+        asic=_text(kv.get("ASIC")),
+        asic_count=_int(kv.get("ASIC Count")),
+        serial=_text(kv.get("Serial Number")),
+        model=_text(kv.get("Model Number")),
+        hardware_rev=_hardware_rev(kv),
+    )
+
+
+# --- interfaces --------------------------------------------------------------
+
+
+def _speed_gbps(cell: str | None) -> float | None:
+    value = _text(cell)
+    if value is None:
+        return None
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([GM])", value)
+    if not m:
+        raise _Garbled(f"speed {value!r}")
+    number = float(m.group(1))
+    return number if m.group(2) == "G" else number / 1000
+
+
+def _lanes(cell: str | None) -> list[int]:
+    value = _text(cell)
+    return [int(x) for x in value.split(",")] if value else []
+
+
+@_sonic("show interfaces status", "show interface status")
+def parse_interfaces_status(text: str) -> dict[str, InterfaceStatus]:
+    out: dict[str, InterfaceStatus] = {}
+    for table in _tables_named(text, "Interface", "Oper", "Admin"):
+        for row in table.rows:
+            name = _text(row["Interface"])
+            if not name:
+                raise _Garbled("row without an interface name")
+
+            def cell(*names: str, row: dict[str, str | None] = row) -> str | None:
+                column = table.column(*names)
+                return row[column] if column else None
+
+            out[name] = InterfaceStatus(
+                name=name,
+                admin_up=_updown(cell("Admin")),
+                oper_up=_updown(cell("Oper")),
+                speed_gbps=_speed_gbps(cell("Speed")),
+                mtu_bytes=_int(cell("MTU")),
+                fec=_text(cell("FEC")),
+                type=_text(cell("Type")),
+                alias=_text(cell("Alias")),
+                lanes=_lanes(cell("Lanes")),
+                vlan=_text(cell("Vlan")),
+            )
+    return out
+
+
+_COUNTER_COLUMNS = {
+    "RX_OK": "rx_packets",
+    "RX_ERR": "rx_errors",
+    "RX_DRP": "rx_discards",
+    "RX_OVR": "rx_overruns",
+    "TX_OK": "tx_packets",
+    "TX_ERR": "tx_errors",
+    "TX_DRP": "tx_discards",
+    "TX_OVR": "tx_overruns",
+}
+
+
+@_sonic(
+    "show interfaces counters",
+    "show interfaces counters -a",
+    "show interfaces counters --printall",
+    "show interfaces counters errors",
+    "show interface counters",
+    "show interface counters errors",
+    "portstat",
+)
+def parse_interface_counters(text: str) -> dict[str, InterfaceCounters]:
+    out: dict[str, InterfaceCounters] = {}
+    for table in _tables_named(text, "IFACE", "RX_ERR"):
+        present = {c: f for c, f in _COUNTER_COLUMNS.items() if table.column(c)}
+        for row in table.rows:
+            port = _text(row["IFACE"])
+            if not port:
+                raise _Garbled("row without an IFACE")
+            out[port] = InterfaceCounters(**{f: _int(row[c]) for c, f in present.items()})
+    return out
+
+
+# --- PFC and queues ----------------------------------------------------------
+
+_PFC = [f"PFC{i}" for i in range(8)]
+
+
+@_sonic("show pfc counters", "pfcstat")
+def parse_pfc_counters(text: str) -> dict[str, PfcCounters]:
+    per_dir: dict[str, dict[str, list[int | None]]] = {"rx": {}, "tx": {}}
+    for table in _tables(text):
+        first = table.headers[0].lower() if table.headers else ""
+        if first not in ("port rx", "port tx"):
+            continue
+        if not all(table.column(p) for p in _PFC):
+            raise _Garbled(f"{table.headers[0]} table lacks PFC0..PFC7")
+        direction = first[-2:]
+        for row in table.rows:
+            port = _text(row[table.headers[0]])
+            if not port:
+                raise _Garbled("row without a port")
+            per_dir[direction][port] = [_int(row[p]) for p in _PFC]
+    if not per_dir["rx"] or not per_dir["tx"]:
+        raise _Garbled("expected both a 'Port Rx' and a 'Port Tx' table")
+    if per_dir["rx"].keys() != per_dir["tx"].keys():
+        raise _Garbled("Rx and Tx tables list different ports")
+    return {p: PfcCounters(rx=per_dir["rx"][p], tx=per_dir["tx"][p]) for p in per_dir["rx"]}
+
+
+_QUEUE_KINDS = {"UC": "unicast", "MC": "multicast", "ALL": "all"}
+
+
+def _queue_optional(table: _Table, row: dict[str, str | None], *names: str) -> int | None:
+    column = table.column(*names)
+    return _int(row[column]) if column else None
+
+
+@_sonic("show queue counters", "queuestat")
+def parse_queue_counters(text: str) -> dict[str, QueueCounters]:
+    queues: dict[str, list[QueueCounter]] = {}
+    for table in _tables_named(text, "Port", "TxQ", "Counter/pkts", "Drop/pkts"):
+        for row in table.rows:
+            port, txq = _text(row["Port"]), _text(row["TxQ"])
+            m = re.fullmatch(r"(UC|MC|ALL)(\d+)", txq or "")
+            if not port or not m:
+                raise _Garbled(f"queue row {port!r} {txq!r}")
+            queues.setdefault(port, []).append(
+                QueueCounter(
+                    queue=m.group(0),
+                    kind=_QUEUE_KINDS[m.group(1)],
+                    index=int(m.group(2)),
+                    tx_packets=_int(row[table.column("Counter/pkts") or ""]),
+                    tx_bytes=_queue_optional(table, row, "Counter/bytes"),
+                    drop_packets=_int(row[table.column("Drop/pkts") or ""]),
+                    drop_bytes=_queue_optional(table, row, "Drop/bytes"),
+                    ecn_marked_packets=_queue_optional(table, row, "EcnMarked/pkts"),
+                    ecn_marked_bytes=_queue_optional(table, row, "EcnMarked/bytes"),
+                    wred_drop_packets=_queue_optional(table, row, "WredDrp/pkts"),
+                    wred_drop_bytes=_queue_optional(table, row, "WredDrp/bytes"),
+                )
+            )
+    return {port: QueueCounters(queues=qs) for port, qs in queues.items()}
+
+
+# --- FEC ---------------------------------------------------------------------
+
+
+def _flr(cell: str | None) -> float | None:
+    """``7.81e-10 (89%)`` -> 7.81e-10 (the accuracy is dropped)."""
+    value = _text(cell)
+    return _float(value.split()[0]) if value else None
+
+
+@_sonic("show interfaces counters fec-stats", "portstat -f")
+def parse_fec_stats(text: str) -> dict[str, FecStats]:
+    out: dict[str, FecStats] = {}
+    for table in _tables_named(text, "IFACE", "FEC_CORR", "FEC_UNCORR"):
+        for row in table.rows:
+            port = _text(row["IFACE"])
+            if not port:
+                raise _Garbled("row without an IFACE")
+
+            def cell(*names: str, row: dict[str, str | None] = row) -> str | None:
+                column = table.column(*names)
+                return row[column] if column else None
+
+            out[port] = FecStats(
+                corrected_cw=_int(cell("FEC_CORR")),
+                uncorrectable_cw=_int(cell("FEC_UNCORR")),
+                symbol_errors=_int(cell("FEC_SYMBOL_ERR")),
+                pre_fec_ber=_float(cell("FEC_PRE_BER")),
+                post_fec_ber=_float(cell("FEC_POST_BER")),
+                pre_fec_ber_max=_float(cell("FEC_PRE_BER_MAX")),
+                flr_observed=_flr(cell("FLR(O)")),
+                flr_predicted=_flr(cell("FLR(P) (Accuracy)", "FLR(P)")),
+                state=_text(cell("STATE")),
+            )
+    return out
+
+
+_BIN = re.compile(r"BIN(\d+)")
+_PORTLIKE = re.compile(r"[A-Za-z][\w/.:-]*(?: (?:Line|System))?")
+
+
+def _bins(pairs: list[tuple[str, str | None]]) -> list[int | None]:
+    numbered = {}
+    for name, value in pairs:
+        m = _BIN.fullmatch(name.strip())
+        if not m:
+            raise _Garbled(f"unexpected histogram bin {name!r}")
+        numbered[int(m.group(1))] = _int(value)
+    if sorted(numbered) != list(range(len(numbered))):
+        raise _Garbled(f"histogram bins not contiguous from BIN0: {sorted(numbered)}")
+    return [numbered[i] for i in range(len(numbered))]
+
+
+@_sonic("show interfaces counters fec-histogram", "portstat -fh")
+def parse_fec_histogram(text: str, port: str | None = None) -> dict[str, FecHistogram]:
+    """Per-port bins. The single-port form does not print the port: it is taken
+    from ``port``, a section title ("Ethernet0 Line"), or the echoed command."""
+    out: dict[str, FecHistogram] = {}
+    echoed = re.search(r"fec-histogram\s+(\S+)", text)
+    for table in _tables(text):
+        if table.headers and table.headers[0].lower() == "symbol errors per codeword":
+            value_column = table.headers[1]
+            bins = _bins([(r[table.headers[0]] or "", r[value_column]) for r in table.rows])
+            title = table.title if table.title and _PORTLIKE.fullmatch(table.title) else None
+            key = port or title or (echoed.group(1) if echoed else UNKNOWN_PORT)
+            out[key] = FecHistogram(bins=bins)
+        elif table.headers and table.headers[0] == "IFACE" and table.column("BIN0"):
+            bin_columns = [h for h in table.headers if _BIN.fullmatch(h)]
+            for row in table.rows:
+                name = _text(row["IFACE"])
+                if not name:
+                    raise _Garbled("row without an IFACE")
+                out[name] = FecHistogram(bins=_bins([(c, row[c]) for c in bin_columns]))
+    if not out:
+        raise _Garbled("no 'Symbol Errors Per Codeword' or IFACE/BIN table")
+    return out
+
+
+# --- LLDP --------------------------------------------------------------------
+
+
+@_sonic("show lldp table")
+def parse_lldp_table(text: str) -> dict[str, LldpNeighbor]:
+    out: dict[str, LldpNeighbor] = {}
+    for table in _tables_named(text, "LocalPort", "RemoteDevice", "RemotePortID"):
+        for row in table.rows:
+            local = _text(row["LocalPort"])
+            if not local:
+                raise _Garbled("row without a LocalPort")
+            descr = table.column("RemotePortDescr")
+            cap = table.column("Capability")
+            out.setdefault(
+                local,
+                LldpNeighbor(
+                    remote_system=_text(row["RemoteDevice"]),
+                    remote_port=_text(row["RemotePortID"]),
+                    remote_port_description=_text(row[descr]) if descr else None,
+                    capabilities=_text(row[cap]) if cap else None,
+                ),
+            )
+    return out
+
+
+# --- PFC watchdog ------------------------------------------------------------
+
+
+def _pair(table: _Table, row: dict[str, str | None], combined: str, first: str, second: str):
+    """``1/0`` in a combined "A/B" column, or two separate columns (older releases)."""
+    column = table.column(combined)
+    if column:
+        value = _text(row[column])
+        if value is None:
+            return None, None
+        a, _, b = value.partition("/")
+        return _int(a), _int(b)
+    col_a, col_b = table.column(first), table.column(second)
+    return (_int(row[col_a]) if col_a else None, _int(row[col_b]) if col_b else None)
+
+
+@_sonic("show pfcwd stats", "pfcwd show stats")
+def parse_pfcwd_stats(text: str) -> dict[str, PfcWatchdogState]:
+    out: dict[str, PfcWatchdogState] = {}
+    for table in _tables_named(text, "QUEUE", "STATUS"):
+        for row in table.rows:
+            key = _text(row["QUEUE"]) or ""
+            port, sep, queue = key.rpartition(":")
+            if not sep or not queue.isdigit():
+                raise _Garbled(f"queue {key!r} is not PORT:QUEUE")
+            detected, restored = _pair(
+                table, row, "STORM DETECTED/RESTORED", "STORM DETECTED", "STORM RESTORED"
+            )
+            tx_ok, tx_drop = _pair(table, row, "TX OK/DROP", "TX OK", "TX DROP")
+            rx_ok, rx_drop = _pair(table, row, "RX OK/DROP", "RX OK", "RX DROP")
+            tx_lok, tx_ldrop = _pair(table, row, "TX LAST OK/DROP", "TX LAST OK", "TX LAST DROP")
+            rx_lok, rx_ldrop = _pair(table, row, "RX LAST OK/DROP", "RX LAST OK", "RX LAST DROP")
+            out[key] = PfcWatchdogState(
+                port=port,
+                queue=int(queue),
+                status=_text(row["STATUS"]),
+                storms_detected=detected,
+                storms_restored=restored,
+                tx_ok=tx_ok,
+                tx_drop=tx_drop,
+                rx_ok=rx_ok,
+                rx_drop=rx_drop,
+                tx_last_ok=tx_lok,
+                tx_last_drop=tx_ldrop,
+                rx_last_ok=rx_lok,
+                rx_last_drop=rx_ldrop,
+            )
+    return out
+
+
+@_sonic("show pfcwd config", "pfcwd show config")
+def parse_pfcwd_config(text: str) -> dict[str, PfcWatchdogConfig]:
+    poll = re.search(r"polling interval to (\d+)\s*ms", text)
+    poll_ms = int(poll.group(1)) if poll else None
+    out: dict[str, PfcWatchdogConfig] = {}
+    for table in _tables_named(text, "PORT", "ACTION", "DETECTION TIME"):
+        history = table.column("HISTORY")
+        for row in table.rows:
+            port = _text(row["PORT"])
+            if not port:
+                raise _Garbled("row without a PORT")
+            hist = _text(row[history]) if history else None
+            out[port] = PfcWatchdogConfig(
+                action=_text(row["ACTION"]),
+                detection_time_ms=_int(row[table.column("DETECTION TIME") or ""]),
+                restoration_time_ms=_int(row[table.column("RESTORATION TIME") or ""]),
+                history={"enable": True, "disable": False}.get(hist or ""),
+                poll_interval_ms=poll_ms,
+            )
+    return out
+
+
+# --- transceivers ------------------------------------------------------------
+
+_PORT_HEADER = re.compile(r"^(?P<port>\S+): SFP (?P<rest>.*)$")
+_INDENTED_KV = re.compile(r"^(?P<indent>\s+)(?P<key>[^:]+?)\s*:\s*(?P<value>.*?)\s*$")
+_MEASURE = re.compile(
+    r"^(?P<num>[-+]?(?:inf|\d+(?:\.\d+)?(?:[eE][-+]?\d+)?))\s*(?P<unit>dBm|mW|mA|C|Volts|V)?$"
+)
+_LANE_KEY = re.compile(r"^(RX|TX)(\d+)(Power|Bias)$")
+_THRESHOLD_KEY = re.compile(r"^(RxPower|TxPower|TxBias|Temp|Vcc)(High|Low)(Alarm|Warning)$")
+_THRESHOLD_QUANTITY = {
+    "RxPower": "rx_power_dbm",
+    "TxPower": "tx_power_dbm",
+    "TxBias": "tx_bias_ma",
+    "Temp": "temperature_c",
+    "Vcc": "voltage_v",
+}
+_SECTIONS = {
+    "ChannelMonitorValues",
+    "ChannelThresholdValues",
+    "ModuleMonitorValues",
+    "ModuleThresholdValues",
+}
+
+
+def _measure(value: str) -> float | None:
+    """``-1.1936dBm`` / ``3.2824Volts`` / ``-infdBm`` / ``N/A`` as a float or None."""
+    if value.strip() in _NA:
+        return None
+    m = _MEASURE.match(value.strip())
+    if not m:
+        raise _Garbled(f"unreadable DOM value {value!r}")
+    return float(m["num"])
+
+
+@dataclass
+class _Module:
+    present: bool
+    info: dict[str, str]
+    lanes: dict[int, dict[str, float | None]]
+    thresholds: dict[str, dict[str, float | None]]
+    temperature_c: float | None = None
+    voltage_v: float | None = None
+
+
+def _module_record(m: _Module) -> Transceiver:
+    if not m.present:
+        return Transceiver(present=False)
+    info = m.info
+    if not any(info.get(k) for k in ("Vendor Name", "Vendor PN", "Vendor SN")) and not m.lanes:
+        raise _Garbled("module reported present but no inventory or DOM lines were read")
+    media = next(
+        (
+            _text(info.get(k))
+            for k in ("10/40G Ethernet Compliance Code", "Extended Specification Compliance")
+            if _text(info.get(k)) and info.get(k) != "Extended"
+        ),
+        None,
+    )
+    thresholds = {
+        quantity: Threshold(
+            low_alarm=levels.get("LowAlarm"),
+            low_warn=levels.get("LowWarning"),
+            high_warn=levels.get("HighWarning"),
+            high_alarm=levels.get("HighAlarm"),
+        )
+        for quantity, levels in m.thresholds.items()
+    }
+    lanes = [
+        LaneDom(
+            lane=n,
+            tx_bias_ma=v.get("tx_bias_ma"),
+            tx_power_dbm=v.get("tx_power_dbm"),
+            rx_power_dbm=v.get("rx_power_dbm"),
+        )
+        for n, v in sorted(m.lanes.items())
+    ]
+    return Transceiver(
+        temperature_c=m.temperature_c,
+        voltage_v=m.voltage_v,
+        lanes=lanes,
+        thresholds=thresholds,
+        vendor=_text(info.get("Vendor Name")),
+        part_number=_text(info.get("Vendor PN")),
+        serial=_text(info.get("Vendor SN")),
+        firmware=_text(info.get("Active Firmware")),
+        media_type=media,
+        identifier=_text(info.get("Identifier")),
+    )
+
+
+def _read_dom_line(module: _Module, section: str, key: str, value: str) -> None:
+    if section == "ChannelMonitorValues":
+        m = _LANE_KEY.match(key)
+        if not m:
+            raise _Garbled(f"unexpected channel value {key!r}")
+        field = {"RXPower": "rx_power_dbm", "TXPower": "tx_power_dbm", "TXBias": "tx_bias_ma"}[
+            m.group(1) + m.group(3)
+        ]
+        module.lanes.setdefault(int(m.group(2)), {})[field] = _measure(value)
+    elif section == "ModuleMonitorValues":
+        if key == "Temperature":
+            module.temperature_c = _measure(value)
+        elif key == "Vcc":
+            module.voltage_v = _measure(value)
+    else:  # a threshold section
+        m = _THRESHOLD_KEY.match(key)
+        if not m:
+            raise _Garbled(f"unexpected threshold {key!r}")
+        quantity = _THRESHOLD_QUANTITY[m.group(1)]
+        module.thresholds.setdefault(quantity, {})[m.group(2) + m.group(3)] = _measure(value)
+
+
+@_sonic(
+    "show interfaces transceiver eeprom --dom",
+    "show interfaces transceiver eeprom -d",
+    "show interfaces transceiver eeprom",
+    "sfputil show eeprom -d",
+    "sfputil show eeprom",
+)
+def parse_transceiver_eeprom(text: str) -> dict[str, Transceiver]:
+    """Inventory and DOM per port, from both the SFF-8636 and the CMIS layouts."""
+    modules: dict[str, _Module] = {}
+    current: _Module | None = None
+    section: str | None = None
+    section_indent = 0
+    for line in text.splitlines():
+        header = _PORT_HEADER.match(line)
+        if header:
+            rest = header["rest"].lower()
+            present = "detected" in rest and "not" not in rest
+            current = _Module(present, {}, {}, {})
+            modules[header["port"]] = current
+            section = None
+            continue
+        kv = _INDENTED_KV.match(line)
+        if current is None or not kv:
+            continue
+        indent, key, value = len(kv["indent"]), kv["key"], kv["value"]
+        if key in _SECTIONS:
+            section, section_indent = key, indent
+        elif section and indent > section_indent:
+            _read_dom_line(current, section, key, value)
+        else:
+            section = None
+            current.info.setdefault(key, value)
+    if not modules:
+        raise _Garbled("no 'PORT: SFP ...' header")
+    return {port: _module_record(m) for port, m in modules.items()}
+
+
+def _alert(cell: str | None) -> bool | None:
+    return {"True": True, "False": False}.get((cell or "").strip())
+
+
+def _pm_key(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", name.strip().lower()).strip("_")
+
+
+@_sonic("show interfaces transceiver pm")
+def parse_transceiver_pm(text: str) -> dict[str, TransceiverPm]:
+    """Coherent-module PM (min/avg/max with thresholds), one table per port."""
+    out: dict[str, TransceiverPm] = {}
+    port: str | None = None
+    in_rows = False
+    for line in text.splitlines():
+        if m := re.match(r"^(\S+):\s*$", line):
+            port, in_rows = m.group(1), False
+            out[port] = TransceiverPm(params={})
+            continue
+        if port is None:
+            continue
+        if _SEPARATOR.match(line):
+            in_rows = True
+            continue
+        if not in_rows or not line.strip():
+            continue
+        cells = re.split(r"\s{2,}", line.strip())
+        if len(cells) != 11:
+            raise _Garbled(f"PM row with {len(cells)} cells: {line.strip()!r}")
+        out[port].params[_pm_key(cells[0])] = PmParameter(
+            unit=_text(cells[1]),
+            min=_float(cells[2]),
+            avg=_float(cells[3]),
+            max=_float(cells[4]),
+            high_alarm=_float(cells[5]),
+            high_warn=_float(cells[6]),
+            high_alert=_alert(cells[7]),
+            low_alarm=_float(cells[8]),
+            low_warn=_float(cells[9]),
+            low_alert=_alert(cells[10]),
+        )
+    if not out or not all(pm.params for pm in out.values()):
+        raise _Garbled("no PM table under a 'PORT:' line")
+    return out
