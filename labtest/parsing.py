@@ -56,6 +56,15 @@ def lookup(driver: str, command: str) -> Parser:
         return _registry[key]
     # the longest registered command that prefixes what was typed ("ib_write_bw -d mlx5_0")
     matches = [c for (d, c) in _registry if d == driver and key[1].startswith(c + " ")]
+    if not matches:  # a wrapper in front: "mpirun -np 8 ... all_reduce_perf -b 8"
+        words = key[1].split()
+        matches = [
+            c
+            for (d, c) in _registry
+            if d == driver
+            and c.split()[0] in words[1:]
+            and " ".join(words[words.index(c.split()[0]) :]).startswith(c)
+        ]
     if matches:
         return _registry[(driver, max(matches, key=len))]
     known = sorted(c for (d, c) in _registry if d == driver)

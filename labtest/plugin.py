@@ -259,8 +259,9 @@ def _redact_report(report: pytest.TestReport) -> None:
     report.sections = [(k, secrets.redact(v)) for k, v in report.sections]
 
 
-def _is_broken(report: pytest.TestReport) -> bool:
-    return report.failed and (("labtest_verdict", BROKEN) in report.user_properties)
+def _is_broken(report: pytest.TestReport | pytest.CollectReport) -> bool:
+    props = getattr(report, "user_properties", ())
+    return report.failed and ("labtest_verdict", BROKEN) in props
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:

@@ -1,1 +1,4 @@
-"""Arista EOS switches (CLI over SSH, ``| json`` preferred). Parsers first; the driver class lands with the transports."""
+"""Arista EOS switches (CLI over SSH, ``| json`` preferred).
+
+Parsers live in ``parsers``; the driver class comes with the SSH transport.
+"""

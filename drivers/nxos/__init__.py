@@ -1,1 +1,4 @@
-"""Cisco NX-OS switches (CLI over SSH). Parsers first; the driver class lands with the transports."""
+"""Cisco NX-OS switches (CLI over SSH).
+
+Parsers live in ``parsers``; the driver class comes with the SSH transport.
+"""

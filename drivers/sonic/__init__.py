@@ -1,1 +1,4 @@
-"""SONiC switches (sonic-utilities CLI over SSH). Parsers first; the driver class lands with the transports."""
+"""SONiC switches (sonic-utilities CLI over SSH).
+
+Parsers live in ``parsers``; the driver class comes with the SSH transport.
+"""

@@ -130,6 +130,11 @@ class _Table:
                 return lower[name.lower()]
         return None
 
+    def cell(self, row: dict[str, str | None], *names: str) -> str | None:
+        """``row``'s value in the first of ``names`` present; None if no such column."""
+        column = self.column(*names)
+        return row[column] if column else None
+
 
 def _columns(line: str, spans: list[tuple[int, int]]) -> list[str | None]:
     """Cells of ``line`` assigned to the columns whose dash spans they overlap."""
@@ -314,21 +319,17 @@ def parse_interfaces_status(text: str) -> dict[str, InterfaceStatus]:
             if not name:
                 raise _Garbled("row without an interface name")
 
-            def cell(*names: str, row: dict[str, str | None] = row) -> str | None:
-                column = table.column(*names)
-                return row[column] if column else None
-
             out[name] = InterfaceStatus(
                 name=name,
-                admin_up=_updown(cell("Admin")),
-                oper_up=_updown(cell("Oper")),
-                speed_gbps=_speed_gbps(cell("Speed")),
-                mtu_bytes=_int(cell("MTU")),
-                fec=_text(cell("FEC")),
-                type=_text(cell("Type")),
-                alias=_text(cell("Alias")),
-                lanes=_lanes(cell("Lanes")),
-                vlan=_text(cell("Vlan")),
+                admin_up=_updown(table.cell(row, "Admin")),
+                oper_up=_updown(table.cell(row, "Oper")),
+                speed_gbps=_speed_gbps(table.cell(row, "Speed")),
+                mtu_bytes=_int(table.cell(row, "MTU")),
+                fec=_text(table.cell(row, "FEC")),
+                type=_text(table.cell(row, "Type")),
+                alias=_text(table.cell(row, "Alias")),
+                lanes=_lanes(table.cell(row, "Lanes")),
+                vlan=_text(table.cell(row, "Vlan")),
             )
     return out
 
@@ -396,11 +397,6 @@ def parse_pfc_counters(text: str) -> dict[str, PfcCounters]:
 _QUEUE_KINDS = {"UC": "unicast", "MC": "multicast", "ALL": "all"}
 
 
-def _queue_optional(table: _Table, row: dict[str, str | None], *names: str) -> int | None:
-    column = table.column(*names)
-    return _int(row[column]) if column else None
-
-
 @_sonic("show queue counters", "queuestat")
 def parse_queue_counters(text: str) -> dict[str, QueueCounters]:
     queues: dict[str, list[QueueCounter]] = {}
@@ -415,14 +411,14 @@ def parse_queue_counters(text: str) -> dict[str, QueueCounters]:
                     queue=m.group(0),
                     kind=_QUEUE_KINDS[m.group(1)],
                     index=int(m.group(2)),
-                    tx_packets=_int(row[table.column("Counter/pkts") or ""]),
-                    tx_bytes=_queue_optional(table, row, "Counter/bytes"),
-                    drop_packets=_int(row[table.column("Drop/pkts") or ""]),
-                    drop_bytes=_queue_optional(table, row, "Drop/bytes"),
-                    ecn_marked_packets=_queue_optional(table, row, "EcnMarked/pkts"),
-                    ecn_marked_bytes=_queue_optional(table, row, "EcnMarked/bytes"),
-                    wred_drop_packets=_queue_optional(table, row, "WredDrp/pkts"),
-                    wred_drop_bytes=_queue_optional(table, row, "WredDrp/bytes"),
+                    tx_packets=_int(table.cell(row, "Counter/pkts")),
+                    tx_bytes=_int(table.cell(row, "Counter/bytes")),
+                    drop_packets=_int(table.cell(row, "Drop/pkts")),
+                    drop_bytes=_int(table.cell(row, "Drop/bytes")),
+                    ecn_marked_packets=_int(table.cell(row, "EcnMarked/pkts")),
+                    ecn_marked_bytes=_int(table.cell(row, "EcnMarked/bytes")),
+                    wred_drop_packets=_int(table.cell(row, "WredDrp/pkts")),
+                    wred_drop_bytes=_int(table.cell(row, "WredDrp/bytes")),
                 )
             )
     return {port: QueueCounters(queues=qs) for port, qs in queues.items()}
@@ -446,20 +442,16 @@ def parse_fec_stats(text: str) -> dict[str, FecStats]:
             if not port:
                 raise _Garbled("row without an IFACE")
 
-            def cell(*names: str, row: dict[str, str | None] = row) -> str | None:
-                column = table.column(*names)
-                return row[column] if column else None
-
             out[port] = FecStats(
-                corrected_cw=_int(cell("FEC_CORR")),
-                uncorrectable_cw=_int(cell("FEC_UNCORR")),
-                symbol_errors=_int(cell("FEC_SYMBOL_ERR")),
-                pre_fec_ber=_float(cell("FEC_PRE_BER")),
-                post_fec_ber=_float(cell("FEC_POST_BER")),
-                pre_fec_ber_max=_float(cell("FEC_PRE_BER_MAX")),
-                flr_observed=_flr(cell("FLR(O)")),
-                flr_predicted=_flr(cell("FLR(P) (Accuracy)", "FLR(P)")),
-                state=_text(cell("STATE")),
+                corrected_cw=_int(table.cell(row, "FEC_CORR")),
+                uncorrectable_cw=_int(table.cell(row, "FEC_UNCORR")),
+                symbol_errors=_int(table.cell(row, "FEC_SYMBOL_ERR")),
+                pre_fec_ber=_float(table.cell(row, "FEC_PRE_BER")),
+                post_fec_ber=_float(table.cell(row, "FEC_POST_BER")),
+                pre_fec_ber_max=_float(table.cell(row, "FEC_PRE_BER_MAX")),
+                flr_observed=_flr(table.cell(row, "FLR(O)")),
+                flr_predicted=_flr(table.cell(row, "FLR(P) (Accuracy)", "FLR(P)")),
+                state=_text(table.cell(row, "STATE")),
             )
     return out
 
@@ -516,15 +508,13 @@ def parse_lldp_table(text: str) -> dict[str, LldpNeighbor]:
             local = _text(row["LocalPort"])
             if not local:
                 raise _Garbled("row without a LocalPort")
-            descr = table.column("RemotePortDescr")
-            cap = table.column("Capability")
             out.setdefault(
                 local,
                 LldpNeighbor(
                     remote_system=_text(row["RemoteDevice"]),
                     remote_port=_text(row["RemotePortID"]),
-                    remote_port_description=_text(row[descr]) if descr else None,
-                    capabilities=_text(row[cap]) if cap else None,
+                    remote_port_description=_text(table.cell(row, "RemotePortDescr")),
+                    capabilities=_text(table.cell(row, "Capability")),
                 ),
             )
     return out
@@ -586,16 +576,15 @@ def parse_pfcwd_config(text: str) -> dict[str, PfcWatchdogConfig]:
     poll_ms = int(poll.group(1)) if poll else None
     out: dict[str, PfcWatchdogConfig] = {}
     for table in _tables_named(text, "PORT", "ACTION", "DETECTION TIME"):
-        history = table.column("HISTORY")
         for row in table.rows:
             port = _text(row["PORT"])
             if not port:
                 raise _Garbled("row without a PORT")
-            hist = _text(row[history]) if history else None
+            hist = _text(table.cell(row, "HISTORY"))
             out[port] = PfcWatchdogConfig(
                 action=_text(row["ACTION"]),
-                detection_time_ms=_int(row[table.column("DETECTION TIME") or ""]),
-                restoration_time_ms=_int(row[table.column("RESTORATION TIME") or ""]),
+                detection_time_ms=_int(table.cell(row, "DETECTION TIME")),
+                restoration_time_ms=_int(table.cell(row, "RESTORATION TIME")),
                 history={"enable": True, "disable": False}.get(hist or ""),
                 poll_interval_ms=poll_ms,
             )

@@ -11,7 +11,8 @@ on a real device too.
 
 It can also misbehave on purpose, switchable at runtime through ``mode``:
 
-- ``silent``: accepts connection, auth and requests, then never answers;
+- ``silent``: accepts connection and auth, then hangs: exec, pty and shell
+  requests get no reply (a shell that is already open stops answering);
 - ``drop``: sends part of the answer, then drops the TCP connection;
 - ``legacy-kex``: offers only ``diffie-hellman-group14-sha1`` key exchange,
   like an old switch (paramiko 5 cannot *complete* that exchange, but a client
@@ -93,17 +94,21 @@ class FunctionHandler:
         return CliReply(self._function(command))
 
 
-def generate_key(passphrase: str | None = None) -> tuple[paramiko.PKey, str]:
+def generate_key(passphrase: str | None = None, kdf_rounds: int = 16) -> tuple[paramiko.PKey, str]:
     """A fresh Ed25519 key and its OpenSSH private-key text (encrypted if a passphrase is given).
 
     paramiko cannot generate Ed25519 keys itself, and RSA generation is slow.
+    ``kdf_rounds`` is the bcrypt cost of the encryption (16, ~0.3 s per load,
+    is ssh-keygen's default; tests use 1).
     """
     private = ed25519.Ed25519PrivateKey.generate()
-    encryption = (
-        serialization.BestAvailableEncryption(passphrase.encode())
-        if passphrase
-        else serialization.NoEncryption()
-    )
+    encryption: serialization.KeySerializationEncryption = serialization.NoEncryption()
+    if passphrase:
+        encryption = (
+            serialization.PrivateFormat.OpenSSH.encryption_builder()
+            .kdf_rounds(kdf_rounds)
+            .build(passphrase.encode())
+        )
     text = private.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, encryption
     ).decode()
@@ -263,8 +268,6 @@ class SshServer:
     def serve_exec(
         self, transport: paramiko.Transport, channel: paramiko.Channel, command: str
     ) -> None:
-        if self.mode == "silent":
-            return
         reply = self.handler().run(command)
         try:
             if self.mode == "drop":
@@ -393,14 +396,25 @@ class _Interface(paramiko.ServerInterface):
             return paramiko.OPEN_SUCCEEDED
         return paramiko.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
 
-    def check_channel_pty_request(self, *args: object) -> bool:
+    def _hang_if_silent(self) -> bool:
+        """Block this connection's transport thread, as a hung device would, until stop()."""
+        if self._server.mode != "silent":
+            return False
+        self._server._stop.wait()
         return True
 
+    def check_channel_pty_request(self, *args: object) -> bool:
+        return not self._hang_if_silent()
+
     def check_channel_exec_request(self, channel: paramiko.Channel, command: bytes) -> bool:
+        if self._hang_if_silent():
+            return False
         text = command.decode(errors="replace")
         self._server._spawn(self._server.serve_exec, "ssh-exec", self._transport, channel, text)
         return True
 
     def check_channel_shell_request(self, channel: paramiko.Channel) -> bool:
+        if self._hang_if_silent():
+            return False
         self._server._spawn(self._server.serve_shell, "ssh-shell", self._transport, channel)
         return True

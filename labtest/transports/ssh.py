@@ -57,6 +57,7 @@ log = logging.getLogger("labtest.transport.ssh")
 Recorder = Callable[[str, str, int | None, float], None]
 
 E = TypeVar("E", bound=TransportError)
+_KnownKeys = Mapping[str, paramiko.PKey]  # key type -> key, for one host in known_hosts
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _PSEUDO_KEX = ("ext-info-", "kex-strict-")
@@ -151,9 +152,10 @@ class SshTransport:
     def _open(self) -> paramiko.Transport:
         start = time.monotonic()
         deadline = start + self.settings.timeout_s
-        transport = self._handshake(self._tcp(deadline), deadline)
+        known = self._known_hosts().lookup(self.host_key_name)
+        transport = self._handshake(self._tcp(deadline), deadline, known)
         try:
-            self._check_host_key(transport)
+            self._check_host_key(transport, known)
             self._authenticate(transport, deadline)
         except BaseException:
             transport.close()
@@ -188,14 +190,15 @@ class SshTransport:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return sock
 
-    def _handshake(self, sock: socket.socket, deadline: float) -> paramiko.Transport:
+    def _handshake(
+        self, sock: socket.socket, deadline: float, known: _KnownKeys | None
+    ) -> paramiko.Transport:
         transport = _ClientTransport(sock)
         transport.banner_timeout = transport.handshake_timeout = _remaining(deadline)
-        _prefer_key_types(transport, self._known_hosts().lookup(self.host_key_name))
-        done = threading.Event()
+        _prefer_key_types(transport, known)
+        done = threading.Event()  # set by paramiko on success and on failure
         transport.start_client(event=done)
-        while not done.is_set() and transport.is_active() and time.monotonic() < deadline:
-            done.wait(0.02)
+        done.wait(_remaining(deadline))
         if done.is_set() and transport.is_active():
             return transport
         cause = transport.get_exception()
@@ -239,10 +242,9 @@ class SshTransport:
                 raise self._error(HostKeyUnknown, f"cannot read {path}: {exc}") from None
         return keys
 
-    def _check_host_key(self, transport: paramiko.Transport) -> None:
+    def _check_host_key(self, transport: paramiko.Transport, recorded: _KnownKeys | None) -> None:
         key = transport.get_remote_server_key()
         name, path = self.host_key_name, self.known_hosts_path
-        recorded = self._known_hosts().lookup(name)
         if recorded is None:
             if self.settings.host_key_policy != "accept-new":
                 raise self._error(
@@ -355,8 +357,7 @@ class SshTransport:
                 if kind is TransportTimeout
                 else "the device closed the session mid-command"
             )
-            if kind is ProtocolError:
-                self._discard(transport)
+            self._discard(transport)  # hung or dropped: the next command reconnects
             raise self._error(kind, f"exec {command!r}: {what}", raw=_text(stdout) + _text(stderr))
         status = None if channel.exit_status == -1 else channel.exit_status
         result = CommandResult(_text(stdout), _text(stderr), status, duration)
@@ -452,17 +453,17 @@ class ShellSession:
         """Send one line; return its output without the echo and the prompt, with LF endings."""
         owner = self._owner
         timeout = timeout_s if timeout_s is not None else owner.settings.command_timeout_s
+        start = time.monotonic()
+        deadline = start + timeout  # one budget for reopening and answering
         if self._channel is None or self._channel.closed:
-            self.open()
+            self.open(timeout)
         channel = self._channel
         assert channel is not None
         while channel.recv_ready():  # stale output from an earlier command
             channel.recv(65536)
-        start = time.monotonic()
-        deadline = start + timeout
         data, seen = b"", False
         try:
-            channel.settimeout(timeout)
+            channel.settimeout(_remaining(deadline))
             channel.sendall((command + "\n").encode())
             data, seen = _read_until_prompt(channel, owner.prompt_re, deadline)
         except (OSError, paramiko.SSHException, EOFError):
@@ -472,8 +473,7 @@ class ShellSession:
         if not seen and not channel.eof_received:
             self.close()
             timed_out = time.monotonic() >= deadline
-            if not timed_out:
-                owner._discard(channel.get_transport())
+            owner._discard(channel.get_transport())
             what = f"no prompt within {timeout:g} s" if timed_out else "session closed mid-command"
             raise owner._error(
                 TransportTimeout if timed_out else ProtocolError,
@@ -579,9 +579,7 @@ def _strip_echo(body: str, command: str) -> str:
     return body + "\n" if body else ""
 
 
-def _prefer_key_types(
-    transport: paramiko.Transport, recorded: Mapping[str, paramiko.PKey] | None
-) -> None:
+def _prefer_key_types(transport: paramiko.Transport, recorded: _KnownKeys | None) -> None:
     """Ask first for the key types known_hosts records, so a multi-key host presents one of them."""
     if not recorded:
         return

@@ -422,7 +422,8 @@ def test_dom_with_unreadable_value_is_rejected():
 
 
 def test_absent_module_is_reported_absent():
-    x = lookup("sonic", "show interfaces transceiver eeprom")("Ethernet4: SFP EEPROM Not detected\n")
+    absent = "Ethernet4: SFP EEPROM Not detected\n"
+    x = lookup("sonic", "show interfaces transceiver eeprom")(absent)
     assert x["Ethernet4"].present is False and x["Ethernet4"].lanes == []
 
 

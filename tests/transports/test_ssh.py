@@ -14,6 +14,7 @@ import os
 import shutil
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -86,7 +87,7 @@ class LabCli:
 
 @pytest.fixture(scope="module")
 def client_key(tmp_path_factory: pytest.TempPathFactory) -> tuple[paramiko.PKey, Path]:
-    key, text = generate_key(PASSPHRASE)
+    key, text = generate_key(PASSPHRASE, kdf_rounds=1)
     path = tmp_path_factory.mktemp("keys") / "id_ed25519"
     path.write_text(text)
     path.chmod(0o600)
@@ -145,7 +146,7 @@ def raises(
     with pytest.raises(kind) as info:
         call()
     error = info.value
-    texts += [str(error), repr(error), error.raw or "", repr(error.__cause__)]
+    texts += [str(error), repr(error), error.raw or "", repr(error.__context__)]
     assert error.device == "sw1"
     return error
 
@@ -290,17 +291,20 @@ def test_peer_without_ssh_banner_times_out_on_connect(settings, server, no_leaks
 
 
 def test_silent_peer_times_out_within_the_timeout(settings, server, no_leaks) -> None:
-    server.mode = "silent"
-    with SshTransport("sw1", "127.0.0.1", settings()) as ssh:
-        ssh.connect()
+    def bounded(call: Callable[[], object]) -> TransportError:
         start = time.monotonic()
-        error = raises(TransportTimeout, no_leaks, lambda: ssh.exec("show version", timeout_s=0.5))
+        error = raises(TransportTimeout, no_leaks, call)
         assert 0.5 <= time.monotonic() - start < 1.5
+        return error
+
+    with SshTransport("sw1", "127.0.0.1", settings()) as ssh:
+        shell = ssh.shell()
+        server.mode = "silent"  # the device hangs: no reply to any request
+        bounded(lambda: shell.send("show version", timeout_s=0.5))  # open shell stops answering
+        error = bounded(lambda: ssh.exec("show version", timeout_s=0.5))
         assert "0.5 s" in str(error)
-        with ssh.shell() as shell:  # the prompt comes, answers never do
-            start = time.monotonic()
-            raises(TransportTimeout, no_leaks, lambda: shell.send("show version", timeout_s=0.5))
-            assert 0.5 <= time.monotonic() - start < 1.5
+        bounded(lambda: ssh.shell(timeout_s=0.5))
+        bounded(lambda: shell.send("show version", timeout_s=0.5))  # reopening counts too
 
 
 def test_peer_closing_mid_command_is_protocol_error_then_reconnects(
@@ -380,6 +384,34 @@ def test_openssh_with_only_sha1_kex_is_legacy_algorithms(settings, legacy_sshd, 
     ssh = SshTransport("sw1", "127.0.0.1", settings(port=legacy_sshd))
     error = raises(LegacyAlgorithms, no_leaks, ssh.connect)
     assert "diffie-hellman-group14-sha1" in str(error)
+
+
+def test_server_stop_closes_everything(tmp_path: Path) -> None:
+    baseline = {t.ident for t in threading.enumerate()}
+    server = SshServer(LabCli, password=PASSWORD).start()
+    server.write_known_hosts(tmp_path / "known_hosts")
+    config = SshSettings(
+        port=server.port,
+        username="admin",
+        password=SecretStr(PASSWORD),
+        known_hosts=tmp_path / "known_hosts",
+        command_timeout_s=0.3,
+    )
+    ssh = SshTransport("sw1", "127.0.0.1", config)
+    ssh.shell()  # leaves a shell thread on the server
+    server.mode = "silent"
+    with pytest.raises(TransportTimeout):
+        ssh.exec("show version")  # leaves a hung transport thread on the server
+    ssh.close()
+    start = time.monotonic()
+    server.stop()
+    assert time.monotonic() - start < 3
+    deadline = time.monotonic() + 3
+    while {t.ident for t in threading.enumerate()} - baseline and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not {t.name for t in threading.enumerate() if t.ident not in baseline}
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", server.port), timeout=1).close()
 
 
 def test_leak_check_is_live(settings, caplog: pytest.LogCaptureFixture) -> None:

@@ -58,6 +58,7 @@ _QUANTITIES = (
     ("module temperature", "temperature_c"),
     ("module voltage", "voltage_v"),
     ("laser bias current", "tx_bias_ma"),
+    ("laser tx bias current", "tx_bias_ma"),
     ("laser output power", "tx_power_dbm"),
     ("laser tx power", "tx_power_dbm"),
     ("laser rx power", "rx_power_dbm"),

@@ -617,7 +617,8 @@ class Fabric:
             self._prbs_errors += physics.sample_bit_errors(self.rng, bits, st.ber)
             self._prbs_lol += lock * drops[link_of][:, None]
         # flaps: each drop is a link-down event and a latched LOS at both ends
-        flapped = drops[link_of] > 0
+        dark_now = np.array([any(f.is_down(t1) for f in fl) for fl in self._flaps], dtype=bool)
+        flapped = (drops > 0)[link_of] | dark_now[link_of]
         self._down_count += drops[link_of] * self._static_up[link_of]
         self._observe_flags(t1, st, extra_los=flapped)
         self._refresh(t1, st)
@@ -687,7 +688,7 @@ class Fabric:
     def _changed(self) -> None:
         """Call after changing state outside a step: link state follows at once."""
         self._refresh(self._t_s)
-        self._observe_flags(self._t_s, self._state)
+        self._observe_flags(self._t_s, self._read_state())
 
     # --- lookups -------------------------------------------------------------------
 
@@ -937,22 +938,29 @@ class Fabric:
             m = self._module(device, port)
             n = int(self.modules.lanes[m])
             v = self._cached("dom_values", lambda: self._dom_values(self._read_state()))[m]
-            z = self.rng.standard_normal(2 + 3 * n)
-            tx = v[2, :n] + NOISE["power_dbm"] * z[2 : 2 + n]
-            rx = v[3, :n] + NOISE["power_dbm"] * z[2 + n : 2 + 2 * n]
-            bias = v[4, :n] + NOISE["bias_ma"] * z[2 + 2 * n :]
-            tx = np.where(v[2, :n] > DARK_DBM, tx, DARK_DBM).round(2).tolist()
-            rx = np.where(v[3, :n] > DARK_DBM, rx, DARK_DBM).round(2).tolist()
-            bias = np.where(v[4, :n] > 0, np.maximum(bias, 0.0), 0.0).round(3).tolist()
+            temp, vcc = float(v[0, 0]), float(v[1, 0])
+            tx, rx, bias = v[2, :n].tolist(), v[3, :n].tolist(), v[4, :n].tolist()
+            z = self.rng.standard_normal(2 + 3 * n).tolist()
+            sp, sb = NOISE["power_dbm"], NOISE["bias_ma"]
             lanes = tuple(
-                LaneDom(lane=i + 1, tx_power_dbm=tx[i], rx_power_dbm=rx[i], bias_ma=bias[i])
+                LaneDom(
+                    lane=i + 1,
+                    # no noise on a dark reading or a disabled laser
+                    tx_power_dbm=round(tx[i] + sp * z[2 + i], 2) if tx[i] > DARK_DBM else DARK_DBM,
+                    rx_power_dbm=round(rx[i] + sp * z[2 + n + i], 2)
+                    if rx[i] > DARK_DBM
+                    else DARK_DBM,
+                    bias_ma=round(max(bias[i] + sb * z[2 + 2 * n + i], 0.0), 3)
+                    if bias[i] > 0
+                    else 0.0,
+                )
                 for i in range(n)
             )
             return TransceiverDom(
                 device=device,
                 port=port,
-                temperature_c=round(float(v[0, 0] + NOISE["temperature_c"] * z[0]), 2),
-                voltage_v=round(float(v[1, 0] + NOISE["voltage_v"] * z[1]), 4),
+                temperature_c=round(temp + NOISE["temperature_c"] * z[0], 2),
+                voltage_v=round(vcc + NOISE["voltage_v"] * z[1], 4),
                 lanes=lanes,
                 time_s=self._t_s,
             )
@@ -996,29 +1004,33 @@ class Fabric:
         with self._lock:
             self._sync()
             m = self._module(device, port)
-            bins = self._fec_bins[m] - self._fec_base_bins[m]
+            bins = (self._fec_bins[m] - self._fec_base_bins[m]).tolist()
             unc = int(self._fec_unc[m] - self._fec_base_unc[m])
             n = int(self.modules.lanes[m])
-            lane_bits = float(self.modules.lane_rate_bps[m])  # one second of each lane
+            lane_bits = float(self.modules.line_rate_gbps[m]) * 1e9 / n  # one second per lane
             li = self._module_port[m].link
             if li is not None and self._static_up[li] and self._link_lit(li):
-                errs = self.rng.poisson(self._state.ber[m, :n] * lane_bits)
-                lanes_ber = tuple(float(e) / lane_bits for e in errs)
-                pre = float(errs.sum()) / (lane_bits * n)
+                # like a device's FEC BER readout: errors in the last second, refreshed per step
+                errs = self._cached("errors_1s", self._errors_last_second)[m, :n].tolist()
+                lanes_ber = tuple(e / lane_bits for e in errs)
+                pre = sum(errs) / (lane_bits * n)
             else:
                 lanes_ber, pre = (0.0,) * n, 0.0
             return FecStats(
                 device=device,
                 port=port,
                 mode="rs544",
-                total_codewords=int(bins.sum()) + unc,
-                corrected_codewords=int(bins[1:].sum()),
+                total_codewords=sum(bins) + unc,
+                corrected_codewords=sum(bins[1:]),
                 uncorrectable_codewords=unc,
-                symbol_errors=int((bins * np.arange(physics.FEC_BINS)).sum()),
-                bins=tuple(int(b) for b in bins),
+                symbol_errors=sum(k * b for k, b in enumerate(bins)),
+                bins=tuple(bins),
                 pre_fec_ber=pre,
                 lanes_pre_fec_ber=lanes_ber,
             )
+
+    def _errors_last_second(self) -> np.ndarray:
+        return self.rng.poisson(self._state.ber * self.modules.lane_rate_bps[:, None])
 
     def ber(self, device: str, port: str) -> tuple[float, ...]:
         """The model's true pre-FEC BER per lane at this receiver (no counting noise)."""

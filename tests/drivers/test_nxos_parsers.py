@@ -1,0 +1,183 @@
+"""Cisco NX-OS text parsers against real published outputs."""
+
+from __future__ import annotations
+
+import pytest
+from switch_samples import parse, sample
+
+from labtest.errors import ParseError
+from labtest.parsing import lookup, to_jsonable
+
+
+def nxos(command: str, name: str):
+    return parse("nxos", command, name)
+
+
+def test_version():
+    a = nxos("show version", "show_version__ntc_n9k_c9396px_6_1")
+    assert (a.vendor, a.model, a.os_version) == ("Cisco", "Nexus9000 C9396PX", "6.1(2)I3(1)")
+    assert (a.serial, a.hostname) == ("SAL1819S6LU", "N9K1")
+    assert a.uptime_s == 123 * 86400 + 5 * 3600 + 15 * 60 + 19
+    b = nxos("show version", "show_version__ntc_n93180yc_fx3_10_4")
+    assert (b.model, b.os_version, b.serial, b.hostname) == (
+        "Nexus9000 C93180YC-FX3",
+        "10.4(5)",
+        "FLM27400B3D",
+        "N9K-LAB-15",
+    )
+
+
+def test_interface_status_fixed_width_columns():
+    st = nxos("show interface status", "show_interface_status__ntc_n9k")
+    e1 = st["Eth1/1"]
+    assert (e1.description, e1.admin_up, e1.oper_up, e1.type) == (
+        "managed by puppet",
+        False,
+        False,
+        "SFP-H10GB-CU2M",
+    )
+    assert st["mgmt0"].speed_gbps == 0.1 and st["mgmt0"].oper_up is True
+    assert (st["Eth1/3"].state, st["Eth1/3"].admin_up, st["Eth1/3"].type) == (
+        "xcvrAbsen",
+        True,
+        None,
+    )
+    assert st["Vlan146"].description == "my vlan 146" and st["Vlan146"].admin_up is None
+    f = nxos("show interface status", "show_interface_status__ntc_fex_10g")
+    assert f["Eth1/1"].speed_gbps == 10.0 and f["Eth101/1/1"].speed_gbps == 1.0
+    assert f["Eth105/1/1"].type is None and f["Eth1/7"].type == "Fabric Exte"
+
+
+def test_interface_counters_merge_narrow_tables():
+    c = nxos("show interface counters", "show_interface_counters__genie_eth1_33")
+    assert list(c) == ["Eth1/33"]  # the echoed command and the "P1#" prompt are not ports
+    e = c["Eth1/33"]
+    assert (e.rx_octets, e.rx_unicast_packets, e.rx_multicast_packets) == (1162614, 14178, 64)
+    assert (e.tx_octets, e.tx_packets, e.rx_packets) == (12199396, 23366 + 65 + 1, 14178 + 64)
+    v = nxos("show interface counters", "show_interface_counters__genie_vlan2_dashes")["Vlan2"]
+    assert (v.rx_octets, v.rx_multicast_packets, v.rx_packets) == (21719007220, None, None)
+    s = nxos("show interface counters", "show_interface_counters__genie_subif_inpkts")
+    assert s["Eth1/1.1"].rx_packets == 1778 and s["Eth1/1.1"].tx_packets == 1778
+
+
+def test_interface_error_counters():
+    e = nxos("show interface counters errors", "show_interface_counters_errors__genie_24port")
+    assert (e["Eth1/13"].rx_alignment_errors, e["Eth1/13"].tx_discards) == (500, 14500)
+    assert e["Eth1/23"].tx_discards == 20340 and e["Eth1/24"].rx_discards == 0
+    assert (e["mgmt0"].tx_errors, e["mgmt0"].rx_discards, e["mgmt0"].rx_giants) == (None, None, 0)
+    one = nxos("show interface counters errors", "show_interface_counters_errors__genie_single")
+    assert (one["Eth1/1"].tx_errors, one["Eth1/1"].rx_errors) == (230, 0)
+
+
+def test_transceiver_details_sfp_with_low_alarms():
+    t = nxos(
+        "show interface transceiver details", "show_interface_transceiver_details__ntc_sfp_cfp"
+    )
+    x = t["Ethernet3/1"]
+    assert (x.vendor, x.part_number, x.serial, x.media_type) == (
+        "CISCO-FINISAR",
+        "FTLX8571D3BCL-C2",
+        "FNS18510TXL",
+        "10Gbase-SR",
+    )
+    assert (x.temperature_c, x.voltage_v) == (35.66, 3.29)
+    lane = x.lanes[0]
+    assert (lane.tx_bias_ma, lane.tx_power_dbm, lane.rx_power_dbm) == (None, -14.05, -30.45)
+    assert x.thresholds["rx_power_dbm"].low_alarm == -13.9
+    assert x.thresholds["tx_power_dbm"].high_alarm == 1.69
+    assert x.flags == {"lane1_tx_power_dbm_low_alarm": True, "lane1_rx_power_dbm_low_alarm": True}
+    assert t["Ethernet3/3"].lanes[0].tx_power_dbm is None  # "N/A"
+    cfp = t["Ethernet4/1"]
+    assert cfp.temperature_c == 40.44 and [ln.lane for ln in cfp.lanes] == [2, 3]
+    assert cfp.lanes[1].rx_power_dbm == -1.57 and cfp.thresholds["rx_power_dbm"].low_warn == -10.59
+
+
+def test_transceiver_details_qsfpdd_lanes_without_readings():
+    t = nxos(
+        "show interface transceiver details",
+        "show_interface_transceiver_details__genie_qsfpdd_400g_dr4",
+    )["Ethernet1/63"]
+    assert (t.firmware, t.media_type, t.vendor) == (
+        "204.154",
+        "QSFP-DD-400G-DR4",
+        "CISCO-INNOLIGHT",
+    )
+    assert [ln.lane for ln in t.lanes] == [1, 2, 3, 4]
+    assert all(ln.rx_power_dbm is None for ln in t.lanes)
+    assert t.thresholds["tx_bias_ma"].high_alarm == 120.0
+    doc = to_jsonable(t)
+    assert doc["lanes"][3] == {
+        "lane": 4,
+        "tx_bias_ma": None,
+        "tx_power_dbm": None,
+        "rx_power_dbm": None,
+    }
+
+
+def test_lldp_neighbors():
+    n = nxos("show lldp neighbors", "show_lldp_neighbors__ntc_n9k")
+    assert (
+        n["mgmt0"].remote_system == "PERIMETER.cisco.com" and n["mgmt0"].remote_port == "Fa1/0/10"
+    )
+    assert n["Eth1/2"].remote_port == "Ethernet1/2"  # first of two neighbours on the port
+    m = nxos("show lldp neighbors", "show_lldp_neighbors__ntc_multiline")
+    assert len(m) == 15
+    assert m["mgmt0"].remote_system == "dcx3.org.local" and m["mgmt0"].remote_port == "Gi1/0/37"
+    assert (m["Eth1/5"].remote_system, m["Eth1/5"].capabilities) == ("fw1-clinical-partner", None)
+    assert m["Eth3/1"].remote_system == "cr-ebc.org.local"  # misaligned row
+    assert to_jsonable(m)["Eth4/1"] == {
+        "remote_system": "cr-park.org.local",
+        "remote_port": "Fo1/0/8",
+        "remote_port_description": None,
+        "remote_chassis_id": None,
+        "capabilities": "BR",
+        "ttl_s": 120,
+        "remote_mgmt_address": None,
+    }
+
+
+def test_priority_flow_control_totals():
+    p = nxos(
+        "show interface priority-flow-control", "show_interface_priority_flow_control__blog_n5k"
+    )
+    e = p["Ethernet1/47"]
+    assert (e.rx_total, e.tx_total, e.mode, e.oper) == (7316, 762946, "Auto", "Off")
+    assert e.rx == [None] * 8 and e.enabled_priorities == []
+    leaf = nxos(
+        "show interface priority-flow-control", "show_interface_priority_flow_control__gpu_leaf"
+    )
+    assert set(leaf) == {"Ethernet1/27", "Ethernet1/28"} and leaf["Ethernet1/28"].tx_total == 0
+    on = lookup("nxos", "show interface priority-flow-control")(
+        "Port               Mode Oper(VL bmap)  RxPPP      TxPPP\n"
+        "Ethernet1/2        Auto On  (8)       4088353    1890\n"
+    )
+    assert on["Ethernet1/2"].enabled_priorities == [3] and on["Ethernet1/2"].rx_total == 4088353
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "show version",
+        "show interface status",
+        "show interface counters",
+        "show interface transceiver details",
+        "show lldp neighbors",
+        "show interface priority-flow-control",
+    ],
+)
+def test_garbled_output_raises(command):
+    garbage = "% Invalid command at '^' marker.\n"
+    with pytest.raises(ParseError) as info:
+        lookup("nxos", command)(garbage, device="n9k")
+    assert info.value.raw == garbage
+
+
+def test_corrupted_values_raise():
+    text = sample("nxos", "show_interface_counters__genie_eth1_33").replace("1162614", "11626x4")
+    with pytest.raises(ParseError, match="11626x4"):
+        lookup("nxos", "show interface counters")(text)
+    dom = sample("nxos", "show_interface_transceiver_details__ntc_sfp_cfp").replace(
+        "  Voltage        3.29 V         3.63 V ", "  Voltage        3.29 V ", 1
+    )
+    with pytest.raises(ParseError, match="values"):
+        lookup("nxos", "show interface transceiver details")(dom)
