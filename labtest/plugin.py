@@ -9,11 +9,12 @@ could not be asked — ``InfraError``), with the device's raw output attached.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from labtest import secrets
+from labtest import connect, secrets
 from labtest.errors import ConfigError, InfraError, LimitFailure
 from labtest.lab import Lab
 from labtest.measure import LimitsProfile, Measurement, Recorder, load_limits
@@ -33,6 +34,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--limits", metavar="FILE", help="limits profile (overrides the testbed's)")
     group.addoption(
+        "--record",
+        metavar="DIR",
+        help="record every device session to DIR/<device>.jsonl (replay with 'replay:')",
+    )
+    group.addoption(
         "--destructive",
         action="store_true",
         help="allow tests marked destructive (implied by --emulate)",
@@ -49,6 +55,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "`count` devices (of `role`) whose drivers offer every named capability",
     )
     secrets.install_log_redaction()
+    record = config.getoption("record", None)
+    if record:
+        connect.set_record_dir(Path(record))
     state = _State(config)
     config.stash[_state_key] = state
     state.load()  # a bad testbed is a usage error before any test runs

@@ -52,9 +52,13 @@ _PROMPT = re.compile(r"^\S+[#>]")  # "switch#show version | json" echoed before 
 
 
 def _as_json(text: str) -> dict[str, Any] | None:
-    """The JSON document in ``text`` (leading prompt lines allowed), else None for text output."""
+    """The JSON document in ``text`` (leading prompt/comment lines allowed), else None."""
     lines = text.strip().splitlines()
-    while lines and not lines[0].lstrip().startswith("{") and _PROMPT.match(lines[0]):
+    while (
+        lines
+        and not lines[0].lstrip().startswith("{")
+        and (_PROMPT.match(lines[0]) or lines[0].startswith("#"))
+    ):
         lines.pop(0)
     body = "\n".join(lines).strip()
     if not body.startswith("{"):

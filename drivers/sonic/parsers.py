@@ -318,7 +318,6 @@ def parse_interfaces_status(text: str) -> dict[str, InterfaceStatus]:
             name = _text(row["Interface"])
             if not name:
                 raise _Garbled("row without an interface name")
-
             out[name] = InterfaceStatus(
                 name=name,
                 admin_up=_updown(table.cell(row, "Admin")),
@@ -397,10 +396,26 @@ def parse_pfc_counters(text: str) -> dict[str, PfcCounters]:
 _QUEUE_KINDS = {"UC": "unicast", "MC": "multicast", "ALL": "all"}
 
 
-@_sonic("show queue counters", "queuestat")
+_QUEUE_COLUMNS = {
+    "Counter/pkts": "tx_packets",
+    "Counter/bytes": "tx_bytes",
+    "Drop/pkts": "drop_packets",
+    "Drop/bytes": "drop_bytes",
+    "EcnMarked/pkts": "ecn_marked_packets",
+    "EcnMarked/bytes": "ecn_marked_bytes",
+    "WredDrp/pkts": "wred_drop_packets",
+    "WredDrp/bytes": "wred_drop_bytes",
+}
+
+
+@_sonic("show queue counters", "show queue wredcounters", "queuestat")
 def parse_queue_counters(text: str) -> dict[str, QueueCounters]:
+    """Per-queue packets/bytes/drops, or WRED drops and ECN marks (``wredcounters``)."""
     queues: dict[str, list[QueueCounter]] = {}
-    for table in _tables_named(text, "Port", "TxQ", "Counter/pkts", "Drop/pkts"):
+    for table in _tables_named(text, "Port", "TxQ"):
+        present = {c: f for c, f in _QUEUE_COLUMNS.items() if table.column(c)}
+        if not present:
+            raise _Garbled(f"queue table without counter columns: {table.headers}")
         for row in table.rows:
             port, txq = _text(row["Port"]), _text(row["TxQ"])
             m = re.fullmatch(r"(UC|MC|ALL)(\d+)", txq or "")
@@ -411,14 +426,7 @@ def parse_queue_counters(text: str) -> dict[str, QueueCounters]:
                     queue=m.group(0),
                     kind=_QUEUE_KINDS[m.group(1)],
                     index=int(m.group(2)),
-                    tx_packets=_int(table.cell(row, "Counter/pkts")),
-                    tx_bytes=_int(table.cell(row, "Counter/bytes")),
-                    drop_packets=_int(table.cell(row, "Drop/pkts")),
-                    drop_bytes=_int(table.cell(row, "Drop/bytes")),
-                    ecn_marked_packets=_int(table.cell(row, "EcnMarked/pkts")),
-                    ecn_marked_bytes=_int(table.cell(row, "EcnMarked/bytes")),
-                    wred_drop_packets=_int(table.cell(row, "WredDrp/pkts")),
-                    wred_drop_bytes=_int(table.cell(row, "WredDrp/bytes")),
+                    **{f: _int(table.cell(row, c)) for c, f in present.items()},
                 )
             )
     return {port: QueueCounters(queues=qs) for port, qs in queues.items()}
@@ -441,7 +449,6 @@ def parse_fec_stats(text: str) -> dict[str, FecStats]:
             port = _text(row["IFACE"])
             if not port:
                 raise _Garbled("row without an IFACE")
-
             out[port] = FecStats(
                 corrected_cw=_int(table.cell(row, "FEC_CORR")),
                 uncorrectable_cw=_int(table.cell(row, "FEC_UNCORR")),
@@ -523,17 +530,17 @@ def parse_lldp_table(text: str) -> dict[str, LldpNeighbor]:
 # --- PFC watchdog ------------------------------------------------------------
 
 
-def _pair(table: _Table, row: dict[str, str | None], combined: str, first: str, second: str):
+def _pair(
+    table: _Table, row: dict[str, str | None], combined: str, first: str, second: str
+) -> tuple[int | None, int | None]:
     """``1/0`` in a combined "A/B" column, or two separate columns (older releases)."""
-    column = table.column(combined)
-    if column:
-        value = _text(row[column])
+    if table.column(combined):
+        value = _text(table.cell(row, combined))
         if value is None:
             return None, None
         a, _, b = value.partition("/")
         return _int(a), _int(b)
-    col_a, col_b = table.column(first), table.column(second)
-    return (_int(row[col_a]) if col_a else None, _int(row[col_b]) if col_b else None)
+    return _int(table.cell(row, first)), _int(table.cell(row, second))
 
 
 @_sonic("show pfcwd stats", "pfcwd show stats")

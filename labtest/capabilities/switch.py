@@ -114,10 +114,10 @@ class QueueCounter:
     queue: str  # as printed: "UC3", "MC10", "ALL20"
     kind: str  # "unicast" | "multicast" | "all"
     index: int
-    tx_packets: int | None
-    tx_bytes: int | None
-    drop_packets: int | None
-    drop_bytes: int | None
+    tx_packets: int | None = None
+    tx_bytes: int | None = None
+    drop_packets: int | None = None
+    drop_bytes: int | None = None
     ecn_marked_packets: int | None = None
     ecn_marked_bytes: int | None = None
     wred_drop_packets: int | None = None

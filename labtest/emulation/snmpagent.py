@@ -16,6 +16,11 @@ Provider values are pysnmp SMI objects (re-exported here: ``Counter64(5)``,
 ``Gauge32``, ``TimeTicks`` ...) or plain Python: ``int`` becomes Integer32,
 ``str``/``bytes`` an OCTET STRING. ``DictMib`` is a ready provider whose values
 may be callables evaluated at request time.
+
+SET is served only for providers that have ``write(oid, value)`` (value as
+plain Python); it raises ``KeyError`` for a read-only or absent object
+(notWritable) and ``ValueError`` for a value it refuses (wrongValue). Without
+``write`` every SET answers notWritable.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from pysnmp.proto import rfc1902, rfc1905
 from pysnmp.smi import error as smi_error
 
 from labtest.transports.mibs import Oid, oid_tuple
-from labtest.transports.snmp import AUTH_PROTOCOLS, PRIV_PROTOCOLS
+from labtest.transports.snmp import AUTH_PROTOCOLS, PRIV_PROTOCOLS, to_python
 
 __all__ = [
     "Counter32",
@@ -173,6 +178,19 @@ class _Instrumentation:
             else:
                 out.append((ObjectIdentifier(found[0]), to_smi(found[1])))
         return out
+
+    def write_variables(self, *var_binds: Any, **_context: Any) -> list[tuple[Any, Any]]:
+        write = getattr(self.provider, "write", None)
+        for idx, (name, value) in enumerate(var_binds):
+            if write is None:
+                raise smi_error.NotWritableError(name=name, idx=idx)
+            try:
+                write(tuple(name), to_python(value))
+            except KeyError:
+                raise smi_error.NotWritableError(name=name, idx=idx) from None
+            except ValueError:
+                raise smi_error.WrongValueError(name=name, idx=idx) from None
+        return list(var_binds)
 
     @staticmethod
     def _call(method: Callable[[Oid], Any], oid: Oid, name: Any, idx: int) -> Any:
@@ -345,6 +363,7 @@ class SnmpAgent:
             cmdrsp.GetCommandResponder,
             cmdrsp.NextCommandResponder,
             cmdrsp.BulkCommandResponder,
+            cmdrsp.SetCommandResponder,
         ):
             responder(snmp_engine, snmp_context)
         self._engine = snmp_engine

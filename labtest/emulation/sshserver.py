@@ -129,6 +129,7 @@ class SshServer:
         host_key: paramiko.PKey | None = None,
         mode: Mode = "normal",
         banner: str = "",
+        allow_exec: bool = True,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
@@ -141,6 +142,7 @@ class SshServer:
         self.host_key = host_key or generate_key()[0]
         self.mode: Mode = mode
         self.banner = banner  # sent before the first prompt of a shell (a MOTD)
+        self.allow_exec = allow_exec  # some network OSes only offer a shell
         self.host = host
         self._requested_port = port
         self.port = 0
@@ -407,7 +409,7 @@ class _Interface(paramiko.ServerInterface):
         return not self._hang_if_silent()
 
     def check_channel_exec_request(self, channel: paramiko.Channel, command: bytes) -> bool:
-        if self._hang_if_silent():
+        if self._hang_if_silent() or not self._server.allow_exec:
             return False
         text = command.decode(errors="replace")
         self._server._spawn(self._server.serve_exec, "ssh-exec", self._transport, channel, text)

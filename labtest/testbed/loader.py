@@ -11,7 +11,7 @@ from labtest.errors import SecretError
 from labtest.testbed.model import SECRET_KEYS, Testbed
 from labtest.yamlsource import Loc, Source, read, validate
 
-PATH_KEYS = frozenset({"known_hosts", "key_file", "limits"})
+PATH_KEYS = frozenset({"known_hosts", "key_file", "limits", "replay"})
 
 
 def load_testbed(path: str | Path) -> Testbed:
@@ -98,7 +98,7 @@ def _check_device(name: str, dev: dict[str, Any], src: Source) -> None:
     ssh, snmp = dev.get("ssh"), dev.get("snmp")
     if isinstance(ssh, dict) and not (ssh.get("password") or ssh.get("key_file")):
         src.problem((*loc, "ssh"), "needs 'password' or 'key_file'")
-    if (ssh or snmp) and not dev.get("address"):
+    if (ssh or snmp) and not dev.get("address") and not dev.get("replay"):
         src.problem(loc, "'address' is required for ssh and snmp")
     if not isinstance(snmp, dict):
         return

@@ -82,6 +82,7 @@ class Device(Strict):
     packet: PacketSettings | None = None
     ports: list[str] = Field(default_factory=list)
     vars: dict[str, Any] = Field(default_factory=dict, description="driver-specific options")
+    replay: Path | None = Field(None, description="answer from a --record'ed session file")
 
     @property
     def transports(self) -> list[str]:

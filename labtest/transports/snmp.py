@@ -23,7 +23,8 @@ Errors (all carry the device name, none carries a community or key):
   an optional MIB passes ``missing_ok=True`` and gets ``None``. A walk of an
   absent subtree is simply empty.
 
-Values come back as plain Python: ``int`` for INTEGER, Counter32/64, Gauge32,
+``set`` writes one instance (an outlet command on a PDU, say); its errors are
+the same. Values come back as plain Python: ``int`` for INTEGER, Counter32/64, Gauge32,
 TimeTicks; ``str`` for a printable OCTET STRING, else ``"0x"`` + hex (MAC
 addresses, chassis ids); dotted ``str`` for OBJECT IDENTIFIER and IpAddress;
 ``None`` for NULL.
@@ -53,6 +54,7 @@ from pysnmp.hlapi.v3arch.asyncio import (
     UsmUserData,
     bulk_walk_cmd,
     get_cmd,
+    set_cmd,
 )
 from pysnmp.proto import errind, rfc1902, rfc1905
 
@@ -114,6 +116,17 @@ def to_python(value: Any) -> Any:
     return value.prettyPrint() if hasattr(value, "prettyPrint") else value
 
 
+def to_smi(value: Any) -> Any:
+    """A Python value for a SET: ``int`` -> Integer32, ``str``/``bytes`` -> OCTET STRING."""
+    if isinstance(value, univ.Integer | univ.OctetString | univ.ObjectIdentifier):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | str | bytes):
+        raise TypeError(f"cannot SET a {type(value).__name__}: use int, str, bytes or SMI")
+    if isinstance(value, int):
+        return rfc1902.Integer32(value)
+    return rfc1902.OctetString(value.encode() if isinstance(value, str) else value)
+
+
 def octets_to_str(raw: bytes) -> str:
     """Printable text as is (trailing NULs dropped), anything else as ``0x`` hex."""
     text = raw.rstrip(b"\x00") or raw
@@ -152,6 +165,11 @@ class SnmpTransport:
         """Values of exact instances, keyed by dotted numeric OID, in request order."""
         numeric = [mibs.oid(o) for o in oids]
         return self._run(self._get(numeric, missing_ok))
+
+    def set(self, oid: str, value: Any) -> Any:
+        """Write one instance (SET): ``int`` goes as Integer32, ``str``/``bytes`` as an
+        OCTET STRING, an SMI object as itself. Returns the value the agent echoed."""
+        return self._run(self._set(mibs.oid(oid), value))
 
     def walk(self, oid: str, max_repetitions: int = 50) -> list[tuple[str, Any]]:
         """Every (oid, value) under ``oid`` (GETBULK, stops at the subtree's end)."""
@@ -251,6 +269,18 @@ class SnmpTransport:
         log.debug("[%s] get %d OID(s) in %.1f ms", self.device, len(result),
                   (time.monotonic() - started) * 1e3)
         return result
+
+    async def _set(self, oid: str, value: Any) -> Any:
+        engine, target = await self._open()
+        request = set_cmd(
+            engine, self._auth(), target, self._context(),
+            ObjectType(ObjectIdentity(oid), to_smi(value)),
+            lookupMib=False,
+        )
+        answer = await self._bounded(request, f"set {oid}")
+        var_binds = self._check(*answer, what=f"set {mibs.name(oid)}")
+        log.debug("[%s] set %s", self.device, mibs.name(oid))
+        return to_python(var_binds[0][1]) if var_binds else None
 
     async def _walk(self, oid: str, max_repetitions: int) -> list[tuple[str, Any]]:
         engine, target = await self._open()

@@ -341,24 +341,29 @@ class SshTransport:
         deadline = start + timeout
         stdout, stderr = bytearray(), bytearray()
         channel = self._open_channel(transport, timeout)
+        failed: Exception | None = None
         with channel:
-            # a failed request is judged below from the channel's state
-            suppress = contextlib.suppress(paramiko.SSHException, EOFError, OSError)
-            with _Watchdog(channel, timeout) as dog, suppress:
-                channel.exec_command(command)
-            _pump(channel, stdout, stderr, deadline)  # also keeps what came before a close
+            with _Watchdog(channel, _remaining(deadline)) as dog:
+                try:
+                    channel.exec_command(command)
+                except (paramiko.SSHException, EOFError, OSError) as exc:
+                    failed = exc  # refused, dropped or timed out: judged below
+            # read what arrived (even before a close); after a failed request, don't wait
+            _pump(channel, stdout, stderr, deadline if failed is None else 0.0)
             if channel.eof_received:
                 channel.status_event.wait(_remaining(deadline))
         duration = time.monotonic() - start
-        if not channel.eof_received:
-            kind = TransportTimeout if time.monotonic() >= deadline or dog.fired else ProtocolError
-            what = (
-                f"no complete answer within {timeout:g} s"
-                if kind is TransportTimeout
-                else "the device closed the session mid-command"
-            )
-            self._discard(transport)  # hung or dropped: the next command reconnects
-            raise self._error(kind, f"exec {command!r}: {what}", raw=_text(stdout) + _text(stderr))
+        if failed is not None or not channel.eof_received:
+            raw = _text(stdout) + _text(stderr)
+            if dog.fired or time.monotonic() >= deadline:
+                kind, what = TransportTimeout, f"no complete answer within {timeout:g} s"
+            elif isinstance(failed, paramiko.SSHException) and transport.is_active() and not raw:
+                # a refusal closes the channel politely; a drop surfaces as EOFError/OSError
+                kind, what = ProtocolError, "the device refused the exec request (use shell())"
+            else:
+                kind, what = ProtocolError, "the device closed the session mid-command"
+            self._discard(transport)  # hung, dropped or odd: the next command reconnects
+            raise self._error(kind, f"exec {command!r}: {what}", raw=raw)
         status = None if channel.exit_status == -1 else channel.exit_status
         result = CommandResult(_text(stdout), _text(stderr), status, duration)
         self._done("exec", command, result.stdout, status, duration)
@@ -374,11 +379,11 @@ class SshTransport:
         try:
             return transport.open_session(timeout=timeout)
         except (paramiko.SSHException, EOFError, OSError) as exc:
+            self._discard(transport)
             if "timeout" in str(exc).lower():
                 raise self._error(
                     TransportTimeout, f"no session opened within {timeout:g} s"
                 ) from None
-            self._discard(transport)
             raise self._error(ProtocolError, f"cannot open a session: {exc!r}") from None
 
     def _done(
@@ -438,7 +443,7 @@ class ShellSession:
             channel.invoke_shell()
         data, seen = _read_until_prompt(channel, owner.prompt_re, start + timeout)
         if not seen:
-            channel.close()
+            owner._discard(channel.get_transport())
             timed_out = dog.fired or time.monotonic() >= start + timeout
             raise owner._error(
                 TransportTimeout if timed_out else ProtocolError,

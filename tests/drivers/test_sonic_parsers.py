@@ -167,6 +167,17 @@ def test_queue_counters():
     assert len(doc["Ethernet4"].queues) == 20 and doc["Ethernet4"].get("MC9").index == 9
 
 
+def test_queue_wred_and_ecn_counters():
+    name = "show_queue_wredcounters__sonic_mgmt_s6100_ecn"
+    q = sonic("show queue wredcounters", name)["Ethernet0"]
+    uc2 = q.get("UC2")
+    assert (uc2.ecn_marked_packets, uc2.ecn_marked_bytes) == (32_098_257, 48_147_385_500)
+    assert (uc2.wred_drop_packets, uc2.tx_packets) == (None, None)  # N/A / not in this view
+    e = sonic("show queue wredcounters", "show_queue_wredcounters__sonic_mgmt_ecn_only")
+    assert e["Ethernet64"].get("UC0").ecn_marked_packets == 160_510_586
+    assert e["Ethernet64"].get("UC1").wred_drop_packets is None
+
+
 # --- transceivers ------------------------------------------------------------
 
 

@@ -20,6 +20,7 @@ COMMANDS = {
         "show_interfaces_counters_errors": "show interfaces counters errors",
         "show_pfc_counters": "show pfc counters",
         "show_queue_counters": "show queue counters",
+        "show_queue_wredcounters": "show queue wredcounters",
         "eeprom_dom": "show interfaces transceiver eeprom --dom",
         "transceiver_pm": "show interfaces transceiver pm",
         "fec_stats": "show interfaces counters fec-stats",

@@ -48,7 +48,9 @@ def test_catalogue_entries_are_consistent(name: str) -> None:
         ("800G-DR8", (-2.9, 4.0), (-5.9, 4.0)),
     ],
 )
-def test_healthy_dom_sits_inside_the_datasheet(optic: str, tx_range: tuple, rx_range: tuple) -> None:
+def test_healthy_dom_sits_inside_the_datasheet(
+    optic: str, tx_range: tuple, rx_range: tuple
+) -> None:
     fabric = Fabric(pair(optic))
     dom = fabric.dom("sw1", "Ethernet0")
     assert len(dom.lanes) == OPTICS[optic].lanes

@@ -90,7 +90,7 @@ def test_symbol_errors_per_codeword_at_threshold() -> None:
     ser = ph.symbol_error_ratio(2.4e-4)
     assert 544 * ser == pytest.approx(1.30, rel=0.01)
     rng = np.random.default_rng(1)
-    bins, unc = ph.sample_codewords(rng, np.array([10**9]), np.array([ser]))
+    bins, _ = ph.sample_codewords(rng, np.array([10**9]), np.array([ser]))
     mean = (bins[0] * np.arange(16)).sum() / bins[0].sum()
     assert mean == pytest.approx(1.30, rel=0.01)
 

@@ -8,12 +8,16 @@ has neither. The fault is a device ``vars`` entry the fake driver reads.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+pytest_plugins = ["pytester"]
 
 LIMITS = """\
 profile: acceptance-400g-demo
@@ -124,29 +128,49 @@ def test_spine_facts(device):
 '''
 
 
-def write_lab(pytester: pytest.Pytester, *, faulty: bool, tests: str = TESTS) -> None:
-    pytester.makefile(
-        ".yaml",
-        limits=LIMITS,
-        tb=TESTBED.format(
-            leaf2_fault="dirty-connector" if faulty else "none",
-            spine_fault="unreachable" if faulty else "none",
-        ),
-    )
-    pytester.makeconftest(DRIVERS)
-    pytester.makepyfile(test_acceptance=textwrap.dedent(tests))
+def write_lab(path: Path, *, faulty: bool, tests: str = TESTS) -> None:
+    """Testbed, limits, fake drivers (as conftest.py) and the tests, into ``path``."""
+    faults = {
+        "leaf2_fault": "dirty-connector" if faulty else "none",
+        "spine_fault": "unreachable" if faulty else "none",
+    }
+    (path / "tb.yaml").write_text(TESTBED.format(**faults))
+    (path / "limits.yaml").write_text(LIMITS)
+    (path / "conftest.py").write_text(DRIVERS)
+    (path / "test_acceptance.py").write_text(textwrap.dedent(tests))
 
 
 def run_lab(
     pytester: pytest.Pytester, *args: str, faulty: bool = True, tests: str = TESTS
 ) -> tuple[pytest.RunResult, Path]:
     """Run the fake lab in-process; returns the run and its results directory."""
-    write_lab(pytester, faulty=faulty, tests=tests)
+    write_lab(pytester.path, faulty=faulty, tests=tests)
     results_dir = pytester.path / "results"
     result = pytester.runpytest_inprocess(
         "--testbed", "tb.yaml", "--alluredir", str(results_dir), *args
     )
     return result, results_dir
+
+
+@dataclass(frozen=True)
+class LabRun:
+    returncode: int
+    output: str
+    results_dir: Path
+
+
+@pytest.fixture(scope="session")
+def faulty_run(tmp_path_factory: pytest.TempPathFactory) -> LabRun:
+    """One faulty fake-lab run in a child pytest process, shared read-only by tests."""
+    lab = tmp_path_factory.mktemp("faulty-lab")
+    write_lab(lab, faulty=True)
+    results_dir = lab / "results"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--testbed", "tb.yaml",
+         "--alluredir", str(results_dir), "-q"],
+        cwd=lab, capture_output=True, text=True, timeout=120, check=False,
+    )
+    return LabRun(proc.returncode, proc.stdout + proc.stderr, results_dir)
 
 
 def allure_results(results_dir: Path) -> dict[str, dict[str, Any]]:

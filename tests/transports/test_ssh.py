@@ -329,6 +329,15 @@ def test_peer_closing_mid_command_is_protocol_error_then_reconnects(
         assert server.connections == 3
 
 
+def test_refused_exec_is_protocol_error_without_waiting(settings, server, no_leaks) -> None:
+    server.allow_exec = False  # a shell-only device
+    with SshTransport("sw1", "127.0.0.1", settings()) as ssh:
+        start = time.monotonic()
+        error = raises(ProtocolError, no_leaks, lambda: ssh.exec("show version", timeout_s=2))
+        assert time.monotonic() - start < 1 and "refused" in str(error)
+        assert ssh.shell().send("echo still here") == "still here\n"
+
+
 def test_legacy_kex_peer_is_legacy_algorithms(settings, server, no_leaks) -> None:
     server.mode = "legacy-kex"
     error = raises(LegacyAlgorithms, no_leaks, SshTransport("sw1", "127.0.0.1", settings()).connect)
@@ -344,7 +353,9 @@ def legacy_sshd(tmp_path: Path) -> Iterator[int]:
     """Debian's OpenSSH sshd on a free 127.0.0.1 port, offering only SHA-1 key exchange."""
     if SSHD is None or shutil.which("ssh-keygen") is None:
         pytest.skip("OpenSSH sshd not installed (apt-get install openssh-server)")
-    privsep = Path("/run/sshd")
+    privsep = Path("/run/sshd")  # sshd refuses to start without its privilege-separation dir
+    if os.geteuid() != 0 and not privsep.exists():
+        pytest.skip("sshd needs /run/sshd, which only root can create")
     made_privsep = os.geteuid() == 0 and not privsep.exists()
     if made_privsep:
         privsep.mkdir(mode=0o755)

@@ -74,14 +74,26 @@ def parse_params(kind: str, raw: dict[str, Any]) -> FaultParams:
 FAULT_MODULES = ("labtest.emulation.model.catalogue", "labtest.emulation.model.traffic")
 
 
+#: why an optional fault module could not be imported (shown in Fabric.warnings)
+LOAD_ERRORS: dict[str, str] = {}
+
+
 def load_catalogue() -> dict[str, FaultType]:
-    """Import every module that registers faults and return the catalogue."""
+    """Import every module that registers faults and return the catalogue.
+
+    The model's own catalogue must import. An optional one that is missing or
+    fails to import (ImportError) is left out and the reason kept in
+    ``LOAD_ERRORS``, so the optics model keeps working while it is broken.
+    """
     for name in FAULT_MODULES:
         try:
             importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if not (exc.name and name.startswith(exc.name)):
+        except ImportError as exc:
+            if name == FAULT_MODULES[0]:
                 raise
+            LOAD_ERRORS[name] = f"{type(exc).__name__}: {exc}"
+        else:
+            LOAD_ERRORS.pop(name, None)
     return CATALOGUE
 
 

@@ -345,6 +345,14 @@ class FlagBank:
         self.latched[idx] |= now
         self.current[idx] = now
 
+    def carry(self) -> None:
+        """Time passes: a condition that held at the last sample held into the interval.
+
+        Quantities move monotonically within a model step (thermal lag, drift),
+        so the two ends of a step bound its extremes.
+        """
+        self.latched |= self.current
+
     def read(self, port: int, clear: bool = True) -> list[DomFlag]:
         shown = self.latched[port] | self.current[port]
         flags = []

@@ -59,10 +59,11 @@ def pause_time_s(speed_gbps: float, quanta: int = MAX_QUANTA) -> float:
 class DcqcnParams:
     """NVIDIA ConnectX DCQCN defaults (DOCA "DCQCN CC parameters", via the reference).
 
-    The rate-increase knobs are not in the reference: ``time_reset_s`` and
-    ``byte_reset_b`` are NVIDIA's documented defaults as we know them, AI/HAI are
-    Spirent's defaults from the reference, and the NP's CNP spacing is assumed
-    equal to the RP's rate-reduce period.
+    The rate-increase knobs are not in the reference: ``time_reset_s``,
+    ``byte_reset_b``, the target-rate clamping (``clamp_tgt_rate`` 0,
+    ``clamp_tgt_rate_after_time_inc`` 1) are NVIDIA's documented defaults as we
+    know them, AI/HAI are Spirent's defaults from the reference, and the NP's
+    CNP spacing is assumed equal to the RP's rate-reduce period.
     """
 
     g: float = 5 / 1024  # dce_tcp_g = 1019/1024 -> weight of a new sample
@@ -74,6 +75,7 @@ class DcqcnParams:
     time_reset_s: float = 300e-6  # rpg_time_reset
     byte_reset_b: float = 32767  # rpg_byte_reset
     threshold: int = 1  # rpg_threshold: fast-recovery stages
+    clamp_target: bool = False  # clamp_tgt_rate: every cut also lowers the target rate
     ai_bps: float = 5e6
     hai_bps: float = 40e6
     cnp_interval_s: float = 4e-6

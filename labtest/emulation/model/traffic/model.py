@@ -25,7 +25,7 @@ import numpy as np
 
 from labtest.emulation.model.faults import FaultError
 from labtest.emulation.model.traffic import collectives, roce
-from labtest.emulation.model.traffic.congestion import DeviceQos, FluidNet
+from labtest.emulation.model.traffic.congestion import DeviceQos
 from labtest.emulation.model.traffic.flows import (
     L1_OVERHEAD_B,
     ROCE_HEADERS_B,
@@ -33,6 +33,7 @@ from labtest.emulation.model.traffic.flows import (
     Flow,
     PauseSource,
 )
+from labtest.emulation.model.traffic.fluid import FluidNet
 from labtest.emulation.model.traffic.forwarding import HASH_FIELDS, Convergence, HashConfig, Routing
 from labtest.emulation.model.traffic.records import (
     PfcwdQueueStats,
@@ -149,7 +150,7 @@ class TrafficModel:
                 f.tx_frames = max(f.tx_frames, f.max_frames)
         if self.convergence.fire(now):
             self._reroute()
-        sending = frozenset(f.id for f in self.flows.values() if f.path and eng._sending(f, now))
+        sending = frozenset(f.id for f in self.flows.values() if f.path and eng.sending(f, now))
         building = frozenset(f.id for f, on in zip(eng.flows, eng.f_on, strict=True) if on)
         if sending != building:
             self._reroute()
@@ -470,7 +471,7 @@ class TrafficModel:
         """Offered wire load per egress port from the flows sending now."""
         eng = self.engine
         load = np.zeros(len(self.topo.ports))
-        rate = np.where(eng.f_dcqcn, eng.rc, eng.f_max) * eng.f_on * 8 / 1e9
+        rate = eng.rc * eng.f_on * 8 / 1e9
         for i, f in enumerate(eng.flows):
             if f.meta.get("noroute"):
                 continue
@@ -573,7 +574,7 @@ class TrafficModel:
 
     def _queueing_s(self, path: list[int]) -> float:
         eng = self.engine
-        port_b = np.bincount(eng.seg_port, eng.content, minlength=len(self.topo.ports))
+        port_b = eng.port_bytes()
         return float(sum(port_b[p] / eng.cap[p] for p in path if eng.cap[p] > 0))
 
     @_locked

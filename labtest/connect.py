@@ -1,0 +1,78 @@
+"""The one place a driver gets its transports from.
+
+Drivers ask for ``cli(...)``, ``snmp(...)`` or ``visa(...)`` and never learn
+whether the answers come from a live device, an emulated one, or a replayed
+recording (``replay:`` in the testbed); ``--record DIR`` is applied here too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+from labtest.errors import ConfigError
+from labtest.testbed.model import Device
+from labtest.transports.ssh import CommandResult
+
+_record_dir: Path | None = None
+
+
+class CommandRunner(Protocol):
+    """What a CLI driver needs: run a command, get its output and exit status."""
+
+    def exec(self, command: str, timeout_s: float | None = None) -> CommandResult: ...
+
+    def close(self) -> None: ...
+
+
+def set_record_dir(path: Path | None) -> None:
+    """Record every session opened from now on under ``path`` (None stops)."""
+    global _record_dir
+    _record_dir = path
+
+
+def _recorder(name: str) -> Any:
+    from labtest.transports.replay import SessionRecorder
+
+    return SessionRecorder(_record_dir / f"{name}.jsonl") if _record_dir is not None else None
+
+
+def _replay(name: str, device: Device) -> Any:
+    from labtest.transports.replay import Replay
+
+    assert device.replay is not None
+    return Replay(name, device.replay)
+
+
+def cli(name: str, device: Device) -> CommandRunner:
+    if device.replay is not None:
+        return _replay(name, device)
+    if device.ssh is None or device.address is None:
+        raise ConfigError(name, [f"device {name!r} has no 'ssh' settings and no 'replay' file"])
+    from labtest.transports.ssh import SshTransport
+
+    recorder = _recorder(name)
+    return SshTransport(
+        name, device.address, device.ssh, recorder=recorder.ssh if recorder else None
+    )
+
+
+def snmp(name: str, device: Device) -> Any:
+    if device.replay is not None:
+        return _replay(name, device)
+    if device.snmp is None or device.address is None:
+        raise ConfigError(name, [f"device {name!r} has no 'snmp' settings and no 'replay' file"])
+    from labtest.transports.replay import RecordingSnmp
+    from labtest.transports.snmp import SnmpTransport
+
+    transport = SnmpTransport(name, device.address, device.snmp)
+    recorder = _recorder(name)
+    return RecordingSnmp(transport, recorder) if recorder else transport
+
+
+def visa(name: str, device: Device) -> Any:
+    if device.visa is None:
+        raise ConfigError(name, [f"device {name!r} has no 'visa' settings"])
+    from labtest.transports.visa import VisaTransport
+
+    return VisaTransport(name, device.visa)

@@ -1,0 +1,282 @@
+"""The sign-off bundle: verdicts, evidence and hashes an engineer can sign.
+
+``build(results_dir, out_dir)`` makes one self-contained folder::
+
+    OUT/signoff.html      the report (opens from disk; plots and raw output inline)
+    OUT/signoff.json      the same, for machines
+    OUT/allure/index.html the Allure 3 report (single file), when built
+    OUT/evidence/...      a copy of the results directory, as the run left it
+    OUT/MANIFEST.sha256   SHA-256 of every file above (``sha256sum -c`` format)
+
+``verify(out_dir)`` recomputes the manifest and lists what changed, went
+missing or appeared. The manifest's own hash, printed by ``labtest report``,
+is the one number to record with a signature.
+
+Verdicts: FAIL if any test failed (a product failure); otherwise INCOMPLETE
+if any test was broken (the lab could not be asked, an emulation deviation or
+a test defect) or nothing ran; otherwise PASS. Skipped tests are listed with
+their reasons and do not change the verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import labtest
+from labtest.reports import provenance, results
+from labtest.reports.files import sha256_file, write_atomic
+
+SCHEMA = "labtest-signoff/1"
+MANIFEST = "MANIFEST.sha256"
+EVIDENCE_DIR = "evidence"
+ALLURE_DIR = "allure"
+#: what build() owns inside OUT; anything else there makes it refuse to overwrite
+OWNED = frozenset({"signoff.html", "signoff.json", MANIFEST, EVIDENCE_DIR, ALLURE_DIR})
+SKIP_SUFFIXES = (".tmp",)
+
+PASS, FAIL, INCOMPLETE, SKIPPED = "PASS", "FAIL", "INCOMPLETE", "SKIPPED"
+VERDICT_ORDER = {"FAIL": 0, "MARGINAL": 1, "PASS": 2}
+OUTCOME_ORDER = {"failed": 0, "broken": 1, "skipped": 2, "passed": 3}
+SUITE_ORDER = {FAIL: 0, INCOMPLETE: 1, SKIPPED: 2, PASS: 3}
+
+
+class SignoffError(Exception):
+    """The bundle cannot be built (bad input or output directory)."""
+
+
+@dataclass(frozen=True)
+class Bundle:
+    out_dir: Path
+    doc: dict[str, Any]
+    manifest_sha256: str
+
+    @property
+    def html(self) -> Path:
+        return self.out_dir / "signoff.html"
+
+
+AllureBuilder = Callable[[Path, Path], Path]
+
+
+def build(
+    results_dir: Path,
+    out_dir: Path,
+    *,
+    allure: AllureBuilder | None = None,
+) -> Bundle:
+    """Copy the evidence, build the Allure report (if a builder is given) and the sign-off.
+
+    An Allure failure does not stop the sign-off: it is recorded in
+    ``doc["allure_error"]`` and the caller decides the exit status.
+    """
+    from labtest.reports.signoff_html import render
+
+    run = results.load(results_dir)
+    _prepare_out(results_dir, out_dir)
+    evidence = out_dir / EVIDENCE_DIR
+    shutil.copytree(results_dir, evidence, ignore=_ignore_temporary)
+    allure_path, allure_error = None, None
+    if allure is not None:
+        try:
+            allure_path = allure(evidence, out_dir / ALLURE_DIR)
+        except Exception as exc:  # reported in the sign-off and by the CLI's exit status
+            allure_error = f"{type(exc).__name__}: {exc}"
+    doc = signoff(run, evidence, out_dir)
+    doc["allure_report"] = allure_path.relative_to(out_dir).as_posix() if allure_path else None
+    doc["allure_error"] = allure_error
+    write_atomic(out_dir / "signoff.json", _json(doc))
+    write_atomic(out_dir / "signoff.html", render(doc, out_dir))
+    manifest_sha256 = write_manifest(out_dir)
+    return Bundle(out_dir=out_dir, doc=doc, manifest_sha256=manifest_sha256)
+
+
+def _prepare_out(results_dir: Path, out_dir: Path) -> None:
+    res, out = results_dir.resolve(), out_dir.resolve()
+    if out == res or res in out.parents or out in res.parents:
+        raise SignoffError(f"output {out_dir} must be outside the results {results_dir}")
+    if out_dir.exists():
+        foreign = sorted(p.name for p in out_dir.iterdir() if p.name not in OWNED)
+        if foreign:
+            raise SignoffError(
+                f"{out_dir} holds files this command did not write ({', '.join(foreign[:5])}); "
+                "choose another --output"
+            )
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True)
+
+
+def _ignore_temporary(_dir: str, names: list[str]) -> list[str]:
+    return [n for n in names if n.endswith(SKIP_SUFFIXES) or n.startswith(".labtest-write")]
+
+
+def _json(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, indent=2, default=str) + "\n"
+
+
+# --- the sign-off document ---------------------------------------------------------
+
+
+def signoff(run: dict[str, Any], evidence: Path, out_dir: Path) -> dict[str, Any]:
+    """Everything the HTML shows, failed and broken first."""
+    tests = sorted(run["tests"], key=lambda t: (OUTCOME_ORDER[t["outcome"]], t["nodeid"]))
+    counts = Counter(t["outcome"] for t in tests)
+    measurements = [
+        {**m, "nodeid": t["nodeid"], "suite": t["suite"]} for t in tests for m in t["measurements"]
+    ]
+    measurements.sort(key=lambda m: VERDICT_ORDER.get(m["verdict"], 3))
+    verdict, reason = overall_verdict(counts)
+    return {
+        "schema": SCHEMA,
+        "verdict": verdict,
+        "verdict_reason": reason,
+        "counts": {k: counts.get(k, 0) for k in OUTCOME_ORDER} | {"total": len(tests)},
+        "marginal_measurements": sum(1 for m in measurements if m["verdict"] == "MARGINAL"),
+        "attention": [_attention(t) for t in tests if t["outcome"] in ("failed", "broken")],
+        "suites": suites(tests),
+        "criteria": criteria(measurements),
+        "measurements": measurements,
+        "tests": tests,
+        "run": run["run"],
+        "testbed": run["testbed"],
+        "limits": run["limits"],
+        "inventory": run["inventory"],
+        "inventory_error": run.get("inventory_error"),
+        "evidence": evidence_list(evidence, out_dir),
+        "generated": {
+            "utc": provenance.utc_now(),
+            "user": provenance.user(),
+            "host": provenance.host(),
+            "labtest_version": labtest.__version__,
+        },
+    }
+
+
+def overall_verdict(counts: Counter[str]) -> tuple[str, str]:
+    ran = counts["passed"] + counts["failed"] + counts["broken"]
+    parts = [f"{counts[k]} {k}" for k in OUTCOME_ORDER if counts[k]]
+    summary = ", ".join(parts) or "no tests"
+    if counts["failed"]:
+        return FAIL, summary
+    if counts["broken"]:
+        return INCOMPLETE, f"{summary}: broken tests were not verified"
+    if ran == 0:
+        return INCOMPLETE, f"{summary}: nothing was verified"
+    return PASS, summary
+
+
+def _attention(test: dict[str, Any]) -> dict[str, Any]:
+    culprits = [m for m in test["measurements"] if m["verdict"] == "FAIL"]
+    return {
+        "nodeid": test["nodeid"],
+        "suite": test["suite"],
+        "plan_ids": test["plan_ids"],
+        "outcome": test["outcome"],
+        "category": test["category"],
+        "device": test["device"],
+        "message": test["message"],
+        "culprits": culprits,
+        "attachments": test["attachments"],
+    }
+
+
+def suites(tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    by_suite: dict[str, Counter[str]] = {}
+    for t in tests:
+        by_suite.setdefault(t["suite"], Counter())[t["outcome"]] += 1
+    out = []
+    for name, counts in by_suite.items():
+        verdict, _ = overall_verdict(counts)
+        if verdict == INCOMPLETE and not (counts["broken"] or counts["passed"]):
+            verdict = SKIPPED
+        out.append({"suite": name, "verdict": verdict, **{k: counts[k] for k in OUTCOME_ORDER}})
+    out.sort(key=lambda s: (SUITE_ORDER[s["verdict"]], s["suite"]))
+    return out
+
+
+def criteria(measurements: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per pass criterion (limit key, or measurement name without a limit)."""
+    rows: dict[str, dict[str, Any]] = {}
+    for m in measurements:
+        key = m["limit_key"] or m["name"]
+        row = rows.setdefault(
+            key,
+            {"criterion": key, "name": m["name"], "unit": m["unit"], "limit": m["limit"],
+             "count": 0, "FAIL": 0, "MARGINAL": 0, "PASS": 0, "values": []},
+        )
+        row["count"] += 1
+        row[m["verdict"]] += 1
+        if isinstance(m["value"], int | float):
+            row["values"].append(m["value"])
+    out = []
+    for row in rows.values():
+        values = row.pop("values")
+        row["min"] = min(values) if values else None
+        row["max"] = max(values) if values else None
+        row["verdict"] = FAIL if row["FAIL"] else ("MARGINAL" if row["MARGINAL"] else PASS)
+        out.append(row)
+    out.sort(key=lambda r: (VERDICT_ORDER[r["verdict"]], r["criterion"]))
+    return out
+
+
+def evidence_list(evidence: Path, out_dir: Path) -> list[dict[str, Any]]:
+    return [
+        {"path": p.relative_to(out_dir).as_posix(), "bytes": p.stat().st_size,
+         "sha256": sha256_file(p)}
+        for p in sorted(evidence.rglob("*"))
+        if p.is_file()
+    ]
+
+
+# --- manifest --------------------------------------------------------------------
+
+
+def write_manifest(out_dir: Path) -> str:
+    """Hash every file under ``out_dir`` into MANIFEST.sha256; returns the manifest's hash."""
+    lines = [
+        f"{sha256_file(p)}  {p.relative_to(out_dir).as_posix()}"
+        for p in sorted(out_dir.rglob("*"))
+        if p.is_file() and p.name != MANIFEST
+    ]
+    path = out_dir / MANIFEST
+    write_atomic(path, "\n".join(lines) + "\n")
+    return sha256_file(path)
+
+
+@dataclass(frozen=True)
+class Problem:
+    kind: str  # MODIFIED, MISSING, UNLISTED
+    path: str
+
+    def __str__(self) -> str:
+        return f"{self.kind:<9} {self.path}"
+
+
+def verify(out_dir: Path) -> list[Problem]:
+    """Recompute every hash in the manifest; an empty list means the bundle is intact."""
+    manifest = out_dir / MANIFEST
+    if not manifest.is_file():
+        raise SignoffError(f"{out_dir}: no {MANIFEST}; is this a labtest sign-off folder?")
+    listed: dict[str, str] = {}
+    for n, line in enumerate(manifest.read_text(encoding="utf-8").splitlines(), 1):
+        digest, sep, rel = line.partition("  ")
+        if not sep or len(digest) != 64:
+            raise SignoffError(f"{manifest}:{n}: not a 'SHA256  path' line")
+        listed[rel] = digest
+    problems = []
+    for rel, digest in listed.items():
+        path = out_dir / rel
+        if not path.is_file():
+            problems.append(Problem("MISSING", rel))
+        elif sha256_file(path) != digest:
+            problems.append(Problem("MODIFIED", rel))
+    for path in sorted(out_dir.rglob("*")):
+        rel = path.relative_to(out_dir).as_posix()
+        if path.is_file() and path.name != MANIFEST and rel not in listed:
+            problems.append(Problem("UNLISTED", rel))
+    return problems
