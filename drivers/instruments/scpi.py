@@ -77,7 +77,9 @@ class Limits:
         return f"[{low}, {high}]"
 
 
-def _tighter(declared: float | None, wanted: float | None, pick: Callable[..., float]) -> float | None:
+def _tighter(
+    declared: float | None, wanted: float | None, pick: Callable[..., float]
+) -> float | None:
     if wanted is None:
         return declared
     return wanted if declared is None else pick(declared, wanted)
@@ -168,7 +170,8 @@ class FloatSetting(Parameter[float]):
 
     def check(self, instrument: ScpiInstrument, value: float) -> float:
         limits = instrument.limits_of(self)
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        numeric = isinstance(value, int | float) and not isinstance(value, bool)
+        if not numeric or not math.isfinite(value):
             raise SettingRefused(instrument.name, self.describe(), value, "a finite number")
         low, high = limits.minimum, limits.maximum
         if (low is not None and value < low) or (high is not None and value > high):
@@ -247,7 +250,8 @@ class EnumSetting(Parameter[str]):
 
     def check(self, instrument: ScpiInstrument, value: str) -> str:
         if value not in self.choices:
-            raise SettingRefused(instrument.name, self.name, value, f"one of {sorted(self.choices)}")
+            allowed = f"one of {sorted(self.choices)}"
+            raise SettingRefused(instrument.name, self.name, value, allowed)
         return value
 
     def encode(self, value: str) -> str:
@@ -338,7 +342,8 @@ class ScpiInstrument:
         self.testbed = testbed
         if transport is None:
             if device.visa is None:
-                raise ConfigError(f"device {name!r}", ["visa: required by an SCPI instrument driver"])
+                problem = "visa: required by an SCPI instrument driver"
+                raise ConfigError(f"device {name!r}", [problem])
             transport = VisaTransport(name, device.visa, recorder=recorder)
         self.transport = transport
         self.indices: dict[str, Collection[Any]] = {}

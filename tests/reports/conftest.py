@@ -166,7 +166,9 @@ def faulty_run(tmp_path_factory: pytest.TempPathFactory) -> LabRun:
     write_lab(lab, faulty=True)
     results_dir = lab / "results"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--testbed", "tb.yaml",
+        # hypothesis and benchmark are unrelated plugins that only slow the start
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
+         "-p", "no:benchmark", "--testbed", "tb.yaml",
          "--alluredir", str(results_dir), "-q"],
         cwd=lab, capture_output=True, text=True, timeout=120, check=False,
     )
@@ -184,3 +186,13 @@ def allure_results(results_dir: Path) -> dict[str, dict[str, Any]]:
 
 def labels(result: dict[str, Any], name: str) -> list[str]:
     return [lb["value"] for lb in result["labels"] if lb["name"] == name]
+
+
+def fixture_attachments(results_dir: Path) -> list[str]:
+    """Names of attachments made in fixture set-up/tear-down (Allure containers)."""
+    names = []
+    for path in results_dir.glob("*-container.json"):
+        data = json.loads(path.read_text())
+        for fixture in data.get("befores", []) + data.get("afters", []):
+            names.extend(a["name"] for a in fixture.get("attachments", []))
+    return names

@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from conftest import LabRun, allure_results, labels, run_lab, write_lab
+from conftest import LabRun, allure_results, fixture_attachments, labels, run_lab, write_lab
 
 from labtest.reports import allure_env
 
@@ -34,12 +34,13 @@ def test_allure_results_separate_failed_from_broken(faulty_run: LabRun) -> None:
         "FAIL: pre_fec_ber device=leaf2 port=Ethernet8: 0.00031 is FAIL; limit x <= 2.4e-05 "
         "(source: acceptance pre-FEC BER ceiling (domain-methodology.md sec. 6))"
     ]
-    # ... and the raw output, the plot and the measurements table are attached
+    # ... the raw output and the plot are attached to the test, and the core plugin
+    # attaches the measurements table when the measure fixture tears down
     assert _attachments(failed) == {
         "raw: leaf2: show interfaces counters fec-stats": "text/plain",
         "FEC histogram leaf2:Ethernet8": "image/png",
-        "measurements": "application/json",
     }
+    assert fixture_attachments(faulty_run.results_dir).count("measurements") == 3
     png = next(a["source"] for a in failed["attachments"] if a["type"] == "image/png")
     assert (faulty_run.results_dir / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert labels(failed, "epic") == ["test_acceptance"]
@@ -111,8 +112,7 @@ def test_labtest_results_json(faulty_run: LabRun) -> None:
     (m,) = failed["measurements"]
     assert (m["name"], m["value"], m["verdict"], m["limit"]["high"]) == (
         "pre_fec_ber", 3.1e-4, "FAIL", 2.4e-5)
-    assert {a["type"] for a in failed["attachments"]} == {
-        "text/plain", "image/png", "application/json"}
+    assert {a["type"] for a in failed["attachments"]} == {"text/plain", "image/png"}
     assert len(tests["test_rx_power"]["measurements"]) == 4
     assert tests["test_spine_facts"]["device"] == "spine1"
     assert doc["inventory"]["leaf1"]["facts"]["serial"] == "SN-LEAF1"

@@ -504,9 +504,12 @@ class Fabric:
     def _sync(self) -> None:
         if self._busy:
             return
+        now = self.clock.now_s()
+        if now == self._t_s and not (self._events and self._events[0][0] <= now):
+            return  # already up to date (many reads at one instant)
         self._busy = True
         try:
-            self._advance_to(self.clock.now_s())
+            self._advance_to(now)
         finally:
             self._busy = False
 
@@ -1284,6 +1287,8 @@ class Fabric:
             heapq.heappush(self._events, (end, next(self._seq), lambda: self._undo(fault)))
 
     def _undo(self, fault: FaultInstance) -> None:
+        if fault.state == "cleared":
+            return  # cleared by hand before its duration ran out
         if fault.state == "active" and fault.undo is not None:
             was_busy, self._busy = self._busy, True
             try:

@@ -355,6 +355,8 @@ class FlagBank:
 
     def read(self, port: int, clear: bool = True) -> list[DomFlag]:
         shown = self.latched[port] | self.current[port]
+        if not shown.any():
+            return []
         flags = []
         for k, lane in zip(*np.nonzero(shown), strict=True):
             quantity, level = FLAG_KINDS[k]

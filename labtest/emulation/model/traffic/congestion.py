@@ -5,7 +5,8 @@ The engine that uses them is ``fluid.FluidNet``. Defaults
 - pause quanta of 512 bit times; XOFF refreshed at half of 65535 quanta;
 - headroom = 2 max frames + pause frame + 2 interface delays + peer response
   (bit times from Cisco Press ch. 7) + 2 cable delays at 5 ns/m;
-- PG XOFF at 512 KiB, XON 18 KiB lower (two jumbo frames): our assumption;
+- PG XOFF at the port's ECN Kmax, so ECN marks fully before PFC pauses (the
+  DCQCN deployment rule); XON two jumbo frames (18 KiB) lower: our assumption;
 - ECN Kmin/Kmax: 25G 100/400 KB, 100G 400/1600 KB, 400G+ 800/3200 KB,
   Pmax 0.2 (HPCC-derived ns-3 configs);
 - lossy queue tail-drop limit 1 MiB: our assumption;
@@ -29,7 +30,6 @@ _MAX_FRAME_BT, _PAUSE_BT, _INTF_BT = 73_888, 672, 122_880
 _RESPONSE_BT = {100: 201_728, 400: 463_360}
 CABLE_S_PER_M = 5e-9
 
-XOFF_BYTES = 512 * 1024
 XON_OFFSET_BYTES = 2 * 9216
 LOSSY_LIMIT_BYTES = 1024 * 1024
 
@@ -41,6 +41,11 @@ def ecn_thresholds(speed_gbps: float) -> tuple[float, float, float]:
     if speed_gbps <= 100:
         return 400e3, 1600e3, 0.2
     return 800e3, 3200e3, 0.2
+
+
+def xoff_bytes(speed_gbps: float) -> float:
+    """Where an ingress PG sends XOFF: at Kmax, so ECN acts before PFC does."""
+    return ecn_thresholds(speed_gbps)[1]
 
 
 def headroom_bytes(speed_gbps: float, cable_m: float) -> float:

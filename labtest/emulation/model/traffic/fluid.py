@@ -27,7 +27,6 @@ import numpy as np
 
 from labtest.emulation.model.traffic.congestion import (
     LOSSY_LIMIT_BYTES,
-    XOFF_BYTES,
     XON_OFFSET_BYTES,
     Counters,
     DcqcnParams,
@@ -35,6 +34,7 @@ from labtest.emulation.model.traffic.congestion import (
     ecn_thresholds,
     headroom_bytes,
     pause_time_s,
+    xoff_bytes,
 )
 from labtest.emulation.model.traffic.flows import Flow, PauseSource
 from labtest.emulation.model.traffic.topology import PRIORITIES, Topology
@@ -63,8 +63,8 @@ class FluidNet:
         self.kmin, self.kmax, self.pmax = np.zeros(Q), np.ones(Q), np.zeros(Q)
         self.ecn_q = np.zeros(Q, dtype=bool)
         self.pfc_g = np.zeros(Q, dtype=bool)  # this port's PG of this priority sends PFC
-        self.xoff = np.full(Q, float(XOFF_BYTES))
-        self.xon = np.full(Q, float(XOFF_BYTES - XON_OFFSET_BYTES))
+        self.xoff = np.zeros(Q)
+        self.xon = np.zeros(Q)
         self.headroom = np.zeros(Q)
         self.lossy_limit = np.full(Q, float(LOSSY_LIMIT_BYTES))
         self.honor_q = np.ones(Q, dtype=bool)
@@ -117,6 +117,8 @@ class FluidNet:
             speed = max(float(self.speed_gbps[p.index]), 1.0)
             self.kmin[sl], self.kmax[sl], self.pmax[sl] = ecn_thresholds(speed)
             self.headroom[sl] = headroom_bytes(speed, float(cable_m[p.index]))
+            self.xoff[sl] = xoff_bytes(speed)
+            self.xon[sl] = self.xoff[sl] - XON_OFFSET_BYTES
             self.refresh_s[sl] = pause_time_s(speed) / 2
             dq = qos[p.device]
             sw = bool(self.switch_port[p.index])

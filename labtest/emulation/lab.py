@@ -1,0 +1,276 @@
+"""The emulated lab: one fabric model, one emulator per device on 127.0.0.1.
+
+Each device's driver name picks a *personality* (SONiC, EOS, Linux host, an
+instrument …) that says what the device serves: an SSH CLI, an SNMP MIB, a
+SCPI socket. The lab starts a server for each, with generated host keys and
+credentials, and hands back a copy of the testbed that points at them, so the
+real drivers run unchanged. Stopping the lab leaves no thread or socket.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import secrets as pysecrets
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import SecretStr
+
+from labtest.emulation.model.fabric import Fabric
+from labtest.emulation.scpiserver import ScpiServer
+from labtest.emulation.snmpagent import SnmpAgent, V3User
+from labtest.emulation.sshserver import HandlerFactory, SshServer
+from labtest.secrets import register
+from labtest.testbed.model import Device, SnmpSettings, SshSettings, Testbed, VisaSettings
+
+log = logging.getLogger("labtest.emulation")
+
+
+@dataclass
+class Served:
+    """What one emulated device offers; ``None`` means the protocol is not served."""
+
+    cli: HandlerFactory | None = None
+    mib: Any = None  # a MibProvider for SnmpAgent
+    scpi: Any = None  # a ScpiHandler for ScpiServer
+    idn: str = "LabTest,Emulated,EMU0001,0.1"
+    banner: str = ""
+    allow_exec: bool = True
+    stop: Callable[[], None] | None = None  # background work of the personality
+
+
+Personality = Callable[[Fabric, str, Device], Served]
+
+#: driver name -> "module:function" building that device's personality
+PERSONALITIES: dict[str, str] = {
+    "sonic": "labtest.emulation.personalities.sonic:serve",
+    "eos": "labtest.emulation.personalities.eos:serve",
+    "linux": "labtest.emulation.personalities.linux:serve",
+    "opm": "labtest.emulation.instruments:serve_power_meter",
+    "voa": "labtest.emulation.instruments:serve_attenuator",
+    "optical-switch": "labtest.emulation.instruments:serve_optical_switch",
+    "bert": "labtest.emulation.instruments:serve_bert",
+    "chamber": "labtest.emulation.instruments:serve_chamber",
+    "pdu": "labtest.emulation.instruments:serve_pdu",
+}
+_local: dict[str, Personality] = {}
+
+
+def register_personality(driver: str, factory: Personality) -> None:
+    _local[driver] = factory
+
+
+def personality(driver: str) -> Personality | None:
+    if driver in _local:
+        return _local[driver]
+    target = PERSONALITIES.get(driver)
+    if target is None:
+        return None
+    module_name, _, attr = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and module_name.startswith(exc.name):
+            return None
+        raise
+    return getattr(module, attr, None)
+
+
+@dataclass
+class _Device:
+    served: Served
+    ssh: SshServer | None = None
+    snmp: SnmpAgent | None = None
+    scpi: ScpiServer | None = None
+    password: str = ""
+    community: str = ""
+    v3: V3User | None = None
+
+
+@dataclass
+class EmulatedLab:
+    """Build with a testbed; ``start()`` returns the testbed to hand the drivers."""
+
+    testbed: Testbed
+    workdir: Path | None = None
+    time_scale: float | None = None
+    faults: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    fabric: Fabric = field(init=False)
+    skipped: dict[str, str] = field(default_factory=dict, init=False)
+    _devices: dict[str, _Device] = field(default_factory=dict, init=False)
+    _watch: threading.Thread | None = field(default=None, init=False)
+    _stop: threading.Event = field(default_factory=threading.Event, init=False)
+
+    def start(self) -> Testbed:
+        self.fabric = Fabric(self.testbed, time_scale=self.time_scale, realtime=True)
+        for kind, target, params in self.faults:
+            self.fabric.inject(kind, target, **params)
+        try:
+            for name, device in self.testbed.devices.items():
+                self._start_device(name, device)
+        except BaseException:
+            self.stop()
+            raise
+        self._stop.clear()
+        self._watch = threading.Thread(target=self._watch_reachability, daemon=True)
+        self._watch.start()
+        return self.emulated_testbed()
+
+    def _start_device(self, name: str, device: Device) -> None:
+        factory = personality(device.driver)
+        if factory is None:
+            self.skipped[name] = f"no emulator for driver {device.driver!r}"
+            return
+        served = factory(self.fabric, name, device)
+        dev = _Device(served)
+        self._devices[name] = dev
+        if served.cli is not None:
+            dev.password = _credential()
+            user = device.ssh.username if device.ssh else "admin"
+            dev.ssh = SshServer(
+                served.cli,
+                username=user,
+                password=dev.password,
+                banner=served.banner,
+                allow_exec=served.allow_exec,
+            ).start()
+        if served.mib is not None:
+            dev.community = _credential()
+            dev.v3 = V3User(f"lt-{name}", _credential(), _credential())
+            dev.snmp = SnmpAgent(served.mib, community=dev.community, users=[dev.v3]).start()
+        if served.scpi is not None:
+            dev.scpi = ScpiServer(served.scpi, idn=served.idn)
+            dev.scpi.start()
+
+    def _watch_reachability(self) -> None:
+        """An unreachable device answers nothing on any protocol until it is back."""
+        while not self._stop.wait(0.05):
+            for name, dev in self._devices.items():
+                silent = not self.fabric.reachable(name)
+                if dev.ssh is not None:
+                    dev.ssh.mode = "silent" if silent else "normal"
+                if dev.snmp is not None:
+                    dev.snmp.silent = silent
+                if dev.scpi is not None:
+                    dev.scpi.set_mode("silent" if silent else "normal")
+
+    def emulated_testbed(self) -> Testbed:
+        """The testbed with every emulated device pointing at its local server."""
+        known_hosts = self._known_hosts()
+        devices = {}
+        for name, device in self.testbed.devices.items():
+            dev = self._devices.get(name)
+            devices[name] = device if dev is None else self._point(device, dev, known_hosts)
+        tb = self.testbed.model_copy(update={"devices": devices})
+        tb._source = self.testbed.source
+        return tb
+
+    def _point(self, device: Device, dev: _Device, known_hosts: Path) -> Device:
+        update: dict[str, Any] = {"address": "127.0.0.1"}
+        if dev.ssh is not None:
+            register(dev.password)
+            base = device.ssh or SshSettings(username=dev.ssh.username)
+            update["ssh"] = base.model_copy(
+                update={
+                    "port": dev.ssh.port,
+                    "password": SecretStr(dev.password),
+                    "key_file": None,
+                    "known_hosts": known_hosts,
+                    "host_key_policy": "reject",
+                }
+            )
+        if dev.snmp is not None and dev.v3 is not None:
+            register(dev.community)
+            base_snmp = device.snmp or SnmpSettings(community=SecretStr(dev.community))
+            update["snmp"] = base_snmp.model_copy(
+                update={
+                    "port": dev.snmp.port,
+                    "community": SecretStr(dev.community),
+                    "user": dev.v3.name,
+                    "auth_key": SecretStr(dev.v3.auth_key),
+                    "priv_key": SecretStr(dev.v3.priv_key),
+                    "auth_protocol": "SHA",
+                    "priv_protocol": "AES",
+                    "context": "",
+                }
+            )
+        if dev.scpi is not None:
+            base_visa = device.visa or VisaSettings(resource=dev.scpi.resource)
+            update["visa"] = base_visa.model_copy(
+                update={"resource": dev.scpi.resource, "backend": "@py"}
+            )
+        return device.model_copy(update=update)
+
+    def _known_hosts(self) -> Path:
+        workdir = self._workdir()
+        path = workdir / "known_hosts"
+        lines = [d.ssh.known_hosts_line() for d in self._devices.values() if d.ssh is not None]
+        path.write_text("".join(line.rstrip("\n") + "\n" for line in lines))
+        return path
+
+    def _workdir(self) -> Path:
+        if self.workdir is None:
+            import tempfile
+
+            self.workdir = Path(tempfile.mkdtemp(prefix="labtest-emulate-"))
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        return self.workdir
+
+    def write_testbed(self, path: Path) -> Path:
+        """Write the emulated testbed as YAML; secrets go to files beside it."""
+        tb = self.emulated_testbed()
+        secret_dir = path.parent / "secrets"
+        secret_dir.mkdir(parents=True, exist_ok=True)
+        data = tb.model_dump(mode="json", exclude_none=True)
+        data.pop("limits", None)
+        if self.testbed.limits is not None:
+            data["limits"] = str(Path(self.testbed.limits).resolve())
+        for name, device in tb.devices.items():
+            for section, key in (
+                ("ssh", "password"),
+                ("snmp", "community"),
+                ("snmp", "auth_key"),
+                ("snmp", "priv_key"),
+            ):
+                settings = getattr(device, section)
+                secret = getattr(settings, key, None) if settings is not None else None
+                if secret is None:
+                    continue
+                secret_file = secret_dir / f"{name}.{section}.{key}"
+                secret_file.write_text(secret.get_secret_value() + "\n")
+                secret_file.chmod(0o600)
+                data["devices"][name][section][key] = f"${{file:{secret_file.resolve()}}}"
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        return path
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._watch is not None:
+            self._watch.join(2.0)
+            self._watch = None
+        for dev in self._devices.values():
+            for server in (dev.ssh, dev.snmp, dev.scpi):
+                if server is not None:
+                    server.stop()
+            if dev.served.stop is not None:
+                dev.served.stop()
+        self._devices.clear()
+
+    def __enter__(self) -> Testbed:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def server(self, name: str) -> Any:
+        """The running servers of one device (tests use it to inject transport faults)."""
+        return self._devices[name]
+
+
+def _credential() -> str:
+    return pysecrets.token_urlsafe(12)

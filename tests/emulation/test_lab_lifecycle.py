@@ -1,0 +1,88 @@
+"""The emulated lab's lifecycle: servers up with generated credentials, all gone after."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from labtest.emulation.lab import EmulatedLab, Served, register_personality
+from labtest.emulation.sshserver import FunctionHandler
+from labtest.errors import TransportTimeout
+from labtest.testbed import load_testbed
+from labtest.transports.ssh import SshTransport
+
+TESTBED = """\
+name: tiny
+devices:
+  sw1:
+    role: leaf
+    driver: toy-switch
+    address: 10.0.0.1
+    ssh: {username: admin, password: "${env:NOPE:-not-the-real-one}"}
+  sw2:
+    role: leaf
+    driver: no-such-driver
+    address: 10.0.0.2
+links:
+  - {a: "sw1:Ethernet0", b: "sw2:Ethernet0", speed_gbps: 400, optic: 400G-DR4}
+"""
+
+
+def toy(fabric, name, device) -> Served:
+    def run(command: str) -> str:
+        if command == "show clock":
+            return f"{fabric.clock.now_s():.3f}\n"
+        return f"{name}: {command}\n"
+
+    return Served(cli=lambda: FunctionHandler(run, prompt=f"{name}# "))
+
+
+register_personality("toy-switch", toy)
+
+
+@pytest.fixture
+def testbed(tmp_path: Path):
+    path = tmp_path / "tb.yaml"
+    path.write_text(TESTBED)
+    return load_testbed(path)
+
+
+def test_lab_serves_devices_and_cleans_up(testbed, tmp_path) -> None:
+    threads_before = set(threading.enumerate())
+    lab = EmulatedLab(testbed, workdir=tmp_path / "lab")
+    emulated = lab.start()
+    try:
+        ssh = emulated.devices["sw1"].ssh
+        assert emulated.devices["sw1"].address == "127.0.0.1"
+        assert ssh.password.get_secret_value() != "not-the-real-one"
+        assert ssh.host_key_policy == "reject"  # the generated key is in known_hosts
+        assert lab.skipped == {"sw2": "no emulator for driver 'no-such-driver'"}
+        with SshTransport("sw1", "127.0.0.1", ssh) as t:
+            assert t.exec("show version").stdout == "sw1: show version\n"
+            # unreachable: the device goes silent on every protocol, then comes back
+            lab.fabric.set_reachable("sw1", False)
+            time.sleep(0.2)  # the lab applies reachability within 50 ms
+            ssh_fast = ssh.model_copy(update={"command_timeout_s": 0.5, "timeout_s": 0.5})
+            with pytest.raises(TransportTimeout), SshTransport("sw1", "127.0.0.1", ssh_fast) as t2:
+                t2.exec("show version")
+            lab.fabric.set_reachable("sw1", True)
+        out = lab.write_testbed(tmp_path / "out" / "emulated.yaml")
+        reloaded = load_testbed(out)
+        assert reloaded.devices["sw1"].ssh.port == ssh.port
+        assert ssh.password.get_secret_value() not in out.read_text()
+        port = ssh.port
+    finally:
+        lab.stop()
+    with socket.socket() as s:
+        assert s.connect_ex(("127.0.0.1", port)) != 0  # nothing listens any more
+    deadline = time.monotonic() + 3.0
+    while time.monotonic() < deadline:
+        leftover = [t for t in set(threading.enumerate()) - threads_before if t.is_alive()]
+        if not leftover:
+            break
+        time.sleep(0.05)
+    assert not leftover, leftover
