@@ -94,7 +94,7 @@ class Bert(ScpiInstrument):
 
     def set_pattern(self, pattern: str, lanes: list[int] | None = None) -> None:
         chosen = self._lanes(lanes)
-        self.generator_pattern.check(self, pattern)
+        self.generator_pattern.check(pattern)
         for lane in chosen:
             self.generator_pattern.set(pattern, module=self.module, lane=lane)
             self.detector_pattern.set(pattern, module=self.module, lane=lane)

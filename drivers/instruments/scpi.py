@@ -85,6 +85,11 @@ def _tighter(
     return wanted if declared is None else pick(declared, wanted)
 
 
+def _unscale(value: float, scale: float) -> float:
+    """Instrument unit -> driver unit, without binary noise (1.31e-06 m -> 1310.0 nm)."""
+    return value if scale == 1.0 else float(f"{value / scale:.12g}")
+
+
 def nr3(value: float) -> str:
     """SCPI NR3 text of a float: ``12.5`` -> ``"1.250000E+01"``."""
     return f"{value:.6E}"
@@ -150,7 +155,7 @@ class Measurement(Parameter[T]):
 
     def decode(self, reply: str) -> T:
         value = self.parse(reply)
-        return value / self.scale if isinstance(value, float) and self.scale != 1.0 else value  # type: ignore[return-value]
+        return _unscale(value, self.scale) if isinstance(value, float) else value  # type: ignore[return-value]
 
 
 class FloatSetting(Parameter[float]):
@@ -182,7 +187,7 @@ class FloatSetting(Parameter[float]):
         return nr3(value * self.scale)
 
     def decode(self, reply: str) -> float:
-        return float(reply) / self.scale
+        return _unscale(float(reply), self.scale)
 
     def write(self, instrument: ScpiInstrument, value: float, index: Mapping[str, Any]) -> None:
         limits = instrument.limits_of(self)
@@ -310,6 +315,10 @@ class Bound(Generic[T]):
             raise ProtocolError(
                 instrument.name, f"{command!r}: cannot read {parameter.name}: {exc}", raw=reply
             ) from None
+
+    def check(self, value: T) -> T:
+        """Refuse ``value`` as ``set`` would, without any I/O."""
+        return self.parameter.check(self.instrument, value)
 
     def set(self, value: T, **index: Any) -> None:
         parameter, instrument = self.parameter, self.instrument

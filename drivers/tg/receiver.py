@@ -34,13 +34,19 @@ _TIMESPEC = struct.Struct("@qq")
 
 @dataclass
 class RxFlowStats:
-    """What one rx port saw of one flow; ``gaps`` are [first, end) runs of missing sequence numbers."""
+    """What one rx port saw of one flow.
+
+    ``gaps`` are runs of missing sequence numbers, ``[first, end, tx_before_ns,
+    tx_after_ns]``: the send times of the frames received either side of the
+    run, which bracket the outage on the sender's clock.
+    """
 
     frames: int = 0
     ecn_ce: int = 0
     out_of_order: int = 0
     duplicates: int = 0
     next_seq: int = 0
+    last_tx_ns: int = 0  # send time of the frame with sequence number next_seq - 1
     gaps: list[list[int]] = field(default_factory=list)
     latency_min_ns: int | None = None
     latency_max_ns: int = 0
@@ -52,10 +58,13 @@ class RxFlowStats:
         self.frames += 1
         if seq == self.next_seq:
             self.next_seq += 1
+            self.last_tx_ns = tx_ns
         elif seq > self.next_seq:
-            self.gaps.append([self.next_seq, seq])
+            before = self.last_tx_ns if self.next_seq else -1  # lost from the start: no bracket
+            self.gaps.append([self.next_seq, seq, before, tx_ns])
             self.next_seq = seq + 1
-        elif self._fill(seq):
+            self.last_tx_ns = tx_ns
+        elif self._fill(seq, tx_ns):
             self.out_of_order += 1
         else:
             self.duplicates += 1
@@ -71,22 +80,38 @@ class RxFlowStats:
             self.first_rx_ns = rx_ns
         self.last_rx_ns = rx_ns
 
-    def _fill(self, seq: int) -> bool:
+    def _fill(self, seq: int, tx_ns: int) -> bool:
         """A late frame: shrink or split the gap it belongs to; False if it is a duplicate."""
         for i in range(len(self.gaps) - 1, max(-1, len(self.gaps) - 1 - GAP_SEARCH), -1):
-            start, end = self.gaps[i]
+            start, end, before, after = self.gaps[i]
             if start <= seq < end:
-                pieces = [p for p in ([start, seq], [seq + 1, end]) if p[1] > p[0]]
-                self.gaps[i : i + 1] = pieces
+                pieces = [[start, seq, before, tx_ns], [seq + 1, end, tx_ns, after]]
+                self.gaps[i : i + 1] = [p for p in pieces if p[1] > p[0]]
                 return True
         return False
 
-    def gap_lengths(self, frames_tx: int | None = None) -> list[int]:
-        """Missing runs; with ``frames_tx`` (traffic stopped) the unanswered tail counts too."""
-        lengths = [end - start for start, end in self.gaps]
+    def gap_frames(self, frames_tx: int | None = None) -> list[int]:
+        """Missing runs in frames; with ``frames_tx`` (traffic stopped) the unanswered tail too."""
+        lengths = [end - start for start, end, _, _ in self.gaps]
         if frames_tx is not None and frames_tx > self.next_seq:
             lengths.append(frames_tx - self.next_seq)
         return lengths
+
+    def outages_ns(self, interval_ns: float, frames_tx: int | None = None) -> list[float]:
+        """Each gap as time: on the send clock where frames bracket it, else frames x interval.
+
+        A gap of g frames between frames sent at t_a and t_b is an outage of
+        t_b - t_a - interval: g x interval when the sender kept its schedule,
+        and still right when it did not (a late sender bunches frames, which
+        shifts a frame count but not the send times).
+        """
+        times = [
+            (after - before - interval_ns) if before >= 0 else (end - start) * interval_ns
+            for start, end, before, after in self.gaps
+        ]
+        if frames_tx is not None and frames_tx > self.next_seq:
+            times.append((frames_tx - self.next_seq) * interval_ns)
+        return times
 
 
 class RxPort:

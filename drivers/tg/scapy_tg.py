@@ -35,7 +35,7 @@ from labtest.capabilities.traffic import (
     FlowMetrics,
     PfcStorm,
     TrafficConfig,
-    longest_outage_ms,
+    RxCountMethod,
     loss_duration_ms,
     loss_pct,
 )
@@ -381,13 +381,15 @@ class ScapyTrafficGenerator:
         flow = stream.flow
         frames = sum(p.frames for p in parts)
         duplicates = sum(p.duplicates for p in parts)
-        gaps = [g for p in parts for g in p.gap_lengths(stream.sent if stopped else None)]
+        tail = stream.sent if stopped else None
+        gaps = [g for p in parts for g in p.gap_frames(tail)]
+        outages_ns = [t for p in parts for t in p.outages_ns(1e9 / stream.rate_pps, tail)]
         drops = sum(run.receivers[p].socket_drops for p in flow.rx_ports if p in run.receivers)
-        method = "signature"
-        if drops:
+        method: RxCountMethod = "signature"
+        if drops:  # the gaps then include frames the socket dropped: not outages
             frames, method = self._counted_by_interface(stream, run, frames)
-            gaps = []
-        unique = frames - duplicates if method == "signature" else frames
+        exact = method == "signature"
+        unique = frames - duplicates if exact else frames
         lost = max(0, stream.sent - unique) if stopped else None
         latency_frames = sum(p.frames for p in parts)
         mins = [p.latency_min_ns for p in parts if p.latency_min_ns is not None]
@@ -402,8 +404,9 @@ class ScapyTrafficGenerator:
             loss_frames=lost,
             loss_pct=loss_pct(stream.sent, unique) if stopped else None,
             loss_duration_ms=loss_duration_ms(lost, rate) if lost is not None else None,
-            longest_outage_ms=longest_outage_ms(gaps, rate) if method == "signature" else None,
-            outages=len(gaps) if method == "signature" else None,
+            longest_gap_frames=max(gaps, default=0) if exact else None,
+            longest_outage_ms=max(outages_ns, default=0.0) / 1e6 if exact else None,
+            outages=len(gaps) if exact else None,
             latency_min_us=min(mins) / 1e3 if mins else None,
             latency_avg_us=(
                 sum(p.latency_sum_ns for p in parts) / latency_frames / 1e3
@@ -420,7 +423,9 @@ class ScapyTrafficGenerator:
             rx_socket_drops=drops,
         )
 
-    def _counted_by_interface(self, stream: _Stream, run: _Run, seen: int) -> tuple[int, str]:
+    def _counted_by_interface(
+        self, stream: _Stream, run: _Run, seen: int
+    ) -> tuple[int, RxCountMethod]:
         """The receiver missed frames: count with the kernel where the port carries one flow."""
         ports = [p for p in stream.flow.rx_ports if p in run.receivers]
         total = 0

@@ -355,6 +355,13 @@ RxCountMethod = Literal["signature", "interface-counters", "signature-incomplete
 class FlowMetrics:
     """OTG's ``Flow.Metric`` with units in the names; ``None`` = not measured.
 
+    Loss is given three ways: ``loss_duration_ms`` is all lost frames / rate
+    (OTG's ``packet_loss_duration``: the total outage time, however many
+    outages there were); ``longest_gap_frames`` is the longest run of missing
+    sequence numbers; ``longest_outage_ms`` is that run as time (its frames x
+    the frame interval, measured on the send clock where the backend can: see
+    docs/traffic.md). ``outages`` counts the runs.
+
     ``rx_count_method`` says where ``frames_rx`` came from: ``signature``
     (every frame seen and checked by the receiver), ``interface-counters``
     (the receiver dropped frames, so the kernel's count of the rx interface
@@ -374,6 +381,7 @@ class FlowMetrics:
     loss_frames: int | None = None
     loss_pct: float | None = None
     loss_duration_ms: float | None = None
+    longest_gap_frames: int | None = None
     longest_outage_ms: float | None = None
     outages: int | None = None
     latency_min_us: float | None = None

@@ -302,6 +302,7 @@ class Fabric:
         self._seq = itertools.count()
         self._fault_ids = itertools.count(1)
         self._busy = False  # inside an integration or an event: nested syncs are no-ops
+        self._view_t_s: float | None = None  # when set, link_up() answers for this instant
         self._ambient_c = {name: emu.ambient_c for name in testbed.devices}
         self._unreachable: set[str] = set()
         self._firmware: dict[str, str | None] = {
@@ -328,6 +329,7 @@ class Fabric:
         self._refresh(self._t_s, first=True)
         load_catalogue()
         self.traffic = self._make_traffic()
+        self._changed()
         for spec in emu.faults:
             self.inject(
                 spec.kind, spec.target, at_s=spec.at_s, duration_s=spec.duration_s, **spec.params
@@ -621,6 +623,7 @@ class Fabric:
         self._down_count += drops[link_of] * self._static_up[link_of]
         self.flags.carry()
         self._observe_flags(t1, st, extra_los=flapped)
+        self._drive_traffic(t0, t1)
         self._refresh(t1, st)
 
     def _refresh(
@@ -689,6 +692,32 @@ class Fabric:
         """Call after changing state outside a step: link state follows at once."""
         self._refresh(self._t_s)
         self._observe_flags(self._t_s, self._read_state())
+        if getattr(self, "traffic", None) is not None:
+            self._run_traffic(self._t_s, self._t_s)  # it sees the change at this instant
+
+    def _drive_traffic(self, t0: float, t1: float) -> None:
+        """Run the traffic model over [t0, t1], stopping at every flap edge in between.
+
+        The traffic model reads ``link_up`` when an ``advance_to`` call starts, so it
+        is run up to each change with the state that held before it; the next call
+        then sees the new state at the exact instant (failover timing depends on it).
+        """
+        if getattr(self, "traffic", None) is None:
+            return
+        edges = sorted({e for fl in self._flaps for f in fl for e in f.edges(t0, t1) if t0 < e < t1})
+        prev = t0
+        for t in [*edges, t1]:
+            self._run_traffic(prev, t)
+            prev = t
+
+    def _run_traffic(self, view_t_s: float, to_s: float) -> None:
+        was_busy, self._busy = self._busy, True
+        self._view_t_s = view_t_s
+        try:
+            self.traffic.advance_to(to_s)
+        finally:
+            self._view_t_s = None
+            self._busy = was_busy
 
     # --- lookups -------------------------------------------------------------------
 
@@ -981,7 +1010,8 @@ class Fabric:
         return self._cached("read_state", self._flapped_state)
 
     def _link_lit(self, li: int) -> bool:
-        return not any(f.is_down(self._t_s) for f in self._flaps[li])
+        t = self._t_s if self._view_t_s is None else self._view_t_s
+        return not any(f.is_down(t) for f in self._flaps[li])
 
     def _flapped_state(self) -> _OpticalState:
         st = self._state

@@ -69,6 +69,12 @@ class DcqcnParams:
     ``clamp_tgt_rate_after_time_inc`` 1) are NVIDIA's documented defaults as we
     know them, AI/HAI are Spirent's defaults from the reference, and the NP's
     CNP spacing is assumed equal to the RP's rate-reduce period.
+
+    QPs start from their max-min share of the fabric rather than from line
+    rate: with these timers a fluid DCQCN started at line rate under a 7:1
+    incast either collapses (clamped target) or stays PFC-bound for far longer
+    than a test runs, while real NICs settle within milliseconds. Modelling
+    the settled state keeps what suites measure (shares, marks, CNPs, pauses).
     """
 
     g: float = 5 / 1024  # dce_tcp_g = 1019/1024 -> weight of a new sample

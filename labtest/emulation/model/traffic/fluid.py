@@ -237,6 +237,13 @@ class FluidNet:
         rt = np.array([r[1] for r in rows], dtype=float)
         self.rc = np.where(uncut | ~self.f_dcqcn, self.f_max, np.minimum(rc, self.f_max))
         self.rt = np.where(uncut | ~self.f_dcqcn, self.f_max, np.minimum(rt, self.f_max))
+        # DCQCN flows restart from their max-min share when the model provides one: the
+        # converged state, without the start-up transient (see ``DcqcnParams``)
+        fair = np.array([float(f.meta.get("fair_bps", math.inf)) / 8 for f in fl], dtype=float)
+        seeded = self.f_dcqcn & np.isfinite(fair)
+        start = np.clip(fair, self.dc.min_rate_bps / 8, self.f_max)
+        self.rc = np.where(seeded, start, self.rc)
+        self.rt = np.where(seeded, start, self.rt)
         self.alpha = np.array([r[2] for r in rows], dtype=float)
         self.seen_cnp = np.array([r[3] for r in rows], dtype=bool)
         self.last_cut = np.full(n, -1.0)

@@ -230,15 +230,22 @@ class TrafficModel:
         return t
 
     def _host_shares(self) -> None:
-        """RoCE QPs from one NIC share its line rate and PCIe (max-min), before the fabric."""
+        """RoCE QPs share their NIC's line rate and PCIe (max-min): their ceiling.
+
+        DCQCN QPs also get their max-min share of the whole fabric, where the
+        engine starts their rate (the converged state; see ``DcqcnParams``).
+        """
         qps = [f for f in self.flows.values() if f.kind == "roce" and f.active(self.now_s)]
         if not qps:
             return
         goodput = self._max_min(qps, fabric=False)
         for f, g in zip(qps, goodput, strict=True):
             f.rate_bps = max(g / f.efficiency, 1.0)
+        fair = self._max_min_with_fixed(qps, self._tg_load_bps(), broken_zero=False)
+        for f, g in zip(qps, fair, strict=True):
+            f.meta["fair_bps"] = g / f.efficiency
 
-    def _max_min(self, flows: list[Flow], fabric: bool) -> np.ndarray:
+    def _max_min(self, flows: list[Flow], fabric: bool, broken_zero: bool = True) -> np.ndarray:
         """Max-min goodput (bit/s) of ``flows``: NICs and PCIe, plus every fabric port if asked."""
         topo, eng = self.topo, self.engine
         rows: list[tuple[dict[int, float], float]] = []
@@ -260,7 +267,7 @@ class TrafficModel:
                 coeff[r, i] = a
         capacity = np.array([c for _, c in rows])
         upper = np.array([float(f.meta.get("cap_bps", math.inf)) for f in flows])
-        if fabric:
+        if fabric and broken_zero:
             upper = np.where([self._path_broken(f) for f in flows], 0.0, upper)
         return roce.max_min(coeff, capacity, upper)
 
@@ -514,10 +521,7 @@ class TrafficModel:
                     qp_flows.append((k, self._roce_qp(a, b, msg_size_b, 3, self.now_s, stop, name)))
         others = [f for f in self.flows.values() if f.kind == "roce" and f.active(self.now_s)]
         flows = [f for _, f in qp_flows] + others
-        goodput = self._max_min(flows, fabric=True)[: len(qp_flows)]
-        fixed = self._tg_load_bps()
-        if fixed.any():  # TG streams are not congestion controlled: they keep their rate
-            goodput = self._max_min_with_fixed(flows, fixed)[: len(qp_flows)]
+        goodput = self._max_min_with_fixed(flows, self._tg_load_bps())[: len(qp_flows)]
         results = []
         for k, (client, server) in enumerate(pairs):
             mine = [(f, g) for (kk, f), g in zip(qp_flows, goodput, strict=True) if kk == k]
@@ -548,11 +552,14 @@ class TrafficModel:
                     load[p] += f.rate_bps
         return load
 
-    def _max_min_with_fixed(self, flows: list[Flow], fixed_bps: np.ndarray) -> np.ndarray:
+    def _max_min_with_fixed(
+        self, flows: list[Flow], fixed_bps: np.ndarray, broken_zero: bool = True
+    ) -> np.ndarray:
+        """Max-min over the fabric after TG streams (not congestion controlled) took their rate."""
         saved = self.engine.cap.copy()
         self.engine.cap = np.maximum(saved - fixed_bps / 8, 0.0)
         try:
-            return self._max_min(flows, fabric=True)
+            return self._max_min(flows, fabric=True, broken_zero=broken_zero)
         finally:
             self.engine.cap = saved
 

@@ -1,0 +1,117 @@
+"""``labtest emulate``: run an emulated lab in the foreground until Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+def register(sub: Any) -> None:
+    em = sub.add_parser("emulate", help="run an emulated lab built from a testbed file")
+    em.add_argument("testbed", type=Path, nargs="?")
+    em.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="KIND@TARGET[:k=v,...]",
+        help="inject a fault, e.g. dirty_connector@leaf1:Ethernet0:loss_db=3 (repeatable)",
+    )
+    em.add_argument("--time-scale", type=float, help="virtual seconds per wall second")
+    em.add_argument(
+        "--out", type=Path, help="where to write the emulated testbed (default: a temp dir)"
+    )
+    em.add_argument("--duration-s", type=float, help="stop by itself after this many seconds")
+    em.add_argument("--list-faults", action="store_true", help="print the fault catalogue")
+    em.set_defaults(handler=_emulate)
+
+
+def parse_fault(text: str) -> tuple[str, str, dict[str, Any]]:
+    """``kind@target:k=v,k=v`` (target may itself contain one ``:``, as ``dev:port``)."""
+    kind, _, rest = text.partition("@")
+    params: dict[str, Any] = {}
+    target = rest
+    head, sep, tail = rest.rpartition(":")
+    if sep and "=" in tail:
+        target = head
+        for pair in tail.split(","):
+            key, _, value = pair.partition("=")
+            params[key.strip()] = yaml.safe_load(value)
+    return kind.strip(), target.strip(), params
+
+
+def _list_faults() -> int:
+    from labtest.emulation.model import catalogue, traffic  # noqa: F401 - register faults
+    from labtest.emulation.model.faults import CATALOGUE
+
+    for kind, ft in sorted(CATALOGUE.items()):
+        params = ", ".join(ft.params.model_fields)
+        print(
+            f"{kind:<20} [{ft.caught_by}] {ft.summary}"
+            + (f"  (params: {params})" if params else "")
+        )
+    return 0
+
+
+def _emulate(args: argparse.Namespace) -> int:
+    if args.list_faults:
+        return _list_faults()
+    if args.testbed is None:
+        print("labtest emulate: a testbed file is required", file=sys.stderr)
+        return 2
+    from labtest.emulation.lab import EmulatedLab
+    from labtest.errors import ConfigError
+    from labtest.testbed import load_testbed
+
+    try:
+        testbed = load_testbed(args.testbed)
+    except ConfigError as exc:
+        print("\n".join(exc.problems), file=sys.stderr)
+        return 1
+    faults = [parse_fault(f) for f in args.fault]
+    out = args.out
+    lab = EmulatedLab(
+        testbed,
+        workdir=out.parent if out else None,
+        time_scale=args.time_scale,
+        faults=faults,
+    )
+    done = threading.Event()
+    previous = {s: signal.signal(s, lambda *_: done.set()) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        lab.start()
+        path = lab.write_testbed(out or (lab._workdir() / "emulated.yaml"))
+        _print_summary(lab, path)
+        done.wait(args.duration_s)
+    finally:
+        lab.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    print("emulated lab stopped", flush=True)
+    return 0
+
+
+def _print_summary(lab: Any, path: Path) -> None:
+    tb = lab.emulated_testbed()
+    print(f"emulated lab {tb.name!r} is up; testbed: {path}", flush=True)
+    for name, device in tb.devices.items():
+        if name in lab.skipped:
+            print(f"  {name:<10} not emulated: {lab.skipped[name]}")
+            continue
+        parts = []
+        if device.ssh:
+            pw = device.ssh.password.get_secret_value() if device.ssh.password else ""
+            parts.append(
+                f"ssh -p {device.ssh.port} {device.ssh.username}@127.0.0.1 (password {pw})"
+            )
+        if device.snmp:
+            parts.append(f"snmp udp:127.0.0.1:{device.snmp.port}")
+        if device.visa:
+            parts.append(f"visa {device.visa.resource}")
+        print(f"  {name:<10} " + "; ".join(parts))
+    print("Ctrl-C stops the lab.", flush=True)
