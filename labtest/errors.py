@@ -90,3 +90,18 @@ class ParseError(InfraError):
 
 class LimitFailure(AssertionError, LabtestError):
     """One or more measurements missed their limits (a product failure)."""
+
+
+# --- device refused a command (appended for the switch drivers) -------------
+
+
+class CommandFailed(InfraError):
+    """The device ran the command and reported an error (non-zero exit, ``% ...`` line)."""
+
+
+class CommandNotSupported(CommandFailed):
+    """The device does not know the command (older release, other platform)."""
+
+
+class PermissionDenied(CommandFailed):
+    """The account may not run the command (role, sudo, privilege level)."""

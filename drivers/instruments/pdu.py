@@ -1,7 +1,8 @@
 """PDU over SNMP: APC Switched / Metered-by-Outlet Rack PDUs (PowerNet-MIB).
 
-Objects (APC PowerNet-MIB; numbers as used by NUT ``drivers/apc-pdu-mib.c``
-and other public pollers):
+Objects (APC PowerNet-MIB; numbers as used by Network UPS Tools,
+https://github.com/networkupstools/nut ``drivers/apc-pdu-mib.c``, and other
+public pollers):
 
 - ``rPDUIdentDeviceNumOutlets.0`` = ``1.3.6.1.4.1.318.1.1.12.1.8.0``;
 - ``rPDUOutletControlOutletCommand.N`` = ``...318.1.1.12.3.3.1.1.4.N``, written

@@ -33,6 +33,7 @@ from labtest.capabilities.switch import (
     PfcWatchdogState,
     PlatformSummary,
     PmParameter,
+    PrbsResult,
     QueueCounter,
     QueueCounters,
     TransceiverPm,
@@ -792,3 +793,67 @@ def parse_transceiver_pm(text: str) -> dict[str, TransceiverPm]:
     if not out or not all(pm.params for pm in out.values()):
         raise _Garbled("no PM table under a 'PORT:' line")
     return out
+
+
+# --- PRBS --------------------------------------------------------------------
+
+_SUPERSCRIPT = str.maketrans(
+    "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207b\u207a", "0123456789-+"
+)
+_PRBS_HEADER = re.compile(r"^Interface:\s*(?P<port>\S+)\s*\|(?P<rest>.*)$", re.M)
+_PRBS_NO_RESULTS = ("No PRBS result data available", "does not capture PRBS results")
+
+
+def _ber(cell: str | None) -> float | None:
+    """``0`` / ``1.00e+00`` / ``1.38 x 10^-11`` as the CLI prints it (a multiplication
+    sign and superscript digits) as a float."""
+    value = _text(cell)
+    if value is None:
+        return None
+    m = re.fullmatch(r"([\d.]+)\s*[\u00d7x]\s*10([\u2070-\u207b\u00b2\u00b3\u00b9]+)", value)
+    if m:
+        return float(m.group(1)) * 10.0 ** int(m.group(2).translate(_SUPERSCRIPT))
+    return _float(value)
+
+
+@_sonic("show interfaces prbs status", "show interface prbs status")
+def parse_prbs_status(text: str) -> dict[str, list[PrbsResult]]:
+    """Per-lane results of ``show interfaces prbs status -i PORT`` (SONiC PRBS HLD).
+
+    SONiC captures results when PRBS is disabled, so a running or TX-only test
+    gives an empty list. Lanes are renumbered from 1, like DOM lanes, although
+    the CLI counts them from 0.
+    """
+    header = _PRBS_HEADER.search(text)
+    if not header:
+        raise _Garbled("no 'Interface: PORT | Mode: ... | Pattern: ...' line")
+    port = header["port"]
+    fields = dict(
+        (k.strip().lower(), v.strip())
+        for k, _, v in (part.partition(":") for part in header["rest"].split("|"))
+    )
+    pattern = fields.get("pattern") or ""
+    tables = [t for t in _tables(text) if t.headers and t.headers[0] == "Lane"]
+    if not tables:
+        if any(note in text for note in _PRBS_NO_RESULTS):
+            return {port: []}
+        raise _Garbled("no 'Lane  Lock  RX Status ...' table and no 'no results' note")
+    table = tables[0]
+    out: list[PrbsResult] = []
+    for row in table.rows:
+        lane = _int(row["Lane"])
+        if lane is None:
+            raise _Garbled("lane row without a lane number")
+        status = (_text(table.cell(row, "RX Status")) or "").upper()
+        lock = (_text(table.cell(row, "Lock")) or "").lower()
+        out.append(
+            PrbsResult(
+                lane=lane + 1,
+                pattern=pattern,
+                locked=lock == "locked" or status in ("OK", "LOCK_WITH_ERRORS"),
+                bits=None,
+                errors=_int(table.cell(row, "Errors")),
+                ber=_ber(table.cell(row, "BER")),
+            )
+        )
+    return {port: out}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -162,3 +163,40 @@ def test_model_imports_nothing_from_drivers_or_suites() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, cwd=ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+class RecordingTraffic:
+    """Stands in for the traffic model: notes the link state each advance_to starts with."""
+
+    def __init__(self, testbed: tbm.Testbed, links: Fabric, rng: object) -> None:
+        self.links = links
+        self.now_s = 0.0
+        self.seen: list[tuple[float, bool]] = []
+
+    def advance_to(self, t_s: float) -> None:
+        up = self.links.link_up(self.links.link_names()[0])
+        if not self.seen or self.seen[-1][1] != up:
+            self.seen.append((self.now_s, up))
+        self.now_s = max(self.now_s, t_s)
+
+
+def test_traffic_model_sees_every_link_change_at_its_instant(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # failover timing (detection + convergence) is measured from the instant the link
+    # fails, so the core must hand the traffic model each change at its exact time
+    fake = types.ModuleType("labtest.emulation.model.traffic")
+    fake.TrafficModel = RecordingTraffic  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "labtest.emulation.model.traffic", fake)
+    fabric = Fabric(small())
+    traffic = fabric.traffic
+    assert isinstance(traffic, RecordingTraffic)
+    link = fabric.link_names()[0]
+    fabric.advance(5.0)
+    fabric.inject("flapping_link", link, period_s=10.0, down_s=1.0)
+    fabric.advance(20.0)  # one call: the flap edges inside it still reach the model
+    fabric.set_admin("leaf1", "Ethernet0", False)
+    fabric.advance(1.0)
+    assert traffic.seen == [
+        (0.0, True), (5.0, False), (6.0, True), (15.0, False), (16.0, True), (25.0, False)]
+    assert traffic.now_s == 26.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from labtest.emulation.model import Fabric, FaultError
-from labtest.emulation.model.faults import CATALOGUE, load_catalogue, parse_params
+from labtest.emulation.model.faults import CATALOGUE, describe, load_catalogue, parse_params
 from labtest.emulation.model.optics import THERMAL_TAU_S
 from labtest.testbed import model as tbm
 
@@ -55,6 +55,9 @@ def test_catalogue_documents_our_faults() -> None:
         parse_params("dirty_connector", {"bogus": 1})
     with pytest.raises(FaultError, match="unknown fault"):
         parse_params("cosmic_ray", {})
+    rows = {row["kind"]: row for row in describe()}  # what `--list-faults` prints
+    assert rows["dirty_connector"]["params"]["loss_db"]["default"] == 3.0
+    assert rows["miswired"]["caught_by"] == "cabling"
 
 
 def test_dirty_connector_dims_the_far_receiver_on_its_lanes() -> None:

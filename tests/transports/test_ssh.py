@@ -42,7 +42,8 @@ WRONG_PASSWORD = "Pw-wrongSecret-Bravo"
 PASSPHRASE = "Kp-keyPassphrase-Charlie"
 SECRETS = (PASSWORD, WRONG_PASSWORD, PASSPHRASE)
 
-# Shaped like SONiC's `show version` (fields from the SONiC command reference).
+# Field layout of SONiC `show version` as published in the sonic-utilities Command Reference
+# (github.com/sonic-net/sonic-utilities, doc/Command-Reference.md); values are emulated.
 VERSION = (
     "SONiC Software Version: SONiC.202311.1\n"
     "Distribution: Debian 12.5\n"

@@ -35,6 +35,7 @@ from labtest.emulation.model import physics
 from labtest.emulation.model.clock import VirtualClock
 from labtest.emulation.model.faults import (
     CATALOGUE,
+    LOAD_ERRORS,
     FaultError,
     FaultInstance,
     load_catalogue,
@@ -328,6 +329,7 @@ class Fabric:
         self._cache: dict[str, Any] = {}  # derived from _state; emptied whenever it changes
         self._refresh(self._t_s, first=True)
         load_catalogue()
+        self.warnings += [f"fault catalogue: {m}: {why}" for m, why in LOAD_ERRORS.items()]
         self.traffic = self._make_traffic()
         self._changed()
         for spec in emu.faults:
@@ -344,6 +346,8 @@ class Fabric:
         for li, lk in enumerate(self._links):
             for end in lk.ends:
                 p = self._add_port(end.device, end.port)
+                if p.link is not None:
+                    raise ModelError(f"port {end} is cabled more than once")
                 p.link = li
                 if lk.speed_gbps:
                     p.speed_gbps = lk.speed_gbps
@@ -573,9 +577,9 @@ class Fabric:
 
     def _prbs_lock_now(self, st: _OpticalState) -> np.ndarray:
         a = self.modules
-        ok = np.zeros(a.n, dtype=bool)
         if all(c is None for c in a.chk_pattern):
             return np.zeros_like(a.mask)
+        ok = np.zeros(a.n, dtype=bool)
         for m in range(a.n):
             p = a.peer[m]
             pattern = a.chk_pattern[m]
@@ -586,7 +590,8 @@ class Fabric:
         """Integrate every module from t0 to t1 (one vectorised step)."""
         a = self.modules
         dt = t1 - t0
-        if a.n == 0 or dt <= 0:
+        if a.n == 0:
+            self._drive_traffic(t0, t1)
             return
         target = self._temp_target(a)
         a.temp_c[:] = target + (a.temp_c - target) * math.exp(-dt / THERMAL_TAU_S)
@@ -665,28 +670,22 @@ class Fabric:
         return np.concatenate([module, lanes], axis=1)
 
     def _observe_flags(
-        self,
-        t_s: float,
-        st: _OpticalState,
-        values: np.ndarray | None = None,
-        ports: np.ndarray | None = None,
-        extra_los: np.ndarray | None = None,
+        self, t_s: float, st: _OpticalState, extra_los: np.ndarray | None = None
     ) -> None:
-        idx = slice(None) if ports is None else ports
-        if values is None:
-            values = self._dom_values(st)[idx]
-        levels = threshold_levels(values, self.modules.thresholds[idx])  # (P, Q, L, 4)
+        """The modules sample their monitors: threshold flags and LOS/LOL conditions."""
+        mask = self.modules.mask
+        levels = threshold_levels(self._dom_values(st), self.modules.thresholds)  # (M,Q,L,4)
         n = levels.shape[0]
         levels = levels.transpose(0, 1, 3, 2).reshape(n, len(QUANTITIES) * len(LEVELS), MAX_LANES)
-        admin = np.array([p.admin_up for p in self._module_port], dtype=bool)[idx]
-        rx_los, rx_lol = st.los[idx].copy(), st.lol[idx].copy()
+        admin = np.array([p.admin_up for p in self._module_port], dtype=bool)
+        rx_los, rx_lol = st.los.copy(), st.lol.copy()
         if extra_los is not None:
-            rx_los |= extra_los[:, None] & self.modules.mask[idx]
-            rx_lol |= extra_los[:, None] & self.modules.mask[idx]
-        tx_los = np.broadcast_to(~admin[:, None], rx_los.shape) & self.modules.mask[idx]
+            rx_los |= extra_los[:, None] & mask
+            rx_lol |= extra_los[:, None] & mask
+        tx_los = np.broadcast_to(~admin[:, None], rx_los.shape) & mask
         conditions = np.stack([rx_los, rx_lol, tx_los], axis=1)
         assert conditions.shape[1] == len(CONDITIONS)
-        self.flags.observe(t_s, np.concatenate([levels, conditions], axis=1), ports)
+        self.flags.observe(t_s, np.concatenate([levels, conditions], axis=1))
 
     def _changed(self) -> None:
         """Call after changing state outside a step: link state follows at once."""
@@ -704,9 +703,9 @@ class Fabric:
         """
         if getattr(self, "traffic", None) is None:
             return
-        edges = sorted({e for fl in self._flaps for f in fl for e in f.edges(t0, t1) if t0 < e < t1})
+        edges = {e for fl in self._flaps for f in fl for e in f.edges(t0, t1) if t0 < e < t1}
         prev = t0
-        for t in [*edges, t1]:
+        for t in [*sorted(edges), t1]:
             self._run_traffic(prev, t)
             prev = t
 

@@ -43,6 +43,15 @@ def ecn_thresholds(speed_gbps: float) -> tuple[float, float, float]:
     return 800e3, 3200e3, 0.2
 
 
+def ecn_mark_probability(
+    queue_b: np.ndarray, kmin_b: np.ndarray, kmax_b: np.ndarray, pmax: np.ndarray
+) -> np.ndarray:
+    """RED-style ECN: 0 below Kmin, linear to Pmax at Kmax, every packet above Kmax."""
+    span = np.maximum(kmax_b - kmin_b, 1.0)
+    p = np.clip((queue_b - kmin_b) / span, 0.0, 1.0) * pmax
+    return np.where(queue_b >= kmax_b, (pmax > 0).astype(float), p)
+
+
 def xoff_bytes(speed_gbps: float) -> float:
     """Where an ingress PG sends XOFF: at Kmax, so ECN acts before PFC does."""
     return ecn_thresholds(speed_gbps)[1]

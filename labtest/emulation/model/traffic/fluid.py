@@ -31,6 +31,7 @@ from labtest.emulation.model.traffic.congestion import (
     Counters,
     DcqcnParams,
     DeviceQos,
+    ecn_mark_probability,
     ecn_thresholds,
     headroom_bytes,
     pause_time_s,
@@ -40,6 +41,7 @@ from labtest.emulation.model.traffic.flows import Flow, PauseSource
 from labtest.emulation.model.traffic.topology import PRIORITIES, Topology
 
 _TINY = 1e-30
+CC_EVERY = 4  # slices between DCQCN alpha / rate-increase updates
 _WD_MODES = {"drop": 0, "forward": 1, "alert": 2}
 
 
@@ -240,7 +242,9 @@ class FluidNet:
         # DCQCN flows restart from their max-min share when the model provides one: the
         # converged state, without the start-up transient (see ``DcqcnParams``)
         fair = np.array([float(f.meta.get("fair_bps", math.inf)) / 8 for f in fl], dtype=float)
-        seeded = self.f_dcqcn & np.isfinite(fair)
+        unmarked = ~self.ecn_q[self.seg_q] & ~self.seg_first  # a hop that cannot mark
+        marks = np.bincount(self.seg_flow, unmarked, minlength=n) == 0
+        seeded = self.f_dcqcn & self.f_ect & self.f_np & marks & np.isfinite(fair)
         start = np.clip(fair, self.dc.min_rate_bps / 8, self.f_max)
         self.rc = np.where(seeded, start, self.rc)
         self.rt = np.where(seeded, start, self.rt)
@@ -257,6 +261,8 @@ class FluidNet:
         self.last_cnp = np.full(n, -1.0)
         self.cnp_due = np.full(n, np.inf)
         self.cnp_count_due = np.zeros(n)
+        self._cnp_next = math.inf
+        self._cc_dt = 0.0
 
     def _index(self) -> None:
         """Compact indices of the queues, ports and PGs the flows use, and the watched queues."""
@@ -315,7 +321,6 @@ class FluidNet:
         self.q_limit = self.lossy_limit[qs]
         self.any_lossy = bool(np.isfinite(self.q_limit).any())
         self.q_kmin, self.q_kmax = self.kmin[qs], self.kmax[qs]
-        self.q_span = np.maximum(self.q_kmax - self.q_kmin, 1.0)
         self.q_pmax = self.pmax[qs] * self.ecn_q[qs]
         self.seg_mark = self.ecn_q[self.seg_q] & self.f_ect[self.seg_flow]
         self.any_mark = bool(self.seg_mark.any())
@@ -330,6 +335,13 @@ class FluidNet:
         self.w_ext = self.pf_ext[ws]
         self.w_ext_frames = self.ext_frames[ws]
         self.w_obey = (self.honor_q[ws] & ~(self.wd_storm[ws] & (self.wd_mode[ws] != 2))).astype(float)
+        self.w_raw = self._watched_pause()
+
+    def _watched_pause(self) -> np.ndarray:
+        raw = self.w_ext.copy()
+        if self.any_pfc:
+            raw[self.gw[self.g_xoff]] = 1.0
+        return raw
 
     def _save_state(self) -> None:
         self._content = {}
@@ -440,11 +452,7 @@ class FluidNet:
 
     def step(self, now_s: float) -> None:
         dt, content = self.dt, self.content
-        # pause in force this slice (decided at the end of the previous one)
-        raw = self.w_ext.copy()
-        if self.any_pfc:
-            raw[self.gw[self.g_xoff]] = 1.0
-        pause = raw * self.w_obey
+        pause = self.w_raw * self.w_obey  # decided at the end of the previous slice
 
         # 1. senders inject, limited by room in the NIC (a paused NIC just sends less)
         nP = len(self.ps)
@@ -505,8 +513,7 @@ class FluidNet:
         n = len(self.flows)
         ce = None
         if self.any_mark:
-            p = np.clip((qb - self.q_kmin) / self.q_span, 0.0, 1.0) * self.q_pmax
-            p = np.where(qb >= self.q_kmax, self.q_pmax > 0, p)
+            p = ecn_mark_probability(qb, self.q_kmin, self.q_kmax, self.q_pmax)
             marked = out / self.seg_wire * p[self.sq] * self.seg_mark
             self.acc_marked += marked
             ce = np.bincount(self.seg_flow, marked, minlength=n)
@@ -549,9 +556,7 @@ class FluidNet:
             self._dcqcn(t, ce, inj)
 
         # 9. how long each watched queue has been (un)paused, for the watchdog
-        raw = self.w_ext.copy()
-        if self.any_pfc:
-            raw[self.gw[self.g_xoff]] = 1.0
+        self.w_raw = raw = self._watched_pause()
         paused = raw >= 1.0 - 1e-9
         self.w_paused_since = np.where(paused, np.fmin(self.w_paused_since, t), np.nan)
         self.w_unpaused_since = np.where(paused, np.nan, np.fmin(self.w_unpaused_since, t))
@@ -572,12 +577,14 @@ class FluidNet:
                 self.cnp_due = np.where(send & np.isinf(self.cnp_due), t + dc.feedback_s,
                                         self.cnp_due)
                 self.cnp_count_due += send
-        # reaction point: CNPs that made it back
-        arrived = self.cnp_due <= t
-        if arrived.any():
+                self._cnp_next = float(self.cnp_due.min())
+        # reaction point: CNPs that made it back cut the rate (at most once per period)
+        if self._cnp_next <= t:
+            arrived = self.cnp_due <= t
             self.acc_cnp_handled += self.cnp_count_due * arrived
             self.cnp_count_due[arrived] = 0.0
             self.cnp_due[arrived] = np.inf
+            self._cnp_next = float(self.cnp_due.min())
             self.cnp_in_period |= arrived
             self.alpha[arrived & ~self.seen_cnp] = dc.initial_alpha
             self.seen_cnp |= arrived
@@ -591,13 +598,16 @@ class FluidNet:
                 self.last_cut[cut] = t
                 for a in (self.t_inc, self.b_inc, self.stage_t, self.stage_b):
                     a[cut] = 0.0
-        if math.floor(t / dc.alpha_period_s + 1e-9) != math.floor((t - self.dt) / dc.alpha_period_s + 1e-9):
-            g = dc.g
-            self.alpha = (1 - g) * self.alpha + g * self.cnp_in_period
-            self.cnp_in_period[:] = False
-        # rate increase: timer and byte-counter events
-        self.t_inc += self.dt
         self.b_inc += inj
+        self._cc_dt += self.dt
+        if self._tick % CC_EVERY:
+            return
+        # every few slices: alpha decay/growth and the rate-increase events
+        span, self._cc_dt = self._cc_dt, 0.0
+        decay = (1 - dc.g) ** (span / dc.alpha_period_s)
+        self.alpha = decay * self.alpha + dc.g * self.cnp_in_period
+        self.cnp_in_period[:] = False
+        self.t_inc += span
         ev_t = self.t_inc >= dc.time_reset_s
         ev_b = self.b_inc >= dc.byte_reset_b
         ev = (ev_t | ev_b) & cc & (self.rc < self.f_max)
@@ -624,7 +634,7 @@ class FluidNet:
         self,
         t0: float,
         span_s: float,
-        chunk_s: float = 5e-4,
+        chunk_s: float = 2.5e-4,
         min_chunks: int = 3,
         max_chunks: int = 16,
         tol: float = 0.03,

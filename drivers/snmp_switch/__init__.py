@@ -1,0 +1,1 @@
+"""Generic SNMP switch: standard MIBs only (SNMPv2-MIB, IF-MIB, LLDP-MIB, ENTITY(-SENSOR)-MIB)."""
