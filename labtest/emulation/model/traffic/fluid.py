@@ -42,6 +42,7 @@ from labtest.emulation.model.traffic.topology import PRIORITIES, Topology
 
 _TINY = 1e-30
 CC_EVERY = 4  # slices between DCQCN alpha / rate-increase updates
+SEED_ABOVE_FAIR = 1.02  # DCQCN settles a little above the fair share, on a standing queue
 _WD_MODES = {"drop": 0, "forward": 1, "alert": 2}
 
 
@@ -245,7 +246,7 @@ class FluidNet:
         unmarked = ~self.ecn_q[self.seg_q] & ~self.seg_first  # a hop that cannot mark
         marks = np.bincount(self.seg_flow, unmarked, minlength=n) == 0
         seeded = self.f_dcqcn & self.f_ect & self.f_np & marks & np.isfinite(fair)
-        start = np.clip(fair, self.dc.min_rate_bps / 8, self.f_max)
+        start = np.clip(fair * SEED_ABOVE_FAIR, self.dc.min_rate_bps / 8, self.f_max)
         self.rc = np.where(seeded, start, self.rc)
         self.rt = np.where(seeded, start, self.rt)
         self.alpha = np.array([r[2] for r in rows], dtype=float)
@@ -649,6 +650,7 @@ class FluidNet:
         poll = self.wd_poll_s
         prev: np.ndarray | None = None
         rates: np.ndarray | None = None
+        queued = self.queued_bytes()
         for k in range(max_chunks):
             start = t
             s0 = self.snapshot()
@@ -671,7 +673,9 @@ class FluidNet:
             if changed:
                 prev = None
                 continue
+            was, queued = queued, self.queued_bytes()
             settled = prev is not None and k + 1 >= min_chunks
+            settled = settled and abs(queued - was) <= tol * queued + 64e3  # queues stopped moving
             if settled and np.abs(flows - prev).sum() <= tol * np.abs(flows).sum() + 1.0:
                 return t - t0, rates
             prev = flows
