@@ -222,9 +222,7 @@ class CliSwitch:
             self.name, f"no completed reboot within {timeout_s:g} s after {command!r} ({what})"
         )
 
-    def wait_until(
-        self, probe: Callable[[], object], timeout_s: float, what: str
-    ) -> None:
+    def wait_until(self, probe: Callable[[], object], timeout_s: float, what: str) -> None:
         """Call ``probe`` until it returns without an InfraError (bounded)."""
         poll_s = self.seconds("reboot_poll_s", 5.0)
         deadline = time.monotonic() + timeout_s

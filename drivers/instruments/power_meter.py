@@ -21,12 +21,12 @@ Testbed ``vars``: ``channels`` (ports, default 4).
 
 from __future__ import annotations
 
-from drivers.instruments.scpi import FloatSetting, Measurement, ScpiInstrument
+from drivers.instruments.scpi import FloatSetting, IntSetting, Measurement, ScpiInstrument
 from labtest.capabilities.instruments import PowerReading
 from labtest.testbed.model import Device, Testbed
 from labtest.transports.visa import VisaTransport
 
-UNIT_DBM = "0"
+UNIT_DBM = 0
 
 
 class PowerMeter(ScpiInstrument):
@@ -38,6 +38,9 @@ class PowerMeter(ScpiInstrument):
         get=":SENS{slot}:POW:WAV?", set=":SENS{slot}:POW:WAV {value}", unit="nm",
         minimum=1250.0, maximum=1650.0, scale=1e-9,
         doc="Calibration wavelength of the port (InGaAs sensor band).")
+    power_unit = IntSetting(
+        get=":SENS{slot}:POW:UNIT?", set=":SENS{slot}:POW:UNIT {value}", unit="",
+        minimum=0, maximum=1, doc="Unit of the readings: 0 = dBm, 1 = W.")
     averaging_time = FloatSetting(
         get=":SENS{slot}:POW:ATIM?", set=":SENS{slot}:POW:ATIM {value}", unit="s",
         minimum=1e-4, maximum=10.0,
@@ -80,8 +83,7 @@ class PowerMeter(ScpiInstrument):
         """Readings are in dBm only after ``:SENS:POW:UNIT 0``; a reset meter may be in W."""
         if channel in self._unit_set:
             return
-        self.checked_index({"slot": channel})
-        self.transport.write(f":SENS{channel}:POW:UNIT {UNIT_DBM}")
+        self.power_unit.set(UNIT_DBM, slot=channel)
         self._unit_set.add(channel)
 
     def reset(self) -> None:

@@ -273,13 +273,6 @@ def _norm(token: str) -> str:
     return token.upper().replace(" ", "").replace("'", "").replace('"', "")
 
 
-class Command(Parameter[None]):
-    """A command without a value (start, stop, clear)."""
-
-    def __init__(self, *, send: str, doc: str) -> None:
-        super().__init__(get=None, set=send, unit="", doc=doc)
-
-
 def steps(present: float, target: float, max_step: float) -> list[float]:
     """The values to send to go from ``present`` to ``target`` in steps <= ``max_step``."""
     if max_step <= 0:
@@ -294,7 +287,7 @@ def steps(present: float, target: float, max_step: float) -> list[float]:
 
 
 class Bound(Generic[T]):
-    """A parameter of one instrument: ``get()``/``set()``/``send()`` are the only I/O."""
+    """A parameter of one instrument: ``get()`` and ``set()`` are its only I/O."""
 
     def __init__(self, parameter: Parameter[T], instrument: ScpiInstrument) -> None:
         self.parameter = parameter
@@ -327,11 +320,6 @@ class Bound(Generic[T]):
         checked_index = instrument.checked_index(index)  # refuse before anything is sent
         checked = parameter.check(instrument, value)
         parameter.write(instrument, checked, checked_index)
-
-    def send(self, **index: Any) -> None:
-        parameter, instrument = self.parameter, self.instrument
-        assert parameter.set_cmd is not None
-        instrument.transport.write(parameter.set_cmd.format(**instrument.checked_index(index)))
 
 
 class ScpiInstrument:
@@ -411,8 +399,3 @@ def _describe_collection(allowed: Collection[Any]) -> str:
     if isinstance(allowed, range) and allowed.step == 1 and len(allowed):
         return f"{allowed.start}..{allowed.stop - 1}"
     return f"one of {list(allowed)}"
-
-
-def lane_list(requested: list[int] | None, all_lanes: range) -> list[int]:
-    """``None`` means every lane; anything else is used as given (checked on use)."""
-    return list(all_lanes) if requested is None else list(requested)

@@ -22,7 +22,6 @@ from labtest.transports.ssh import CommandResult
 
 T = TypeVar("T")
 
-DEFAULT_TIMEOUT_S = 30.0
 _DENIED = re.compile(r"Permission denied|Operation not permitted|a password is required", re.I)
 
 
@@ -67,8 +66,9 @@ class HostShell:
         timeout_s: float | None = None,
         ok: Collection[int] = (0,),
     ) -> CommandResult:
-        """Run ``command``; a status outside ``ok`` raises a typed error naming ``tool``."""
-        result = self.runner.exec(command, timeout_s or DEFAULT_TIMEOUT_S)
+        """Run ``command`` (None: the transport's command timeout); a status outside
+        ``ok`` raises a typed error naming ``tool``."""
+        result = self.runner.exec(command, timeout_s)
         self.judge(command, tool, result, ok)
         return result
 

@@ -68,9 +68,11 @@ class SonicSwitch(CliSwitch):
     # --- facts and interfaces ---------------------------------------------------
 
     def facts(self) -> Facts:
-        """``show version``; ``show platform summary`` fills what older releases omit."""
+        """``show version``; ``show platform summary`` fills what older releases omit
+        (the parser falls back to the HwSKU when there is no Model Number)."""
         facts = self.show("show version", p.parse_version)
-        if facts.serial and facts.model:
+        model_known = facts.model is not None and facts.model != facts.hwsku
+        if facts.serial and model_known:
             return facts
         try:
             summary = self.show("show platform summary", p.parse_platform_summary)
@@ -79,7 +81,7 @@ class SonicSwitch(CliSwitch):
         return replace(
             facts,
             serial=facts.serial or summary.serial,
-            model=facts.model or summary.model or summary.hwsku,
+            model=facts.model if model_known else summary.model or facts.model,
             platform=facts.platform or summary.platform,
             hwsku=facts.hwsku or summary.hwsku,
             asic=facts.asic or summary.asic,

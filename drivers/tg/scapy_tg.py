@@ -149,7 +149,7 @@ def _raise_priority() -> None:
     keeps it on time.
     """
     try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), SENDER_NICE)
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
     except OSError:
         log.debug("cannot raise the sender's priority (not root?): timing may jitter")
 

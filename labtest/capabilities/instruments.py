@@ -21,6 +21,7 @@ from typing import Protocol, runtime_checkable
 from labtest.capabilities.switch import PrbsResult
 
 __all__ = [
+    "BERT_PATTERNS",
     "Attenuator",
     "AttenuatorState",
     "Bert",

@@ -17,7 +17,20 @@ from typing import Any
 
 import pytest
 
+# imported here so that in-process child runs (pytester restores sys.modules after
+# each) do not import matplotlib again every time
+import labtest.reports.plots  # noqa: F401
+
 pytest_plugins = ["pytester"]
+
+#: unrelated installed plugins that only slow every child run down
+QUIET_PLUGINS = "-p no:hypothesispytest -p no:benchmark -p no:cacheprovider"
+
+
+
+def run_inprocess(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """A child pytest session in this process, without the unrelated plugins."""
+    return pytester.runpytest_inprocess(*QUIET_PLUGINS.split(), *args)
 
 LIMITS = """\
 profile: acceptance-400g-demo
@@ -146,9 +159,7 @@ def run_lab(
     """Run the fake lab in-process; returns the run and its results directory."""
     write_lab(pytester.path, faulty=faulty, tests=tests)
     results_dir = pytester.path / "results"
-    result = pytester.runpytest_inprocess(
-        "--testbed", "tb.yaml", "--alluredir", str(results_dir), *args
-    )
+    result = run_inprocess(pytester, "--testbed", "tb.yaml", "--alluredir", str(results_dir), *args)
     return result, results_dir
 
 
@@ -166,9 +177,7 @@ def faulty_run(tmp_path_factory: pytest.TempPathFactory) -> LabRun:
     write_lab(lab, faulty=True)
     results_dir = lab / "results"
     proc = subprocess.run(
-        # hypothesis and benchmark are unrelated plugins that only slow the start
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
-         "-p", "no:benchmark", "--testbed", "tb.yaml",
+        [sys.executable, "-m", "pytest", *QUIET_PLUGINS.split(), "--testbed", "tb.yaml",
          "--alluredir", str(results_dir), "-q"],
         cwd=lab, capture_output=True, text=True, timeout=120, check=False,
     )

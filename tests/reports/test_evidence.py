@@ -6,7 +6,15 @@ import json
 import re
 
 import pytest
-from conftest import LabRun, allure_results, fixture_attachments, labels, run_lab, write_lab
+from conftest import (
+    LabRun,
+    allure_results,
+    fixture_attachments,
+    labels,
+    run_inprocess,
+    run_lab,
+    write_lab,
+)
 
 from labtest.reports import allure_env
 
@@ -139,7 +147,7 @@ def test_plain():
 def test_emulation_deviation_only_with_emulate(pytester: pytest.Pytester) -> None:
     write_lab(pytester.path, faulty=False, tests=DEVIATION_TESTS)
     out = pytester.path / "res"
-    emulated = pytester.runpytest_inprocess("--alluredir", str(out), "--emulate")
+    emulated = run_inprocess(pytester, "--alluredir", str(out), "--emulate")
     emulated.stdout.fnmatch_lines(["*1 failed, 1 deviation*"])
     doc = json.loads((out / "labtest-results.json").read_text())
     outcomes = {t["name"]: (t["outcome"], t["category"]) for t in doc["tests"]}
@@ -154,7 +162,7 @@ def test_emulation_deviation_only_with_emulate(pytester: pytest.Pytester) -> Non
     assert allure_env.match_category(rules, watchdog["status"], message) == "Emulation deviations"
     assert labels(watchdog, "emulation_deviation") == ["emulator has no PFC watchdog"]
 
-    real = pytester.runpytest_inprocess("--alluredir", str(out), "--clean-alluredir")
+    real = run_inprocess(pytester, "--alluredir", str(out), "--clean-alluredir")
     real.assert_outcomes(failed=2)
     assert allure_results(out)["test_watchdog"]["status"] == "failed"
 
@@ -163,7 +171,7 @@ def test_unwritable_results_dir_is_a_clear_error(pytester: pytest.Pytester) -> N
     blocker = pytester.path / "not-a-dir"
     blocker.write_text("a file where the results directory should go")
     write_lab(pytester.path, faulty=False)
-    result = pytester.runpytest_inprocess("--alluredir", str(blocker / "results"))
+    result = run_inprocess(pytester, "--alluredir", str(blocker / "results"))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*labtest: cannot write results to */not-a-dir/results: *"])
 
@@ -171,7 +179,7 @@ def test_unwritable_results_dir_is_a_clear_error(pytester: pytest.Pytester) -> N
 def test_results_that_cannot_be_written_fail_the_run(pytester: pytest.Pytester) -> None:
     out = pytester.path / "res"
     (out / "labtest-results.json").mkdir(parents=True)  # the file cannot replace a directory
-    result = pytester.runpytest_inprocess("--alluredir", str(out), "-k", "nothing")
+    result = run_inprocess(pytester, "--alluredir", str(out), "-k", "nothing")
     assert result.ret == pytest.ExitCode.INTERNAL_ERROR
     result.stdout.fnmatch_lines([
         "*labtest: results NOT written*",
@@ -184,7 +192,7 @@ def test_lab_run_defaults_to_reports_dir(pytester: pytest.Pytester) -> None:
     stale.parent.mkdir(parents=True)
     stale.write_text("{}")
     write_lab(pytester.path, faulty=False, tests="def test_ok():\n    pass\n")
-    pytester.runpytest_inprocess("--testbed", "tb.yaml").assert_outcomes(passed=1)
+    run_inprocess(pytester, "--testbed", "tb.yaml").assert_outcomes(passed=1)
     out = pytester.path / "reports" / "allure-results"
     assert (out / "labtest-results.json").is_file()
     assert not stale.exists()  # the default directory only ever holds one run
@@ -193,13 +201,32 @@ def test_lab_run_defaults_to_reports_dir(pytester: pytest.Pytester) -> None:
 
 def test_plain_pytest_run_writes_nothing(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_ok():\n    pass\n")
-    pytester.runpytest_inprocess().assert_outcomes(passed=1)
+    run_inprocess(pytester).assert_outcomes(passed=1)
     assert not (pytester.path / "reports").exists()
+
+
+XDIST_TESTS = """
+import pytest
+
+@pytest.mark.parametrize("leaf", ["leaf1", "leaf2"])
+def test_pre_fec_ber(device, measure, leaf):
+    ber, _, _ = device(leaf).fec_counters("Ethernet8")
+    measure("pre_fec_ber", ber, key="fec.pre_fec_ber", device=leaf, port="Ethernet8")
+
+def test_rx_power(device, measure):
+    for port, xcvr in device("leaf1").transceivers().items():
+        for lane in xcvr.lanes:
+            measure("rx_power_dbm", lane.rx_power_dbm, key="optics.rx_power_dbm",
+                    device="leaf1", port=port, lane=lane.lane)
+
+def test_spine_facts(device):
+    device("spine1").facts()
+"""
 
 
 def test_xdist_workers_report_to_the_controller(pytester: pytest.Pytester) -> None:
     pytest.importorskip("xdist")
-    result, out = run_lab(pytester, "-n", "2", "-p", "no:benchmark")
+    result, out = run_lab(pytester, "-n", "2", tests=XDIST_TESTS)
     result.assert_outcomes(passed=2, failed=1)  # plus 1 broken
     doc = json.loads((out / "labtest-results.json").read_text())
     outcomes = sorted((t["name"], t["outcome"], len(t["measurements"])) for t in doc["tests"])

@@ -93,7 +93,7 @@ class ModelError(LookupError):
 # --- records ---------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class InterfaceStatus:
     device: str
     port: str
@@ -107,7 +107,7 @@ class InterfaceStatus:
     optic: str  # catalogue name of the module, "" when none
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PortCounters:
     device: str
     port: str
@@ -124,7 +124,7 @@ class PortCounters:
     time_s: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LldpNeighbour:
     local_port: str
     chassis_id: str  # the neighbour's base MAC
@@ -135,7 +135,7 @@ class LldpNeighbour:
     ttl_s: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DeviceFacts:
     name: str
     role: str

@@ -24,7 +24,7 @@ import numpy as np
 LEVELS = ("high_alarm", "high_warning", "low_warning", "low_alarm")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Threshold:
     high_alarm: float
     high_warning: float
@@ -35,7 +35,7 @@ class Threshold:
         return (self.high_alarm, self.high_warning, self.low_warning, self.low_alarm)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DomThresholds:
     """Alarm/warning thresholds of one part number (module page 03h / CMIS page 02h)."""
 
@@ -68,7 +68,7 @@ _BIAS = Threshold(120.0, 110.0, 20.0, 15.0)
 # --- catalogue -------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class OpticSpec:
     name: str  # catalogue key, as written in a testbed's `optic:`
     standard: str
@@ -225,7 +225,7 @@ def optic_for(name: str | None, speed_gbps: float | None) -> tuple[OpticSpec, st
 # --- records ---------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TransceiverInventory:
     device: str
     port: str
@@ -246,7 +246,7 @@ class TransceiverInventory:
     power_w: float = 0.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LaneDom:
     lane: int  # 1-based
     tx_power_dbm: float
@@ -254,7 +254,7 @@ class LaneDom:
     bias_ma: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TransceiverDom:
     device: str
     port: str
@@ -264,7 +264,7 @@ class TransceiverDom:
     time_s: float  # virtual time of the reading
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DomFlag:
     """A latched flag: set since the last read, or still asserted now."""
 

@@ -135,7 +135,7 @@ def sample_bit_errors(rng: np.random.Generator, bits: np.ndarray, ber: np.ndarra
 # --- records ---------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FecStats:
     """RS-FEC counters of one port since the last clear."""
 
@@ -151,7 +151,7 @@ class FecStats:
     lanes_pre_fec_ber: tuple[float, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PrbsLane:
     """One lane's PRBS checker, as a switch or BERT reports it."""
 

@@ -7,7 +7,7 @@ algbw = S / t and busbw = algbw * 2(n-1)/n (nccl-tests doc/PERFORMANCE.md, via
 reference section 6), which for large S tends to B_min: one half-rate link
 halves the job's bus bandwidth.
 
-alpha, the per-step cost, is the slowest hop's one-way latency plus 4 us of
+alpha, the per-step cost, is the slowest hop's one-way latency plus 1 us of
 collective-library overhead per step: our assumption, chosen so small sizes
 land in the tens of microseconds as in public multi-node nccl-tests logs.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-STEP_OVERHEAD_S = 4e-6
+STEP_OVERHEAD_S = 1e-6
 FLOAT_B = 4
 
 

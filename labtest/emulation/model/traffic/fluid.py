@@ -337,6 +337,9 @@ class FluidNet:
         self.w_ext_frames = self.ext_frames[ws]
         self.w_obey = (self.honor_q[ws] & ~(self.wd_storm[ws] & (self.wd_mode[ws] != 2))).astype(float)
         self.w_raw = self._watched_pause()
+        self.qw = np.searchsorted(ws, self.qs)
+        self.q_cap = self.cap[self.qs // PRIORITIES]
+        self.any_partial = bool(((self.w_ext > 0) & (self.w_ext < 1)).any())
 
     def _watched_pause(self) -> np.ndarray:
         raw = self.w_ext.copy()
@@ -499,6 +502,10 @@ class FluidNet:
         port_w = np.bincount(self.sp, weight, minlength=nP)
         share = np.minimum(self.cap_c * dt, port_w) / np.maximum(port_w, _TINY)
         out = weight * share[self.sp]
+        if self.any_partial:  # a queue paused part of the time sends at most that share
+            qout = np.bincount(self.sq, out, minlength=len(self.qs))
+            limit = (1.0 - pause[self.qw]) * self.q_cap * dt
+            out = out * np.minimum(1.0, limit / np.maximum(qout, _TINY))[self.sq]
         content -= out
         if self.any_lost:
             lost = out * self.seg_lost
@@ -512,13 +519,11 @@ class FluidNet:
 
         # 5. ECN marking, linear from Kmin to Pmax at Kmax, all above Kmax
         n = len(self.flows)
-        ce = None
+        p_seg = None
         if self.any_mark:
-            p = ecn_mark_probability(qb, self.q_kmin, self.q_kmax, self.q_pmax)
-            marked = out / self.seg_wire * p[self.sq] * self.seg_mark
-            self.acc_marked += marked
-            ce = np.bincount(self.seg_flow, marked, minlength=n)
-            self.acc_ce += ce
+            p_seg = ecn_mark_probability(qb, self.q_kmin, self.q_kmax, self.q_pmax)[self.sq]
+            p_seg = p_seg * self.seg_mark
+            self.acc_marked += out / self.seg_wire * p_seg
 
         # 6. forward to the next hop (segments of a flow are contiguous), or deliver
         nxt = np.empty_like(out)
@@ -532,6 +537,12 @@ class FluidNet:
             self.acc_rxdrop += rd
             got = got - rd
         self.acc_rx += got
+        ce = None
+        if p_seg is not None:  # a frame is CE if any hop marked it: 1 - prod(1 - p)
+            clean = np.bincount(self.seg_flow, np.log1p(-np.minimum(p_seg, 1 - 1e-12)),
+                                minlength=n)
+            ce = got / self.f_wire * -np.expm1(clean)
+            self.acc_ce += ce
         self._tick += 1
         if self._tick % 4 == 0 and n:  # latency sampled every fourth slice
             pb = np.bincount(self.sp, content, minlength=nP)
@@ -669,6 +680,8 @@ class FluidNet:
                 return t - t0, None
             flows = delta[len(self.ctr.vec):].reshape(-1, 6)[:, :3].ravel()
             rates = delta / (t - start)
+            per_flow = rates[len(self.ctr.vec):].reshape(-1, 6)
+            per_flow[:, 0] = per_flow[:, 1] + per_flow[:, 2]  # steady: what goes in comes out
             self._mark_steady(start)
             if changed:
                 prev = None

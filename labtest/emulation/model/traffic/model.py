@@ -525,7 +525,7 @@ class TrafficModel:
         results = []
         for k, (client, server) in enumerate(pairs):
             mine = [(f, g) for (kk, f), g in zip(qp_flows, goodput, strict=True) if kk == k]
-            bw = sum(g for _, g in mine) / 1e9
+            bw = float(sum(g for _, g in mine)) / 1e9
             broken = [f for f, _ in mine if self._path_broken(f)]
             mtu = int(mine[0][0].meta["roce_mtu_b"])
             rate = bw * 1e9 / (msg_size_b * 8)
@@ -534,7 +534,7 @@ class TrafficModel:
                     client=client, server=server, msg_size_b=msg_size_b, qps=qps,
                     duration_s=duration_s, bidirectional=bidirectional,
                     bw_avg_gbps=bw, bw_peak_gbps=bw, msg_rate_mpps=rate / 1e6,
-                    iterations=round(rate * duration_s), mtu_b=mtu,
+                    iterations=int(rate * duration_s), mtu_b=mtu,
                     error="transport retry counter exceeded" if broken else None,
                 )
             )

@@ -73,7 +73,7 @@ def max_min(coeff: np.ndarray, capacity: np.ndarray, upper: np.ndarray) -> np.nd
         rate[live] += step
         tight = binding & (capacity - coeff @ rate <= 1e-9 * np.maximum(capacity, 1.0))
         frozen |= (coeff[tight] > 0).any(axis=0)
-        frozen |= rate >= upper - 1e-9 * np.maximum(upper, 1.0)
+        frozen |= np.isfinite(upper) & (rate >= upper * (1 - 1e-9) - 1e-9)
     return rate
 
 

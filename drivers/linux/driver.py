@@ -1,0 +1,367 @@
+"""The ``linux`` driver: a RoCE host (Linux + RDMA NIC) over SSH.
+
+It offers the Host capabilities (``labtest.capabilities.host``): RDMA devices
+with their netdevs and GID tables, NIC and RDMA hardware counters, module DOM,
+perftest between two hosts and nccl-tests across hosts. Everything is read
+with the standard tools (iproute2 ``ip``/``rdma``/``ss``, rdma-core
+``ibv_devinfo``, ``ethtool``, perftest, nccl-tests with Open MPI) and sysfs,
+and parsed by ``drivers.linux.parsers``. Counter names come from a NIC
+flavour table (``counters.py``), mlx5/ConnectX by default. The device's
+``vars`` are documented in docs/hosts.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import shlex
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from drivers.linux.counters import PfcCounters, flavour, hw_counters, pfc_counters
+from drivers.linux.nccl import run_collective
+from drivers.linux.parsers.ethtool import parse_ethtool_module, parse_ethtool_stats
+from drivers.linux.parsers.iproute import parse_ip_link
+from drivers.linux.parsers.rdma import (
+    parse_ibv_devinfo,
+    parse_rdma_link,
+    parse_rdma_statistic,
+    parse_show_counters,
+)
+from drivers.linux.perftest import (
+    PerftestPair,
+    RdmaEndpoint,
+    default_timeout_s,
+    is_latency,
+    run_pairs,
+)
+from drivers.linux.shell import HostShell
+from labtest import connect
+from labtest.capabilities.host import (
+    GidEntry,
+    LinkInfo,
+    NcclResult,
+    NcclSpec,
+    PerftestBandwidthPair,
+    PerftestLatencyPair,
+    PerftestSpec,
+    RdmaDevice,
+    RdmaHwCounters,
+)
+from labtest.capabilities.transceiver import Transceiver
+from labtest.errors import CommandFailed, ConfigError, InfraError, ParseError
+from labtest.testbed.model import Device, Testbed
+
+log = logging.getLogger("labtest.drivers.linux")
+
+T = TypeVar("T")
+NCCL_TIMEOUT_S = 600.0
+_ACTIVE = ("ACTIVE", "PORT_ACTIVE")  # rdma link / ibv_devinfo spelling
+
+
+class HostVars(BaseModel):
+    """The ``vars`` a linux device understands; other keys are left to other tools."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    rdma_device: str | None = None  # e.g. mlx5_0; None: the port on `netdev`, else the first
+    ib_port: int = Field(1, ge=1)
+    netdev: str | None = None  # e.g. ens1f0np0
+    gid_index: int | None = Field(None, ge=0)  # None: the RoCE v2 GID with an IPv4 address
+    rdma_address: str | None = None  # what perftest clients connect to; None: the GID's IPv4
+    flavour: str = "mlx5"
+    counter_names: dict[str, str] = Field(default_factory=dict)
+    sudo: bool = False  # run `ethtool -m` through `sudo -n`
+    tool_paths: dict[str, str] = Field(default_factory=dict)
+    tmp_dir: str = "/tmp"
+    server_start_timeout_s: float = Field(10.0, gt=0)
+    mpi_host: str | None = None  # this host's name in mpirun's -H list; None: its address
+    gpus_per_host: int = Field(1, ge=1)
+    mpirun_args: list[str] = Field(default_factory=list)  # e.g. ["--allow-run-as-root"]
+    nccl_env: dict[str, str] = Field(default_factory=dict)  # e.g. NCCL_IB_HCA, NCCL_IB_GID_INDEX
+
+
+def host_vars(name: str, device: Device) -> HostVars:
+    try:
+        return HostVars.model_validate(device.vars)
+    except ValidationError as exc:
+        problems = [
+            f"devices.{name}.vars.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
+        ]
+        raise ConfigError(name, problems) from None
+
+
+class LinuxHost:
+    """One RoCE host; ``close()`` ends its SSH session."""
+
+    def __init__(self, name: str, device: Device, testbed: Testbed) -> None:
+        self.name = name
+        self.device = device
+        self.testbed = testbed
+        self.vars = host_vars(name, device)
+        self.nic = flavour(self.vars.flavour, self.vars.counter_names, device=name)
+        self.shell = HostShell(name, connect.cli(name, device), self.vars.tool_paths)
+        self.tmp_dir = self.vars.tmp_dir
+        self.server_start_timeout_s = self.vars.server_start_timeout_s
+        self._endpoint: RdmaEndpoint | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"LinuxHost({self.name!r})"
+
+    def close(self) -> None:
+        self.shell.close()
+
+    @property
+    def mpi_host(self) -> str:
+        return self.vars.mpi_host or self.device.address or self.name
+
+    # --- links and RDMA devices --------------------------------------------
+
+    def links(self) -> list[LinkInfo]:
+        return self._read("ip -j link", "ip", parse_ip_link)
+
+    def link_speed_gbps(self, ifname: str) -> float | None:
+        """The negotiated speed from sysfs; None when the link is down (the kernel says -1)."""
+        path = shlex.quote(f"/sys/class/net/{ifname}/speed")
+        result = self.shell.run(f"cat {path}", tool="cat", ok=(0, 1))
+        text = result.stdout.strip()
+        if result.exit_status not in (0, None) or not text.lstrip("-").isdigit():
+            return None
+        mbps = int(text)
+        return mbps / 1000 if mbps > 0 else None
+
+    def rdma_devices(self) -> list[RdmaDevice]:
+        """Every RDMA port: ``ibv_devinfo -v`` (MTU, speed, firmware, GIDs) merged with
+        ``rdma link`` (state, netdev); GID types from sysfs where ibv_devinfo is too old."""
+        links = {(d.name, d.port): d for d in self._read("rdma link show", "rdma", parse_rdma_link)}
+        merged = []
+        for port in self._read("ibv_devinfo -v", "ibv_devinfo", parse_ibv_devinfo):
+            link = links.pop((port.name, port.port), None)
+            netdev = link.netdev if link else port.netdev
+            gids = port.gids
+            if any(g.type is None for g in gids):
+                gids = self._typed_gids(port.name, port.port, gids)
+            merged.append(
+                dataclasses.replace(
+                    port,
+                    state=(link.state if link else None) or port.state,
+                    physical_state=(link.physical_state if link else None) or port.physical_state,
+                    netdev=netdev,
+                    gids=[dataclasses.replace(g, netdev=g.netdev or netdev) for g in gids],
+                )
+            )
+        return merged + list(links.values())  # ports rdma knows and ibv_devinfo did not list
+
+    def rdma_port(self) -> RdmaDevice:
+        """This host's test port: ``vars.rdma_device``/``ib_port``, else the one on
+        ``vars.netdev``, else the first active Ethernet (RoCE) port."""
+        ports = self.rdma_devices()
+        v = self.vars
+        if v.rdma_device:
+            found = [p for p in ports if p.name == v.rdma_device and p.port == v.ib_port]
+        elif v.netdev:
+            found = [p for p in ports if p.netdev == v.netdev]
+        else:
+            found = [p for p in ports if p.link_layer == "Ethernet" and p.state in _ACTIVE]
+        if not found:
+            listed = ", ".join(f"{p.name}/{p.port} ({p.netdev})" for p in ports) or "none"
+            wanted = v.rdma_device or v.netdev or "an active RoCE port"
+            raise InfraError(self.name, f"no RDMA port matches {wanted}; the host has: {listed}")
+        return found[0]
+
+    def rdma_endpoint(self) -> RdmaEndpoint:
+        """Device, port, GID index and address for perftest (looked up once)."""
+        with self._lock:
+            if self._endpoint is None:
+                self._endpoint = self._find_endpoint()
+            return self._endpoint
+
+    def _find_endpoint(self) -> RdmaEndpoint:
+        v = self.vars
+        if v.rdma_device and v.gid_index is not None and v.rdma_address:
+            return RdmaEndpoint(v.rdma_device, v.ib_port, v.gid_index, v.rdma_address)
+        port = self.rdma_port()
+        if v.gid_index is None:
+            gid = port.roce_v2_gid()
+            if gid is None:
+                raise InfraError(
+                    self.name,
+                    f"{port.name}/{port.port} has no RoCE v2 GID with an IPv4 address "
+                    "(is an address configured on its netdev?); set vars.gid_index",
+                )
+        else:
+            gid = next((g for g in port.gids if g.index == v.gid_index), None)
+        address = v.rdma_address or (gid.ipv4 if gid else None) or self.device.address
+        gid_index = v.gid_index if v.gid_index is not None else gid.index if gid else None
+        return RdmaEndpoint(port.name, port.port, gid_index, address)
+
+    def _typed_gids(self, device: str, port: int, gids: list[GidEntry]) -> list[GidEntry]:
+        """Fill GID types from sysfs (``.../gid_attrs/types/N`` holds ``RoCE v2``)."""
+        types_dir = f"/sys/class/infiniband/{device}/ports/{port}/gid_attrs/types"
+        # unpopulated entries answer EINVAL: grep reports them and exits 2
+        result = self.shell.run(f"grep -H . {shlex.quote(types_dir)}/*", tool="grep", ok=(0, 1, 2))
+        types: dict[int, str] = {}
+        for line in result.stdout.splitlines():
+            path, _, value = line.partition(":")
+            index = path.rsplit("/", 1)[-1]
+            if index.isdigit() and value.strip():
+                types[int(index)] = value.strip()
+        return [dataclasses.replace(g, type=g.type or types.get(g.index)) for g in gids]
+
+    # --- counters ------------------------------------------------------------
+
+    def ethtool_stats(self, ifname: str | None = None) -> dict[str, int]:
+        """``ethtool -S``: every counter the NIC driver exposes, by its own name."""
+        name = shlex.quote(ifname or self._netdev())
+        return self._read(f"ethtool -S {name}", "ethtool", parse_ethtool_stats)
+
+    def pfc_counters(self, ifname: str | None = None) -> PfcCounters:
+        """Per-priority pause and discard counters, named through the NIC flavour."""
+        name = ifname or self._netdev()
+        return pfc_counters(name, self.ethtool_stats(name), self.nic)
+
+    def rdma_hw_counters(self, device: str | None = None, port: int = 1) -> RdmaHwCounters:
+        """RDMA hardware counters (CNPs, ECN-marked packets, out-of-sequence, retransmits):
+        ``rdma statistic``, or sysfs ``hw_counters`` where that is unsupported."""
+        dev = device or self.vars.rdma_device or self.rdma_port().name
+        command = f"rdma statistic show link {shlex.quote(f'{dev}/{port}')}"
+        try:
+            records = self._read(command, "rdma", parse_rdma_statistic)
+        except (CommandFailed, ParseError) as exc:
+            log.info("%s: %s failed (%s); reading sysfs hw_counters", self.name, command, exc)
+        else:
+            for record in records:
+                if (record.device, record.port) == (dev, port):
+                    return hw_counters(dev, port, record.counters, self.nic)
+        return self._sysfs_hw_counters(dev, port)
+
+    def _sysfs_hw_counters(self, device: str, port: int) -> RdmaHwCounters:
+        path = shlex.quote(f"/sys/class/infiniband/{device}/ports/{port}/hw_counters")
+        record = self._read(f"cd {path} && grep -H . *", "grep", parse_show_counters)
+        return hw_counters(device, port, record.counters, self.nic)
+
+    # --- optics ----------------------------------------------------------------
+
+    def module_dom(self, ifname: str | None = None) -> Transceiver:
+        """``ethtool -m``: inventory, DOM per lane, thresholds and flags of the module."""
+        sudo = "sudo -n " if self.vars.sudo else ""
+        name = shlex.quote(ifname or self._netdev())
+        return self._read(f"{sudo}ethtool -m {name}", "ethtool", parse_ethtool_module)
+
+    # --- perftest ----------------------------------------------------------------
+
+    def perftest_bandwidth(
+        self, server: Any, server_address: str | None, spec: PerftestSpec, *, timeout_s: float
+    ) -> PerftestBandwidthPair:
+        """This host runs the client, ``server`` (another LinuxHost) the server."""
+        if is_latency(spec.test):
+            raise ValueError(f"{spec.test} is a latency test: use perftest_latency")
+        (result,) = run_pairs(
+            [PerftestPair(self, server, spec, server_address)], timeout_s=timeout_s
+        )
+        assert isinstance(result, PerftestBandwidthPair)
+        return result
+
+    def perftest_latency(
+        self, server: Any, server_address: str | None, spec: PerftestSpec, *, timeout_s: float
+    ) -> PerftestLatencyPair:
+        if not is_latency(spec.test):
+            raise ValueError(f"{spec.test} is a bandwidth test: use perftest_bandwidth")
+        (result,) = run_pairs(
+            [PerftestPair(self, server, spec, server_address)], timeout_s=timeout_s
+        )
+        assert isinstance(result, PerftestLatencyPair)
+        return result
+
+    def run_bandwidth(
+        self,
+        server: LinuxHost,
+        *,
+        server_address: str | None = None,
+        timeout_s: float | None = None,
+        **spec_fields: Any,
+    ) -> PerftestBandwidthPair:
+        """Keyword form: ``run_bandwidth(peer, test="ib_write_bw", size_bytes=65536, qps=4,
+        duration_s=10, tcp_port=18515, bidirectional=True, gid_index=3)`` (PerftestSpec fields;
+        ``size_bytes=None`` sweeps all sizes)."""
+        spec = PerftestSpec(**{"test": "ib_write_bw", **spec_fields})
+        budget = timeout_s if timeout_s is not None else default_timeout_s(spec)
+        return self.perftest_bandwidth(server, server_address, spec, timeout_s=budget)
+
+    def run_latency(
+        self,
+        server: LinuxHost,
+        *,
+        server_address: str | None = None,
+        timeout_s: float | None = None,
+        **spec_fields: Any,
+    ) -> PerftestLatencyPair:
+        spec = PerftestSpec(**{"test": "ib_write_lat", "size_bytes": 2, **spec_fields})
+        budget = timeout_s if timeout_s is not None else default_timeout_s(spec)
+        return self.perftest_latency(server, server_address, spec, timeout_s=budget)
+
+    # --- nccl-tests --------------------------------------------------------------
+
+    def nccl_test(
+        self,
+        spec: NcclSpec,
+        hosts: Sequence[str],
+        *,
+        timeout_s: float,
+        ranks_per_host: int | None = None,
+    ) -> NcclResult:
+        """``mpirun`` from this host across ``hosts`` (names as mpirun reaches them);
+        ranks per host default to ``vars.gpus_per_host`` / ``spec.gpus_per_rank``."""
+        ranks = ranks_per_host or max(1, self.vars.gpus_per_host // spec.gpus_per_rank)
+        return run_collective(
+            self.shell,
+            spec,
+            hosts,
+            ranks_per_host=ranks,
+            timeout_s=timeout_s,
+            mpirun_args=self.vars.mpirun_args,
+            env=self.vars.nccl_env,
+        )
+
+    def run_collective(
+        self,
+        hosts: Sequence[str | LinuxHost],
+        *,
+        test: str = "all_reduce_perf",
+        min_bytes: int = 8,
+        max_bytes: int = 128 * 2**20,
+        step_factor: int = 2,
+        iterations: int = 20,
+        gpus_per_host: int | None = None,
+        gpus_per_rank: int = 1,
+        extra_env: dict[str, str] | None = None,
+        timeout_s: float = NCCL_TIMEOUT_S,
+    ) -> NcclResult:
+        """Keyword form of :meth:`nccl_test`; hosts may be LinuxHost drivers or names."""
+        spec = NcclSpec(
+            collective=test,
+            min_bytes=min_bytes,
+            max_bytes=max_bytes,
+            step_factor=step_factor,
+            iterations=iterations,
+            gpus_per_rank=gpus_per_rank,
+            env=dict(extra_env or {}),
+        )
+        names = [h.mpi_host if isinstance(h, LinuxHost) else h for h in hosts]
+        ranks = max(1, gpus_per_host // gpus_per_rank) if gpus_per_host else None
+        return self.nccl_test(spec, names, timeout_s=timeout_s, ranks_per_host=ranks)
+
+    # --- helpers ---------------------------------------------------------------
+
+    def _read(self, command: str, tool: str, parse: Callable[[str], T]) -> T:
+        return self.shell.parse(parse, self.shell.run(command, tool=tool).stdout)
+
+    def _netdev(self) -> str:
+        netdev = self.vars.netdev or self.rdma_port().netdev
+        if not netdev:
+            raise ConfigError(self.name, [f"devices.{self.name}.vars.netdev: needed, not set"])
+        return netdev
