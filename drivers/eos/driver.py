@@ -19,15 +19,10 @@ against): PFC and queue counters, FEC statistics and histogram, PRBS.
 
 from __future__ import annotations
 
-import re
-
 from drivers.common.cli import CliSwitch, new_snapshot_token, port_name, snapshot_token
 from drivers.eos import parsers as p
 from labtest.capabilities.switch import Facts, InterfaceCounters, InterfaceStatus, LldpNeighbor
 from labtest.capabilities.transceiver import Transceiver
-
-#: lines of ``show running-config`` that change on every call (a clock, not config)
-VOLATILE = re.compile(r"^!\s*(?:Time|Startup-config last modified at)\b.*\n?", re.MULTILINE)
 
 
 class EosSwitch(CliSwitch):
@@ -58,8 +53,8 @@ class EosSwitch(CliSwitch):
     # --- config snapshot and restore ----------------------------------------------------
 
     def running_config(self) -> str:
-        """``show running-config`` without its timestamp lines, so two reads compare equal."""
-        return VOLATILE.sub("", self.run("show running-config"))
+        """``show running-config`` (EOS prints no clock in it: two reads compare equal)."""
+        return self.run("show running-config")
 
     def snapshot(self) -> str:
         token = new_snapshot_token()

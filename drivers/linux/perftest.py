@@ -342,7 +342,9 @@ class _PairRun:
             return False
         shell = self.pair.server.shell
         result = shell.run(f"ps -o comm= -p {self.pid}", tool="ps", ok=(0, 1))
-        return result.exit_status in (0, None) and result.stdout.strip() == self.tool[:_COMM_LEN]
+        # right after the start the PID may still be nohup or stdbuf, about to exec the tool
+        ours = (self.tool[:_COMM_LEN], "nohup", "stdbuf")
+        return result.exit_status in (0, None) and result.stdout.strip() in ours
 
     def _read_log(self) -> str:
         shell = self.pair.server.shell

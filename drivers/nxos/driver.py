@@ -54,7 +54,11 @@ class NxosSwitch(CliSwitch):
         """Packets from ``show interface counters``, errors from ``... counters errors``."""
         traffic = self.show("show interface counters", p.parse_interface_counters)
         errors = self.show("show interface counters errors", p.parse_interface_counters)
-        return {long_name(port): _fill(c, errors.get(port)) for port, c in traffic.items()}
+        ports = list(traffic) + [port for port in errors if port not in traffic]
+        return {
+            long_name(port): _fill(traffic.get(port) or errors[port], errors.get(port))
+            for port in ports
+        }
 
     def transceivers(self) -> dict[str, Transceiver]:
         found = self.show("show interface transceiver details", p.parse_transceiver_details)

@@ -48,6 +48,7 @@ _ENTERPRISE = re.compile(r"^1\.3\.6\.1\.4\.1\.(\d+)")
 _VERSION = re.compile(r"[Vv]ersion[:\s]+([\w.()\-]+)")
 _TOKEN = re.compile(r"[A-Za-z][\w./:-]*\d")
 _LANE_WORD = re.compile(r"\b[Ll]ane\s*(\d+)")
+MAX_REPETITIONS = 50
 _CLASS_CHASSIS = 3
 _STATUS_OK = 1
 _SENSOR_CELSIUS, _SENSOR_VOLTS_DC, _SENSOR_AMPERES, _SENSOR_WATTS, _SENSOR_OTHER = 8, 4, 5, 6, 1
@@ -78,18 +79,25 @@ class SnmpSwitch:
 
     # --- reading ---------------------------------------------------------------
 
-    def _column(self, column: str) -> dict[str, Any]:
-        """``{row index: value}`` of one table column (an absent column is empty)."""
-        prefix = mibs.oid(column)
-        return {oid[len(prefix) + 1 :]: value for oid, value in self.snmp.walk(prefix)}
+    def _column(self, column: str, rows: int | None = None) -> dict[str, Any]:
+        """``{row index: value}`` of one table column (an absent column is empty).
 
-    def _columns(self, *columns: str) -> dict[str, dict[str, Any]]:
-        return {column: self._column(column) for column in columns}
+        ``rows`` (how many rows the table probably has) sizes each GETBULK: the
+        agent then answers a small table in one PDU without padding it with up
+        to 50 objects from beyond the column, which costs time on both sides.
+        """
+        prefix = mibs.oid(column)
+        repetitions = MAX_REPETITIONS if rows is None else max(4, min(MAX_REPETITIONS, rows + 1))
+        found = self.snmp.walk(prefix, repetitions)
+        return {oid[len(prefix) + 1 :]: value for oid, value in found}
+
+    def _columns(self, *columns: str, rows: int | None = None) -> dict[str, dict[str, Any]]:
+        return {column: self._column(column, rows) for column in columns}
 
     def _if_names(self) -> dict[str, str]:
         """ifIndex -> ifName (ifDescr where ifName is empty)."""
         names = {i: str(v) for i, v in self._column("ifName").items() if v}
-        for index, descr in self._column("ifDescr").items():
+        for index, descr in self._column("ifDescr", len(names)).items():
             names.setdefault(index, str(descr))
         return names
 
@@ -141,7 +149,9 @@ class SnmpSwitch:
         names = self._if_names()
         if not names:
             raise ParseError(self.name, "IF-MIB has no interfaces (ifName/ifDescr empty)")
-        t = self._columns("ifAdminStatus", "ifOperStatus", "ifHighSpeed", "ifMtu", "ifAlias")
+        t = self._columns(
+            "ifAdminStatus", "ifOperStatus", "ifHighSpeed", "ifMtu", "ifAlias", rows=len(names)
+        )
         out: dict[str, InterfaceStatus] = {}
         for index, name in names.items():
             admin = mibs.IF_ADMIN_STATUS.get(t["ifAdminStatus"].get(index))
@@ -162,7 +172,7 @@ class SnmpSwitch:
         names = self._if_names()
         if not names:
             raise ParseError(self.name, "IF-MIB has no interfaces (ifName/ifDescr empty)")
-        t = self._columns(*_COUNTER_COLUMNS.values())
+        t = self._columns(*_COUNTER_COLUMNS.values(), rows=len(names))
         out: dict[str, InterfaceCounters] = {}
         for index, name in names.items():
             values = {f: t[c].get(index) for f, c in _COUNTER_COLUMNS.items()}
@@ -177,13 +187,15 @@ class SnmpSwitch:
 
     def lldp_neighbors(self) -> dict[str, LldpNeighbor]:
         """Remote rows are indexed ``timeMark.localPortNum.remIndex``; the first wins."""
+        port_ids = self._column("lldpRemPortId")
         t = self._columns(
             "lldpRemSysName",
-            "lldpRemPortId",
             "lldpRemPortIdSubtype",
             "lldpRemPortDesc",
             "lldpRemChassisId",
+            rows=len(port_ids),
         )
+        t["lldpRemPortId"] = port_ids
         local = self._local_ports()
         out: dict[str, LldpNeighbor] = {}
         for index in sorted(t["lldpRemPortId"], key=_index_key):
@@ -210,7 +222,8 @@ class SnmpSwitch:
         and ifName[num] that is a known interface, else the first non-empty one."""
         names = self._if_names()
         known = set(names.values())
-        ids, descrs = self._column("lldpLocPortId"), self._column("lldpLocPortDesc")
+        ids = self._column("lldpLocPortId", len(names))
+        descrs = self._column("lldpLocPortDesc", len(names))
         out: dict[str, str] = {}
         for num in set(ids) | set(descrs) | set(names):
             candidates = [_str(ids.get(num)), _str(descrs.get(num)), names.get(num)]
@@ -222,25 +235,28 @@ class SnmpSwitch:
     # --- transceivers ------------------------------------------------------------------
 
     def transceivers(self) -> dict[str, Transceiver]:
+        kinds = self._column("entPhySensorType")
         sensors = self._columns(
-            "entPhySensorType",
             "entPhySensorScale",
             "entPhySensorPrecision",
             "entPhySensorValue",
             "entPhySensorOperStatus",
             "entPhySensorUnitsDisplay",
+            rows=len(kinds),
         )
+        contained_in = self._column("entPhysicalContainedIn")
         entity = self._columns(
             "entPhysicalDescr",
             "entPhysicalName",
-            "entPhysicalContainedIn",
             "entPhysicalMfgName",
             "entPhysicalModelName",
             "entPhysicalSerialNum",
+            rows=len(contained_in),
         )
+        entity["entPhysicalContainedIn"] = contained_in
         known = set(self._if_names().values())
         modules: dict[str, _Module] = {}
-        for index, kind in sensors["entPhySensorType"].items():
+        for index, kind in kinds.items():
             value = sensors["entPhySensorValue"].get(index)
             if sensors["entPhySensorOperStatus"].get(index, _STATUS_OK) != _STATUS_OK:
                 continue

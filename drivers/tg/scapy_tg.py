@@ -52,7 +52,8 @@ SNDBUF_BYTES = 4 << 20
 MAX_BURST = 256  # frames sent back to back before the clock is read again
 SETTLE_S = 0.05  # receivers idle this long = everything in flight has arrived
 DRAIN_TIMEOUT_S = 2.0
-SENDER_NICE = -10  # scheduling priority of the sender threads when permitted
+SENDER_RT_PRIORITY = 10  # SCHED_FIFO priority of the sender threads, when permitted
+SENDER_NICE = -10  # else their nice level
 SWITCH_INTERVAL_S = 0.0005  # GIL hand-over while traffic runs (Python's default: 5 ms)
 
 
@@ -68,6 +69,7 @@ class _Stream:
     sent: int = 0
     first_tx_s: float | None = None
     last_tx_s: float | None = None
+    max_lag_s: float = 0.0  # the furthest behind its schedule a frame left
 
     @property
     def done(self) -> bool:
@@ -121,6 +123,8 @@ class _PortSender:
             stream = by_index[index]
             if stream.first_tx_s is None:
                 stream.first_tx_s = elapsed
+            if elapsed - due_s > stream.max_lag_s:
+                stream.max_lag_s = elapsed - due_s
             behind = int((elapsed - due_s) * stream.rate_pps) + 1
             burst = min(behind, MAX_BURST)
             if stream.count is not None:
@@ -142,14 +146,21 @@ class _PortSender:
 
 
 def _raise_priority() -> None:
-    """Ask the scheduler to favour this thread (root only; without it, carry on as is).
+    """Ask the scheduler to run this sender thread as soon as it wakes (needs root).
 
     A sender that waits for a CPU sends late and then in a burst, which moves
-    frames across the edges of an outage; on a busy host a higher priority
-    keeps it on time.
+    frames across the edges of an outage. A low real-time priority (FIFO 10)
+    keeps it on schedule on a busy host; the kernel's real-time throttling
+    still leaves 5 % of a CPU to everything else if a sender never sleeps.
+    Without the privilege, a higher nice level; failing that, carry on.
     """
     try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(SENDER_RT_PRIORITY))
+        return
+    except OSError:
+        pass
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), SENDER_NICE)
     except OSError:
         log.debug("cannot raise the sender's priority (not root?): timing may jitter")
 
@@ -275,7 +286,7 @@ class ScapyTrafficGenerator:
         if unknown:
             raise ConfigError(self.name, [f"unknown flow(s): {sorted(unknown)}"])
         for stream in chosen:
-            stream.sent, stream.first_tx_s, stream.last_tx_s = 0, None, None
+            stream.sent, stream.first_tx_s, stream.last_tx_s, stream.max_lag_s = 0, None, None, 0.0
         rx_flows: dict[str, set[int]] = {}
         for stream in chosen:
             for port in stream.flow.rx_ports if stream.flow.is_measured else []:
@@ -406,6 +417,7 @@ class ScapyTrafficGenerator:
             frames_tx=stream.sent,
             bytes_tx=stream.sent * flow.size_bytes,
             frames_tx_rate_pps=achieved,
+            tx_max_lag_us=stream.max_lag_s * 1e6,
         )
         if not flow.is_measured or run is None:
             return base

@@ -369,6 +369,10 @@ class FlowMetrics:
     ``signature-incomplete`` (the receiver dropped frames on a port shared by
     several flows: counts are a lower bound), ``generator`` (a hardware
     generator's own counters).
+
+    ``tx_max_lag_us`` is how far behind its schedule a software sender fell;
+    a late sender catches up in a burst, which shifts frames across the edge
+    of an outage, so ``loss_duration_ms`` is trustworthy to about that much.
     """
 
     name: str
@@ -394,6 +398,7 @@ class FlowMetrics:
     duplicates: int | None = None
     rx_count_method: RxCountMethod | None = None
     rx_socket_drops: int = 0
+    tx_max_lag_us: float | None = None  # software senders: worst delay behind the schedule
 
     @property
     def anomalies(self) -> list[str]:

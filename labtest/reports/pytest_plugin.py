@@ -78,26 +78,27 @@ def _is_worker(config: pytest.Config) -> bool:
 
 
 def _results_dir(config: pytest.Config) -> Path | None:
-    if not hasattr(config.option, "allure_report_dir"):
-        return None  # allure-pytest disabled
+    if not hasattr(config.option, "allure_report_dir") or config.option.collectonly:
+        return None  # allure-pytest disabled, or nothing will run
     given = config.option.allure_report_dir
     if given:
         path = Path(given).absolute()
     elif config.getoption("testbed", None):
         path = config.rootpath / DEFAULT_RESULTS_DIR
         config.option.allure_report_dir = str(path)
-        if not _is_worker(config) and path.is_dir():
-            shutil.rmtree(path)
     else:
         return None
-    if not _is_worker(config) and not config.option.collectonly:
-        _check_writable(path)
+    if not _is_worker(config):  # workers write into the controller's directory
+        _prepare(path, empty=not given)
     return path
 
 
-def _check_writable(path: Path) -> None:
+def _prepare(path: Path, empty: bool) -> None:
+    """Create (and for the default directory, empty) ``path``; prove it is writable."""
     probe = path / ".labtest-write-probe"
     try:
+        if empty and path.is_dir():
+            shutil.rmtree(path)
         path.mkdir(parents=True, exist_ok=True)
         probe.write_text("ok")
         probe.unlink()
@@ -200,8 +201,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         labels["story"] = [i for i in ids if i not in _allure_labels(item, "story")]
         if tb is not None:
             labels["testbed"] = [tb.name]
-        if _deviation_reason(item) and config.getoption("emulate", False):
-            labels["emulation_deviation"] = [_deviation_reason(item) or ""]
+        reason = _deviation_reason(item)
+        if reason is not None and config.getoption("emulate", False):
+            labels["emulation_deviation"] = [reason]
         for name, values in labels.items():
             if values:
                 item.add_marker(getattr(pytest.mark, ALLURE_LABEL_MARK)(*values, label_type=name))
@@ -275,6 +277,7 @@ def _labtest_inventory(request: pytest.FixtureRequest) -> Iterator[None]:
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    __tracebackhide__ = True
     try:
         return (yield)
     except (Exception, pytest.fail.Exception) as exc:

@@ -66,6 +66,7 @@ class Script:
     config_enter: str = "configure terminal"
     config_lines: str = r"interface \S+|shutdown|no shutdown"
     patterns: dict[str, Callable[[re.Match[str]], Reply]] = field(default_factory=dict)
+    on_config: Callable[[str | None, str], None] | None = None  # (interface, line) applied
     log: list[str] = field(default_factory=list)
 
     def handler(self) -> ScriptedCli:
@@ -78,6 +79,7 @@ class ScriptedCli:
     def __init__(self, script: Script) -> None:
         self.script = script
         self.mode: str | None = None  # None, "config" or "config-if"
+        self.interface: str | None = None
 
     @property
     def prompt(self) -> str:
@@ -99,7 +101,9 @@ class ScriptedCli:
                 return CliReply("")
             if re.fullmatch(self.script.config_lines, line):
                 if line.startswith("interface "):
-                    self.mode = "config-if"
+                    self.mode, self.interface = "config-if", line.split()[1]
+                elif self.script.on_config is not None:
+                    self.script.on_config(self.interface, line)
                 return CliReply("")
         reply = self.script.replies.get(line)
         if reply is None:

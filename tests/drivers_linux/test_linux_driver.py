@@ -42,7 +42,7 @@ from labtest.errors import (
     TransportTimeout,
 )
 from labtest.registry import capabilities_of, open_driver
-from labtest.testbed.model import Testbed
+from labtest.testbed import model
 
 PASSWORD = "Fake-Linux-Host-Pass-7f3a"
 PERFTEST = ("ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_write_lat", "ib_send_lat")
@@ -79,6 +79,7 @@ class Proc:
     port: int
     log: str
     polls: int = 0
+    ps_calls: int = 0
 
 
 @dataclass
@@ -151,7 +152,10 @@ class FakeLinux:
 
     def ps_pid(self, pid: str) -> CliReply:
         proc = self.procs.get(int(pid))
-        return CliReply(proc.tool[:15] + "\n") if proc else CliReply("", 1)
+        if proc is None:
+            return CliReply("", 1)
+        proc.ps_calls += 1  # the first look catches stdbuf before it has exec'd the tool
+        return CliReply(("stdbuf" if proc.ps_calls == 1 else proc.tool[:15]) + "\n")
 
     def ps_all(self) -> CliReply:
         rows = "".join(f"{pid:>7} {p.tool[:15]}\n" for pid, p in sorted(self.procs.items()))
@@ -189,7 +193,9 @@ class FakeLinux:
         )
         if proc is None:
             return CliReply(
-                "", 1, f"Couldn't connect to {address}:{port}\n Unable to init the socket connection\n"
+                "",
+                1,
+                f"Couldn't connect to {address}:{port}\n Unable to init the socket connection\n",
             )
         latency = tool.endswith("_lat")
         text = self.sample(
@@ -220,6 +226,9 @@ class FakeLinux:
         return CliReply(text)
 
     # --- inventory and counters ------------------------------------------------
+
+    def ip_link(self) -> CliReply:
+        return CliReply(self.sample("ip_link/netplan_status_fixture_ip_d_j_addr.txt"))
 
     def rdma_link(self) -> CliReply:
         # the rdma link sample is from another ConnectX host: name its first port like
@@ -274,7 +283,7 @@ class FakeLinux:
         (r"cat (\S+)", cat),
         (r"rm -f (\S+)", rm),
         (rf"((?:{'|'.join(PERFTEST)})) (.*) (\S+)", client),
-        (r"ip -j link", lambda self: CliReply(self.sample("ip_link/netplan_status_fixture_ip_d_j_addr.txt"))),
+        (r"ip -j link", ip_link),
         (r"rdma link show", rdma_link),
         (r"ibv_devinfo -v", ibv_devinfo),
         (r"grep -H \. (\S+)/\*", gid_types),
@@ -338,7 +347,7 @@ def make_lab(tmp_path: Path, sample: Callable[[str], str]) -> Iterator[Callable[
                 },
                 "vars": {**base, "server_start_timeout_s": 2, "netdev": "ens6f0np0", **extra},
             }
-        testbed = Testbed.model_validate({"name": "fake-lab", "devices": devices})
+        testbed = model.Testbed.model_validate({"name": "fake-lab", "devices": devices})
         hosts = [open_driver(name, testbed) for name in devices]
         drivers.extend(hosts)
         return Lab(hosts, fakes)
@@ -359,7 +368,8 @@ def test_registered_driver_offers_every_host_capability(make_lab):
     assert type(host) is LinuxHost
     for protocol in (RdmaDevices, NicCounters, ModuleDom, PerftestCapability, Collectives):
         assert isinstance(host, protocol), protocol
-    assert {"RdmaDevices", "NicCounters", "ModuleDom", "Perftest"} <= set(capabilities_of(LinuxHost))
+    offered = set(capabilities_of(LinuxHost))
+    assert {"RdmaDevices", "NicCounters", "ModuleDom", "Perftest", "Collectives"} <= offered
 
 
 def test_rdma_devices_merge_devinfo_link_and_pick_the_roce_v2_gid(make_lab):
@@ -560,6 +570,7 @@ def test_session_dropped_mid_run_is_a_protocol_error_and_the_server_is_stopped(m
         lab.hosts[0].run_bandwidth(lab.hosts[1])
     assert time.monotonic() - start < 5
     assert info.value.device == "h1"
+    lab.fakes[0].ssh.mode = "normal"  # h1 comes back; the driver reconnects
     assert lab.fakes[1].procs == {} and any(c.startswith("kill ") for c in lab.fakes[1].commands)
     _assert_no_server_left(lab)
 
@@ -576,7 +587,9 @@ def test_missing_perftest_is_named_before_anything_starts(make_lab):
 
 
 def test_all_reduce_across_hosts_with_the_corruption_gate(make_lab):
-    lab = make_lab({"mpi_host": "gpu-a", "mpirun_args": ["--allow-run-as-root"]}, {"mpi_host": "gpu-b"})
+    lab = make_lab(
+        {"mpi_host": "gpu-a", "mpirun_args": ["--allow-run-as-root"]}, {"mpi_host": "gpu-b"}
+    )
     result = lab.hosts[0].run_collective(
         lab.hosts, gpus_per_host=4, max_bytes=2**30, extra_env={"NCCL_TESTS_SPLIT": "MOD 4"}
     )

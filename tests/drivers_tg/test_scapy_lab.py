@@ -122,27 +122,29 @@ def test_50_ms_outage_is_measured_within_2_ms(
 ) -> None:
     """Take the switch port towards p2 down for 50 ms in the middle of a 10k pps flow.
 
-    An attempt whose outage the injector itself could not time (the machine
-    was too busy to wake it within 1 ms) is repeated: that is the lab's
-    error, not the generator's.
+    An attempt is repeated (at most twice) when the lab could not hold its
+    own timing: the injector woke more than 1 ms late, or the sender fell
+    more than 1 ms behind its schedule (the host was busy; the generator
+    reports this as ``tx_max_lag_us``). Both are the host's error, not a
+    measurement error, and both are visible in the recorded properties.
     """
     tg.set_config(TrafficConfig(ports=PORTS, flows=[udp_flow("f", 5001, 10_000, duration_s=2.0)]))
-    for _attempt in range(3):
+    for attempt in range(1, 4):
         window = _run_with_outage(tg, tg_lab, down_ms=50.0)
         injected_ms = (window["up_done"] - window["down_sent"]) / 1e6
-        if injected_ms <= 51.0:
+        (m,) = tg.metrics()
+        if injected_ms <= 51.0 and (m.tx_max_lag_us or 0) <= 1000:
             break
-    else:
-        pytest.fail(f"could not inject a 50 ms outage (last one lasted {injected_ms:.2f} ms)")
-    (m,) = tg.metrics()
+    record_property("attempts", attempt)
+    record_property("injected_outage_ms", injected_ms)
+    record_property("tx_max_lag_us", m.tx_max_lag_us)
     record_property("loss_duration_ms", m.loss_duration_ms)
     record_property("longest_outage_ms", m.longest_outage_ms)
-    record_property("injected_outage_ms", injected_ms)
     assert m.rx_count_method == "signature"
     assert m.outages == 1
     assert m.loss_frames == m.longest_gap_frames
-    assert m.loss_duration_ms == pytest.approx(50.0, abs=2.0)
     assert m.longest_outage_ms == pytest.approx(50.0, abs=2.0)
+    assert m.loss_duration_ms == pytest.approx(50.0, abs=2.0)
 
 
 def _run_with_outage(tg: ScapyTrafficGenerator, lab: TgLab, down_ms: float) -> dict[str, int]:

@@ -31,7 +31,7 @@ def inject(m: TrafficModel, kind: str, target: str = "", **params: Any) -> Any:
     return CATALOGUE[kind].effect(fabric, target, parse_params(kind, params))  # type: ignore[arg-type]
 
 
-def incast(m: TrafficModel, seconds: float = 0.004) -> dict[str, int]:
+def incast(m: TrafficModel, seconds: float = 0.002) -> dict[str, int]:
     for h in range(2, 9):
         m.start_roce(f"host{h}", "host1", duration_s=seconds)
     m.advance(seconds + 0.001)
@@ -70,11 +70,17 @@ def test_pfc_disabled_turns_incast_lossy() -> None:
 
 def test_ecn_disabled_leaves_the_work_to_pfc() -> None:
     healthy, _ = lab()
-    faulty, _ = lab()
-    inject(faulty, "ecn_disabled", "leaf1")
-    good, bad = incast(healthy), incast(faulty)
+    at_leaf, _ = lab()
+    everywhere, _ = lab()
+    inject(at_leaf, "ecn_disabled", "leaf1")
+    for sw in everywhere.topo.switches():
+        inject(everywhere, "ecn_disabled", sw)
+    good, leaf, bad = incast(healthy), incast(at_leaf), incast(everywhere)
     assert good["cnps"] > 0 and good["pauses"] == 0
-    assert bad["cnps"] == 0 and bad["pauses"] > 0
+    # the bottleneck no longer marks: PFC backs the queue up into the spines
+    assert at_leaf.port_counters("leaf1:Ethernet16").queues[3].ecn_marked_packets == 0
+    assert leaf["pauses"] > 0
+    assert bad["cnps"] == 0 and bad["pauses"] > 0 and bad["drops"] == 0
     receiver_off, _ = lab()
     inject(receiver_off, "ecn_disabled", "host1")  # the NIC no longer answers CE with CNPs
     assert incast(receiver_off)["cnps"] == 0
@@ -106,13 +112,16 @@ def test_pfc_storm_is_caught_by_the_watchdog_and_victims_recover() -> None:
     undo = inject(m, "pfc_storm", "host1", priority=3)
     assert delivered_gbps(m, victim, 0.2) < 10  # head-of-line blocked behind the storm
     m.advance(0.3)
-    stats = {s.endpoint: s for s in m.pfcwd_stats("leaf1")}
-    assert stats["leaf1:Ethernet16"].storm_detected == 1
+    assert watchdog(m, "leaf1:Ethernet16").storm_detected == 1
     assert delivered_gbps(m, victim, 0.2) > 150  # flows again once the queue drops
     undo()
     m.advance(0.5)
-    assert m.pfcwd_stats("leaf1")[0].storm_restored + sum(
-        s.storm_restored for s in m.pfcwd_stats("leaf1")) >= 1
+    assert watchdog(m, "leaf1:Ethernet16").storm_restored == 1
+
+
+def watchdog(m: TrafficModel, endpoint: str, priority: int = 3) -> Any:
+    device = endpoint.split(":")[0]
+    return next(s for s in m.pfcwd_stats(device) if (s.endpoint, s.priority) == (endpoint, priority))
 
 
 def test_pfcwd_disabled_lets_a_storm_spread_upstream() -> None:

@@ -95,6 +95,7 @@ class FluidNet:
         self._content: dict[tuple[int, int], float] = {}
         self._dcqcn_state: dict[int, tuple[float, float, float, bool, float]] = {}
         self._built = False
+        self._t = self._watch_t = 0.0
         self.build([])
 
     # --- configuration -----------------------------------------------------
@@ -220,13 +221,14 @@ class FluidNet:
         self.f_src = np.array([f.src for f in fl], dtype=np.int64)
         self.f_dst = np.array([f.dst for f in fl], dtype=np.int64)
         self.f_left = np.array([(f.max_frames - f.tx_frames) * f.wire_bytes for f in fl])
+        self.any_left = bool(np.isfinite(self.f_left).any())
         self.seg_wire = self.f_wire[self.seg_flow]
         self.seg_frame = self.f_frame[self.seg_flow]
         self._restore_dcqcn()
         self.fc = np.zeros((n, 6))  # tx, rx, drop bytes; CE frames; latency x frames; ooo
         self.lat_min = np.full(n, np.inf)
         self.lat_max = np.zeros(n)
-        self._index()
+        self._index(now_s)
         self._refresh()
         self._built = True
 
@@ -265,7 +267,7 @@ class FluidNet:
         self._cnp_next = math.inf
         self._cc_dt = 0.0
 
-    def _index(self) -> None:
+    def _index(self, now_s: float) -> None:
         """Compact indices of the queues, ports and PGs the flows use, and the watched queues."""
         S, n = len(self.seg_flow), len(self.flows)
         self.qs, self.sq = np.unique(self.seg_q, return_inverse=True)
@@ -282,7 +284,7 @@ class FluidNet:
         self.gw = np.searchsorted(self.ws, self.peer_q[self.gs])
         self.f_nic = self.sp[self.f_first]
         self.g_xoff = self.xoff_state[self.gs].copy()
-        self._load_watch()
+        self._load_watch(now_s)
         self.acc_out = np.zeros(S)
         self.acc_lost = np.zeros(S)
         self.acc_in_drop = np.zeros(S)
@@ -300,9 +302,10 @@ class FluidNet:
         self.acc_cnp_handled = np.zeros(n)
         self._tick = 0
 
-    def _load_watch(self) -> None:
+    def _load_watch(self, t: float) -> None:
         self.w_paused_since = self.paused_since[self.ws].copy()
         self.w_unpaused_since = self.unpaused_since[self.ws].copy()
+        self._watch_t = self._t = t
 
     def _refresh(self) -> None:
         """Per-segment flags that change only with configuration or the watchdog."""
@@ -337,6 +340,8 @@ class FluidNet:
         self.w_ext_frames = self.ext_frames[ws]
         self.w_obey = (self.honor_q[ws] & ~(self.wd_storm[ws] & (self.wd_mode[ws] != 2))).astype(float)
         self.w_raw = self._watched_pause()
+        self.w_lo = self.w_raw.copy()
+        self.w_hi = self.w_raw.copy()
         self.qw = np.searchsorted(ws, self.qs)
         self.q_cap = self.cap[self.qs // PRIORITIES]
         self.any_partial = bool(((self.w_ext > 0) & (self.w_ext < 1)).any())
@@ -404,6 +409,8 @@ class FluidNet:
         self.fc[:, 2] += np.bincount(self.seg_flow, seg_drop, minlength=n) + self.acc_rxdrop
         self.fc[:, 3] += self.acc_ce
         self.fc[:, 4] += self.acc_lat
+        if self._t > self._watch_t:
+            self._watch(self._t)
         self.xoff_state[self.gs] = self.g_xoff
         self.paused_since[self.ws] = self.w_paused_since
         self.unpaused_since[self.ws] = self.w_unpaused_since
@@ -460,7 +467,9 @@ class FluidNet:
 
         # 1. senders inject, limited by room in the NIC (a paused NIC just sends less)
         nP = len(self.ps)
-        want = np.minimum(self.rc * self.f_on * dt, np.maximum(self.f_left, 0.0))
+        want = self.rc * self.f_on * dt
+        if self.any_left:
+            want = np.minimum(want, np.maximum(self.f_left, 0.0))
         held = np.bincount(self.f_nic, content[self.f_first], minlength=nP)
         asked = np.bincount(self.f_nic, want, minlength=nP)
         room = np.maximum(2.0 * self.cap_c * dt - held, 0.0)
@@ -488,7 +497,7 @@ class FluidNet:
                 self.acc_lossy += drop
                 qb = np.minimum(qb, self.q_limit)
         nG = len(self.gs)
-        if self.any_pfc:
+        if self.any_pfc and self.g_xoff.any():  # only a paused PG can outrun its headroom
             gb = np.bincount(self.sg, content, minlength=nG + 1)[:nG]
             over = (gb - self.g_limit) * self.g_pfc
             if (over > 0).any():
@@ -538,10 +547,9 @@ class FluidNet:
             got = got - rd
         self.acc_rx += got
         ce = None
-        if p_seg is not None:  # a frame is CE if any hop marked it: 1 - prod(1 - p)
-            clean = np.bincount(self.seg_flow, np.log1p(-np.minimum(p_seg, 1 - 1e-12)),
-                                minlength=n)
-            ce = got / self.f_wire * -np.expm1(clean)
+        if p_seg is not None:  # CE if any hop marked it: min(1, sum p), exact for one hop
+            marked = np.minimum(np.bincount(self.seg_flow, p_seg, minlength=n), 1.0)
+            ce = got / self.f_wire * marked
             self.acc_ce += ce
         self._tick += 1
         if self._tick % 4 == 0 and n:  # latency sampled every fourth slice
@@ -559,21 +567,41 @@ class FluidNet:
             gb = np.bincount(self.sg, content, minlength=nG + 1)[:nG]
             was = self.g_xoff
             off = np.where(was, gb > self.g_xon_b, gb >= self.g_xoff_b) & self.g_pfc
-            self.acc_gframes += (off != was) + off * (dt * self.g_rate)
+            edges = off != was
+            self.acc_gframes += edges + off * (dt * self.g_rate)
             self.g_xoff = off
+            if edges.any():
+                self.w_raw = self._watched_pause()
 
         # 8. DCQCN at the receivers (CNPs) and the senders (rate)
         t = now_s + dt
         if self.f_dcqcn.any():
             self._dcqcn(t, ce, inj)
 
-        # 9. how long each watched queue has been (un)paused, for the watchdog
-        self.w_raw = raw = self._watched_pause()
-        paused = raw >= 1.0 - 1e-9
-        self.w_paused_since = np.where(paused, np.fmin(self.w_paused_since, t), np.nan)
-        self.w_unpaused_since = np.where(paused, np.nan, np.fmin(self.w_unpaused_since, t))
+        # 9. the watchdog's view: lowest and highest pause seen since the last look
+        np.minimum(self.w_lo, self.w_raw, out=self.w_lo)
+        np.maximum(self.w_hi, self.w_raw, out=self.w_hi)
         self.acc_time += dt
         self.content = content
+        self._t = t
+        if self._tick % CC_EVERY == 0:
+            self._watch(t)
+
+    def _watch(self, t: float) -> None:
+        """Since when each watched queue has been paused (or free) without a break."""
+        start = self._watch_t
+        always = self.w_lo >= 1.0 - 1e-9
+        never = self.w_hi < 1.0 - 1e-9
+        now = self.w_raw >= 1.0 - 1e-9
+        self.w_paused_since = np.where(
+            always, np.fmin(self.w_paused_since, start), np.where(now, t, np.nan)
+        )
+        self.w_unpaused_since = np.where(
+            never, np.fmin(self.w_unpaused_since, start), np.where(now, np.nan, t)
+        )
+        self.w_lo = self.w_raw.copy()
+        self.w_hi = self.w_raw.copy()
+        self._watch_t = t
 
     def _dcqcn(self, t: float, ce: np.ndarray | None, inj: np.ndarray) -> None:
         dc = self.dc
@@ -678,6 +706,10 @@ class FluidNet:
             delta = self.snapshot() - s0
             if stop >= end - 1e-12:
                 return t - t0, None
+            if self.queued_bytes() < 1.0 and not self.xoff_state.any():
+                quiet = self.quiet_rates(t)  # drained: the rest is closed form
+                if quiet is not None:
+                    return t - t0, quiet
             flows = delta[len(self.ctr.vec):].reshape(-1, 6)[:, :3].ravel()
             rates = delta / (t - start)
             per_flow = rates[len(self.ctr.vec):].reshape(-1, 6)
@@ -755,7 +787,7 @@ class FluidNet:
         self.rt = self.f_max.copy()
         self.paused_since[:] = np.nan
         self.unpaused_since = np.fmin(self.unpaused_since, now_s)
-        self._load_watch()
+        self._load_watch(now_s)
         self.steady_paused[:] = False
         self.steady_unpaused[:] = True
         return rates
@@ -782,7 +814,7 @@ class FluidNet:
         self.unpaused_since = np.where(
             self.steady_unpaused, self.unpaused_since, np.where(paused_now, np.nan, t_end)
         )
-        self._load_watch()
+        self._load_watch(t_end)
 
     def completion_s(self, rates: np.ndarray) -> float:
         """Seconds until the first fixed-size flow has sent its last frame."""

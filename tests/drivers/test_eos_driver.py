@@ -1,0 +1,197 @@
+"""Arista EOS driver end to end: SSH to a server answering with real published EOS outputs."""
+
+from __future__ import annotations
+
+import copy
+import time
+
+import pytest
+from driver_harness import Script, eos_unknown, lab, opened, replay_testbed
+from switch_samples import sample
+
+from labtest import connect
+from labtest.capabilities.switch import (
+    ConfigSnapshot,
+    Fec,
+    Interfaces,
+    Lldp,
+    PfcQueues,
+    PortAdmin,
+    Prbs,
+    Reboot,
+    SwitchFacts,
+    Transceivers,
+)
+from labtest.errors import CommandNotSupported, ParseError, PermissionDenied, TransportTimeout
+from labtest.transports.replay import ReplayMissing
+
+VERSION = sample("eos", "show_version_json__veoslab_4_33")  # "uptime": 11635.67
+
+
+def eos_script(**options) -> Script:
+    replies = {
+        "show version | json": VERSION,
+        "show interfaces status | json": sample("eos", "show_interfaces_status_json__veoslab_4_33"),
+        "show interfaces | json": sample("eos", "show_interfaces_json__veoslab_4_33"),
+        "show interfaces transceiver detail | json": sample(
+            "eos", "show_interfaces_transceiver_detail_json__dwdm_ethernet5_2"
+        ),
+        "show lldp neighbors detail | json": sample(
+            "eos", "show_lldp_neighbors_detail_json__napalm_normal"
+        ),
+    }
+    return Script(replies, eos_unknown, prompt="sw1#", config_enter="configure", **options)
+
+
+@pytest.fixture
+def script() -> Script:
+    return eos_script()
+
+
+@pytest.fixture
+def eos(script, tmp_path):
+    with lab(script, "eos", tmp_path) as (_server, testbed), opened(testbed) as driver:
+        yield driver
+
+
+def test_capabilities_offered_and_left_out(eos):
+    offered = [SwitchFacts, Interfaces, Transceivers, Lldp, PortAdmin, ConfigSnapshot, Reboot]
+    assert all(isinstance(eos, c) for c in offered)
+    assert not any(isinstance(eos, c) for c in (PfcQueues, Fec, Prbs))
+
+
+def test_reads_from_json(eos):
+    facts = eos.facts()
+    assert (facts.vendor, facts.model, facts.os_version) == ("Arista", "vEOS-lab", "4.33.2F")
+    assert facts.serial == "5F6BC4D03506543E211EA99D4FE27DC7"
+    status = eos.interfaces()
+    assert status["Ethernet1"].admin_up and not status["Ethernet1"].oper_up
+    assert status["Management1"].state == "connected"
+    counters = eos.counters()
+    assert counters["Management1"].rx_packets == 3321 + 0 + 813
+    assert counters["Management1"].tx_octets == 7_886_286
+    optic = eos.transceivers()["Ethernet5/2"]
+    assert optic.serial == "SMD5309.1" and optic.lanes[0].rx_power_dbm == pytest.approx(-0.53)
+    assert optic.thresholds["tx_power_dbm"].high_alarm == 5.0
+    lldp = eos.lldp_neighbors()
+    assert lldp["Ethernet8"].remote_system == "78m3"
+    assert lldp["Ethernet8"].remote_mgmt_address == "192.168.8.21"
+
+
+def test_port_admin_goes_through_one_config_session(eos, script):
+    eos.set_admin("Ethernet1", False)
+    eos.set_admin("Ethernet1", True)
+    assert script.log == [
+        "configure",
+        "interface Ethernet1",
+        "shutdown",
+        "end",
+        "configure",
+        "interface Ethernet1",
+        "no shutdown",
+        "end",
+    ]
+
+
+def test_config_line_the_device_refuses_is_command_not_supported(tmp_path):
+    script = eos_script(config_lines=r"shutdown|no shutdown")  # no "interface ..." accepted
+    with lab(script, "eos", tmp_path) as (_s, testbed), opened(testbed) as eos:
+        with pytest.raises(CommandNotSupported, match="interface Ethernet99") as info:
+            eos.set_admin("Ethernet99", False)
+    assert "% Invalid input" in info.value.raw
+
+
+def test_snapshot_restore_with_configure_replace(tmp_path):
+    state = {"shutdown": set(), "files": {}}
+
+    def running(_):
+        lines = ["! Command: show running-config", "! device: sw1 (vEOS-lab, EOS-4.33.2F)", "!"]
+        for port in ("Ethernet1", "Ethernet2"):
+            lines += [f"interface {port}"] + (["   shutdown"] if port in state["shutdown"] else [])
+            lines.append("!")
+        return "\n".join([*lines, "end"]) + "\n"
+
+    def on_config(interface, line):
+        (state["shutdown"].add if line == "shutdown" else state["shutdown"].discard)(interface)
+
+    def copy_to(m):
+        state["files"][m.group(1)] = copy.deepcopy(state["shutdown"])
+        return "Copy completed successfully.\n"
+
+    def replace(m):
+        state["shutdown"] = copy.deepcopy(state["files"][m.group(1)])
+        return ""
+
+    script = eos_script(
+        on_config=on_config,
+        patterns={
+            r"copy running-config flash:(labtest-[\w-]+)\.cfg": copy_to,
+            r"configure replace flash:(labtest-[\w-]+)\.cfg": replace,
+        },
+    )
+    script.replies["show running-config"] = running
+    with lab(script, "eos", tmp_path) as (_s, testbed), opened(testbed) as eos:
+        before = eos.running_config()
+        token = eos.snapshot()
+        eos.set_admin("Ethernet2", False)
+        changed = eos.running_config()
+        eos.restore(token)
+        after = eos.running_config()
+    assert "interface Ethernet2\n   shutdown" in changed
+    assert after == before
+    assert f"configure replace flash:{token}.cfg" in script.log
+
+
+def test_reboot_waits_for_uptime_to_go_back(script, tmp_path):
+    booted = []
+    script.replies["show version | json"] = lambda _: (
+        VERSION.replace("11635.67", "42.0") if booted else VERSION
+    )
+    script.replies["reload now"] = lambda _: booted.append(True) or ""
+    with lab(script, "eos", tmp_path, vars={"reboot_poll_s": 0.05}) as (_s, testbed):
+        with opened(testbed) as eos:
+            eos.reboot(timeout_s=5)
+    assert script.log == ["show version | json", "reload now", "show version | json"]
+
+
+def test_errors_are_typed(script, tmp_path):
+    script.replies["show interfaces | json"] = '{"interfaces": {"Ethernet1": {"inOctets": "x"}}'
+    script.replies["show running-config"] = "% Authorization denied for command 'show running-config'\n"
+    with lab(script, "eos", tmp_path) as (_s, testbed), opened(testbed) as eos:
+        with pytest.raises(CommandNotSupported):
+            eos.restore("labtest-20250101T000000Z-abcdef")  # "configure replace" unknown here
+        with pytest.raises(PermissionDenied):
+            eos.running_config()
+        with pytest.raises(ParseError) as info:
+            eos.counters()
+    assert info.value.device == "sw1" and '"inOctets": "x"' in info.value.raw
+
+
+def test_silent_device_times_out_bounded(script, tmp_path):
+    with lab(script, "eos", tmp_path, mode="silent", command_timeout_s=1.0) as (_s, testbed):
+        with opened(testbed) as eos:
+            start = time.monotonic()
+            with pytest.raises(TransportTimeout):
+                eos.interfaces()
+            assert time.monotonic() - start < 4
+
+
+def test_record_then_replay_including_the_config_session(script, tmp_path):
+    record_dir = tmp_path / "rec"
+    connect.set_record_dir(record_dir)
+    try:
+        with lab(script, "eos", tmp_path) as (_s, testbed), opened(testbed) as eos:
+            live = (eos.facts(), eos.interfaces(), eos.transceivers(), eos.lldp_neighbors())
+            eos.set_admin("Ethernet1", False)
+    finally:
+        connect.set_record_dir(None)
+    with opened(replay_testbed("eos", record_dir / "sw1.jsonl")) as replayed:
+        assert (
+            replayed.facts(),
+            replayed.interfaces(),
+            replayed.transceivers(),
+            replayed.lldp_neighbors(),
+        ) == live
+        replayed.set_admin("Ethernet1", False)  # each config line answers from the recording
+        with pytest.raises(ReplayMissing, match="show interfaces \\| json"):
+            replayed.counters()
