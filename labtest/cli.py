@@ -44,7 +44,7 @@ def _testbed_check(args: argparse.Namespace) -> int:
     print(f"  devices: {len(tb.devices)}")
     for role, n in sorted(roles.items()):
         names = ", ".join(sorted(tb.by_role(role)))
-        print(f"    {role:<12} {n:>3}  {names}")
+        print(f"    {role:<15} {n:>3}  {names}")
     kinds = Counter(f"{lk.speed_gbps:g}G {lk.optic or ''}".strip() for lk in tb.links)
     print(f"  links: {len(tb.links)}  ({_counted(kinds)})" if kinds else "  links: 0")
     transports = Counter(t for d in tb.devices.values() for t in d.transports)

@@ -10,6 +10,8 @@ counters for the frame count and says so.
 from __future__ import annotations
 
 import errno
+import logging
+import os
 import socket
 import struct
 import threading
@@ -30,6 +32,32 @@ RCVBUF_BYTES = 32 << 20  # absorbs ~250k small frames while Python catches up
 POLL_S = 0.05  # how often an idle receiver checks whether it should stop
 GAP_SEARCH = 64  # how many recent gaps a late frame is matched against
 _TIMESPEC = struct.Struct("@qq")
+RT_PRIORITY = 10  # SCHED_FIFO priority of the traffic threads, when permitted
+NICE = -10  # else their nice level
+
+log = logging.getLogger("labtest.drivers.tg.scapy")
+
+
+def raise_priority() -> None:
+    """Ask the scheduler to run this traffic thread as soon as it wakes (needs root).
+
+    A sender that waits for a CPU sends late and then in a burst, which moves
+    frames across the edges of an outage; so does a sender waiting for the
+    GIL held by a receiver that was preempted. A low real-time priority
+    (FIFO 10) for both keeps the sender on schedule on a busy host; the
+    kernel's real-time throttling still leaves 5 % of a CPU to everything
+    else if a thread never sleeps. Without the privilege, a higher nice
+    level; failing that, carry on.
+    """
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(RT_PRIORITY))
+        return
+    except OSError:
+        pass
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
+    except OSError:
+        log.debug("cannot raise the priority of the traffic threads: timing may jitter")
 
 
 @dataclass
@@ -182,6 +210,7 @@ class RxPort:
 
     def _run(self) -> None:
         try:
+            raise_priority()  # a receiver preempted while it holds the GIL stalls the sender
             self._loop()
         except BaseException as exc:  # handed to the driver, which raises it
             self.error = exc

@@ -21,7 +21,6 @@ import errno
 import gc
 import heapq
 import logging
-import os
 import socket
 import sys
 import threading
@@ -30,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from drivers.tg.frames import FrameTemplate, build_template
-from drivers.tg.receiver import RxFlowStats, RxPort
+from drivers.tg.receiver import RxFlowStats, RxPort, raise_priority
 from labtest import netns as ns
 from labtest.capabilities.traffic import (
     MAX_PAUSE_QUANTA,
@@ -52,8 +51,6 @@ SNDBUF_BYTES = 4 << 20
 MAX_BURST = 256  # frames sent back to back before the clock is read again
 SETTLE_S = 0.05  # receivers idle this long = everything in flight has arrived
 DRAIN_TIMEOUT_S = 2.0
-SENDER_RT_PRIORITY = 10  # SCHED_FIFO priority of the sender threads, when permitted
-SENDER_NICE = -10  # else their nice level
 SWITCH_INTERVAL_S = 0.0005  # GIL hand-over while traffic runs (Python's default: 5 ms)
 
 
@@ -103,7 +100,7 @@ class _PortSender:
 
     def _run(self) -> None:
         try:
-            _raise_priority()
+            raise_priority()
             self._loop()
         except BaseException as exc:  # handed to the driver, which raises it
             self.error = exc
@@ -143,26 +140,6 @@ class _PortSender:
                 heapq.heappop(due)
             else:
                 heapq.heapreplace(due, (stream.sent / stream.rate_pps, index))
-
-
-def _raise_priority() -> None:
-    """Ask the scheduler to run this sender thread as soon as it wakes (needs root).
-
-    A sender that waits for a CPU sends late and then in a burst, which moves
-    frames across the edges of an outage. A low real-time priority (FIFO 10)
-    keeps it on schedule on a busy host; the kernel's real-time throttling
-    still leaves 5 % of a CPU to everything else if a sender never sleeps.
-    Without the privilege, a higher nice level; failing that, carry on.
-    """
-    try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(SENDER_RT_PRIORITY))
-        return
-    except OSError:
-        pass
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), SENDER_NICE)
-    except OSError:
-        log.debug("cannot raise the sender's priority (not root?): timing may jitter")
 
 
 class _ScapyPfcStorm(PfcStorm):

@@ -14,6 +14,7 @@ Every pyvisa failure becomes a typed error that names the device.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -189,6 +190,7 @@ class VisaTransport:
             inst.close()
             reason = os.strerror(refused)
             raise ConnectionRefused(self.device, f"{s.resource}: cannot connect: {reason}")
+        _nodelay(inst)
         log.debug("[%s] opened %s (%s)", self.device, s.resource, s.backend)
         self._inst = inst
         return inst
@@ -281,3 +283,13 @@ def _peer_closed(inst: Any) -> bool:
         return False
     except OSError:
         return True
+
+
+def _nodelay(inst: Any) -> None:
+    """TCP_NODELAY on raw sockets: without it each setting's SYST:ERR? check waits
+    ~40 ms for a delayed ACK (measured 45 ms vs 1 ms per setting). The VISA spec
+    makes NODELAY the default; pyvisa-py leaves it off."""
+    if not str(getattr(inst, "resource_name", "")).upper().endswith("::SOCKET"):
+        return
+    with contextlib.suppress(Exception):  # a backend without the attribute keeps its default
+        inst.set_visa_attribute(pyvisa.constants.VI_ATTR_TCPIP_NODELAY, True)

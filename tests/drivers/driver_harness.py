@@ -152,9 +152,7 @@ def testbed_for(
         timeout_s=2.0,
         command_timeout_s=command_timeout_s,
     )
-    device = Device(
-        role="leaf", driver=driver, address="127.0.0.1", ssh=ssh, vars=vars or {}
-    )
+    device = Device(role="leaf", driver=driver, address="127.0.0.1", ssh=ssh, vars=vars or {})
     return Testbed(name="drivers", devices={name: device})
 
 
@@ -172,3 +170,10 @@ def opened(testbed: Testbed, name: str = "sw1") -> Iterator[Any]:
         yield driver
     finally:
         driver.close()
+
+
+@contextlib.contextmanager
+def driver_on(script: Script, driver: str, tmp_path: Path, **options: Any) -> Iterator[Any]:
+    """``lab()`` and ``opened()`` in one: the driver of a device played by ``script``."""
+    with lab(script, driver, tmp_path, **options) as (_server, testbed), opened(testbed) as d:
+        yield d

@@ -6,7 +6,7 @@ import copy
 import time
 
 import pytest
-from driver_harness import Script, eos_unknown, lab, opened, replay_testbed
+from driver_harness import Script, driver_on, eos_unknown, lab, opened, replay_testbed
 from switch_samples import sample
 
 from labtest import connect
@@ -95,9 +95,11 @@ def test_port_admin_goes_through_one_config_session(eos, script):
 
 def test_config_line_the_device_refuses_is_command_not_supported(tmp_path):
     script = eos_script(config_lines=r"shutdown|no shutdown")  # no "interface ..." accepted
-    with lab(script, "eos", tmp_path) as (_s, testbed), opened(testbed) as eos:
-        with pytest.raises(CommandNotSupported, match="interface Ethernet99") as info:
-            eos.set_admin("Ethernet99", False)
+    with (
+        driver_on(script, "eos", tmp_path) as eos,
+        pytest.raises(CommandNotSupported, match="interface Ethernet99") as info,
+    ):
+        eos.set_admin("Ethernet99", False)
     assert "% Invalid input" in info.value.raw
 
 
@@ -148,16 +150,17 @@ def test_reboot_waits_for_uptime_to_go_back(script, tmp_path):
         VERSION.replace("11635.67", "42.0") if booted else VERSION
     )
     script.replies["reload now"] = lambda _: booted.append(True) or ""
-    with lab(script, "eos", tmp_path, vars={"reboot_poll_s": 0.05}) as (_s, testbed):
-        with opened(testbed) as eos:
-            eos.reboot(timeout_s=5)
+    with driver_on(script, "eos", tmp_path, vars={"reboot_poll_s": 0.05}) as eos:
+        eos.reboot(timeout_s=5)
     assert script.log == ["show version | json", "reload now", "show version | json"]
 
 
 def test_errors_are_typed(script, tmp_path):
     script.replies["show interfaces | json"] = '{"interfaces": {"Ethernet1": {"inOctets": "x"}}'
-    script.replies["show running-config"] = "% Authorization denied for command 'show running-config'\n"
-    with lab(script, "eos", tmp_path) as (_s, testbed), opened(testbed) as eos:
+    script.replies["show running-config"] = (
+        "% Authorization denied for command 'show running-config'\n"
+    )
+    with driver_on(script, "eos", tmp_path) as eos:
         with pytest.raises(CommandNotSupported):
             eos.restore("labtest-20250101T000000Z-abcdef")  # "configure replace" unknown here
         with pytest.raises(PermissionDenied):
@@ -168,12 +171,11 @@ def test_errors_are_typed(script, tmp_path):
 
 
 def test_silent_device_times_out_bounded(script, tmp_path):
-    with lab(script, "eos", tmp_path, mode="silent", command_timeout_s=1.0) as (_s, testbed):
-        with opened(testbed) as eos:
-            start = time.monotonic()
-            with pytest.raises(TransportTimeout):
-                eos.interfaces()
-            assert time.monotonic() - start < 4
+    with driver_on(script, "eos", tmp_path, mode="silent", command_timeout_s=1.0) as eos:
+        start = time.monotonic()
+        with pytest.raises(TransportTimeout):
+            eos.interfaces()
+        assert time.monotonic() - start < 4
 
 
 def test_record_then_replay_including_the_config_session(script, tmp_path):

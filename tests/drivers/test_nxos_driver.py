@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from driver_harness import Script, lab, nxos_unknown, opened, replay_testbed
+from driver_harness import Script, driver_on, lab, nxos_unknown, opened, replay_testbed
 from switch_samples import sample
 
 from labtest import connect
@@ -109,8 +109,11 @@ def test_snapshot_is_a_checkpoint_and_restore_a_rollback(script, tmp_path):
         "!Time: {now}\n\nversion 10.4(5) Bios:version 01.11\nhostname N9K-LAB-15\n"
     )
     calls = []
-    script.replies["show running-config"] = lambda _: calls.append(1) or running.format(
-        done=f"Mon Jun 10 21:1{len(calls)}:12 2024", now=f"Mon Jun 10 21:2{len(calls)}:12 2024"
+    script.replies["show running-config"] = lambda _: (
+        calls.append(1)
+        or running.format(
+            done=f"Mon Jun 10 21:1{len(calls)}:12 2024", now=f"Mon Jun 10 21:2{len(calls)}:12 2024"
+        )
     )
     with lab(script, "nxos", tmp_path) as (_s, testbed), opened(testbed) as nxos:
         first, second = nxos.running_config(), nxos.running_config()
@@ -123,7 +126,7 @@ def test_snapshot_is_a_checkpoint_and_restore_a_rollback(script, tmp_path):
 def test_errors_are_typed(script, tmp_path):
     script.replies["show interface status"] = "Port  Nme  Stat\n----\n"
     script.replies["show lldp neighbors"] = CliReply("% Permission denied for the role\n")
-    with lab(script, "nxos", tmp_path) as (_s, testbed), opened(testbed) as nxos:
+    with driver_on(script, "nxos", tmp_path) as nxos:
         with pytest.raises(CommandNotSupported, match="Invalid command"):
             nxos.snapshot()  # this box does not know "checkpoint"
         with pytest.raises(PermissionDenied):
@@ -134,12 +137,11 @@ def test_errors_are_typed(script, tmp_path):
 
 
 def test_silent_device_times_out_bounded(script, tmp_path):
-    with lab(script, "nxos", tmp_path, mode="silent", command_timeout_s=1.0) as (_s, testbed):
-        with opened(testbed) as nxos:
-            start = time.monotonic()
-            with pytest.raises(TransportTimeout):
-                nxos.set_admin("Ethernet1/1", False)  # the shell never shows a prompt
-            assert time.monotonic() - start < 4
+    with driver_on(script, "nxos", tmp_path, mode="silent", command_timeout_s=1.0) as nxos:
+        start = time.monotonic()
+        with pytest.raises(TransportTimeout):
+            nxos.set_admin("Ethernet1/1", False)  # the shell never shows a prompt
+        assert time.monotonic() - start < 4
 
 
 def test_record_then_replay(script, tmp_path):

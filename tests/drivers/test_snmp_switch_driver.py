@@ -20,7 +20,7 @@ from labtest.capabilities.switch import Interfaces, Lldp, PortAdmin, SwitchFacts
 from labtest.emulation.snmpagent import Counter64, DictMib, Gauge32, ObjectIdentifier, SnmpAgent
 from labtest.emulation.snmpagent import TimeTicks as Ticks
 from labtest.errors import ParseError, TransportTimeout
-from labtest.testbed.model import Device, SnmpSettings, Testbed
+from labtest.testbed import model
 from labtest.transports.replay import ReplayMissing
 
 COMMUNITY = "drv-snmp-Secret-3"
@@ -113,11 +113,26 @@ def eos_like_mib(with_entity: bool = True) -> DictMib:
     )
     if with_entity:
         values |= (
-            entity(1, "64-port switch chassis", 0, 3, SerialNum="JPE14030002",
-                   ModelName="DCS-7050SX-64", MfgName="Arista Networks", HardwareRev="11.02")
+            entity(
+                1,
+                "64-port switch chassis",
+                0,
+                3,
+                SerialNum="JPE14030002",
+                ModelName="DCS-7050SX-64",
+                MfgName="Arista Networks",
+                HardwareRev="11.02",
+            )
             | entity(100301000, "Xcvr Slot 1", 1, 5)
-            | entity(100301100, "Xcvr for Ethernet1", 100301000, 5, SerialNum="G1904016438",
-                     ModelName="SFP-10GLR-31", MfgName="Arista Networks")
+            | entity(
+                100301100,
+                "Xcvr for Ethernet1",
+                100301000,
+                5,
+                SerialNum="G1904016438",
+                ModelName="SFP-10GLR-31",
+                MfgName="Arista Networks",
+            )
             | entity(100301201, "DOM Temperature Sensor for Ethernet1", 100301100, 8)
             | entity(100301202, "DOM Voltage Sensor for Ethernet1", 100301100, 8)
             | entity(100301210, "Lane 0 for Xcvr for Ethernet1", 100301100, 9)
@@ -138,8 +153,15 @@ def eos_like_mib(with_entity: bool = True) -> DictMib:
 def sonic_like_mib() -> DictMib:
     values = system("SONiC Software Version: SONiC.202311.1", "1.3.6.1.4.1.8072.3.2.10")
     values |= {"ifName.1": "Ethernet0", "ifDescr.1": "Ethernet0"}
-    values |= entity(1000, "SFP/SFP+/SFP28 for Ethernet0", 1, 10, SerialNum="INKAO2900002A",
-                     ModelName="C-DQ8FNM010-N00", MfgName="INNOLIGHT")
+    values |= entity(
+        1000,
+        "SFP/SFP+/SFP28 for Ethernet0",
+        1,
+        10,
+        SerialNum="INKAO2900002A",
+        ModelName="C-DQ8FNM010-N00",
+        MfgName="INNOLIGHT",
+    )
     values |= entity(1001, "DOM Temperature Sensor for Ethernet0", 1000, 8)
     values |= sensor(1001, 8, 9, 1, 412)
     for lane, rx_uw in ((1, 850), (2, 0)):
@@ -153,10 +175,10 @@ def sonic_like_mib() -> DictMib:
     return DictMib(values)
 
 
-def snmp_testbed(port: int, timeout_s: float = 0.5) -> Testbed:
-    settings = SnmpSettings(port=port, community=COMMUNITY, timeout_s=timeout_s, retries=1)
-    device = Device(role="leaf", driver="snmp-switch", address="127.0.0.1", snmp=settings)
-    return Testbed(name="snmp", devices={"sw1": device})
+def snmp_testbed(port: int, timeout_s: float = 0.5) -> model.Testbed:
+    settings = model.SnmpSettings(port=port, community=COMMUNITY, timeout_s=timeout_s, retries=1)
+    device = model.Device(role="leaf", driver="snmp-switch", address="127.0.0.1", snmp=settings)
+    return model.Testbed(name="snmp", devices={"sw1": device})
 
 
 @pytest.fixture
@@ -188,9 +210,8 @@ def test_facts_from_system_group_and_chassis_entity(switch):
 
 
 def test_facts_without_entity_mib_fall_back_to_the_enterprise_number():
-    with SnmpAgent(eos_like_mib(with_entity=False), community=COMMUNITY) as agent:
-        with opened(snmp_testbed(agent.port)) as switch:
-            facts = switch.facts()
+    with served(eos_like_mib(with_entity=False)) as switch:
+        facts = switch.facts()
     assert (facts.vendor, facts.model, facts.serial) == ("Arista", None, None)
 
 
@@ -235,9 +256,8 @@ def test_transceiver_sensors_eos_layout(switch):
 
 
 def test_transceiver_sensors_sonic_layout():
-    with SnmpAgent(sonic_like_mib(), community=COMMUNITY) as agent:
-        with opened(snmp_testbed(agent.port)) as switch:
-            optic = switch.transceivers()["Ethernet0"]
+    with served(sonic_like_mib()) as switch:
+        optic = switch.transceivers()["Ethernet0"]
     assert optic.vendor == "INNOLIGHT" and optic.temperature_c == pytest.approx(41.2)
     assert [lane.lane for lane in optic.lanes] == [1, 2]
     assert optic.lanes[0].rx_power_dbm == pytest.approx(10 * math.log10(0.85))

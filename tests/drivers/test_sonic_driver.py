@@ -13,6 +13,7 @@ import time
 import pytest
 from driver_harness import (
     Script,
+    driver_on,
     driver_sample,
     lab,
     opened,
@@ -41,9 +42,7 @@ def sonic_replies() -> dict[str, object]:
         "show interfaces counters": sample("sonic", "show_interfaces_counters__cmdref"),
         "show pfc counters": sample("sonic", "show_pfc_counters__pfcstat_test"),
         "show queue counters": sample("sonic", "show_queue_counters__cmdref"),
-        "show queue wredcounters": sample(
-            "sonic", "show_queue_wredcounters__sonic_mgmt_s6100_ecn"
-        ),
+        "show queue wredcounters": sample("sonic", "show_queue_wredcounters__sonic_mgmt_s6100_ecn"),
         "show pfcwd stats": sample("sonic", "pfcwd_stats__pfcwd_test_vectors"),
         "show pfcwd config": sample("sonic", "pfcwd_config__pfcwd_test_vectors_history"),
         "show interfaces counters fec-stats": sample("sonic", "fec_stats__pr4124_ber_flr"),
@@ -88,7 +87,11 @@ def test_driver_offers_every_switch_capability(sonic):
 
 def test_facts_from_show_version(sonic, script):
     facts = sonic.facts()
-    assert (facts.vendor, facts.model, facts.serial) == ("Mellanox", "MSN2700-CS2FO", "MT1822K07815")
+    assert (facts.vendor, facts.model, facts.serial) == (
+        "Mellanox",
+        "MSN2700-CS2FO",
+        "MT1822K07815",
+    )
     assert facts.os_version == "SONiC.HEAD.32-21ea29a"
     assert facts.uptime_s == 180.0
     assert script.log == ["show version"]  # serial and model present: no second command
@@ -193,7 +196,9 @@ def test_port_admin_and_pfc_config_commands(sonic, script):
     sonic.set_admin("Ethernet0", False)
     sonic.set_admin("Ethernet0", True)
     sonic.set_pfc_priority("Ethernet0", 3, False)
-    sonic.pfc_watchdog_start(["Ethernet0", "Ethernet4"], 400, restoration_time_ms=200, action="drop")
+    sonic.pfc_watchdog_start(
+        ["Ethernet0", "Ethernet4"], 400, restoration_time_ms=200, action="drop"
+    )
     sonic.pfc_watchdog_stop()
     assert script.log == [
         "sudo config interface shutdown Ethernet0",
@@ -275,16 +280,15 @@ def config_db_script() -> tuple[Script, dict]:
 
 
 def test_snapshot_restore_brings_back_the_exact_running_config(tmp_path):
-    script, state = config_db_script()
-    with lab(script, "sonic", tmp_path, vars={"reboot_poll_s": 0.05}) as (_s, testbed):
-        with opened(testbed) as sonic:
-            before = sonic.running_config()
-            token = sonic.snapshot()
-            sonic.set_admin("Ethernet0", False)
-            sonic.set_pfc_priority("Ethernet0", 4, False)
-            changed = sonic.running_config()
-            sonic.restore(token)
-            after = sonic.running_config()
+    script, _state = config_db_script()
+    with driver_on(script, "sonic", tmp_path, vars={"reboot_poll_s": 0.05}) as sonic:
+        before = sonic.running_config()
+        token = sonic.snapshot()
+        sonic.set_admin("Ethernet0", False)
+        sonic.set_pfc_priority("Ethernet0", 4, False)
+        changed = sonic.running_config()
+        sonic.restore(token)
+        after = sonic.running_config()
     assert json.loads(changed)["PORT"]["Ethernet0"]["admin_status"] == "down"
     assert json.loads(changed)["PORT_QOS_MAP"]["Ethernet0"]["pfc_enable"] == "3"
     assert after == before
@@ -300,9 +304,8 @@ def test_restore_refuses_a_token_it_did_not_hand_out(sonic, script):
 
 def test_running_config_that_is_not_json_is_a_parse_error(script, tmp_path):
     script.replies["show runningconfiguration all"] = "Error: database is not ready\n"
-    with lab(script, "sonic", tmp_path) as (_s, testbed), opened(testbed) as sonic:
-        with pytest.raises(ParseError) as info:
-            sonic.running_config()
+    with driver_on(script, "sonic", tmp_path) as sonic, pytest.raises(ParseError) as info:
+        sonic.running_config()
     assert info.value.device == "sw1" and "database is not ready" in info.value.raw
 
 
@@ -316,9 +319,8 @@ def test_reboot_returns_when_uptime_went_back(script, tmp_path):
         "up 3 min", "up 1 min" if booted else "up 3 min"
     )
     script.replies["sudo reboot"] = lambda _: booted.append(True) or ""
-    with lab(script, "sonic", tmp_path, vars={"reboot_poll_s": 0.05}) as (_s, testbed):
-        with opened(testbed) as sonic:
-            sonic.reboot(timeout_s=5)
+    with driver_on(script, "sonic", tmp_path, vars={"reboot_poll_s": 0.05}) as sonic:
+        sonic.reboot(timeout_s=5)
     assert script.log == ["show version", "sudo reboot", "show version"]
 
 
@@ -347,11 +349,10 @@ def test_reboot_returns_after_the_device_went_away_and_came_back(script, tmp_pat
 
 def test_reboot_that_never_happens_times_out_bounded(script, tmp_path):
     script.replies["sudo reboot"] = ""
-    with lab(script, "sonic", tmp_path, vars={"reboot_poll_s": 0.05}) as (_s, testbed):
-        with opened(testbed) as sonic:
-            start = time.monotonic()
-            with pytest.raises(TransportTimeout, match="no completed reboot"):
-                sonic.reboot(timeout_s=0.5)
+    with driver_on(script, "sonic", tmp_path, vars={"reboot_poll_s": 0.05}) as sonic:
+        start = time.monotonic()
+        with pytest.raises(TransportTimeout, match="no completed reboot"):
+            sonic.reboot(timeout_s=0.5)
     assert time.monotonic() - start < 3
 
 
@@ -360,9 +361,11 @@ def test_reboot_that_never_happens_times_out_bounded(script, tmp_path):
 
 def test_unknown_command_is_command_not_supported(script, tmp_path):
     del script.replies["show interfaces prbs status -i Ethernet0"]
-    with lab(script, "sonic", tmp_path) as (_s, testbed), opened(testbed) as sonic:
-        with pytest.raises(CommandNotSupported, match="No such command") as info:
-            sonic.prbs_read("Ethernet0")
+    with (
+        driver_on(script, "sonic", tmp_path) as sonic,
+        pytest.raises(CommandNotSupported, match="No such command") as info,
+    ):
+        sonic.prbs_read("Ethernet0")
     assert info.value.device == "sw1" and 'No such command "Ethernet0"' in info.value.raw
 
 
@@ -377,37 +380,36 @@ def test_permission_denied(script, tmp_path, stderr):
     script.replies["sudo config interface shutdown Ethernet0"] = CliReply(
         "", exit_status=1, stderr=stderr
     )
-    with lab(script, "sonic", tmp_path) as (_s, testbed), opened(testbed) as sonic:
-        with pytest.raises(PermissionDenied) as info:
-            sonic.set_admin("Ethernet0", False)
+    with driver_on(script, "sonic", tmp_path) as sonic, pytest.raises(PermissionDenied) as info:
+        sonic.set_admin("Ethernet0", False)
     assert info.value.device == "sw1" and stderr in info.value.raw
 
 
 def test_other_failure_is_command_failed_with_exit_status(script, tmp_path):
     script.replies["sudo pfcwd stop"] = CliReply("", exit_status=1, stderr="Error: DB busy\n")
-    with lab(script, "sonic", tmp_path) as (_s, testbed), opened(testbed) as sonic:
-        with pytest.raises(CommandFailed, match="status 1: Error: DB busy"):
-            sonic.pfc_watchdog_stop()
+    with (
+        driver_on(script, "sonic", tmp_path) as sonic,
+        pytest.raises(CommandFailed, match="status 1: Error: DB busy"),
+    ):
+        sonic.pfc_watchdog_stop()
 
 
 def test_garbled_output_is_a_parse_error_with_raw_text_and_device(script, tmp_path):
     garbled = "   Interface    Lanes    Speed\n\x1b[0m Ethernet0 8 4\n"
     script.replies["show interfaces status"] = garbled
-    with lab(script, "sonic", tmp_path) as (_s, testbed), opened(testbed) as sonic:
-        with pytest.raises(ParseError) as info:
-            sonic.interfaces()
+    with driver_on(script, "sonic", tmp_path) as sonic, pytest.raises(ParseError) as info:
+        sonic.interfaces()
     assert info.value.device == "sw1"
     assert info.value.raw == garbled
     assert "[sw1]" in str(info.value)
 
 
 def test_silent_device_times_out_bounded(script, tmp_path):
-    with lab(script, "sonic", tmp_path, mode="silent", command_timeout_s=1.0) as (_s, testbed):
-        with opened(testbed) as sonic:
-            start = time.monotonic()
-            with pytest.raises(TransportTimeout):
-                sonic.facts()
-            elapsed = time.monotonic() - start
+    with driver_on(script, "sonic", tmp_path, mode="silent", command_timeout_s=1.0) as sonic:
+        start = time.monotonic()
+        with pytest.raises(TransportTimeout):
+            sonic.facts()
+        elapsed = time.monotonic() - start
     assert elapsed < 4
 
 

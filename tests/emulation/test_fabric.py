@@ -15,7 +15,7 @@ from labtest.testbed import model as tbm
 from labtest.testbed.loader import load_testbed
 
 ROOT = Path(__file__).resolve().parents[2]
-DEFAULT = ROOT / "testbeds" / "emulated-default.yaml"
+DEFAULT = ROOT / "testbeds" / "example-lab.yaml"
 
 
 def small(emulation: bool = True) -> tbm.Testbed:

@@ -38,7 +38,8 @@ def test_paths_are_shortest_over_the_cabling_plan() -> None:
 
 
 def test_good_hash_spreads_many_qps_within_20_percent() -> None:
-    # featureprofiles BGP multipath: each member within +-20 % of tx/N (reference/featureprofiles-otg.md)
+    # featureprofiles BGP multipath: each member within +-20 % of tx/N
+    # (reference/featureprofiles-otg.md, section 2)
     m, _ = model(clos_testbed(spines=4, leaves=2, hosts_per_leaf=4))
     for src in ("host1", "host2", "host3", "host4"):
         m.start_roce(src, "host5", qps=256)
@@ -60,8 +61,10 @@ def test_polarised_hash_puts_a_host_pairs_qps_on_one_uplink() -> None:
 
 def three_tier() -> tbm.Testbed:
     """leaf1 - agg1/agg2 - spine1/spine2 - agg3/agg4 - leaf2, four hosts per leaf."""
-    dev = {n: Device(role="spine" if n.startswith("spine") else "leaf", driver="sonic")
-           for n in ("leaf1", "leaf2", "agg1", "agg2", "agg3", "agg4", "spine1", "spine2")}
+    dev = {
+        n: Device(role="spine" if n.startswith("spine") else "leaf", driver="sonic")
+        for n in ("leaf1", "leaf2", "agg1", "agg2", "agg3", "agg4", "spine1", "spine2")
+    }
     links = []
     for leaf, aggs in (("leaf1", ("agg1", "agg2")), ("leaf2", ("agg3", "agg4"))):
         for i, agg in enumerate(aggs):
@@ -92,8 +95,14 @@ def test_same_seed_at_every_tier_leaves_half_the_agg_uplinks_idle() -> None:
 
 
 def tg_pair(m: TrafficModel, name: str, sport: int, fps: float = 1e6) -> int:
-    spec = TgFlowSpec(name=name, tx_port="tg1:p1", rx_port="tg1:p2", frame_size_b=512,
-                      rate={"pps": fps}, src_port=sport)
+    spec = TgFlowSpec(
+        name=name,
+        tx_port="tg1:p1",
+        rx_port="tg1:p2",
+        frame_size_b=512,
+        rate={"pps": fps},
+        src_port=sport,
+    )
     return m.start_tg_flow(spec)
 
 

@@ -14,7 +14,9 @@ LINE = 400.0
 
 
 def fabric() -> TrafficModel:
-    tb = clos_testbed(spines=2, leaves=4, hosts_per_leaf=2, tg_ports=3)  # p1 leaf1, p2 leaf2, p3 leaf3
+    tb = clos_testbed(
+        spines=2, leaves=4, hosts_per_leaf=2, tg_ports=3
+    )  # p1 leaf1, p2 leaf2, p3 leaf3
     return TrafficModel(tb, DictLinkView.of(tb), np.random.default_rng(2))
 
 
@@ -37,7 +39,9 @@ def test_rates_convert_like_otg() -> None:
 
 def test_fixed_packet_flow_is_delivered_whole_and_stops() -> None:
     m = fabric()
-    m.start_tg_flow(spec("f", frame_size_b=512, rate={"pps": 1e6}, duration={"fixed_packets": 250_000}))
+    m.start_tg_flow(
+        spec("f", frame_size_b=512, rate={"pps": 1e6}, duration={"fixed_packets": 250_000})
+    )
     m.advance(0.1)
     mid = m.tg_metrics("f")
     assert mid.transmit == "started" and mid.frames_tx == 100_000
@@ -53,10 +57,27 @@ def test_fixed_packet_flow_is_delivered_whole_and_stops() -> None:
 def test_lossless_congestion_marks_ce_and_pauses_the_generators() -> None:
     m = fabric()
     for name, tx in (("a", "tg1:p1"), ("b", "tg1:p3")):  # 2 x 60 % into one 400G port
-        m.start_tg_flow(spec(name, tx, frame_size_b=1024, rate={"percentage": 60}, dscp=3, ecn=1,
-                             duration={"fixed_seconds": 0.2}))
-    m.start_tg_flow(spec("not-ect", frame_size_b=1024, rate={"percentage": 1}, dscp=3, ecn=0,
-                         duration={"fixed_seconds": 0.2}))
+        m.start_tg_flow(
+            spec(
+                name,
+                tx,
+                frame_size_b=1024,
+                rate={"percentage": 60},
+                dscp=3,
+                ecn=1,
+                duration={"fixed_seconds": 0.2},
+            )
+        )
+    m.start_tg_flow(
+        spec(
+            "not-ect",
+            frame_size_b=1024,
+            rate={"percentage": 1},
+            dscp=3,
+            ecn=0,
+            duration={"fixed_seconds": 0.2},
+        )
+    )
     m.advance(0.5)
     a, b, plain = m.tg_metrics("a"), m.tg_metrics("b"), m.tg_metrics("not-ect")
     for r in (a, b, plain):
@@ -72,8 +93,16 @@ def test_lossless_congestion_marks_ce_and_pauses_the_generators() -> None:
 def test_lossy_congestion_drops_and_reports_the_loss() -> None:
     m = fabric()
     for name, tx in (("a", "tg1:p1"), ("b", "tg1:p3")):
-        m.start_tg_flow(spec(name, tx, frame_size_b=1024, rate={"percentage": 60}, dscp=0,
-                             duration={"fixed_seconds": 0.2}))
+        m.start_tg_flow(
+            spec(
+                name,
+                tx,
+                frame_size_b=1024,
+                rate={"percentage": 60},
+                dscp=0,
+                duration={"fixed_seconds": 0.2},
+            )
+        )
     m.advance(0.5)
     lost = [m.tg_metrics(n).loss_pct for n in "ab"]
     # 120 % offered into 100 %: a sixth of the frames cannot leave the port
@@ -85,14 +114,23 @@ def test_pfc_pause_frames_from_the_generator_slow_the_port_towards_it() -> None:
     m = fabric()
     m.start_tg_flow(spec("load", frame_size_b=4096, rate={"percentage": 100}, dscp=3))
     fps = 2000.0
-    m.start_tg_flow(spec("pause", tx="tg1:p2", rx=None, rate={"pps": fps},
-                         pfc_pause={"priorities": [3], "quanta": 65535}))
+    m.start_tg_flow(
+        spec(
+            "pause",
+            tx="tg1:p2",
+            rx=None,
+            rate={"pps": fps},
+            pfc_pause={"priorities": [3], "quanta": 65535},
+        )
+    )
     m.advance(0.1)
     start_rx = m.tg_metrics("load").frames_rx
     m.advance(0.2)
     paused = fps * pause_time_s(LINE)  # share of time the DUT port may not send class 3
     got = (m.tg_metrics("load").frames_rx - start_rx) * (4096 + 20) * 8 / 0.2 / 1e9
     assert got == pytest.approx(LINE * (1 - paused), rel=0.01)
-    assert m.port_counters("leaf2:Ethernet216").pfc_rx_frames[3] == pytest.approx(fps * 0.3, rel=0.01)
+    assert m.port_counters("leaf2:Ethernet216").pfc_rx_frames[3] == pytest.approx(
+        fps * 0.3, rel=0.01
+    )
     assert m.tg_metrics("pause").frames_tx == pytest.approx(fps * 0.3, rel=0.01)
     assert m.tg_metrics("load").loss_pct == 0.0

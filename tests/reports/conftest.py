@@ -21,8 +21,6 @@ import pytest
 # each) do not import matplotlib again every time
 import labtest.reports.plots  # noqa: F401
 
-pytest_plugins = ["pytester"]
-
 #: unrelated installed plugins that only slow every child run down
 QUIET_PLUGINS = "-p no:hypothesispytest -p no:benchmark -p no:cacheprovider"
 

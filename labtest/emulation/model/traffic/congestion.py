@@ -15,13 +15,11 @@ The engine that uses them is ``fluid.FluidNet``. Defaults
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from labtest.emulation.model.traffic.flows import Flow, PauseSource
-from labtest.emulation.model.traffic.topology import PRIORITIES, Topology
+from labtest.emulation.model.traffic.topology import PRIORITIES
 
 PAUSE_QUANTUM_BITS = 512
 MAX_QUANTA = 65535
@@ -105,10 +103,27 @@ class DcqcnParams:
 class Counters:
     """Every rate-like counter in one vector, so a steady state can be extrapolated."""
 
-    PORT = ("tx_pkts", "tx_octets", "tx_drops", "rx_discards", "np_cnp_sent",
-            "rp_cnp_handled", "np_ecn_marked")
-    QUEUE = ("q_tx_pkts", "q_tx_octets", "q_drops", "q_ecn_marked", "pfc_tx", "pfc_rx",
-             "wd_tx_ok", "wd_tx_drop", "wd_rx_ok", "wd_rx_drop")
+    PORT = (
+        "tx_pkts",
+        "tx_octets",
+        "tx_drops",
+        "rx_discards",
+        "np_cnp_sent",
+        "rp_cnp_handled",
+        "np_ecn_marked",
+    )
+    QUEUE = (
+        "q_tx_pkts",
+        "q_tx_octets",
+        "q_drops",
+        "q_ecn_marked",
+        "pfc_tx",
+        "pfc_rx",
+        "wd_tx_ok",
+        "wd_tx_drop",
+        "wd_rx_ok",
+        "wd_rx_drop",
+    )
 
     def __init__(self, n_ports: int, vec: np.ndarray | None = None) -> None:
         n_queues = n_ports * PRIORITIES

@@ -46,7 +46,8 @@ class NoParams(FaultParams):
 @fault(
     "ecn_disabled",
     NoParams,
-    "switch: no ECN marking on lossless queues; host: no DCQCN (no ECT, no CNPs), so PFC does the work",
+    "switch: no ECN marking on lossless queues; host: no DCQCN (no ECT, no CNPs); "
+    "PFC does all the work",
     "congestion",
 )
 def ecn_disabled(fabric: HasTraffic, target: str, params: NoParams) -> Undo:
@@ -122,7 +123,8 @@ class DegradedNicParams(FaultParams):
 @fault(
     "degraded_nic",
     DegradedNicParams,
-    "a host NIC links at a lower speed and/or sits on a narrower PCIe link: its RoCE bandwidth drops",
+    "a host NIC links at a lower speed and/or sits on a narrower PCIe link: "
+    "its RoCE bandwidth drops",
     "roce",
 )
 def degraded_nic(fabric: HasTraffic, target: str, params: DegradedNicParams) -> Undo:

@@ -167,7 +167,9 @@ class FluidNet:
         saved = self._content
         self.all_flows = list(flows)
         queued = {fid for fid, _ in saved}
-        self.flows = fl = [f for f in flows if f.path and (self.sending(f, now_s) or f.id in queued)]
+        self.flows = fl = [
+            f for f in flows if f.path and (self.sending(f, now_s) or f.id in queued)
+        ]
         seg_flow, seg_port, seg_q, seg_pg, seg_mtu, content = [], [], [], [], [], []
         n = len(fl)
         self.f_first = np.zeros(n, dtype=np.int64)
@@ -338,7 +340,9 @@ class FluidNet:
         ws = self.ws
         self.w_ext = self.pf_ext[ws]
         self.w_ext_frames = self.ext_frames[ws]
-        self.w_obey = (self.honor_q[ws] & ~(self.wd_storm[ws] & (self.wd_mode[ws] != 2))).astype(float)
+        self.w_obey = (self.honor_q[ws] & ~(self.wd_storm[ws] & (self.wd_mode[ws] != 2))).astype(
+            float
+        )
         self.w_raw = self._watched_pause()
         self.w_lo = self.w_raw.copy()
         self.w_hi = self.w_raw.copy()
@@ -363,8 +367,13 @@ class FluidNet:
             if b > 1e-9:
                 self._content[(self.flows[self.seg_flow[s]].id, int(self.seg_port[s]))] = float(b)
         self._dcqcn_state = {
-            f.id: (float(self.rc[i]), float(self.rt[i]), float(self.alpha[i]),
-                   bool(self.seen_cnp[i]), float(self.f_max[i]))
+            f.id: (
+                float(self.rc[i]),
+                float(self.rt[i]),
+                float(self.alpha[i]),
+                bool(self.seen_cnp[i]),
+                float(self.f_max[i]),
+            )
             for i, f in enumerate(self.flows)
         }
 
@@ -389,8 +398,9 @@ class FluidNet:
         c["wd_tx_ok"][:] += np.bincount(sq, out * fwd[sq], minlength=Q)
         ind = self.acc_in_drop / w
         ingress, pg = self.seg_ingress, np.where(self.seg_has_pg, self.seg_pg, 0)
-        c["rx_discards"][:] += np.bincount(ingress, ind * ~self.seg_wd_rx + self.acc_hr / w,
-                                           minlength=P)
+        c["rx_discards"][:] += np.bincount(
+            ingress, ind * ~self.seg_wd_rx + self.acc_hr / w, minlength=P
+        )
         c["wd_rx_drop"][:] += np.bincount(pg, ind * self.seg_wd_rx, minlength=Q)
         c["q_ecn_marked"][:] += np.bincount(sq, self.acc_marked, minlength=Q)
         c["rx_discards"][:] += np.bincount(self.f_sink, self.acc_rxdrop / self.f_wire, minlength=P)
@@ -414,9 +424,22 @@ class FluidNet:
         self.xoff_state[self.gs] = self.g_xoff
         self.paused_since[self.ws] = self.w_paused_since
         self.unpaused_since[self.ws] = self.w_unpaused_since
-        for a in (self.acc_out, self.acc_lost, self.acc_in_drop, self.acc_lossy, self.acc_hr,
-                  self.acc_marked, self.acc_gframes, self.acc_rxdrop, self.acc_tx, self.acc_rx,
-                  self.acc_ce, self.acc_lat, self.acc_cnp_sent, self.acc_cnp_handled):
+        for a in (
+            self.acc_out,
+            self.acc_lost,
+            self.acc_in_drop,
+            self.acc_lossy,
+            self.acc_hr,
+            self.acc_marked,
+            self.acc_gframes,
+            self.acc_rxdrop,
+            self.acc_tx,
+            self.acc_rx,
+            self.acc_ce,
+            self.acc_lat,
+            self.acc_cnp_sent,
+            self.acc_cnp_handled,
+        ):
             a[:] = 0.0
         self.acc_time = 0.0
 
@@ -614,8 +637,9 @@ class FluidNet:
                 self.acc_cnp_sent += send
                 self.last_cnp[send] = t
                 self.mark_acc[send] = 0.0
-                self.cnp_due = np.where(send & np.isinf(self.cnp_due), t + dc.feedback_s,
-                                        self.cnp_due)
+                self.cnp_due = np.where(
+                    send & np.isinf(self.cnp_due), t + dc.feedback_s, self.cnp_due
+                )
                 self.cnp_count_due += send
                 self._cnp_next = float(self.cnp_due.min())
         # reaction point: CNPs that made it back cut the rate (at most once per period)
@@ -660,7 +684,9 @@ class FluidNet:
             hi = np.maximum(self.stage_t, self.stage_b)
             lo = np.minimum(self.stage_t, self.stage_b)
             F = dc.threshold
-            bump = np.where(hi < F, 0.0, np.where(lo >= F, dc.hai_bps * (lo - F + 1), dc.ai_bps)) / 8
+            bump = (
+                np.where(hi < F, 0.0, np.where(lo >= F, dc.hai_bps * (lo - F + 1), dc.ai_bps)) / 8
+            )
             self.rt = np.where(ev, np.minimum(self.rt + bump, self.f_max), self.rt)
             self.rc = np.where(ev, np.minimum((self.rt + self.rc) / 2, self.f_max), self.rc)
 
@@ -710,9 +736,9 @@ class FluidNet:
                 quiet = self.quiet_rates(t)  # drained: the rest is closed form
                 if quiet is not None:
                     return t - t0, quiet
-            flows = delta[len(self.ctr.vec):].reshape(-1, 6)[:, :3].ravel()
+            flows = delta[len(self.ctr.vec) :].reshape(-1, 6)[:, :3].ravel()
             rates = delta / (t - start)
-            per_flow = rates[len(self.ctr.vec):].reshape(-1, 6)
+            per_flow = rates[len(self.ctr.vec) :].reshape(-1, 6)
             per_flow[:, 0] = per_flow[:, 1] + per_flow[:, 2]  # steady: what goes in comes out
             self._mark_steady(start)
             if changed:
@@ -818,7 +844,7 @@ class FluidNet:
 
     def completion_s(self, rates: np.ndarray) -> float:
         """Seconds until the first fixed-size flow has sent its last frame."""
-        fr = rates[len(self.ctr.vec):].reshape(-1, 6)
+        fr = rates[len(self.ctr.vec) :].reshape(-1, 6)
         going = (fr[:, 0] > 0) & np.isfinite(self.f_left) & (self.f_left > 1e-3)
         if not going.any():
             return math.inf

@@ -98,7 +98,8 @@ class Routing:
             members = [
                 p
                 for p in topo.device_ports[d]
-                if (full or self.routed[topo.ports[p].link]) and dist.get(topo.peer_device(p)) == k - 1
+                if (full or self.routed[topo.ports[p].link])
+                and dist.get(topo.peer_device(p)) == k - 1
             ]
             groups[d] = sorted(members, key=lambda p: topo.ports[p].endpoint)
         return groups

@@ -27,7 +27,9 @@ class DictLinkView:
 
     @classmethod
     def of(cls, testbed: Testbed, default_gbps: float = 400.0) -> DictLinkView:
-        return cls({lk.name: LinkState(True, lk.speed_gbps or default_gbps) for lk in testbed.links})
+        return cls(
+            {lk.name: LinkState(True, lk.speed_gbps or default_gbps) for lk in testbed.links}
+        )
 
     def link_up(self, link_name: str) -> bool:
         return self.state[link_name].up
@@ -53,7 +55,7 @@ def clos_testbed(
     host_vars: dict[str, object] | None = None,
     switch_vars: dict[str, object] | None = None,
 ) -> Testbed:
-    """A two-tier leaf-spine: ``spineN``, ``leafN``, ``hostN`` (eth0) and ``tg1`` ports p1.. on leaves."""
+    """A two-tier leaf-spine: ``spineN``, ``leafN``, ``hostN`` (eth0), ``tg1`` ports on leaves."""
     devices: dict[str, Device] = {}
     links: list[Link] = []
     sw = dict(switch_vars or {})
@@ -78,13 +80,22 @@ def clos_testbed(
         for _ in range(hosts_per_leaf):
             h += 1
             devices[f"host{h}"] = Device(role="host", driver="linux", vars=dict(host_vars or {}))
-            links.append(Link(a=f"host{h}:eth0", b=f"{leaf}:Ethernet{port}", speed_gbps=speed_gbps,
-                              length_m=3))
+            links.append(
+                Link(
+                    a=f"host{h}:eth0", b=f"{leaf}:Ethernet{port}", speed_gbps=speed_gbps, length_m=3
+                )
+            )
             port += 8
     if tg_ports:
         devices["tg1"] = Device(role="tg", driver="scapy-tg")
         for t in range(1, tg_ports + 1):
             leaf = f"leaf{(t - 1) % leaves + 1}"
-            links.append(Link(a=f"tg1:p{t}", b=f"{leaf}:Ethernet{200 + 8 * t}", speed_gbps=speed_gbps,
-                              length_m=3))
+            links.append(
+                Link(
+                    a=f"tg1:p{t}",
+                    b=f"{leaf}:Ethernet{200 + 8 * t}",
+                    speed_gbps=speed_gbps,
+                    length_m=3,
+                )
+            )
     return Testbed(name=name, devices=devices, links=links)

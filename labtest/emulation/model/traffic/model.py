@@ -77,7 +77,9 @@ class TrafficModel:
         self.now_s = 0.0
         self.qos = {d: _qos(topo, d) for d in topo.roles}
         self.straggler: dict[int, float] = {}
-        self.nic_speed_gbps = {d: s.nic_speed_gbps for d, s in topo.settings.items() if s.nic_speed_gbps}
+        self.nic_speed_gbps = {
+            d: s.nic_speed_gbps for d, s in topo.settings.items() if s.nic_speed_gbps
+        }
         self.pcie_gbps = {d: s.pcie_gbps for d, s in topo.settings.items() if s.pcie_gbps}
         self.mtu = np.array([_default_mtu(topo, p.device) for p in topo.ports], dtype=float)
         self.flows: dict[int, Flow] = {}
@@ -192,7 +194,10 @@ class TrafficModel:
             for p in lk.ports:
                 dev = topo.ports[p].device
                 peer_dev = topo.peer_device(p)
-                nic = min(self.nic_speed_gbps.get(dev, math.inf), self.nic_speed_gbps.get(peer_dev, math.inf))
+                nic = min(
+                    self.nic_speed_gbps.get(dev, math.inf),
+                    self.nic_speed_gbps.get(peer_dev, math.inf),
+                )
                 speed[p] = min(gbps, nic)
                 frac[p] = fraction * self.straggler.get(lk.index, 1.0)
                 down[p] = not up
@@ -204,8 +209,9 @@ class TrafficModel:
 
     def _reroute(self) -> None:
         self.routing.set_routed(self.convergence.routed)
+        in_engine = {f.id for f in self.engine.flows}
         for f in self.flows.values():
-            if f.meta.get("pause"):
+            if f.meta.get("pause") or (self._finished(f) and f.id not in in_engine):
                 continue
             old = f.path
             path = self.routing.path(f.src, f.dst, f.five_tuple)
@@ -217,6 +223,9 @@ class TrafficModel:
         self._host_shares()
         self.engine.build(list(self.flows.values()), self.now_s)
         self._rates = None
+
+    def _finished(self, f: Flow) -> bool:
+        return f.stop_s <= self.now_s or f.done
 
     def _base_latency_s(self, path: list[int], frame_b: int) -> float:
         topo, eng = self.topo, self.engine
@@ -258,7 +267,11 @@ class TrafficModel:
             rows.append((use, float(eng.cap[p] * 8)))
         for host, gbps in self.pcie_gbps.items():
             for side in ("src", "dst"):
-                use = {i: 1.0 for i, f in enumerate(flows) if topo.ports[getattr(f, side)].device == host}
+                use = {
+                    i: 1.0
+                    for i, f in enumerate(flows)
+                    if topo.ports[getattr(f, side)].device == host
+                }
                 if use:
                     rows.append((use, gbps * 1e9))
         coeff = np.zeros((len(rows), len(flows)))
@@ -280,7 +293,9 @@ class TrafficModel:
         for h, p in enumerate(f.path):
             if eng.down[p] or pause[p * PRIORITIES + f.priority] >= 1.0:
                 return True
-            if h > 0 and (ip_len > self.mtu[p] or ip_len > self.mtu[self.topo.ports[f.path[h - 1]].peer]):
+            if h > 0 and (
+                ip_len > self.mtu[p] or ip_len > self.mtu[self.topo.ports[f.path[h - 1]].peer]
+            ):
                 return True
         return ip_len > self.mtu[f.dst]
 
@@ -295,7 +310,13 @@ class TrafficModel:
         return f
 
     def _roce_qp(
-        self, src: int, dst: int, msg_size_b: int, priority: int, start_s: float, stop_s: float,
+        self,
+        src: int,
+        dst: int,
+        msg_size_b: int,
+        priority: int,
+        start_s: float,
+        stop_s: float,
         name: str,
     ) -> Flow:
         topo = self.topo
@@ -352,8 +373,10 @@ class TrafficModel:
         """Start an OTG-shaped flow now; returns its flow id."""
         topo = self.topo
         tx = topo.resolve_endpoint(spec.tx_port)
-        if any(f.name == spec.name for f in self.flows.values()):
-            raise FaultError(f"a TG flow named {spec.name!r} exists already")
+        for f in [f for f in self.flows.values() if f.name == spec.name and f.kind == "tg"]:
+            if not self._finished(f):
+                raise FaultError(f"TG flow {spec.name!r} is still running")
+            self._forget(f.id)  # a new run of a flow replaces its last results
         line = float(self.engine.speed_gbps[tx])
         fps = spec.frames_per_s(line)
         stop = self.now_s + spec.duration.fixed_seconds if spec.duration.fixed_seconds else math.inf
@@ -395,10 +418,20 @@ class TrafficModel:
             stop = min(stop, self.now_s + max_frames / fps)
         pause_s = spec.pfc_pause.quanta * 512 / (speed * 1e9)
         f = Flow(
-            id=next(self._ids), name=spec.name, kind="tg", src=tx, dst=tx,
-            five_tuple=FiveTuple(0, 0, 0, 0, 0), priority=0, frame_bytes=64, payload_bytes=0,
-            rate_bps=fps * (64 + L1_OVERHEAD_B) * 8, start_s=self.now_s, stop_s=stop,
-            max_frames=max_frames, np_enabled=False,
+            id=next(self._ids),
+            name=spec.name,
+            kind="tg",
+            src=tx,
+            dst=tx,
+            five_tuple=FiveTuple(0, 0, 0, 0, 0),
+            priority=0,
+            frame_bytes=64,
+            payload_bytes=0,
+            rate_bps=fps * (64 + L1_OVERHEAD_B) * 8,
+            start_s=self.now_s,
+            stop_s=stop,
+            max_frames=max_frames,
+            np_enabled=False,
         )
         f.meta["pause"] = True
         self.flows[f.id] = f
@@ -423,6 +456,22 @@ class TrafficModel:
             if s.flow_id == flow_id:
                 s.stop_s = min(s.stop_s, self.now_s)
         self._fire()
+
+    @_locked
+    def remove_flow(self, flow_id: int) -> None:
+        """Stop a flow and forget it (its counts stay in the port counters)."""
+        self._flow(flow_id)
+        self._forget(flow_id)
+        self._reroute()
+
+    def _forget(self, flow_id: int) -> None:
+        self.flows.pop(flow_id, None)
+        for key in [k for k, s in self.pause_sources.items() if s.flow_id == flow_id]:
+            self.pause_sources[key].stop_s = min(self.pause_sources[key].stop_s, self.now_s)
+        self._fire()
+        for key in [k for k, s in self.pause_sources.items() if s.flow_id == flow_id]:
+            del self.pause_sources[key]
+        self._pause_sig = frozenset(k for k in self._pause_sig if k in self.pause_sources)
 
     @_locked
     def stop_all(self) -> None:
@@ -531,10 +580,17 @@ class TrafficModel:
             rate = bw * 1e9 / (msg_size_b * 8)
             results.append(
                 roce.BandwidthResult(
-                    client=client, server=server, msg_size_b=msg_size_b, qps=qps,
-                    duration_s=duration_s, bidirectional=bidirectional,
-                    bw_avg_gbps=bw, bw_peak_gbps=bw, msg_rate_mpps=rate / 1e6,
-                    iterations=int(rate * duration_s), mtu_b=mtu,
+                    client=client,
+                    server=server,
+                    msg_size_b=msg_size_b,
+                    qps=qps,
+                    duration_s=duration_s,
+                    bidirectional=bidirectional,
+                    bw_avg_gbps=bw,
+                    bw_peak_gbps=bw,
+                    msg_rate_mpps=rate / 1e6,
+                    iterations=int(rate * duration_s),
+                    mtu_b=mtu,
                     error="transport retry counter exceeded" if broken else None,
                 )
             )
@@ -572,12 +628,25 @@ class TrafficModel:
         f = self._roce_qp(c, s, size_b, 3, self.now_s, self.now_s, "perftest-lat")
         if self._path_broken(f):
             nan = float("nan")
-            return roce.LatencyResult(client, server, size_b, 0, nan, nan, nan, nan, nan, nan, nan,
-                                      error="transport retry counter exceeded")
+            return roce.LatencyResult(
+                client,
+                server,
+                size_b,
+                0,
+                nan,
+                nan,
+                nan,
+                nan,
+                nan,
+                nan,
+                nan,
+                error="transport retry counter exceeded",
+            )
         assert f.path is not None
         base = f.base_latency_s + self._queueing_s(f.path)
-        return roce.latency_result(client, server, size_b,
-                                   roce.latency_samples(base, iterations, self.rng))
+        return roce.latency_result(
+            client, server, size_b, roce.latency_samples(base, iterations, self.rng)
+        )
 
     def _queueing_s(self, path: list[int]) -> float:
         eng = self.engine
@@ -744,8 +813,11 @@ class TrafficModel:
         key = next(self._source_ids)
         refresh = 65535 * 512 / (speed * 1e9) / 2
         self.pause_sources[key] = PauseSource(
-            port=self.topo.ports[p].peer, priorities=(priority,), fraction=1.0,
-            frames_per_s=1.0 / refresh, start_s=self.now_s,
+            port=self.topo.ports[p].peer,
+            priorities=(priority,),
+            fraction=1.0,
+            frames_per_s=1.0 / refresh,
+            start_s=self.now_s,
         )
         self._fire()
 
@@ -791,7 +863,9 @@ class TrafficModel:
         return undo
 
     @_locked
-    def set_nic(self, host: str, speed_gbps: float | None = None, pcie_gbps: float | None = None) -> Undo:
+    def set_nic(
+        self, host: str, speed_gbps: float | None = None, pcie_gbps: float | None = None
+    ) -> Undo:
         """Cap a host NIC's negotiated speed and/or its PCIe bandwidth."""
         self.topo.require_device(host)
         if not self.topo.is_host(host):

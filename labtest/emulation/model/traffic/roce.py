@@ -122,9 +122,7 @@ def latency_samples(base_s: float, iterations: int, rng: np.random.Generator) ->
     return t
 
 
-def latency_result(
-    client: str, server: str, size_b: int, samples_s: np.ndarray
-) -> LatencyResult:
+def latency_result(client: str, server: str, size_b: int, samples_s: np.ndarray) -> LatencyResult:
     us = samples_s * 1e6
     return LatencyResult(
         client=client,

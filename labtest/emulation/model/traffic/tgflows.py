@@ -95,7 +95,9 @@ class TgFlowSpec(_Spec):
         if self.rate.bps is not None:
             return self.rate.bps / (self.frame_size_b * 8)
         assert self.rate.percentage is not None
-        return self.rate.percentage / 100 * line_gbps * 1e9 / ((self.frame_size_b + L1_OVERHEAD_B) * 8)
+        return (
+            self.rate.percentage / 100 * line_gbps * 1e9 / ((self.frame_size_b + L1_OVERHEAD_B) * 8)
+        )
 
 
 @dataclass(frozen=True)
