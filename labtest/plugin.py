@@ -118,6 +118,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         state.close()
 
 
+def testbed_of(config: pytest.Config) -> Testbed | None:
+    """The session's testbed at collection time (for ``pytest_generate_tests``)."""
+    return config.stash[_state_key].testbed()
+
+
+def lab_of(config: pytest.Config) -> Lab:
+    """The session's lab outside a fixture (e.g. in a hook)."""
+    return config.stash[_state_key].lab()
+
+
 # --- fixtures -----------------------------------------------------------------
 
 

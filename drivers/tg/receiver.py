@@ -39,15 +39,14 @@ log = logging.getLogger("labtest.drivers.tg.scapy")
 
 
 def raise_priority() -> None:
-    """Ask the scheduler to run this traffic thread as soon as it wakes (needs root).
+    """Ask the scheduler to run this (sender) thread as soon as it wakes (needs root).
 
     A sender that waits for a CPU sends late and then in a burst, which moves
-    frames across the edges of an outage; so does a sender waiting for the
-    GIL held by a receiver that was preempted. A low real-time priority
-    (FIFO 10) for both keeps the sender on schedule on a busy host; the
-    kernel's real-time throttling still leaves 5 % of a CPU to everything
-    else if a thread never sleeps. Without the privilege, a higher nice
-    level; failing that, carry on.
+    frames across the edges of an outage. A low real-time priority (FIFO 10)
+    keeps it on schedule on a busy host; the kernel's real-time throttling
+    still leaves 5 % of a CPU to everything else if it never sleeps. Only
+    the senders get it: a receiver that never sleeps would take that CPU.
+    Without the privilege, a higher nice level; failing that, carry on.
     """
     try:
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(RT_PRIORITY))
@@ -210,7 +209,6 @@ class RxPort:
 
     def _run(self) -> None:
         try:
-            raise_priority()  # a receiver preempted while it holds the GIL stalls the sender
             self._loop()
         except BaseException as exc:  # handed to the driver, which raises it
             self.error = exc

@@ -9,8 +9,11 @@ values are made up and checked by hand. Agents listen on 127.0.0.1 and stop.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from driver_harness import opened, replay_testbed
@@ -181,6 +184,13 @@ def snmp_testbed(port: int, timeout_s: float = 0.5) -> model.Testbed:
     return model.Testbed(name="snmp", devices={"sw1": device})
 
 
+@contextlib.contextmanager
+def served(mib: DictMib) -> Iterator[Any]:
+    """The driver of a switch whose agent serves ``mib`` (agent stopped afterwards)."""
+    with SnmpAgent(mib, community=COMMUNITY) as agent, opened(snmp_testbed(agent.port)) as switch:
+        yield switch
+
+
 @pytest.fixture
 def agent():
     with SnmpAgent(eos_like_mib(), community=COMMUNITY) as running:
@@ -267,9 +277,11 @@ def test_transceiver_sensors_sonic_layout():
 
 
 def test_agent_without_interfaces_is_a_parse_error():
-    with SnmpAgent(DictMib(system("x", "1.3.6.1.4.1.9.1")), community=COMMUNITY) as agent:
-        with opened(snmp_testbed(agent.port)) as switch, pytest.raises(ParseError) as info:
-            switch.interfaces()
+    with (
+        served(DictMib(system("x", "1.3.6.1.4.1.9.1"))) as switch,
+        pytest.raises(ParseError) as info,
+    ):
+        switch.interfaces()
     assert info.value.device == "sw1"
 
 

@@ -122,18 +122,20 @@ def test_50_ms_outage_is_measured_within_2_ms(
 ) -> None:
     """Take the switch port towards p2 down for 50 ms in the middle of a 10k pps flow.
 
-    An attempt is repeated (at most twice) when the lab could not hold its
-    own timing: the injector woke more than 1 ms late, or the sender fell
-    more than 1 ms behind its schedule (the host was busy; the generator
-    reports this as ``tx_max_lag_us``). Both are the host's error, not a
-    measurement error, and both are visible in the recorded properties.
+    The generator measures the outage twice: lost frames / rate (OTG's loss
+    duration) and the send-clock time between the frames either side of the
+    gap. An attempt is repeated (at most twice) when the host could not hold
+    the lab's timing: the injector woke more than 1 ms late, or the two
+    measures disagree by more than 1 ms (the sender was held up at an edge
+    of the outage and sent a late burst). Both are visible as properties.
     """
     tg.set_config(TrafficConfig(ports=PORTS, flows=[udp_flow("f", 5001, 10_000, duration_s=2.0)]))
-    for attempt in range(1, 4):
+    for attempt in range(1, 4):  # noqa: B007 (reported below)
         window = _run_with_outage(tg, tg_lab, down_ms=50.0)
         injected_ms = (window["up_done"] - window["down_sent"]) / 1e6
         (m,) = tg.metrics()
-        if injected_ms <= 51.0 and (m.tx_max_lag_us or 0) <= 1000:
+        assert m.loss_duration_ms is not None and m.longest_outage_ms is not None
+        if injected_ms <= 51.0 and abs(m.loss_duration_ms - m.longest_outage_ms) <= 1.0:
             break
     record_property("attempts", attempt)
     record_property("injected_outage_ms", injected_ms)

@@ -59,6 +59,25 @@ def test_polarised_hash_puts_a_host_pairs_qps_on_one_uplink() -> None:
     assert sum(x == 0 for x in loads) == 3
 
 
+def test_hashing_the_roce_destination_qp_spreads_one_five_tuple() -> None:
+    # Meta E-ECMP (reference section 6): adding the RoCE destination QP to the hash
+    five_tuple = {"spines": 4, "leaves": 2, "hosts_per_leaf": 1}
+    plain, _ = model(clos_testbed(**five_tuple))
+    eecmp, _ = model(
+        clos_testbed(
+            **five_tuple,
+            switch_vars={"hash_fields": ["src_ip", "dst_ip", "proto", "sport", "dport", "dst_qp"]},
+        )
+    )
+    for m, spread in ((plain, False), (eecmp, True)):
+        uplinks = [m.path("host1", "host2", sport=50000, dst_qp=qp)[1] for qp in range(4096)]
+        counts = [uplinks.count(u) for u in sorted(set(uplinks))]
+        if spread:
+            assert len(counts) == 4 and all(abs(c - 1024) <= 0.2 * 1024 for c in counts)
+        else:
+            assert counts == [4096]  # one 5-tuple, one member
+
+
 def three_tier() -> tbm.Testbed:
     """leaf1 - agg1/agg2 - spine1/spine2 - agg3/agg4 - leaf2, four hosts per leaf."""
     dev = {

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from labtest.emulation.model.faults import FaultError
 from labtest.emulation.model.traffic import TgFlowSpec, TrafficModel
 from labtest.emulation.model.traffic.congestion import pause_time_s
 from labtest.emulation.model.traffic.lab import DictLinkView, clos_testbed
@@ -134,3 +135,14 @@ def test_pfc_pause_frames_from_the_generator_slow_the_port_towards_it() -> None:
     )
     assert m.tg_metrics("pause").frames_tx == pytest.approx(fps * 0.3, rel=0.01)
     assert m.tg_metrics("load").loss_pct == 0.0
+
+
+def test_a_stopped_flow_can_run_again_under_its_name() -> None:
+    m = fabric()
+    m.start_tg_flow(spec("again", rate={"pps": 1e5}, duration={"fixed_packets": 1000}))
+    with pytest.raises(FaultError, match="still running"):
+        m.start_tg_flow(spec("again", rate={"pps": 1e5}))
+    m.advance(0.1)
+    m.start_tg_flow(spec("again", rate={"pps": 1e5}, duration={"fixed_packets": 500}))
+    m.advance(0.1)
+    assert m.tg_metrics("again").frames_rx == 500  # the new run's results, not the sum

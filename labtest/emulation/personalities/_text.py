@@ -2,9 +2,10 @@
 
 SONiC's show commands print python-tabulate "simple" tables: a header line, one
 dash group per column and the rows, columns two spaces apart, each column as
-wide as its widest cell (header included). ``table`` reproduces that layout;
-alignment is per column because sonic-utilities passes ``stralign='right'`` to
-most commands but not to all (``show lldp table`` is left-aligned).
+wide as its widest cell or its header plus two, whichever is wider. ``table``
+reproduces that layout; alignment is per column because sonic-utilities passes
+``stralign='right'`` to most commands but not to all (``show lldp table`` is
+left-aligned).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import re
 from collections.abc import Sequence
 
 Align = str  # "left" | "right"
+MIN_PADDING = 2  # tabulate makes every column two wider than its header
 
 
 def table(
@@ -25,7 +27,7 @@ def table(
     """A tabulate-"simple" table: header, dash line, rows (no trailing blanks)."""
     aligns = [align] * len(headers) if isinstance(align, str) else list(align)
     cells = [[str(c) for c in row] for row in rows]
-    widths = [len(h) for h in headers]
+    widths = [len(h) + MIN_PADDING for h in headers]
     for row in cells:
         widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
 
