@@ -209,6 +209,7 @@ class RxPort:
 
     def _run(self) -> None:
         try:
+            raise_priority()  # a receiver preempted while it holds the GIL would stall the sender
             self._loop()
         except BaseException as exc:  # handed to the driver, which raises it
             self.error = exc

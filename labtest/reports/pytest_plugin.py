@@ -151,6 +151,17 @@ class _Run:
             test["labels"][name] = list(dict.fromkeys(test["labels"].get(name, []) + values))
         results.apply_phase(test, report.outcome, info)
 
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """A module that cannot be collected verified nothing: record it as broken."""
+        if not report.failed:
+            return
+        test = self.tests.setdefault(report.nodeid, results.new_test(report.nodeid))
+        path = Path(report.nodeid.split("::")[0])
+        test.update(name=f"collecting {report.nodeid}", suite=path.parent.name or path.stem)
+        text = secrets.redact(report.longreprtext).strip().splitlines()
+        error = {"kind": "other", "message": "\n".join(text[-MESSAGE_MAX_LINES:])}
+        results.apply_phase(test, "failed", {"error": error})
+
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if _is_worker(self.config):
             return

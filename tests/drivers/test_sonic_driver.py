@@ -32,6 +32,7 @@ from labtest.errors import (
     PermissionDenied,
     TransportTimeout,
 )
+from labtest.parsing import lookup
 from labtest.transports.replay import ReplayMissing
 
 
@@ -450,3 +451,30 @@ def test_recorded_session_replays_the_same_records(script, tmp_path, record_dir)
         replayed.set_admin("Ethernet0", False)
         with pytest.raises(ReplayMissing, match="show pfcwd stats"):
             replayed.pfc_watchdog()
+
+
+# --- the PRBS parser added for the driver (samples under driver_samples/sonic) ---------------
+
+
+def test_prbs_status_parser_on_published_outputs():
+    parse = lookup("sonic", "show interface prbs status -i Ethernet0")
+    hld = parse(driver_sample("sonic", "prbs_status__hld_ethernet0"))["Ethernet0"]
+    assert [r.errors for r in hld] == [2782, 1426, 3189, 5252, 812, 700, 225, 1247]
+    assert [r.lane for r in hld] == list(range(1, 9))
+    assert hld[6].ber == pytest.approx(1.18e-14) and hld[2].ber == 1.0 and hld[0].ber == 0.0
+    marvell = parse(driver_sample("sonic", "prbs_status__mgmt25213_ethernet128"))["Ethernet128"]
+    assert [(r.lane, r.locked, r.errors) for r in marvell] == [
+        (1, True, 0),
+        (2, False, 0),
+        (3, True, 2),
+        (4, True, 0),
+    ]
+    assert marvell[1].ber == pytest.approx(1.38e-11) and marvell[0].pattern == "PRBS7"
+    assert parse(driver_sample("sonic", "prbs_status__hld_running")) == {"Ethernet0": []}
+
+
+def test_prbs_status_parser_refuses_garbled_output():
+    text = "Interface: Ethernet0 | Mode: rx | Pattern: PRBS31 | Status: Completed\n\nLane Lock\n"
+    with pytest.raises(ParseError, match="Lane") as info:
+        lookup("sonic", "show interfaces prbs status")(text)
+    assert info.value.raw == text

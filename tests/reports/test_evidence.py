@@ -199,6 +199,19 @@ def test_lab_run_defaults_to_reports_dir(pytester: pytest.Pytester) -> None:
     assert len(allure_results(out)) == 1
 
 
+def test_collection_error_is_recorded_as_broken(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_bad="import no_such_module_xyz\n", test_ok="def test_ok():\n    pass\n"
+    )
+    out = pytester.path / "res"
+    result = run_inprocess(pytester, "--alluredir", str(out), "--continue-on-collection-errors")
+    result.assert_outcomes(passed=1, errors=1)
+    doc = json.loads((out / "labtest-results.json").read_text())
+    bad = next(t for t in doc["tests"] if t["nodeid"] == "test_bad.py")
+    assert (bad["outcome"], bad["category"]) == ("broken", "test-defect")
+    assert "No module named 'no_such_module_xyz'" in bad["message"]
+
+
 def test_plain_pytest_run_writes_nothing(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_ok():\n    pass\n")
     run_inprocess(pytester).assert_outcomes(passed=1)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 Align = str  # "left" | "right"
 MIN_PADDING = 2  # tabulate makes every column two wider than its header
@@ -114,3 +115,30 @@ def sci_superscript(value: float) -> str:
     if round(mantissa, 2) >= 10.0:
         mantissa, exponent = mantissa / 10.0, exponent + 1
     return f"{mantissa:.2f} \u00d7 10{str(exponent).translate(_SUPERSCRIPT)}"
+
+
+def expand(
+    words: Sequence[str], tree: Mapping[str, Any], aliases: Mapping[str, str] | None = None
+) -> tuple[list[str], int, str | None]:
+    """Canonical command words for possibly abbreviated ones (a unique prefix is enough).
+
+    Returns the canonical words, how many input words they consumed, and the
+    first word that matched no keyword (None when the walk ended on a leaf, an
+    option or an argument).
+    """
+    out: list[str] = []
+    children: Mapping[str, Any] = tree
+    for word in words:
+        if word.startswith("-") or not children:
+            break
+        key = word.lower()
+        canonical = key if key in children else (aliases or {}).get(key)
+        if canonical not in children:
+            hits = [c for c in children if c.startswith(key)]
+            if len(hits) != 1:
+                return out, len(out), word
+            canonical = hits[0]
+        assert canonical is not None
+        out.append(canonical)
+        children = children[canonical]
+    return out, len(out), None

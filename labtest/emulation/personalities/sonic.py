@@ -36,6 +36,7 @@ from labtest.emulation.personalities import (
 )
 from labtest.emulation.personalities._text import (
     commas,
+    expand,
     first_number,
     hms,
     procps_uptime,
@@ -141,24 +142,6 @@ _TREE: dict[str, Any] = {
 _ALIASES = {"interface": "interfaces", "int": "interfaces"}
 
 
-def expand(words: list[str]) -> tuple[list[str], int, str | None]:
-    """Canonical command words, how many were consumed, and the first unknown one."""
-    out: list[str] = []
-    children = _TREE
-    for word in words:
-        if word.startswith("-") or not children:
-            break
-        canonical = word if word in children else _ALIASES.get(word)
-        if canonical is None or (canonical not in children):
-            hits = [c for c in children if c.startswith(word)]
-            if len(hits) != 1:
-                return out, len(out), word
-            canonical = hits[0]
-        out.append(canonical)
-        children = children[canonical]
-    return out, len(out), None
-
-
 # --- the CLI ------------------------------------------------------------------------
 
 
@@ -194,7 +177,7 @@ class SonicCli:
             return CliReply("", 127, f"-bash: {program}: command not found\n")
         if program in ("config", "pfcwd") and not sudo:
             return CliReply("", 1, f"{ROOT_REQUIRED}\n")
-        path, used, unknown = expand(words)
+        path, used, unknown = expand(words, _TREE, _ALIASES)
         if unknown is not None:
             return _no_such_command(path, unknown)
         handler = _HANDLERS.get(" ".join(path))

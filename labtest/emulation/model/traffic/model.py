@@ -114,6 +114,8 @@ class TrafficModel:
             if self._rates is None:
                 rates = eng.quiet_rates(self.now_s)
                 if rates is None:
+                    rates = eng.cached_rates()
+                if rates is None:
                     used, rates = eng.simulate(self.now_s, horizon - self.now_s)
                     self.now_s += used
                     if rates is None:
