@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from labtest import connect, secrets
+from labtest import connect, secrets, xdist_guard
 from labtest.errors import ConfigError, InfraError, LimitFailure
 from labtest.lab import Lab
 from labtest.measure import LimitsProfile, Measurement, Recorder, load_limits
@@ -48,6 +48,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "destructive: changes device state (ports, config, reboots); opt-in"
+    )
+    config.addinivalue_line(
+        "markers", "devices(*names): devices the test drives (one xdist group per device)"
     )
     config.addinivalue_line(
         "markers",
@@ -194,7 +197,9 @@ def _allure_attach(name: str, body: str) -> None:
 # --- markers ----------------------------------------------------------------
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist turns groups into '@group' node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    xdist_guard.add_groups(items)
     allow_destructive = config.getoption("destructive") or config.getoption("emulate")
     for item in items:
         if item.get_closest_marker("destructive") and not allow_destructive:
@@ -202,6 +207,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    xdist_guard.check_groups_honoured(item)
     for mark in item.iter_markers("needs"):
         reason = _unmet_needs(item.config, mark)
         if reason:

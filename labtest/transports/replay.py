@@ -33,16 +33,16 @@ class SessionRecorder:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
 
-    def ssh(self, command: str, output: str, exit_status: int | None, duration_s: float) -> None:
-        self._write(
-            {
-                "kind": "ssh",
-                "command": command,
-                "output": output,
-                "exit_status": exit_status,
-                "duration_s": round(duration_s, 6),
-            }
-        )
+    def ssh(
+        self,
+        command: str,
+        output: str,
+        exit_status: int | None,
+        duration_s: float,
+        stderr: str = "",
+    ) -> None:
+        entry = {"kind": "ssh", "command": command, "output": output, "exit_status": exit_status}
+        self._write({**entry, "stderr": stderr, "duration_s": round(duration_s, 6)})
 
     def snmp(self, op: str, request: Any, answer: Any) -> None:
         self._write({"kind": f"snmp-{op}", "request": request, "answer": answer})
@@ -116,7 +116,7 @@ class Replay:
     # the SSH side (same shape as SshTransport.exec)
     def exec(self, command: str, timeout_s: float | None = None) -> CommandResult:
         entry = self._next(("ssh", " ".join(command.split())), f"command {command!r}")
-        return CommandResult(entry["output"], "", entry["exit_status"], 0.0)
+        return CommandResult(entry["output"], entry.get("stderr", ""), entry["exit_status"], 0.0)
 
     # the SNMP side (same shape as SnmpTransport.get / walk)
     def get(self, *oids: str, missing_ok: bool = False) -> dict[str, Any]:

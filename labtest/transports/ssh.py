@@ -53,8 +53,9 @@ from labtest.testbed.model import SshSettings
 
 log = logging.getLogger("labtest.transport.ssh")
 
-#: called after every command: (command, output, exit_status, duration_s); for record/replay
-Recorder = Callable[[str, str, int | None, float], None]
+#: called after every command: (command, output, exit_status, duration_s, stderr); for
+#: record/replay (stderr matters: refusals such as "Error: No such command" arrive there)
+Recorder = Callable[[str, str, int | None, float, str], None]
 
 E = TypeVar("E", bound=TransportError)
 _KnownKeys = Mapping[str, paramiko.PKey]  # key type -> key, for one host in known_hosts
@@ -366,7 +367,7 @@ class SshTransport:
             raise self._error(kind, f"exec {command!r}: {what}", raw=raw)
         status = None if channel.exit_status == -1 else channel.exit_status
         result = CommandResult(_text(stdout), _text(stderr), status, duration)
-        self._done("exec", command, result.stdout, status, duration)
+        self._done("exec", command, result.stdout, status, duration, result.stderr)
         return result
 
     def shell(self, timeout_s: float | None = None) -> ShellSession:
@@ -387,7 +388,13 @@ class SshTransport:
             raise self._error(ProtocolError, f"cannot open a session: {exc!r}") from None
 
     def _done(
-        self, kind: str, command: str, output: str, status: int | None, duration_s: float
+        self,
+        kind: str,
+        command: str,
+        output: str,
+        status: int | None,
+        duration_s: float,
+        stderr: str = "",
     ) -> None:
         log.debug(
             "%s: %s %r -> exit %s, %d chars in %.2f ms",
@@ -399,7 +406,7 @@ class SshTransport:
             duration_s * 1e3,
         )
         if self.recorder is not None:
-            self.recorder(command, output, status, duration_s)
+            self.recorder(command, output, status, duration_s, stderr)
 
     def _error(self, kind: type[E], message: str, raw: str | None = None) -> E:
         error = kind(self.device, redact(message), redact(raw) if raw is not None else None)

@@ -169,3 +169,33 @@ def test_bad_testbed_is_a_usage_error(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_inprocess("--testbed", "tb.yaml")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*tb.yaml:2:11: devices.a.driver: required field is missing*"])
+
+
+def test_tests_on_one_device_share_an_xdist_group(lab_dir: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    result = run(
+        lab_dir,
+        """
+        import os
+        import time
+        from pathlib import Path
+
+        import pytest
+
+        LOCK = Path("leaf1.busy")
+
+        @pytest.mark.parametrize("i", range(4))
+        @pytest.mark.devices("leaf1")
+        def test_leaf1(i):
+            # O_EXCL fails if another worker drives leaf1 at the same moment
+            fd = os.open(LOCK, os.O_CREAT | os.O_EXCL)
+            time.sleep(0.2)
+            os.close(fd)
+            LOCK.unlink()
+        """,
+        "-n",
+        "2",
+        "--dist",
+        "loadgroup",
+    )
+    result.assert_outcomes(passed=4)

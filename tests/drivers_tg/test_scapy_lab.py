@@ -124,19 +124,19 @@ def test_50_ms_outage_is_measured_within_2_ms(
 
     The generator measures the outage twice: lost frames / rate (OTG's loss
     duration) and the send-clock time between the frames either side of the
-    gap. An attempt is repeated (at most twice) when the host could not hold
-    the lab's timing: the injector woke more than 1 ms late, or the two
-    measures disagree by more than 1 ms (the sender was held up at an edge
-    of the outage and sent a late burst). Both are visible as properties.
+    gap. The injector reports the outage the path really had: from the down
+    request until the kernel announced the link running again. An attempt is
+    repeated (at most twice) when that was not 50 +- 1 ms: the host was too
+    busy to run the kernel's link watcher in time, the lab's error, not the
+    generator's (visible in the recorded properties).
     """
     tg.set_config(TrafficConfig(ports=PORTS, flows=[udp_flow("f", 5001, 10_000, duration_s=2.0)]))
     for attempt in range(1, 4):  # noqa: B007 (reported below)
         window = _run_with_outage(tg, tg_lab, down_ms=50.0)
-        injected_ms = (window["up_done"] - window["down_sent"]) / 1e6
-        (m,) = tg.metrics()
-        assert m.loss_duration_ms is not None and m.longest_outage_ms is not None
-        if injected_ms <= 51.0 and abs(m.loss_duration_ms - m.longest_outage_ms) <= 1.0:
+        injected_ms = (window["running"] - window["down_sent"]) / 1e6
+        if abs(injected_ms - 50.0) <= 1.0:
             break
+    (m,) = tg.metrics()
     record_property("attempts", attempt)
     record_property("injected_outage_ms", injected_ms)
     record_property("tx_max_lag_us", m.tx_max_lag_us)
@@ -147,6 +147,7 @@ def test_50_ms_outage_is_measured_within_2_ms(
     assert m.loss_frames == m.longest_gap_frames
     assert m.longest_outage_ms == pytest.approx(50.0, abs=2.0)
     assert m.loss_duration_ms == pytest.approx(50.0, abs=2.0)
+    assert m.longest_outage_ms == pytest.approx(injected_ms, abs=2.0)
 
 
 def _run_with_outage(tg: ScapyTrafficGenerator, lab: TgLab, down_ms: float) -> dict[str, int]:

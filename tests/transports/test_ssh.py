@@ -206,16 +206,16 @@ def test_hundred_commands_on_one_connection(settings, server: SshServer) -> None
 
 
 def test_recorder_sees_every_command(settings) -> None:
-    seen: list[tuple[str, str, int | None, float]] = []
+    seen: list[tuple[str, str, int | None, float, str]] = []
     with SshTransport("sw1", "127.0.0.1", settings(), recorder=lambda *a: seen.append(a)) as ssh:
         ssh.exec("echo one")
         with ssh.shell() as shell:
             shell.send("echo two")
-    assert [(c, o, s) for c, o, s, _ in seen] == [
+    assert [(c, o, s) for c, o, s, _, _ in seen] == [
         ("echo one", "one\n", 0),
         ("echo two", "two\n", None),
     ]
-    assert all(d > 0 for *_, d in seen)
+    assert all(d > 0 for *_, d, _ in seen)
 
 
 # --- authentication -------------------------------------------------------------

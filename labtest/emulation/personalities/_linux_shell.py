@@ -29,6 +29,7 @@ class ShellSyntaxError(ValueError):
 class Word:
     text: str
     glob: bool = False  # an unquoted * or ? that the shell expands against files
+    literal: bool = False  # had a '...' part: no $ expansion
 
 
 @dataclass(frozen=True)
@@ -68,14 +69,14 @@ def tokenize(line: str) -> list[Word | _Op]:
     """Words and operators with bash's quoting: '...' literal, "..." with \\ escapes."""
     tokens: list[Word | _Op] = []
     buf: list[str] | None = None
-    glob = quoted = False
+    glob = quoted = single = False
     i, n = 0, len(line)
 
     def flush() -> None:
-        nonlocal buf, glob, quoted
+        nonlocal buf, glob, quoted, single
         if buf is not None:
-            tokens.append(Word("".join(buf), glob))
-        buf, glob, quoted = None, False, False
+            tokens.append(Word("".join(buf), glob, single))
+        buf, glob, quoted, single = None, False, False, False
 
     while i < n:
         c = line[i]
@@ -89,7 +90,7 @@ def tokenize(line: str) -> list[Word | _Op]:
             if end < 0:
                 raise ShellSyntaxError("unexpected EOF while looking for matching `''")
             buf = (buf or []) + list(line[i + 1 : end])
-            quoted, i = True, end + 1
+            quoted, single, i = True, True, end + 1
         elif c == '"':
             chars, i = _double_quoted(line, i + 1)
             buf = (buf or []) + chars

@@ -150,7 +150,7 @@ class TrafficModel:
         now, eng = self.now_s, self.engine
         eng.flush()
         for i, f in enumerate(eng.flows):  # fixed-size flows that sent their last frame
-            if math.isfinite(eng.f_left[i]) and eng.f_left[i] <= 1e-3:
+            if math.isfinite(eng.f_left[i]) and eng.f_left[i] <= 1.0:  # under a byte to go
                 f.tx_frames = max(f.tx_frames, f.max_frames)
         if self.convergence.fire(now):
             self._reroute()

@@ -1,0 +1,253 @@
+"""The EOS personality: JSON shaped like real EOS, text tables, config mode, the real driver."""
+
+from __future__ import annotations
+
+import pytest
+import switch_helpers as h
+
+from drivers.common.cli import check_answer
+from drivers.eos import parsers as p
+from labtest.emulation.lab import EmulatedLab
+from labtest.emulation.personalities import eos
+from labtest.errors import CommandNotSupported
+from labtest.transports.ssh import CommandResult, SshTransport
+
+SPINE = "spine1"
+
+
+def serve(fabric):
+    return eos.serve(fabric, SPINE, fabric.testbed.devices[SPINE])
+
+
+def run(served, command: str, cli=None) -> str:
+    reply = (cli or served.cli()).run(command)
+    assert reply.exit_status == 0, f"{command}: {reply}"
+    return reply.output
+
+
+@pytest.fixture(scope="module")
+def fabric():
+    mp = pytest.MonkeyPatch()
+    yield h.quiet_fabric(mp)
+    mp.undo()
+
+
+@pytest.fixture(scope="module")
+def spine(fabric):
+    served = serve(fabric)
+    yield served
+    served.stop()
+
+
+@pytest.fixture
+def fresh(monkeypatch):
+    fab = h.quiet_fabric(monkeypatch)
+    served = serve(fab)
+    yield fab, served
+    served.stop()
+
+
+# --- structure ---------------------------------------------------------------------------
+
+JSON = [
+    ("show version | json", ["show_version_json__veoslab_4_33"]),
+    ("show interfaces status | json",
+     ["show_interfaces_status_json__veoslab_4_33", "show_interfaces_status_json__arista_doc_7050sx"]),
+    ("show interfaces | json", ["show_interfaces_json__veoslab_4_33"]),
+    ("show interfaces counters errors | json", ["show_interfaces_counters_errors_json__anta_fixture"]),
+    ("show interfaces transceiver | json", ["show_interfaces_transceiver_json__netpanda_ethernet52"]),
+    ("show interfaces transceiver detail | json",
+     ["show_interfaces_transceiver_detail_json__dwdm_ethernet5_2"]),
+    ("show lldp neighbors | json", ["show_lldp_neighbors_json__sonic_mgmt_vlab04"]),
+    ("show lldp neighbors detail | json", ["show_lldp_neighbors_detail_json__napalm_normal"]),
+]
+
+
+@pytest.mark.parametrize(("command", "stems"), JSON, ids=[c for c, _ in JSON])
+def test_json_has_the_keys_and_types_of_real_eos(spine, command, stems) -> None:
+    ours = h.load_json(run(spine, command))
+    real = [h.load_json(h.sample("eos", stem)) for stem in stems]
+    assert h.json_problems(ours, real) == []
+
+
+def test_the_json_comparator_catches_a_drift(spine) -> None:
+    ours = h.load_json(run(spine, "show version | json"))
+    real = [h.load_json(h.sample("eos", "show_version_json__veoslab_4_33"))]
+    ours["uptime"] = "5 hours"
+    del ours["serialNumber"]
+    ours["extra"] = 1
+    assert len(h.json_problems(ours, real)) == 3
+
+
+@pytest.mark.parametrize(
+    ("command", "stem", "first_word"),
+    [
+        ("show interfaces status", "show_interfaces_status__eantc_7050sx3", "Port"),
+        ("show lldp neighbors", "show_lldp_neighbors__pr5698_eos_side", "Port"),
+    ],
+)
+def test_text_tables_have_the_real_header(spine, command, stem, first_word) -> None:
+    ours, real = run(spine, command), h.sample("eos", stem)
+    assert h.header_words(ours, first_word) == h.header_words(real, first_word)
+
+
+def test_version_text_has_the_real_lines(spine) -> None:
+    ours, real = run(spine, "show version"), h.sample("eos", "show_version__eantc_7050sx3")
+    assert h.report_keys(ours) == h.report_keys(real)
+    assert ours.startswith("Arista DCS-")
+
+
+# --- values ------------------------------------------------------------------------------
+
+
+def test_version_parses_to_the_fabric_facts(spine, fabric) -> None:
+    for command in ("show version | json", "show version"):
+        facts = p.parse_version(run(spine, command))
+        assert facts.serial == fabric.device_facts(SPINE).serial
+        assert (facts.vendor, facts.os_version) == ("Arista", "4.33.2F")
+        assert facts.uptime_s > 3 * 86400
+
+
+def test_status_parses_from_json_and_text(spine, fabric) -> None:
+    for command in ("show interfaces status | json", "show interfaces status"):
+        found = p.parse_interfaces_status(run(spine, command))
+        assert sorted(found) == ["Ethernet1/1", "Ethernet2/1"]
+        for port, rec in found.items():
+            st = fabric.interface(SPINE, port)
+            assert (rec.admin_up, rec.oper_up, rec.speed_gbps) == (st.admin_up, st.oper_up, 400)
+        assert found["Ethernet2/1"].type == "400GBASE-FR4"
+
+
+def test_counters_parse_to_the_fabric_counters(spine, fabric) -> None:
+    for command in ("show interfaces | json", "show interfaces counters | json",
+                    "show interfaces counters errors | json"):
+        found = p.parse_interface_counters(run(spine, command))
+        c = fabric.counters(SPINE, "Ethernet1/1")
+        if "errors" in command:
+            assert found["Ethernet1/1"].rx_fcs_errors == c.rx_fcs_errors
+        else:
+            assert found["Ethernet1/1"].rx_packets == c.rx_packets > 0
+            assert found["Ethernet1/1"].tx_octets == c.tx_octets
+
+
+def test_transceivers_list_one_interface_per_lane(spine, fabric) -> None:
+    found = p.parse_transceivers(run(spine, "show interfaces transceiver detail | json"))
+    assert sorted(found) == ["Ethernet1/1", "Ethernet1/2", "Ethernet1/3", "Ethernet1/4",
+                             "Ethernet2/1", "Ethernet2/2", "Ethernet2/3", "Ethernet2/4"]
+    dom = fabric.dom(SPINE, "Ethernet2/1")
+    for lane in dom.lanes:
+        rec = found[f"Ethernet2/{lane.lane}"]
+        assert rec.lanes[0].rx_power_dbm == pytest.approx(lane.rx_power_dbm, abs=0.01)
+        assert rec.lanes[0].tx_bias_ma == pytest.approx(lane.bias_ma, abs=0.01)
+        assert rec.serial == fabric.transceiver(SPINE, "Ethernet2/1").serial
+    th = fabric.dom_thresholds(SPINE, "Ethernet1/1")
+    assert found["Ethernet1/3"].thresholds["rx_power_dbm"].low_alarm == th.rx_power_dbm.low_alarm
+
+
+def test_lldp_parses_from_every_form(spine, fabric) -> None:
+    expected = {n.local_port: (n.system_name, n.port_id) for n in fabric.lldp_neighbours(SPINE)}
+    assert expected == {"Ethernet1/1": ("leaf1", "Ethernet0"),
+                        "Ethernet2/1": ("leaf1", "Ethernet8")}
+    for command in ("show lldp neighbors | json", "show lldp neighbors detail | json",
+                    "show lldp neighbors"):
+        found = p.parse_lldp_neighbors(run(spine, command))
+        assert {k: (v.remote_system, v.remote_port) for k, v in found.items()} == expected
+    detail = p.parse_lldp_neighbors(run(spine, "show lldp neighbors detail | json"))
+    assert detail["Ethernet1/1"].remote_chassis_id.replace(".", "") == \
+        fabric.device_facts("leaf1").base_mac.replace(":", "")
+
+
+# --- faults, config mode, refusals ---------------------------------------------------------
+
+
+def test_dirty_connector_lowers_the_far_end_rx_power(fresh) -> None:
+    fab, served = fresh
+
+    def rx() -> list[float]:
+        found = p.parse_transceivers(run(served, "show interfaces transceiver | json"))
+        return [found[f"Ethernet1/{k}"].lanes[0].rx_power_dbm for k in range(1, 5)]
+
+    before = rx()
+    fab.inject("dirty_connector", "leaf1:Ethernet0", loss_db=3)
+    for b, a in zip(before, rx(), strict=True):
+        assert a == pytest.approx(b - 3.0, abs=0.05)
+
+
+def test_config_mode_shutdown_and_no_shutdown(fresh) -> None:
+    fab, served = fresh
+    cli = served.cli()
+    assert cli.prompt == "spine1#"
+    for line, prompt in (("configure", "spine1(config)#"),
+                         ("interface Et1/1", "spine1(config-if-Et1/1)#"),
+                         ("description to-leaf1", "spine1(config-if-Et1/1)#"),
+                         ("shutdown", "spine1(config-if-Et1/1)#"), ("end", "spine1#")):
+        run(served, line, cli)
+        assert cli.prompt == prompt
+    status = p.parse_interfaces_status(run(served, "show interfaces status"))
+    assert (status["Ethernet1/1"].admin_up, status["Ethernet1/1"].oper_up) == (False, False)
+    assert status["Ethernet1/1"].description == "to-leaf1"
+    assert fab.interface("leaf1", "Ethernet0").oper_up is False
+    assert "   shutdown" in run(served, "show running-config")
+    for line in ("configure terminal", "int ethernet1/1", "no shutdown", "exit", "exit"):
+        run(served, line, cli)
+    assert cli.prompt == "spine1#"
+    assert p.parse_interfaces_status(run(served, "show interfaces status | json"))[
+        "Ethernet1/1"].oper_up is True
+
+
+def test_copy_and_configure_replace_restore(fresh) -> None:
+    fab, served = fresh
+    before = run(served, "show running-config")
+    assert run(served, "copy running-config flash:snap.cfg") == "Copy completed successfully.\n"
+    cli = served.cli()
+    for line in ("configure", "interface Ethernet2/1", "shutdown", "end"):
+        run(served, line, cli)
+    assert run(served, "show running-config") != before
+    run(served, "configure replace flash:snap.cfg")
+    assert run(served, "show running-config") == before
+    assert fab.interface(SPINE, "Ethernet2/1").admin_up is True
+    assert served.cli().run("configure replace flash:none.cfg").exit_status == 1
+
+
+def test_unknown_commands_get_invalid_input(spine) -> None:
+    reply = spine.cli().run("show frobnicate")
+    assert reply.output.startswith("% Invalid input")
+    with pytest.raises(CommandNotSupported):
+        check_answer(SPINE, "show frobnicate",
+                     CommandResult(reply.output, reply.stderr, reply.exit_status, 0.0))
+    assert spine.cli().run("sh int status | include Et2").output.startswith("Et2/1")
+
+
+# --- end to end ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    lab = EmulatedLab(h.testbed(), workdir=tmp_path_factory.mktemp("lab"))
+    emulated = lab.start()
+    yield lab, emulated
+    lab.stop()
+
+
+def test_ssh_shell_and_the_real_driver(lab) -> None:
+    _, tb = lab
+    device = tb.devices[SPINE]
+    with SshTransport(SPINE, device.address, device.ssh) as ssh, ssh.shell() as shell:
+        assert shell.prompt == "spine1#"
+        found = p.parse_interfaces_status(shell.send("show interfaces status | json"))
+        assert found["Ethernet1/1"].oper_up is True
+    driver_module = pytest.importorskip("drivers.eos.driver")
+    switch = driver_module.EosSwitch(SPINE, device, tb)
+    try:
+        assert switch.facts().model == eos.DEFAULT_MODEL
+        assert switch.interfaces()["Ethernet2/1"].oper_up is True
+        assert switch.counters()["Ethernet1/1"].rx_packets is not None
+        assert switch.transceivers()["Ethernet1/4"].lanes[0].rx_power_dbm > -5
+        assert switch.lldp_neighbors()["Ethernet1/1"].remote_system == "leaf1"
+        token = switch.snapshot()
+        switch.set_admin("Ethernet1/1", False)  # configure / interface / shutdown / end
+        assert switch.interfaces()["Ethernet1/1"].admin_up is False
+        switch.restore(token)
+        assert switch.interfaces()["Ethernet1/1"].admin_up is True
+    finally:
+        switch.close()
