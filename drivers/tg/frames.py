@@ -115,7 +115,7 @@ def build_template(flow: Flow, flow_id: int, src_mac: str, dst_mac: str) -> Fram
     packet = _scapy_stack(flow, src_mac, eth.dst_mac or dst_mac)
     headers_len = len(packet)
     bth = flow.header(Rocev2Bth)
-    payload_len = flow.size_bytes - FCS_BYTES - headers_len - (4 if bth else 0)
+    payload_len = flow.size_bytes - FCS_BYTES - headers_len - (12 + 4 if bth else 0)  # BTH, ICRC
     payload = pack_signature(flow_id, 0, 0) + bytes(payload_len - SIGNATURE_BYTES)
     if isinstance(bth, Rocev2Bth):
         packet[UDP].chksum = 0  # RoCEv2: the ICRC protects the packet, not the UDP checksum

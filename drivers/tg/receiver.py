@@ -1,4 +1,4 @@
-"""The receive side: one raw socket and one thread per rx port, counting per flow.
+"""The receive side: one raw socket and one process per rx port, counting per flow.
 
 The kernel timestamps each frame on arrival (``SO_TIMESTAMPNS``), so latency
 and first/last timestamps do not include the time a frame waited for Python.
@@ -9,14 +9,16 @@ counters for the frame count and says so.
 
 from __future__ import annotations
 
+import ctypes
 import errno
-import logging
-import os
+import gc
+import multiprocessing as mp
 import socket
 import struct
-import threading
 import time
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Any
 
 from drivers.tg.frames import SIGNATURE, locate_signature
 from labtest import netns as ns
@@ -32,31 +34,6 @@ RCVBUF_BYTES = 32 << 20  # absorbs ~250k small frames while Python catches up
 POLL_S = 0.05  # how often an idle receiver checks whether it should stop
 GAP_SEARCH = 64  # how many recent gaps a late frame is matched against
 _TIMESPEC = struct.Struct("@qq")
-RT_PRIORITY = 10  # SCHED_FIFO priority of the traffic threads, when permitted
-NICE = -10  # else their nice level
-
-log = logging.getLogger("labtest.drivers.tg.scapy")
-
-
-def raise_priority() -> None:
-    """Ask the scheduler to run this (sender) thread as soon as it wakes (needs root).
-
-    A sender that waits for a CPU sends late and then in a burst, which moves
-    frames across the edges of an outage. A low real-time priority (FIFO 10)
-    keeps it on schedule on a busy host; the kernel's real-time throttling
-    still leaves 5 % of a CPU to everything else if it never sleeps. Only
-    the senders get it: a receiver that never sleeps would take that CPU.
-    Without the privilege, a higher nice level; failing that, carry on.
-    """
-    try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(RT_PRIORITY))
-        return
-    except OSError:
-        pass
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
-    except OSError:
-        log.debug("cannot raise the priority of the traffic threads: timing may jitter")
 
 
 @dataclass
@@ -142,7 +119,16 @@ class RxFlowStats:
 
 
 class RxPort:
-    """Counts the test frames arriving on one interface, in a thread, until stopped."""
+    """Counts the test frames arriving on one interface, in a child process, until stopped.
+
+    The counting loop runs in a forked process so that it does not share a
+    GIL with the senders: sharing one, every ``send()`` would hand the lock
+    to the receiver and wait to get it back, which caps the rate at a
+    fraction of what either side manages alone. The socket is opened here
+    (in the port's namespace) and inherited; the parent reads the socket's
+    drop counter, asks for snapshots while traffic runs, and collects the
+    final counts on ``stop()``.
+    """
 
     def __init__(self, device: str, interface: str, netns: str | None, flow_ids: set[int]) -> None:
         self.device = device
@@ -151,26 +137,57 @@ class RxPort:
         self.stats: dict[int, RxFlowStats] = {fid: RxFlowStats() for fid in flow_ids}
         self.other_frames = 0  # frames that were not ours (or not for this port)
         self.socket_drops = 0
-        self.last_rx_monotonic = time.monotonic()
         self.error: BaseException | None = None
-        self._stop = threading.Event()
         self._sock = self._open()
-        self._thread = threading.Thread(target=self._run, name=f"tg-rx-{interface}", daemon=True)
+        context = mp.get_context("fork")
+        self._conn, child_conn = context.Pipe()
+        self._shared = context.RawArray(ctypes.c_double, 3)  # stop, snapshot wanted, last rx
+        self._shared[_LAST_RX] = time.monotonic()
+        self._proc = context.Process(
+            target=_serve,
+            args=(self._sock, set(flow_ids), child_conn, self._shared),
+            name=f"tg-rx-{interface}",
+            daemon=True,
+        )
 
     def start(self) -> None:
-        self._thread.start()
+        self._proc.start()
 
     def idle_for_s(self) -> float:
-        return time.monotonic() - self.last_rx_monotonic
+        return time.monotonic() - self._shared[_LAST_RX]
+
+    def refresh(self, timeout_s: float = 1.0) -> None:
+        """Fetch the counts so far from the running receiver (bounded)."""
+        if not self._proc.is_alive():
+            return
+        self._shared[_SNAPSHOT] += 1
+        self._collect(timeout_s)
 
     def stop(self, timeout_s: float = 2.0) -> None:
-        """Stop the thread and read how many frames the socket had to drop."""
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout_s)
-        if self._sock.fileno() >= 0:
-            self.socket_drops += self._read_drops()
-            self._sock.close()
+        """Stop the receiver, take its final counts and the socket's drop count."""
+        if self._sock.fileno() < 0:
+            return
+        self._shared[_STOP] = 1
+        if self._proc.is_alive() or self._conn.poll(0):
+            self._collect(timeout_s)
+        self._proc.join(timeout_s)
+        if self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join(timeout_s)
+        self.socket_drops += self._read_drops_from(self._sock)
+        self._sock.close()
+        self._conn.close()
+
+    def _collect(self, timeout_s: float) -> None:
+        if not self._conn.poll(timeout_s + 2 * POLL_S):
+            where = self.interface
+            self.error = TransportError(self.device, f"receiver on {where} stopped answering")
+            return
+        reply = self._conn.recv()
+        if isinstance(reply, str):
+            self.error = TransportError(self.device, f"receiver on {self.interface}: {reply}")
+            return
+        self.stats, self.other_frames = reply
 
     def _open(self) -> socket.socket:
         def open_here() -> socket.socket:
@@ -199,49 +216,66 @@ class RxPort:
         self._read_drops_from(sock)  # reading resets the kernel's counters
         return sock
 
-    def _read_drops(self) -> int:
-        return self._read_drops_from(self._sock)
-
     @staticmethod
     def _read_drops_from(sock: socket.socket) -> int:
         _, drops = struct.unpack("II", sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))
         return int(drops)
 
-    def _run(self) -> None:
-        try:
-            raise_priority()  # a receiver preempted while it holds the GIL would stall the sender
-            self._loop()
-        except BaseException as exc:  # handed to the driver, which raises it
-            self.error = exc
 
-    def _loop(self) -> None:
-        sock, stats, stop = self._sock, self.stats, self._stop
-        buf = bytearray(16384)
-        ancillary = socket.CMSG_SPACE(_TIMESPEC.size)
-        unpack_sig = SIGNATURE.unpack_from
-        while not stop.is_set():
-            try:
-                n, anc, _, addr = sock.recvmsg_into([buf], ancillary)
-            except OSError as exc:
-                if exc.errno in (errno.EAGAIN, errno.EINTR):
-                    continue
-                raise
-            if addr[2] == PACKET_OUTGOING:
+_STOP, _SNAPSHOT, _LAST_RX = 0, 1, 2
+
+
+def _serve(sock: socket.socket, flow_ids: set[int], conn: Connection, shared: Any) -> None:
+    """The child process: count until told to stop, answering snapshot requests on the way."""
+    gc.disable()  # the loop makes no reference cycles; a collection would only stall it
+    stats = {fid: RxFlowStats() for fid in flow_ids}
+    other = [0]
+    try:
+        _count(sock, stats, other, conn, shared)
+        conn.send((stats, other[0]))
+    except BaseException as exc:  # reported to the parent, which raises it
+        conn.send(f"{type(exc).__name__}: {exc}")
+    finally:
+        conn.close()
+
+
+def _count(
+    sock: socket.socket,
+    stats: dict[int, RxFlowStats],
+    other: list[int],
+    conn: Connection,
+    shared: Any,
+) -> None:
+    buf = bytearray(16384)
+    ancillary = socket.CMSG_SPACE(_TIMESPEC.size)
+    unpack_sig = SIGNATURE.unpack_from
+    answered = 0.0
+    while not shared[_STOP]:
+        if shared[_SNAPSHOT] != answered:
+            answered = shared[_SNAPSHOT]
+            conn.send((stats, other[0]))
+        try:
+            n, anc, _, addr = sock.recvmsg_into([buf], ancillary)
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.EINTR):
                 continue
-            self.last_rx_monotonic = time.monotonic()
-            if anc:
-                seconds, nanoseconds = _TIMESPEC.unpack(anc[0][2])
-                rx_ns = seconds * 1_000_000_000 + nanoseconds
-            else:
-                rx_ns = time.time_ns()
-            found = locate_signature(buf, n)
-            if found is None:
-                self.other_frames += 1
-                continue
-            offset, ecn = found
-            _, flow_id, seq, tx_ns, _ = unpack_sig(buf, offset)
-            flow = stats.get(flow_id)
-            if flow is None:
-                self.other_frames += 1
-                continue
-            flow.add(seq, tx_ns, rx_ns, ecn)
+            raise
+        if addr[2] == PACKET_OUTGOING:
+            continue
+        shared[_LAST_RX] = time.monotonic()
+        if anc:
+            seconds, nanoseconds = _TIMESPEC.unpack(anc[0][2])
+            rx_ns = seconds * 1_000_000_000 + nanoseconds
+        else:
+            rx_ns = time.time_ns()
+        found = locate_signature(buf, n)
+        if found is None:
+            other[0] += 1
+            continue
+        offset, ecn = found
+        _, flow_id, seq, tx_ns, _ = unpack_sig(buf, offset)
+        flow = stats.get(flow_id)
+        if flow is None:
+            other[0] += 1
+            continue
+        flow.add(seq, tx_ns, rx_ns, ecn)

@@ -21,6 +21,7 @@ import errno
 import gc
 import heapq
 import logging
+import os
 import socket
 import sys
 import threading
@@ -29,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from drivers.tg.frames import FrameTemplate, build_template
-from drivers.tg.receiver import RxFlowStats, RxPort, raise_priority
+from drivers.tg.receiver import RxFlowStats, RxPort
 from labtest import netns as ns
 from labtest.capabilities.traffic import (
     MAX_PAUSE_QUANTA,
@@ -51,6 +52,8 @@ SNDBUF_BYTES = 4 << 20
 MAX_BURST = 256  # frames sent back to back before the clock is read again
 SETTLE_S = 0.05  # receivers idle this long = everything in flight has arrived
 DRAIN_TIMEOUT_S = 2.0
+RT_PRIORITY = 10  # SCHED_FIFO priority of the sender threads, when permitted
+NICE = -10  # else their nice level
 SWITCH_INTERVAL_S = 0.0005  # GIL hand-over while traffic runs (Python's default: 5 ms)
 
 
@@ -140,6 +143,27 @@ class _PortSender:
                 heapq.heappop(due)
             else:
                 heapq.heapreplace(due, (stream.sent / stream.rate_pps, index))
+
+
+def raise_priority() -> None:
+    """Ask the scheduler to run this (sender) thread as soon as it wakes (needs root).
+
+    A sender that waits for a CPU sends late and then in a burst, which moves
+    frames across the edges of an outage. A low real-time priority (FIFO 10)
+    keeps it on schedule on a busy host; the kernel's real-time throttling
+    still leaves 5 % of a CPU to everything else if it never sleeps. Only
+    the senders get it: a receiver that never sleeps would take that CPU.
+    Without the privilege, a higher nice level; failing that, carry on.
+    """
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(RT_PRIORITY))
+        return
+    except OSError:
+        pass
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
+    except OSError:
+        log.debug("cannot raise the priority of the traffic threads: timing may jitter")
 
 
 class _ScapyPfcStorm(PfcStorm):
@@ -325,6 +349,9 @@ class ScapyTrafficGenerator:
         self._require_config()
         run = self._run
         if run is not None:
+            if not run.finished:
+                for rx in run.receivers.values():
+                    rx.refresh()
             self._raise_thread_errors(run)
         return [
             self._flow_metrics(s, run)

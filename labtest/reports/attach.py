@@ -1,4 +1,4 @@
-"""Attach evidence to the running test's Allure result (no-ops outside an Allure run).
+"""Evidence for the running test's Allure result (no-ops outside an Allure run).
 
 Raw device output is redacted first: a password echoed by a device must not
 end up in a report.
@@ -7,12 +7,21 @@ end up in a report.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import allure
 
 from labtest import secrets
 from labtest.parsing import to_jsonable
+
+
+@contextmanager
+def plan_step(step_id: str, title: str) -> Iterator[None]:
+    """One Allure step per test-plan step; measurements taken inside nest under it."""
+    with allure.step(f"{step_id} {title}"):
+        yield
 
 
 def attach_raw(device: str, command: str, output: str) -> None:

@@ -32,8 +32,6 @@ KINDS = {
     "deviation": (BROKEN, "emulation-deviation"),
     "other": (BROKEN, "test-defect"),
 }
-#: how bad an outcome is, for merging setup/call/teardown and for sorting
-SEVERITY = {FAILED: 0, BROKEN: 1, SKIPPED: 3, PASSED: 4}
 NODEID_LABEL = "labtest_nodeid"
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import switch_helpers as h
 
@@ -10,6 +12,8 @@ from drivers.eos import parsers as p
 from labtest.emulation.lab import EmulatedLab
 from labtest.emulation.personalities import eos
 from labtest.errors import CommandNotSupported
+from labtest.transports import mibs
+from labtest.transports.snmp import to_python
 from labtest.transports.ssh import CommandResult, SshTransport
 
 SPINE = "spine1"
@@ -49,13 +53,15 @@ def fresh(monkeypatch):
 
 # --- structure ---------------------------------------------------------------------------
 
-JSON = [
+JSON = [  # command -> the real samples whose shape it must have
     ("show version | json", ["show_version_json__veoslab_4_33"]),
-    ("show interfaces status | json",
-     ["show_interfaces_status_json__veoslab_4_33", "show_interfaces_status_json__arista_doc_7050sx"]),
+    ("show interfaces status | json", ["show_interfaces_status_json__veoslab_4_33",
+                                       "show_interfaces_status_json__arista_doc_7050sx"]),
     ("show interfaces | json", ["show_interfaces_json__veoslab_4_33"]),
-    ("show interfaces counters errors | json", ["show_interfaces_counters_errors_json__anta_fixture"]),
-    ("show interfaces transceiver | json", ["show_interfaces_transceiver_json__netpanda_ethernet52"]),
+    ("show interfaces counters errors | json",
+     ["show_interfaces_counters_errors_json__anta_fixture"]),
+    ("show interfaces transceiver | json",
+     ["show_interfaces_transceiver_json__netpanda_ethernet52"]),
     ("show interfaces transceiver detail | json",
      ["show_interfaces_transceiver_detail_json__dwdm_ethernet5_2"]),
     ("show lldp neighbors | json", ["show_lldp_neighbors_json__sonic_mgmt_vlab04"]),
@@ -188,6 +194,8 @@ def test_config_mode_shutdown_and_no_shutdown(fresh) -> None:
     assert status["Ethernet1/1"].description == "to-leaf1"
     assert fab.interface("leaf1", "Ethernet0").oper_up is False
     assert "   shutdown" in run(served, "show running-config")
+    alias = served.mib.get(mibs.oid_tuple("ifAlias.1001"))  # EOS ifIndex of Ethernet1/1
+    assert to_python(alias) == "to-leaf1"
     for line in ("configure terminal", "int ethernet1/1", "no shutdown", "exit", "exit"):
         run(served, line, cli)
     assert cli.prompt == "spine1#"
@@ -216,6 +224,18 @@ def test_unknown_commands_get_invalid_input(spine) -> None:
         check_answer(SPINE, "show frobnicate",
                      CommandResult(reply.output, reply.stderr, reply.exit_status, 0.0))
     assert spine.cli().run("sh int status | include Et2").output.startswith("Et2/1")
+
+
+def test_reload_now_silences_the_switch_until_stopped(fresh) -> None:
+    fab, served = fresh
+    assert served.cli().run("reload now").exit_status == 0
+    deadline = time.monotonic() + 2.0
+    while fab.reachable(SPINE) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not fab.reachable(SPINE)
+    assert served.mib.state.rebooting
+    served.stop()  # cancels the pending boot: no timer outlives the lab
+    assert not served.mib.state.rebooting
 
 
 # --- end to end ----------------------------------------------------------------------------

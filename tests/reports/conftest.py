@@ -113,15 +113,16 @@ TESTS = '''\
 import pytest
 
 from labtest.reports import plots
-from labtest.reports.attach import attach_png, attach_raw
+from labtest.reports.attach import attach_png, attach_raw, plan_step
 
 
 @pytest.mark.plan("OPT-1.1")
 def test_rx_power(device, measure):
-    for port, xcvr in device("leaf1").transceivers().items():
-        for lane in xcvr.lanes:
-            measure("rx_power_dbm", lane.rx_power_dbm, key="optics.rx_power_dbm",
-                    device="leaf1", port=port, lane=lane.lane)
+    with plan_step("OPT-1.1.1", "read the DOM of every leaf1 optic"):
+        for port, xcvr in device("leaf1").transceivers().items():
+            for lane in xcvr.lanes:
+                measure("rx_power_dbm", lane.rx_power_dbm, key="optics.rx_power_dbm",
+                        device="leaf1", port=port, lane=lane.lane)
 
 
 @pytest.mark.plan("FEC-2.1")

@@ -61,6 +61,11 @@ def test_allure_results_separate_failed_from_broken(faulty_run: LabRun) -> None:
     assert labels(failed, "optic_pn") == ["QDD-400G-DR4"]
     assert {p["name"]: p["value"] for p in failed["parameters"]} == {"leaf": "'leaf2'"}
 
+    (plan_step,) = res["test_rx_power"]["steps"]  # measurements nest in their plan step
+    assert plan_step["name"] == "OPT-1.1.1 read the DOM of every leaf1 optic"
+    assert [s["name"][:40] for s in plan_step["steps"]] == [
+        "PASS: rx_power_dbm device=leaf1 port=Eth"] * 4
+
     broken = res["test_spine_facts"]
     assert broken["statusDetails"]["message"].startswith(
         "labtest.errors.TransportTimeout: [spine1] no SSH banner"

@@ -115,6 +115,7 @@ class SwitchState:
     if_index: dict[str, int] = field(init=False)
     pfcwd: PfcwdConfig = field(init=False)
     saved: dict[str, dict[str, Any]] = field(init=False)
+    descriptions: dict[str, str] = field(init=False)  # port -> description (ifAlias)
     boots: int = field(default=0, init=False)
     _boot_s: float = field(init=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, init=False)
@@ -125,6 +126,10 @@ class SwitchState:
         self.ports = sorted(self.fabric.ports(self.name), key=natural_key)
         self.if_index = assign_if_indexes(self.ports, self.if_index_rule)
         self.pfcwd, self._base_pfc = _traffic_defaults(self.device)
+        given = self.device.vars.get("port_descriptions")
+        self.descriptions = (
+            {str(k): str(v) for k, v in given.items()} if isinstance(given, dict) else {}
+        )
         self._boot_s = self.fabric.now_s() - initial_uptime_s(self.name)
         self.saved = {STARTUP: self.running_config()}
 
@@ -182,8 +187,9 @@ class SwitchState:
             totals["pfc_rx_frames"] = tuple(t.pfc_rx_frames)
             totals["pfc_tx_frames"] = tuple(t.pfc_tx_frames)
             totals["queues"] = tuple(
-                QueueView(q.priority, q.tx_packets, q.tx_bytes, q.drop_packets,
-                          q.ecn_marked_packets)
+                QueueView(
+                    q.priority, q.tx_packets, q.tx_bytes, q.drop_packets, q.ecn_marked_packets
+                )
                 for q in t.queues
             )
         return PortView(**{**view.__dict__, **totals})
@@ -240,6 +246,7 @@ class SwitchState:
         return {
             "admin": admin,
             "mtu": mtu,
+            "description": dict(self.descriptions),
             "pfc": self.pfc_priorities(),
             "pfcwd": {
                 "enabled": self.pfcwd_enabled(),
@@ -259,6 +266,7 @@ class SwitchState:
             for port, mtu in config["mtu"].items():
                 if self.has_port(port):
                     self.fabric.set_mtu(self.name, port, mtu)
+            self.descriptions = dict(config["description"])
             for priority in range(PRIORITIES):
                 self.set_pfc(priority, priority in config["pfc"])
             wd = config["pfcwd"]
@@ -304,6 +312,12 @@ class SwitchState:
             self._timers = [t for t in self._timers if t.is_alive()]
             self._timers.append(timer)
         timer.start()
+
+    @property
+    def rebooting(self) -> bool:
+        """A reboot step is still pending."""
+        with self._lock:
+            return any(t.is_alive() for t in self._timers)
 
     def stop(self) -> None:
         """Cancel pending reboot steps (the lab calls it through ``Served.stop``)."""

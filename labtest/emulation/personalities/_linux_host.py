@@ -153,8 +153,9 @@ class HostState:
     def spawn(self, comm: str, args: str, sink: Sink, **fields: Any) -> Proc:
         with self.lock:
             pid = next(self._pids)
-            proc = Proc(pid, comm[:15], args, self.user, sink, started_s=self.fabric.now_s(),
-                        **fields)  # fmt: skip
+            proc = Proc(
+                pid, comm[:15], args, self.user, sink, started_s=self.fabric.now_s(), **fields
+            )
             self.procs[pid] = proc
             return proc
 

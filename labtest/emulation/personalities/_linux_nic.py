@@ -101,7 +101,9 @@ def nic_ports(fabric: Fabric, name: str, device: Device) -> tuple[NicPort, ...]:
         elif st.link is not None and traffic is not None:
             ipv4 = traffic.topo.ip_text(traffic.topo.port(endpoint))
         out.append(
-            NicPort(port, port, rdma_names[i], 1, endpoint, i + 2, st.mac, ipv4, st.link is not None)
+            NicPort(
+                port, port, rdma_names[i], 1, endpoint, i + 2, st.mac, ipv4, st.link is not None
+            )
         )
     return tuple(out)
 
@@ -144,14 +146,20 @@ def gid_table(nic: NicPort) -> list[tuple[int, ipaddress.IPv6Address, str]]:
     return gids
 
 
+def gid_text(gid: ipaddress.IPv6Address) -> str:
+    """A GID as inet_ntop prints it (rdma-core): IPv4-mapped ones end in dotted quad."""
+    return f"::ffff:{gid.ipv4_mapped}" if gid.ipv4_mapped else str(gid)
+
+
 def gid_bytes_text(gid: ipaddress.IPv6Address) -> str:
     """perftest's GID_FMT: 16 bytes in %02d, colon-separated."""
     return ":".join(f"{b:02d}" for b in gid.packed)
 
 
 def firmware(fabric: Fabric, host: str, device: Device) -> str:
-    return str(device.vars.get("nic_firmware") or fabric.device_facts(host).firmware_version
-               or FW_DEFAULT)
+    return str(
+        device.vars.get("nic_firmware") or fabric.device_facts(host).firmware_version or FW_DEFAULT
+    )
 
 
 # --- ip -j link / addr --------------------------------------------------------------
@@ -160,11 +168,19 @@ def firmware(fabric: Fabric, host: str, device: Device) -> str:
 def ip_json(ports: list[PortNow], addresses: bool, stats: Mapping[str, dict[str, Any]]) -> str:
     """``ip -j link`` (``addresses``: ``ip -j addr``); ``stats`` adds stats64 per netdev."""
     lo: dict[str, Any] = {
-        "ifindex": 1, "ifname": "lo", "flags": ["LOOPBACK", "UP", "LOWER_UP"], "mtu": 65536,
-        "qdisc": "noqueue", "operstate": "UNKNOWN", "linkmode": "DEFAULT", "group": "default",
-        "txqlen": 1000, "link_type": "loopback", "address": "00:00:00:00:00:00",
+        "ifindex": 1,
+        "ifname": "lo",
+        "flags": ["LOOPBACK", "UP", "LOWER_UP"],
+        "mtu": 65536,
+        "qdisc": "noqueue",
+        "operstate": "UNKNOWN",
+        "linkmode": "DEFAULT",
+        "group": "default",
+        "txqlen": 1000,
+        "link_type": "loopback",
+        "address": "00:00:00:00:00:00",
         "broadcast": "00:00:00:00:00:00",
-    }  # fmt: skip
+    }
     if addresses:
         lo["addr_info"] = [
             _addr("inet", "127.0.0.1", 8, "host", "lo"),
@@ -174,14 +190,25 @@ def ip_json(ports: list[PortNow], addresses: bool, stats: Mapping[str, dict[str,
     for p in ports:
         flags = ["BROADCAST", "MULTICAST"]
         if p.admin_up:
-            flags = (["BROADCAST", "MULTICAST", "UP", "LOWER_UP"] if p.oper_up
-                     else ["NO-CARRIER", "BROADCAST", "MULTICAST", "UP"])
+            flags = (
+                ["BROADCAST", "MULTICAST", "UP", "LOWER_UP"]
+                if p.oper_up
+                else ["NO-CARRIER", "BROADCAST", "MULTICAST", "UP"]
+            )
         entry: dict[str, Any] = {
-            "ifindex": p.nic.ifindex, "ifname": p.nic.netdev, "flags": flags, "mtu": p.mtu_bytes,
-            "qdisc": "mq", "operstate": "UP" if p.oper_up else "DOWN", "linkmode": "DEFAULT",
-            "group": "default", "txqlen": 1000, "link_type": "ether", "address": p.nic.mac,
+            "ifindex": p.nic.ifindex,
+            "ifname": p.nic.netdev,
+            "flags": flags,
+            "mtu": p.mtu_bytes,
+            "qdisc": "mq",
+            "operstate": "UP" if p.oper_up else "DOWN",
+            "linkmode": "DEFAULT",
+            "group": "default",
+            "txqlen": 1000,
+            "link_type": "ether",
+            "address": p.nic.mac,
             "broadcast": "ff:ff:ff:ff:ff:ff",
-        }  # fmt: skip
+        }
         if p.nic.netdev in stats:
             entry["stats64"] = stats[p.nic.netdev]
         if addresses:
@@ -212,25 +239,35 @@ def stats64(counters: Mapping[str, int]) -> dict[str, Any]:
     zero_rx = ("errors", "dropped", "over_errors", "multicast")
     zero_tx = ("errors", "dropped", "carrier_errors", "collisions")
     return {
-        "rx": {"bytes": counters["rx_bytes"], "packets": counters["rx_packets"],
-               **dict.fromkeys(zero_rx, 0)},
-        "tx": {"bytes": counters["tx_bytes"], "packets": counters["tx_packets"],
-               **dict.fromkeys(zero_tx, 0)},
-    }  # fmt: skip
+        "rx": {
+            "bytes": counters["rx_bytes"],
+            "packets": counters["rx_packets"],
+            **dict.fromkeys(zero_rx, 0),
+        },
+        "tx": {
+            "bytes": counters["tx_bytes"],
+            "packets": counters["tx_packets"],
+            **dict.fromkeys(zero_tx, 0),
+        },
+    }
 
 
 # --- counters -------------------------------------------------------------------
 
 
-def ethtool_counters(fabric: Fabric, host: str, now: PortNow, pfc: tuple[int, ...]) -> dict[str, int]:
+def ethtool_counters(
+    fabric: Fabric, host: str, now: PortNow, pfc: tuple[int, ...]
+) -> dict[str, int]:
     """mlx5 ``ethtool -S`` counters of one port, in the driver's order (abridged)."""
     nic = now.nic
     fc = fabric.counters(host, nic.port)
     lldp_rx, lldp_tx = fc.rx_packets, fc.tx_packets
     c: dict[str, int] = {
-        "rx_packets": lldp_rx, "rx_bytes": fc.rx_octets,
-        "tx_packets": lldp_tx, "tx_bytes": fc.tx_octets,
-    }  # fmt: skip
+        "rx_packets": lldp_rx,
+        "rx_bytes": fc.rx_octets,
+        "tx_packets": lldp_tx,
+        "tx_bytes": fc.tx_octets,
+    }
     traffic = fabric.traffic
     rdma = {"rx_p": 0, "rx_b": 0, "tx_p": 0, "tx_b": 0, "disc": 0}
     rx_prio = tx_prio = [(0, 0)] * PRIORITIES
@@ -240,37 +277,58 @@ def ethtool_counters(fabric: Fabric, host: str, now: PortNow, pfc: tuple[int, ..
         rc = traffic.roce_counters(nic.endpoint)
         peer = traffic.topo.ports[traffic.topo.ports[traffic.topo.port(nic.endpoint)].peer]
         peer_pc = traffic.port_counters(peer.endpoint)
-        rdma = {"rx_p": pc.rx_packets, "rx_b": pc.rx_bytes, "tx_p": pc.tx_packets,
-                "tx_b": pc.tx_bytes, "disc": rc.rx_discards_phy}  # fmt: skip
+        rdma = {
+            "rx_p": pc.rx_packets,
+            "rx_b": pc.rx_bytes,
+            "tx_p": pc.tx_packets,
+            "tx_b": pc.tx_bytes,
+            "disc": rc.rx_discards_phy,
+        }
         tx_prio = [(q.tx_bytes, q.tx_packets) for q in pc.queues]
         rx_prio = [(q.tx_bytes, q.tx_packets) for q in peer_pc.queues]
         pause_rx, pause_tx = rc.rx_prio_pause, rc.tx_prio_pause
     fec = fabric.fec(host, nic.port) if nic.cabled else None
     c |= {
         "rx_out_of_buffer": 0,
-        "rx_vport_unicast_packets": 0, "rx_vport_unicast_bytes": 0,
-        "tx_vport_unicast_packets": 0, "tx_vport_unicast_bytes": 0,
-        "rx_vport_multicast_packets": lldp_rx, "rx_vport_multicast_bytes": fc.rx_octets,
-        "tx_vport_multicast_packets": lldp_tx, "tx_vport_multicast_bytes": fc.tx_octets,
-        "rx_vport_rdma_unicast_packets": rdma["rx_p"], "rx_vport_rdma_unicast_bytes": rdma["rx_b"],
-        "tx_vport_rdma_unicast_packets": rdma["tx_p"], "tx_vport_rdma_unicast_bytes": rdma["tx_b"],
+        "rx_vport_unicast_packets": 0,
+        "rx_vport_unicast_bytes": 0,
+        "tx_vport_unicast_packets": 0,
+        "tx_vport_unicast_bytes": 0,
+        "rx_vport_multicast_packets": lldp_rx,
+        "rx_vport_multicast_bytes": fc.rx_octets,
+        "tx_vport_multicast_packets": lldp_tx,
+        "tx_vport_multicast_bytes": fc.tx_octets,
+        "rx_vport_rdma_unicast_packets": rdma["rx_p"],
+        "rx_vport_rdma_unicast_bytes": rdma["rx_b"],
+        "tx_vport_rdma_unicast_packets": rdma["tx_p"],
+        "tx_vport_rdma_unicast_bytes": rdma["tx_b"],
         "tx_packets_phy": rdma["tx_p"] + lldp_tx + sum(pause_tx),
         "rx_packets_phy": rdma["rx_p"] + lldp_rx + sum(pause_rx),
         "rx_crc_errors_phy": fc.rx_fcs_errors,
         "tx_bytes_phy": rdma["tx_b"] + fc.tx_octets + 64 * sum(pause_tx),
         "rx_bytes_phy": rdma["rx_b"] + fc.rx_octets + 64 * sum(pause_rx),
-        "tx_multicast_phy": lldp_tx + sum(pause_tx), "rx_multicast_phy": lldp_rx + sum(pause_rx),
-        "tx_mac_control_phy": sum(pause_tx), "rx_mac_control_phy": sum(pause_rx),
-        "rx_in_range_len_errors_phy": 0, "rx_out_of_range_len_phy": 0,
-        "rx_oversize_pkts_phy": 0, "rx_symbol_err_phy": 0, "rx_unsupported_op_phy": 0,
-        "rx_pause_ctrl_phy": sum(pause_rx), "tx_pause_ctrl_phy": sum(pause_tx),
-        "rx_discards_phy": rdma["disc"], "tx_discards_phy": 0, "tx_errors_phy": 0,
-        "rx_undersize_pkts_phy": 0, "rx_fragments_phy": 0, "rx_jabbers_phy": 0,
+        "tx_multicast_phy": lldp_tx + sum(pause_tx),
+        "rx_multicast_phy": lldp_rx + sum(pause_rx),
+        "tx_mac_control_phy": sum(pause_tx),
+        "rx_mac_control_phy": sum(pause_rx),
+        "rx_in_range_len_errors_phy": 0,
+        "rx_out_of_range_len_phy": 0,
+        "rx_oversize_pkts_phy": 0,
+        "rx_symbol_err_phy": 0,
+        "rx_unsupported_op_phy": 0,
+        "rx_pause_ctrl_phy": sum(pause_rx),
+        "tx_pause_ctrl_phy": sum(pause_tx),
+        "rx_discards_phy": rdma["disc"],
+        "tx_discards_phy": 0,
+        "tx_errors_phy": 0,
+        "rx_undersize_pkts_phy": 0,
+        "rx_fragments_phy": 0,
+        "rx_jabbers_phy": 0,
         "link_down_events_phy": fc.oper_down_count,
         "rx_pcs_symbol_err_phy": fec.uncorrectable_codewords if fec else 0,
         "rx_corrected_bits_phy": fec.symbol_errors if fec else 0,
         "rx_buffer_passed_thres_phy": 0,
-    }  # fmt: skip
+    }
     for p in range(PRIORITIES):
         c[f"rx_prio{p}_bytes"], c[f"rx_prio{p}_packets"] = rx_prio[p]
         c[f"rx_prio{p}_discards"] = rdma["disc"] if p == ROCE_PRIORITY else 0
@@ -282,9 +340,14 @@ def ethtool_counters(fabric: Fabric, host: str, now: PortNow, pfc: tuple[int, ..
         c[f"tx_prio{p}_pause"] = pause_tx[p]
         c[f"tx_prio{p}_pause_duration"] = round(pause_tx[p] * quanta_us)
         c[f"rx_prio{p}_pause_transition"] = pause_rx[p]
-    c |= {"tx_pause_storm_warning_events": 0, "tx_pause_storm_error_events": 0,
-          "module_unplug": 0, "module_bus_stuck": 0, "module_high_temp": 0,
-          "module_bad_shorted": 0}  # fmt: skip
+    c |= {
+        "tx_pause_storm_warning_events": 0,
+        "tx_pause_storm_error_events": 0,
+        "module_unplug": 0,
+        "module_bus_stuck": 0,
+        "module_high_temp": 0,
+        "module_bad_shorted": 0,
+    }
     return c
 
 
@@ -293,15 +356,36 @@ def ethtool_stats_text(counters: Mapping[str, int]) -> str:
 
 
 HW_COUNTERS = (
-    "rx_write_requests", "rx_read_requests", "rx_atomic_requests", "out_of_buffer",
-    "out_of_sequence", "duplicate_request", "rnr_nak_retry_err", "packet_seq_err",
-    "implied_nak_seq_err", "local_ack_timeout_err", "rx_dct_connect", "resp_local_length_error",
-    "resp_cqe_error", "req_cqe_error", "req_remote_invalid_request", "req_remote_access_errors",
-    "resp_remote_access_errors", "resp_cqe_flush_error", "req_cqe_flush_error",
-    "roce_adp_retrans", "roce_adp_retrans_to", "roce_slow_restart", "roce_slow_restart_cnps",
-    "roce_slow_restart_trans", "rp_cnp_ignored", "rp_cnp_handled", "np_ecn_marked_roce_packets",
-    "np_cnp_sent", "rx_icrc_encapsulated",
-)  # fmt: skip
+    "rx_write_requests",
+    "rx_read_requests",
+    "rx_atomic_requests",
+    "out_of_buffer",
+    "out_of_sequence",
+    "duplicate_request",
+    "rnr_nak_retry_err",
+    "packet_seq_err",
+    "implied_nak_seq_err",
+    "local_ack_timeout_err",
+    "rx_dct_connect",
+    "resp_local_length_error",
+    "resp_cqe_error",
+    "req_cqe_error",
+    "req_remote_invalid_request",
+    "req_remote_access_errors",
+    "resp_remote_access_errors",
+    "resp_cqe_flush_error",
+    "req_cqe_flush_error",
+    "roce_adp_retrans",
+    "roce_adp_retrans_to",
+    "roce_slow_restart",
+    "roce_slow_restart_cnps",
+    "roce_slow_restart_trans",
+    "rp_cnp_ignored",
+    "rp_cnp_handled",
+    "np_ecn_marked_roce_packets",
+    "np_cnp_sent",
+    "rx_icrc_encapsulated",
+)
 
 
 def hw_counters(fabric: Fabric, now: PortNow) -> dict[str, int]:
@@ -435,20 +519,27 @@ def ibv_devinfo_text(ports: list[PortNow], fw: str, verbose: bool, device: str |
                 f"\t\t\tactive_speed:\t\t{speed}",
                 f"\t\t\tphys_state:\t\t{phys}",
             ]
-            lines += [f"\t\t\tGID[{i:3d}]:\t\t{gid}, {kind}" for i, gid, kind in gid_table(nic)]
+            lines += [
+                f"\t\t\tGID[{i:3d}]:\t\t{gid_text(gid)}, {kind}" for i, gid, kind in gid_table(nic)
+            ]
         out.append("\n".join(lines) + "\n\n")
     return "".join(out)
 
 
 def show_gids_text(ports: list[PortNow]) -> str:
-    head = "DEV\tPORT\tINDEX\tGID\t\t\t\t\tIPv4  \t\tVER\tDEV\n---\t----\t-----\t---\t\t\t\t\t------------  \t---\t---\n"
+    head = (
+        "DEV\tPORT\tINDEX\tGID\t\t\t\t\tIPv4  \t\tVER\tDEV\n"
+        "---\t----\t-----\t---\t\t\t\t\t------------  \t---\t---\n"
+    )
     rows = []
     for p in ports:
         for i, gid, kind in gid_table(p.nic):
             full = ":".join(gid.exploded.split(":"))
             ipv4 = f"{gid.ipv4_mapped}  " if gid.ipv4_mapped else "\t"
             ver = "v2" if kind.endswith("v2") else "v1"
-            rows.append(f"{p.nic.rdma}\t{p.nic.ib_port}\t{i}\t{full}\t{ipv4}\t{ver}\t{p.nic.netdev}\n")
+            rows.append(
+                f"{p.nic.rdma}\t{p.nic.ib_port}\t{i}\t{full}\t{ipv4}\t{ver}\t{p.nic.netdev}\n"
+            )
     return head + "".join(rows) + f"n_gids_found={len(rows)}\n"
 
 
@@ -496,10 +587,17 @@ _IDENTIFIERS = {
     "QSFP-DD": "0x18 (QSFP-DD Double Density 8X Pluggable Transceiver (INF-8628))",
     "OSFP": "0x19 (OSFP 8X Pluggable Transceiver)",
 }
-_CONNECTORS = {"LC": "0x07 (LC)", "MPO-12": "0x0c (MPO Parallel Optic)",
-               "MPO-16": "0x0c (MPO Parallel Optic)"}  # fmt: skip
-_LEVEL_WORDS = (("high", "alarm", "high_alarm"), ("low", "alarm", "low_alarm"),
-                ("high", "warning", "high_warning"), ("low", "warning", "low_warning"))  # fmt: skip
+_CONNECTORS = {
+    "LC": "0x07 (LC)",
+    "MPO-12": "0x0c (MPO Parallel Optic)",
+    "MPO-16": "0x0c (MPO Parallel Optic)",
+}
+_LEVEL_WORDS = (
+    ("high", "alarm", "high_alarm"),
+    ("low", "alarm", "low_alarm"),
+    ("high", "warning", "high_warning"),
+    ("low", "warning", "low_warning"),
+)
 
 
 def _f(label: str, value: str) -> str:
@@ -516,8 +614,9 @@ def _degrees(c: float) -> str:
     return f"{c:.2f} degrees C / {c * 9 / 5 + 32:.2f} degrees F"
 
 
-def ethtool_module_text(inv: Any, dom: Any, thresholds: Any, flags: list[Any],
-                        dark_dbm: float) -> str:  # fmt: skip
+def ethtool_module_text(
+    inv: Any, dom: Any, thresholds: Any, flags: list[Any], dark_dbm: float
+) -> str:
     """``ethtool -m`` of a CMIS module (QSFP-DD/OSFP), lanes as the module has them."""
     lanes = list(dom.lanes)
     on = {(f.quantity, f.level, f.lane) for f in flags}
@@ -550,9 +649,13 @@ def ethtool_module_text(inv: Any, dom: Any, thresholds: Any, flags: list[Any],
         _f("Revision compliance", "Rev. 5.0"),
         _f("Active firmware version", fw),
     ]
-    for label, key in (("Rx loss of signal", "rx_los"), ("Tx loss of signal", "tx_los"),
-                       ("Rx loss of lock", "rx_lol"), ("Tx loss of lock", None),
-                       ("Tx fault", None)):  # fmt: skip
+    for label, key in (
+        ("Rx loss of signal", "rx_los"),
+        ("Tx loss of signal", "tx_los"),
+        ("Rx loss of lock", "rx_lol"),
+        ("Tx loss of lock", None),
+        ("Tx fault", None),
+    ):
         hit = [(key, "asserted", lane.lane) in on for lane in lanes] if key else []
         value = "[ " + ", ".join("Yes" if h else "No" for h in hit) + " ]" if any(hit) else "None"
         text.append(_f(label, value))
@@ -563,33 +666,46 @@ def ethtool_module_text(inv: Any, dom: Any, thresholds: Any, flags: list[Any],
         _f("Module temperature", _degrees(dom.temperature_c)),
         _f("Module voltage", f"{dom.voltage_v:.4f} V"),
     ]
-    text += [_f(f"Laser tx bias current (Channel {ln.lane})", f"{ln.bias_ma:.3f} mA") for ln in lanes]
-    text += [_f(f"Transmit avg optical power (Channel {ln.lane})", _mw(ln.tx_power_dbm, dark_dbm))
-             for ln in lanes]  # fmt: skip
-    text += [_f(f"Rcvr signal avg optical power (Channel {ln.lane})",
-                _mw(ln.rx_power_dbm, dark_dbm)) for ln in lanes]  # fmt: skip
+    text += [
+        _f(f"Laser tx bias current (Channel {ln.lane})", f"{ln.bias_ma:.3f} mA") for ln in lanes
+    ]
+    text += [
+        _f(f"Transmit avg optical power (Channel {ln.lane})", _mw(ln.tx_power_dbm, dark_dbm))
+        for ln in lanes
+    ]
+    text += [
+        _f(f"Rcvr signal avg optical power (Channel {ln.lane})", _mw(ln.rx_power_dbm, dark_dbm))
+        for ln in lanes
+    ]
     for name, quantity in (("temperature", "temperature_c"), ("voltage", "voltage_v")):
         for side, level, key in _LEVEL_WORDS:
             state = "On" if (quantity, key, None) in on else "Off"
             text.append(_f(f"Module {name} {side} {level}", state))
     for ln in lanes:
-        for label, quantity, chan in (("Laser bias current", "bias_ma", f"(Chan {ln.lane})"),
-                                      ("Laser tx power", "tx_power_dbm", f"(Channel {ln.lane})"),
-                                      ("Laser rx power", "rx_power_dbm", f"(Channel {ln.lane})")):
+        for label, quantity, chan in (
+            ("Laser bias current", "bias_ma", f"(Chan {ln.lane})"),
+            ("Laser tx power", "tx_power_dbm", f"(Channel {ln.lane})"),
+            ("Laser rx power", "rx_power_dbm", f"(Channel {ln.lane})"),
+        ):
             for side, level, key in _LEVEL_WORDS:
                 head = f"{label} {side} {level}"
                 state = "On" if (quantity, key, ln.lane) in on else "Off"
                 text.append(_f(f"{head:<{len(label) + 14}} {chan}", state))
     th = thresholds
-    rows = (("Laser bias current", th.bias_ma, lambda v: f"{v:.3f} mA"),
-            ("Laser output power", th.tx_power_dbm, lambda v: _mw(v, -math.inf)),
-            ("Module temperature", th.temperature_c, _degrees),
-            ("Module voltage", th.voltage_v, lambda v: f"{v:.4f} V"),
-            ("Laser rx power", th.rx_power_dbm, lambda v: _mw(v, -math.inf)))  # fmt: skip
+    rows = (
+        ("Laser bias current", th.bias_ma, lambda v: f"{v:.3f} mA"),
+        ("Laser output power", th.tx_power_dbm, lambda v: _mw(v, -math.inf)),
+        ("Module temperature", th.temperature_c, _degrees),
+        ("Module voltage", th.voltage_v, lambda v: f"{v:.4f} V"),
+        ("Laser rx power", th.rx_power_dbm, lambda v: _mw(v, -math.inf)),
+    )
     for label, t, fmt in rows:
-        for side, level, key in (("high", "alarm", "high_alarm"), ("low", "alarm", "low_alarm"),
-                                 ("high", "warning", "high_warning"),
-                                 ("low", "warning", "low_warning")):  # fmt: skip
+        for side, level, key in (
+            ("high", "alarm", "high_alarm"),
+            ("low", "alarm", "low_alarm"),
+            ("high", "warning", "high_warning"),
+            ("low", "warning", "low_warning"),
+        ):
             text.append(_f(f"{label} {side} {level} threshold", fmt(getattr(t, key))))
     return "".join(text)
 
@@ -597,7 +713,9 @@ def ethtool_module_text(inv: Any, dom: Any, thresholds: Any, flags: list[Any],
 # --- sysfs ----------------------------------------------------------------------
 
 
-def sysfs_files(ports: list[PortNow], counters: Mapping[str, dict[str, int]]) -> dict[str, str | None]:
+def sysfs_files(
+    ports: list[PortNow], counters: Mapping[str, dict[str, int]]
+) -> dict[str, str | None]:
     """Path -> content of the host's sysfs files; None reads as EINVAL (an empty GID slot)."""
     files: dict[str, str | None] = {}
     for p in ports:
@@ -626,7 +744,9 @@ def sysfs_files(ports: list[PortNow], counters: Mapping[str, dict[str, int]]) ->
         for i in range(GID_TABLE_LEN):
             gid, kind = table.get(i, (None, None))
             files[f"{ib}/gids/{i}"] = (gid.exploded if gid else "0000:" * 7 + "0000") + "\n"
-            files[f"{ib}/gid_attrs/types/{i}"] = f"{'IB/RoCE v1' if kind == 'RoCE v1' else kind}\n" if kind else None
+            files[f"{ib}/gid_attrs/types/{i}"] = (
+                f"{'IB/RoCE v1' if kind == 'RoCE v1' else kind}\n" if kind else None
+            )
             files[f"{ib}/gid_attrs/ndevs/{i}"] = f"{nic.netdev}\n" if kind else None
         hw = dict(counters.get(nic.rdma, {}))
         hw["lifespan"] = 10

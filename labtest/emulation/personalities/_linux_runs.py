@@ -108,10 +108,16 @@ class _Coordinator:
         self.lock = threading.Lock()
         self.open: dict[tuple[Any, ...], _Batch] = {}
 
-    def bandwidth(self, fabric: Fabric, client: str, server: str,
-                  opts: PerftestOptions) -> BwOutcome:  # fmt: skip
-        key = (tuple(opts.sizes()), opts.qps, opts.bidirectional, opts.duration_s,
-               opts.iterations())  # fmt: skip
+    def bandwidth(
+        self, fabric: Fabric, client: str, server: str, opts: PerftestOptions
+    ) -> BwOutcome:
+        key = (
+            tuple(opts.sizes()),
+            opts.qps,
+            opts.bidirectional,
+            opts.duration_s,
+            opts.iterations(),
+        )
         with self.lock:
             batch = self.open.get(key)
             leader = batch is None
@@ -144,7 +150,9 @@ def _coordinator(fabric: Fabric) -> _Coordinator:
         return _COORDINATORS.setdefault(fabric, _Coordinator())
 
 
-def _bandwidth(fabric: Fabric, pairs: list[tuple[str, str]], opts: PerftestOptions) -> list[BwOutcome]:
+def _bandwidth(
+    fabric: Fabric, pairs: list[tuple[str, str]], opts: PerftestOptions
+) -> list[BwOutcome]:
     """Every pair's rows at every size, then the queue pairs started for the run's length."""
     traffic = fabric.traffic
     rows: list[list[BwRow]] = [[] for _ in pairs]
@@ -152,8 +160,14 @@ def _bandwidth(fabric: Fabric, pairs: list[tuple[str, str]], opts: PerftestOptio
     mtu = [0] * len(pairs)
     errors: list[str | None] = [None] * len(pairs)
     for size in opts.sizes():
-        results = traffic.run_bandwidth(pairs, msg_size_b=size, qps=opts.qps, duration_s=1.0,
-                                        bidirectional=opts.bidirectional, start=False)  # fmt: skip
+        results = traffic.run_bandwidth(
+            pairs,
+            msg_size_b=size,
+            qps=opts.qps,
+            duration_s=1.0,
+            bidirectional=opts.bidirectional,
+            start=False,
+        )
         for k, r in enumerate(results):
             mtu[k] = min(r.mtu_b, opts.mtu or r.mtu_b)
             if r.error or r.bw_avg_gbps <= 0:
@@ -172,24 +186,35 @@ def _bandwidth(fabric: Fabric, pairs: list[tuple[str, str]], opts: PerftestOptio
     live = [p for p, e in zip(pairs, errors, strict=True) if e is None]
     longest = max((s for s, e in zip(run_s, errors, strict=True) if e is None), default=0.0)
     if live and longest > 0:
-        traffic.run_bandwidth(live, msg_size_b=opts.sizes()[-1], qps=opts.qps,
-                              duration_s=longest, bidirectional=opts.bidirectional, start=True)  # fmt: skip
+        traffic.run_bandwidth(
+            live,
+            msg_size_b=opts.sizes()[-1],
+            qps=opts.qps,
+            duration_s=longest,
+            bidirectional=opts.bidirectional,
+            start=True,
+        )
     return [BwOutcome(rows[k], mtu[k], run_s[k], errors[k]) for k in range(len(pairs))]
 
 
 # --- perftest: latency ---------------------------------------------------------------
 
 
-def _latency(fabric: Fabric, client: NicPort, server: NicPort, host: str,
-             opts: PerftestOptions) -> tuple[list[LatRow], int, float, str | None]:  # fmt: skip
+def _latency(
+    fabric: Fabric, client: NicPort, server: NicPort, host: str, opts: PerftestOptions
+) -> tuple[list[LatRow], int, float, str | None]:
     now = port_now(fabric, host, client)
     mtu = min(now.roce_mtu_bytes, opts.mtu or now.roce_mtu_bytes)
     gbps = max(now.speed_gbps, 1.0) * roce_model.wire_efficiency(mtu)
     samples = LAT_SAMPLES_DURATION_MODE if opts.duration_s else opts.iterations()
     rows, run_s = [], 0.0
     for size in opts.sizes():
-        r = in_model(fabric, lambda size=size: fabric.traffic.run_latency(
-            client.endpoint, server.endpoint, size_b=size, iterations=samples))  # fmt: skip
+        r = in_model(
+            fabric,
+            lambda size=size: fabric.traffic.run_latency(
+                client.endpoint, server.endpoint, size_b=size, iterations=samples
+            ),
+        )
         if r.error:
             return [], mtu, 0.0, r.error
         extra_us = max(size - mtu, 0) * 8 / (gbps * 1e3)
@@ -198,8 +223,19 @@ def _latency(fabric: Fabric, client: NicPort, server: NicPort, host: str,
         def t(v: float, extra_us: float = extra_us, scale: float = scale) -> float:
             return (v + extra_us) * scale
 
-        rows.append(LatRow(size, samples, t(r.t_min_us), t(r.t_max_us), t(r.t_typical_us),
-                           t(r.t_avg_us), r.t_stdev_us * scale, t(r.p99_us), t(r.p99_9_us)))  # fmt: skip
+        rows.append(
+            LatRow(
+                size,
+                samples,
+                t(r.t_min_us),
+                t(r.t_max_us),
+                t(r.t_typical_us),
+                t(r.t_avg_us),
+                r.t_stdev_us * scale,
+                t(r.p99_us),
+                t(r.p99_9_us),
+            )
+        )
         run_s += opts.duration_s or samples * 2 * t(r.t_avg_us) * 1e-6
     return rows, mtu, run_s, None
 
@@ -226,8 +262,9 @@ def start_server(host: HostState, opts: PerftestOptions, args: str, proc_sink: A
         proc_sink.write(2, device_error(opts.device or "?"))
         return None
     if host.listener(opts.port) is not None:
-        proc_sink.write(2, f"Couldn't listen to port {opts.port}\n"
-                           " Unable to init the socket connection\n")  # fmt: skip
+        proc_sink.write(
+            2, f"Couldn't listen to port {opts.port}\n Unable to init the socket connection\n"
+        )
         return None
     preamble = NO_PEAK_WARNING if opts.kind == "bw" and opts.duration_s else ""
     proc_sink.write(1, preamble + WAITING)
@@ -330,8 +367,9 @@ def ring_figures(fabric: Fabric, hosts: list[HostState]) -> tuple[float, float]:
     return bandwidth, max(alpha, 0.0)
 
 
-def collective_rows(binary: str, opts: NcclOptions, nranks: int, bandwidth: float,
-                    alpha_us: float) -> list[NcclRowOut]:  # fmt: skip
+def collective_rows(
+    binary: str, opts: NcclOptions, nranks: int, bandwidth: float, alpha_us: float
+) -> list[NcclRowOut]:
     _, _, count_rule = COLLECTIVES[binary]
     n = max(nranks, 1)
     steps, factor = {
@@ -343,7 +381,9 @@ def collective_rows(binary: str, opts: NcclOptions, nranks: int, bandwidth: floa
         "reduce_perf": (n - 1, 1.0),
         "sendrecv_perf": (1, 1.0),
     }[binary]
-    word = 2 if opts.dtype in ("half", "bfloat16", "float16") else 8 if opts.dtype == "double" else 4
+    word = (
+        2 if opts.dtype in ("half", "bfloat16", "float16") else 8 if opts.dtype == "double" else 4
+    )
     rows = []
     for size in nccl_sizes(opts):
         if count_rule == "per_rank":
@@ -391,9 +431,29 @@ def run_collective(
 
 def mpirun_words(argv: list[str]) -> tuple[dict[str, Any], list[str]]:
     """Open MPI options up to the executable, and the executable with its arguments."""
-    with_value = {"-np", "-n", "-c", "--np", "-H", "--host", "-host", "-x", "--mca", "-mca",
-                  "--bind-to", "--map-by", "-N", "--npernode", "-hostfile", "--hostfile",
-                  "--machinefile", "-wdir", "--wdir", "--prefix", "--rankfile"}  # fmt: skip
+    with_value = {
+        "-np",
+        "-n",
+        "-c",
+        "--np",
+        "-H",
+        "--host",
+        "-host",
+        "-x",
+        "--mca",
+        "-mca",
+        "--bind-to",
+        "--map-by",
+        "-N",
+        "--npernode",
+        "-hostfile",
+        "--hostfile",
+        "--machinefile",
+        "-wdir",
+        "--wdir",
+        "--prefix",
+        "--rankfile",
+    }
     two_values = {"--mca", "-mca"}
     opts: dict[str, Any] = {"env": {}, "hosts": [], "np": None}
     i = 1
@@ -422,8 +482,11 @@ def mpirun_words(argv: list[str]) -> tuple[dict[str, Any], list[str]]:
     return opts, []
 
 
-def place(hosts: list[str], np: int | None, resolve: Callable[[str], HostState | None],
-          ) -> tuple[list[Placement], str | None, int]:  # fmt: skip
+def place(
+    hosts: list[str],
+    np: int | None,
+    resolve: Callable[[str], HostState | None],
+) -> tuple[list[Placement], str | None, int]:
     """Ranks per host as Open MPI's ``-H h:slots`` fills them, the first name that resolves
     to no host, and how many ranks found no slot (Open MPI refuses to oversubscribe)."""
     slots: list[tuple[HostState, int]] = []

@@ -125,7 +125,7 @@ def _double_quoted(line: str, i: int) -> tuple[list[str], int]:
             continue
         chars.append(c)
         i += 1
-    raise ShellSyntaxError('unexpected EOF while looking for matching `"\'')
+    raise ShellSyntaxError("unexpected EOF while looking for matching `\"'")
 
 
 def parse(line: str) -> list[Step]:
@@ -185,7 +185,7 @@ def grep_lines(
 ) -> Output:
     """grep over ``sources`` [(name or None for stdin, text or None when unreadable)].
 
-    Options: -i -v -c -q -h -H -E -F -w -e PATTERN (several). A source whose text
+    Options: -i -v -c -o -q -h -H -E -F -w -e PATTERN (several). A source whose text
     is None was reported by the caller already; it only turns the status into 2.
     """
     opts, patterns, rest = _grep_options(argv)
@@ -206,13 +206,16 @@ def grep_lines(
             failed = True
             continue
         hits = [
-            ln for ln in text.splitlines()
-            if any(rx.search(ln) for rx in compiled) != ("v" in opts)
-        ]  # fmt: skip
+            ln for ln in text.splitlines() if any(rx.search(ln) for rx in compiled) != ("v" in opts)
+        ]
         found = found or bool(hits)
         lead = f"{name}:" if prefix and name is not None else ""
         if "c" in opts:
             out.append(f"{lead}{len(hits)}")
+        elif "o" in opts and "v" not in opts:
+            out.extend(
+                f"{lead}{m.group()}" for ln in hits for rx in compiled for m in rx.finditer(ln)
+            )
         else:
             out.extend(f"{lead}{ln}" for ln in hits)
     status = 2 if failed else (0 if found else 1)
@@ -225,7 +228,7 @@ def _grep_options(argv: list[str]) -> tuple[set[str], list[str] | None, list[str
     opts: set[str] = set()
     patterns: list[str] | None = None
     rest: list[str] = []
-    i = 0
+    i = 1  # argv[0] is the tool's name
     while i < len(argv):
         arg = argv[i]
         if arg == "--":

@@ -53,29 +53,86 @@ TOOLS = {
 }
 
 _VALUE_OPTIONS = {
-    "-d": "device", "--ib-dev": "device", "-i": "ib_port", "--ib-port": "ib_port",
-    "-x": "gid_index", "--gid-index": "gid_index", "-q": "qps", "--qp": "qps",
-    "-s": "size", "--size": "size", "-D": "duration", "--duration": "duration",
-    "-n": "iters", "--iters": "iters", "-p": "port", "--port": "port", "-m": "mtu",
-    "--mtu": "mtu", "-c": "connection", "--connection": "connection", "-t": "tx_depth",
-    "--tx-depth": "tx_depth", "-r": "rx_depth", "--rx-depth": "rx_depth", "-I": "inline",
-    "--inline_size": "inline", "-T": "tos", "--tos": "tos", "-S": "sl", "--sl": "sl",
-    "-u": "qp_timeout", "--qp-timeout": "qp_timeout", "-Q": "cq_mod", "--cq-mod": "cq_mod",
-    "-o": "outs", "--outs": "outs", "-l": "post_list", "--post_list": "post_list",
-    "--out_json_file": "out_json_file", "--output": "output", "--source_ip": "source_ip",
-    "--dest_ip": "dest_ip", "--flows": "flows", "-L": "hop_limit", "--hop_limit": "hop_limit",
-}  # fmt: skip
+    "-d": "device",
+    "--ib-dev": "device",
+    "-i": "ib_port",
+    "--ib-port": "ib_port",
+    "-x": "gid_index",
+    "--gid-index": "gid_index",
+    "-q": "qps",
+    "--qp": "qps",
+    "-s": "size",
+    "--size": "size",
+    "-D": "duration",
+    "--duration": "duration",
+    "-n": "iters",
+    "--iters": "iters",
+    "-p": "port",
+    "--port": "port",
+    "-m": "mtu",
+    "--mtu": "mtu",
+    "-c": "connection",
+    "--connection": "connection",
+    "-t": "tx_depth",
+    "--tx-depth": "tx_depth",
+    "-r": "rx_depth",
+    "--rx-depth": "rx_depth",
+    "-I": "inline",
+    "--inline_size": "inline",
+    "-T": "tos",
+    "--tos": "tos",
+    "-S": "sl",
+    "--sl": "sl",
+    "-u": "qp_timeout",
+    "--qp-timeout": "qp_timeout",
+    "-Q": "cq_mod",
+    "--cq-mod": "cq_mod",
+    "-o": "outs",
+    "--outs": "outs",
+    "-l": "post_list",
+    "--post_list": "post_list",
+    "--out_json_file": "out_json_file",
+    "--output": "output",
+    "--source_ip": "source_ip",
+    "--dest_ip": "dest_ip",
+    "--flows": "flows",
+    "-L": "hop_limit",
+    "--hop_limit": "hop_limit",
+}
 _FLAG_OPTIONS = {
-    "-a": "all", "--all": "all", "-b": "bidirectional", "--bidirectional": "bidirectional",
-    "-F": "cpu_freq", "--CPU-freq": "cpu_freq", "-R": "rdma_cm", "--rdma_cm": "rdma_cm",
-    "-z": "com_rdma_cm", "--com_rdma_cm": "com_rdma_cm", "--report_gbits": "report_gbits",
-    "--out_json": "out_json", "-e": "events", "--events": "events", "-h": "help",
-    "--help": "help", "-V": "version", "--version": "version", "-N": "no_peak",
-    "--noPeak": "no_peak", "-H": "histogram", "--report-histogram": "histogram",
-    "-U": "unsorted", "--report-unsorted": "unsorted", "-C": "cycles", "--report-cycles": "cycles",
-    "--run_infinitely": "run_infinitely", "--report-both": "report_both", "-O": "dualport",
-    "--dualport": "dualport", "--use_cuda": "use_cuda", "--odp": "odp",
-}  # fmt: skip
+    "-a": "all",
+    "--all": "all",
+    "-b": "bidirectional",
+    "--bidirectional": "bidirectional",
+    "-F": "cpu_freq",
+    "--CPU-freq": "cpu_freq",
+    "-R": "rdma_cm",
+    "--rdma_cm": "rdma_cm",
+    "-z": "com_rdma_cm",
+    "--com_rdma_cm": "com_rdma_cm",
+    "--report_gbits": "report_gbits",
+    "--out_json": "out_json",
+    "-e": "events",
+    "--events": "events",
+    "-h": "help",
+    "--help": "help",
+    "-V": "version",
+    "--version": "version",
+    "-N": "no_peak",
+    "--noPeak": "no_peak",
+    "-H": "histogram",
+    "--report-histogram": "histogram",
+    "-U": "unsorted",
+    "--report-unsorted": "unsorted",
+    "-C": "cycles",
+    "--report-cycles": "cycles",
+    "--run_infinitely": "run_infinitely",
+    "--report-both": "report_both",
+    "-O": "dualport",
+    "--dualport": "dualport",
+    "--use_cuda": "use_cuda",
+    "--odp": "odp",
+}
 
 
 class PerftestUsageError(ValueError):
@@ -150,7 +207,9 @@ def parse_perftest(tool: str, argv: list[str]) -> PerftestOptions:
                 values[_VALUE_OPTIONS[name]] = argv[i + 1]
                 i += 1
             else:
-                raise PerftestUsageError(f"{tool}: option requires an argument -- '{name.lstrip('-')}'")
+                raise PerftestUsageError(
+                    f"{tool}: option requires an argument -- '{name.lstrip('-')}'"
+                )
         elif name in _FLAG_OPTIONS:
             flags.add(_FLAG_OPTIONS[name])
         elif arg.startswith("--"):
@@ -173,8 +232,11 @@ def parse_perftest(tool: str, argv: list[str]) -> PerftestOptions:
     if len(positional) > 1:
         raise PerftestUsageError(f" Too many arguments: {' '.join(positional)}")
     try:
-        ints = {k: int(values[k], 0) for k in ("ib_port", "gid_index", "qps", "size", "duration",
-                                               "iters", "port", "mtu") if k in values}  # fmt: skip
+        ints = {
+            k: int(values[k], 0)
+            for k in ("ib_port", "gid_index", "qps", "size", "duration", "iters", "port", "mtu")
+            if k in values
+        }
     except ValueError as exc:
         raise PerftestUsageError(f" Invalid number in the command line: {exc}") from None
     if ints.get("size", 1) < 1 or ints.get("size", 1) > MAX_SIZE:
@@ -182,16 +244,29 @@ def parse_perftest(tool: str, argv: list[str]) -> PerftestOptions:
     if ints.get("qps", 1) < 1:
         raise PerftestUsageError(" Num of qps should be between 1 and 16384")
     return PerftestOptions(
-        tool=tool, verb=verb, kind=kind, server=positional[0] if positional else None,
-        device=values.get("device"), ib_port=ints.get("ib_port", 1),
-        gid_index=ints.get("gid_index"), qps=ints.get("qps", 1), size=ints.get("size"),
-        all_sizes="all" in flags, duration_s=ints.get("duration"), iters=ints.get("iters"),
-        port=ints.get("port", 18515), mtu=ints.get("mtu"), cpu_freq_f="cpu_freq" in flags,
-        bidirectional="bidirectional" in flags, report_gbits="report_gbits" in flags,
-        rdma_cm="rdma_cm" in flags, out_json="out_json" in flags,
-        out_json_file=values.get("out_json_file"), help="help" in flags,
+        tool=tool,
+        verb=verb,
+        kind=kind,
+        server=positional[0] if positional else None,
+        device=values.get("device"),
+        ib_port=ints.get("ib_port", 1),
+        gid_index=ints.get("gid_index"),
+        qps=ints.get("qps", 1),
+        size=ints.get("size"),
+        all_sizes="all" in flags,
+        duration_s=ints.get("duration"),
+        iters=ints.get("iters"),
+        port=ints.get("port", 18515),
+        mtu=ints.get("mtu"),
+        cpu_freq_f="cpu_freq" in flags,
+        bidirectional="bidirectional" in flags,
+        report_gbits="report_gbits" in flags,
+        rdma_cm="rdma_cm" in flags,
+        out_json="out_json" in flags,
+        out_json_file=values.get("out_json_file"),
+        help="help" in flags,
         version="version" in flags,
-    )  # fmt: skip
+    )
 
 
 def usage(tool: str) -> str:
@@ -343,8 +418,9 @@ def lat_table(rows: list[LatRow], duration_s: int | None, cpu_warning: str) -> s
         for r in rows:
             tps = 1e6 / r.t_avg_us if r.t_avg_us > 0 else 0.0
             iters = round(duration_s * tps / 2)
-            out.append(f" {r.size:<7d}       {iters:<d}            {r.t_avg_us:<7.2f}"
-                       f"        {tps:<7.2f}\n")  # fmt: skip
+            out.append(
+                f" {r.size:<7d}       {iters:<d}            {r.t_avg_us:<7.2f}        {tps:<7.2f}\n"
+            )
         return "".join(out) + RESULT_LINE
     out = [
         " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    "
@@ -371,8 +447,9 @@ def cpu_warning(seed: int) -> str:
     )
 
 
-def bw_json(opts: PerftestOptions, device: str, mtu: int, gid_index: int | None,
-            rows: list[BwRow]) -> str:  # fmt: skip
+def bw_json(
+    opts: PerftestOptions, device: str, mtu: int, gid_index: int | None, rows: list[BwRow]
+) -> str:
     results = [
         {
             "MsgSize": r.size,
@@ -386,14 +463,24 @@ def bw_json(opts: PerftestOptions, device: str, mtu: int, gid_index: int | None,
     data: dict[str, Any] = {
         "test_info": {
             "test": opts.banner().replace(" ", "_"),
-            "Dual_port": "OFF", "Device": device, "Number_of_qps": opts.qps,
-            "Transport_type": "IB", "Connection_type": "RC", "Using_SRQ": "OFF",
-            "PCIe_relax_order": "ON", "ibv_wr_API": "ON", "TX_depth": 128,
-            "CQ_Moderation": opts.cq_moderation(), "Mtu": mtu, "Link_type": "Ethernet",
-            "GID_index": gid_index, "Max_inline_data": 0,
-            "rdma_cm_QPs": "ON" if opts.rdma_cm else "OFF", "Use_ROCm_memory": "OFF",
+            "Dual_port": "OFF",
+            "Device": device,
+            "Number_of_qps": opts.qps,
+            "Transport_type": "IB",
+            "Connection_type": "RC",
+            "Using_SRQ": "OFF",
+            "PCIe_relax_order": "ON",
+            "ibv_wr_API": "ON",
+            "TX_depth": 128,
+            "CQ_Moderation": opts.cq_moderation(),
+            "Mtu": mtu,
+            "Link_type": "Ethernet",
+            "GID_index": gid_index,
+            "Max_inline_data": 0,
+            "rdma_cm_QPs": "ON" if opts.rdma_cm else "OFF",
+            "Use_ROCm_memory": "OFF",
             "Data_ex_method": "rdma_cm" if opts.rdma_cm else "Ethernet",
-        },  # fmt: skip
+        },
         "results": results[0] if len(results) == 1 else results,
     }
     return json.dumps(data, indent=2) + "\n"
@@ -459,11 +546,26 @@ def _size(text: str) -> int:
 
 def parse_nccl(argv: list[str]) -> NcclOptions:
     """nccl-tests options: -b -e -f -i -n -w -g -c -d (others are accepted and ignored)."""
-    keys = {"-b": "min_bytes", "--minbytes": "min_bytes", "-e": "max_bytes",
-            "--maxbytes": "max_bytes", "-f": "step_factor", "--stepfactor": "step_factor",
-            "-i": "step_bytes", "--stepbytes": "step_bytes", "-n": "iters", "--iters": "iters",
-            "-w": "warmup", "--warmup_iters": "warmup", "-g": "gpus", "--ngpus": "gpus",
-            "-c": "check", "--check": "check", "-d": "dtype", "--datatype": "dtype"}  # fmt: skip
+    keys = {
+        "-b": "min_bytes",
+        "--minbytes": "min_bytes",
+        "-e": "max_bytes",
+        "--maxbytes": "max_bytes",
+        "-f": "step_factor",
+        "--stepfactor": "step_factor",
+        "-i": "step_bytes",
+        "--stepbytes": "step_bytes",
+        "-n": "iters",
+        "--iters": "iters",
+        "-w": "warmup",
+        "--warmup_iters": "warmup",
+        "-g": "gpus",
+        "--ngpus": "gpus",
+        "-c": "check",
+        "--check": "check",
+        "-d": "dtype",
+        "--datatype": "dtype",
+    }
     values: dict[str, Any] = {}
     i = 0
     while i < len(argv):
@@ -547,9 +649,8 @@ def nccl_text(binary: str, opts: NcclOptions, ranks: list[Rank], rows: list[Nccl
     ]
     busbws: list[float] = []
     for r in rows:
-        group = f"  {r.time_us:7.2f}  {r.algbw:6.2f}  {r.busbw:6.2f}  {0:5d}"
-        out.append(f"{r.size:12d}  {r.count:12d}  {opts.dtype:>8}  {redop:>6}  {root:6d}"
-                   f"{group}{group}\n")  # fmt: skip
+        timing = (r.time_us, r.algbw, r.busbw, 0)
+        out.append(nccl_row(r.size, r.count, opts.dtype, redop, root, timing, timing))
         busbws += [round(r.busbw, 2)] * 2
     avg = sum(busbws) / len(busbws) if busbws else 0.0
     out += [
@@ -560,6 +661,23 @@ def nccl_text(binary: str, opts: NcclOptions, ranks: list[Rank], rows: list[Nccl
         "#\n",
     ]
     return "".join(out)
+
+
+def nccl_row(
+    size: int,
+    count: int,
+    dtype: str,
+    redop: str,
+    root: int,
+    out_of_place: tuple[float, float, float, int],
+    in_place: tuple[float, float, float, int],
+) -> str:
+    """One table row; each timing is (time_us, algbw GB/s, busbw GB/s, #wrong)."""
+    groups = "".join(
+        f"  {t:7.2f}  {alg:6.2f}  {bus:6.2f}  {wrong:6d}"
+        for t, alg, bus, wrong in (out_of_place, in_place)
+    )
+    return f"{size:12d}  {count:12d}  {dtype:>8}  {redop:>6}  {root:6d}{groups}\n"
 
 
 def mpirun_missing_executable(node: str, executable: str) -> str:

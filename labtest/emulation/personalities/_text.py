@@ -88,8 +88,9 @@ def eos_uptime(uptime_s: float) -> str:
     minutes = int(uptime_s // 60)
     days, rest = divmod(minutes, 1440)
     hours, mins = divmod(rest, 60)
-    parts = [f"{n} {unit}{'s' if n != 1 else ''}" for n, unit in
-             ((days, "day"), (hours, "hour")) if n]
+    parts = [
+        f"{n} {unit}{'s' if n != 1 else ''}" for n, unit in ((days, "day"), (hours, "hour")) if n
+    ]
     last = f"{mins} minute{'s' if mins != 1 else ''}"
     return f"{', '.join(parts)} and {last}" if parts else last
 

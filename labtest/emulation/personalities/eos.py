@@ -64,10 +64,9 @@ def dotted_mac(mac: str) -> str:
 
 @dataclass
 class EosDevice:
-    """One EOS switch: the shared state plus descriptions and rate samples."""
+    """One EOS switch: the shared state plus rate samples."""
 
     state: SwitchState
-    descriptions: dict[str, str] = field(default_factory=dict)
     rates: dict[str, tuple[float, PortView]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -227,8 +226,9 @@ class EosCli:
         if key == "end":
             self.mode, self.interface = "exec", None
         elif key == "exit":
-            self.mode, self.interface = ("config", None) if self.mode == "config-if" else (
-                "exec", None)
+            self.mode, self.interface = (
+                ("config", None) if self.mode == "config-if" else ("exec", None)
+            )
         elif key == "interface":
             port = _long_name("".join(args))
             if not self.state.has_port(port):
@@ -241,9 +241,9 @@ class EosCli:
         elif key == "mtu" and args and args[0].isdigit():
             self.dev.fabric.set_mtu(self.state.name, self.interface, int(args[0]))
         elif key == "description":
-            self.dev.descriptions[self.interface] = " ".join(args)
+            self.state.descriptions[self.interface] = " ".join(args)
         elif key == "no description":
-            self.dev.descriptions.pop(self.interface, None)
+            self.state.descriptions.pop(self.interface, None)
         else:
             return CliReply("% Incomplete command\n", 1)
         return CliReply("")
@@ -279,25 +279,27 @@ class EosCli:
     def version_text(self) -> str:
         v = self.version_json()
         mac = dotted_mac(v["systemMacAddress"])
-        return "\n".join([
-            f"Arista {v['modelName']}",
-            f"Hardware version: {v['hardwareRevision']}",
-            f"Serial number: {v['serialNumber']}",
-            f"Hardware MAC address: {mac}",
-            f"System MAC address: {mac}",
-            "",
-            f"Software image version: {v['version']}",
-            "Architecture: x86_64",
-            f"Internal build version: {v['internalVersion']}",
-            f"Internal build ID: {BUILD_ID}",
-            "Image format version: 3.0",
-            "Image optimization: Default",
-            "",
-            f"Uptime: {eos_uptime(v['uptime'])}",
-            f"Total memory: {MEM_TOTAL_KB} kB",
-            f"Free memory: {MEM_FREE_KB} kB",
-            "",
-        ])
+        return "\n".join(
+            [
+                f"Arista {v['modelName']}",
+                f"Hardware version: {v['hardwareRevision']}",
+                f"Serial number: {v['serialNumber']}",
+                f"Hardware MAC address: {mac}",
+                f"System MAC address: {mac}",
+                "",
+                f"Software image version: {v['version']}",
+                "Architecture: x86_64",
+                f"Internal build version: {v['internalVersion']}",
+                f"Internal build ID: {BUILD_ID}",
+                "Image format version: 3.0",
+                "Image optimization: Default",
+                "",
+                f"Uptime: {eos_uptime(v['uptime'])}",
+                f"Total memory: {MEM_TOTAL_KB} kB",
+                f"Free memory: {MEM_FREE_KB} kB",
+                "",
+            ]
+        )
 
     # --- interfaces ------------------------------------------------------------------
 
@@ -316,18 +318,29 @@ class EosCli:
         out = {}
         for port in self.state.ports:
             st = self.dev.fabric.interface(self.state.name, port)
-            view = PortView(port, 0, st.admin_up, st.oper_up, st.speed_gbps, st.mtu_bytes,
-                            st.mac, st.link is not None, st.optic)
+            view = PortView(
+                port,
+                0,
+                st.admin_up,
+                st.oper_up,
+                st.speed_gbps,
+                st.mtu_bytes,
+                st.mac,
+                st.link is not None,
+                st.optic,
+            )
             out[port] = {
-                "description": self.dev.descriptions.get(port, ""),
+                "description": self.state.descriptions.get(port, ""),
                 "linkStatus": self._link_status(view),
                 "duplex": "duplexFull",
                 "bandwidth": int(st.speed_gbps * 1e9),
                 "autoNegotigateActive": False,
                 "autoNegotiateActive": False,
                 "interfaceType": self._media(port),
-                "vlanInformation": {"interfaceMode": "routed",
-                                    "interfaceForwardingModel": "routed"},
+                "vlanInformation": {
+                    "interfaceMode": "routed",
+                    "interfaceForwardingModel": "routed",
+                },
                 "lineProtocolStatus": _protocol(view, self._media(port)),
                 "interfaceDamped": False,
             }
@@ -338,10 +351,30 @@ class EosCli:
         rows = []
         for port, st in self.status_json()["interfaceStatuses"].items():
             speed = f"{st['bandwidth'] // 10**9}G"
-            rows.append([short_name(port), st["description"], st["linkStatus"], "routed",
-                         "full", speed, st["interfaceType"], "", ""])
-        headers = ["Port", "Name", "Status", "Vlan", "Duplex", "Speed", "Type", "Flags",
-                   "Encapsulation"]
+            rows.append(
+                [
+                    short_name(port),
+                    st["description"],
+                    st["linkStatus"],
+                    "routed",
+                    "full",
+                    speed,
+                    st["interfaceType"],
+                    "",
+                    "",
+                ]
+            )
+        headers = [
+            "Port",
+            "Name",
+            "Status",
+            "Vlan",
+            "Duplex",
+            "Speed",
+            "Type",
+            "Flags",
+            "Encapsulation",
+        ]
         return fixed_columns(headers, rows) + "\n"
 
     def _rates(self, view: PortView) -> tuple[float, float, float, float]:
@@ -353,9 +386,12 @@ class EosCli:
         if previous is None or view.time_s <= previous[0]:
             return 0.0, 0.0, 0.0, 0.0
         dt, old = view.time_s - previous[0], previous[1]
-        return (8 * (view.rx_octets - old.rx_octets) / dt, (view.rx_packets - old.rx_packets)
-                / dt, 8 * (view.tx_octets - old.tx_octets) / dt,
-                (view.tx_packets - old.tx_packets) / dt)
+        return (
+            8 * (view.rx_octets - old.rx_octets) / dt,
+            (view.rx_packets - old.rx_packets) / dt,
+            8 * (view.tx_octets - old.tx_octets) / dt,
+            (view.tx_packets - old.tx_packets) / dt,
+        )
 
     def _counters(self, view: PortView) -> dict[str, Any]:
         now = self.state.boot_epoch_s() + self.state.uptime_s()
@@ -407,7 +443,7 @@ class EosCli:
                 "interfaceAddress": [],
                 "physicalAddress": view.mac,
                 "burnedInAddress": view.mac,
-                "description": self.dev.descriptions.get(view.name, ""),
+                "description": self.state.descriptions.get(view.name, ""),
                 "bandwidth": int(view.speed_gbps * 1e9),
                 "mtu": view.mtu_bytes,
                 "l3MtuConfigured": False,
@@ -434,11 +470,21 @@ class EosCli:
         out = {}
         for view in self.state.views():
             c = self._counters(view)
-            keep = ("inOctets", "inUcastPkts", "inMulticastPkts", "inBroadcastPkts",
-                    "inDiscards", "outOctets", "outUcastPkts", "outMulticastPkts",
-                    "outBroadcastPkts", "outDiscards")
+            keep = (
+                "inOctets",
+                "inUcastPkts",
+                "inMulticastPkts",
+                "inBroadcastPkts",
+                "inDiscards",
+                "outOctets",
+                "outUcastPkts",
+                "outMulticastPkts",
+                "outBroadcastPkts",
+                "outDiscards",
+            )
             out[view.name] = {k: c[k] for k in keep} | {
-                "lastUpdateTimestamp": c["counterRefreshTime"]}
+                "lastUpdateTimestamp": c["counterRefreshTime"]
+            }
         return {"interfaces": out}
 
     # keys: show_interfaces_counters_errors_json__anta_fixture
@@ -496,8 +542,12 @@ class EosCli:
         th = self.dev.fabric.dom_thresholds(self.state.name, port)
 
         def levels(t: Any) -> dict[str, float]:
-            return {"highWarn": t.high_warning, "lowWarn": t.low_warning,
-                    "highAlarm": t.high_alarm, "lowAlarm": t.low_alarm}
+            return {
+                "highWarn": t.high_warning,
+                "lowWarn": t.low_warning,
+                "highAlarm": t.high_alarm,
+                "lowAlarm": t.low_alarm,
+            }
 
         return {
             "txPower": levels(th.tx_power_dbm),
@@ -511,8 +561,10 @@ class EosCli:
     # --- LLDP ------------------------------------------------------------------------
 
     def _neighbours(self) -> list[Any]:
-        return sorted(self.dev.fabric.lldp_neighbours(self.state.name),
-                      key=lambda n: self.state.if_index[n.local_port])
+        return sorted(
+            self.dev.fabric.lldp_neighbours(self.state.name),
+            key=lambda n: self.state.if_index[n.local_port],
+        )
 
     # keys: show_lldp_neighbors_json__sonic_mgmt_vlab04 (sonic-mgmt's Arista capture)
     def lldp_json(self) -> dict[str, Any]:
@@ -522,8 +574,12 @@ class EosCli:
             "tablesAgeOuts": 0,
             "tablesInserts": len(neighbours),
             "lldpNeighbors": [
-                {"ttl": n.ttl_s, "neighborDevice": n.system_name, "neighborPort": n.port_id,
-                 "port": n.local_port}
+                {
+                    "ttl": n.ttl_s,
+                    "neighborDevice": n.system_name,
+                    "neighborPort": n.port_id,
+                    "port": n.local_port,
+                }
                 for n in neighbours
             ],
             "tablesDeletes": 0,
@@ -533,8 +589,10 @@ class EosCli:
     # layout: show_lldp_neighbors__pr5698_eos_side plus EOS's table counters header
     def lldp_text(self) -> str:
         doc = self.lldp_json()
-        rows = [[short_name(n["port"]), n["neighborDevice"], n["neighborPort"], n["ttl"]]
-                for n in doc["lldpNeighbors"]]
+        rows = [
+            [short_name(n["port"]), n["neighborDevice"], n["neighborPort"], n["ttl"]]
+            for n in doc["lldpNeighbors"]
+        ]
         head = [
             "Last table change time   : 0:00:30 ago",
             f"Number of table inserts  : {doc['tablesInserts']}",
@@ -543,8 +601,7 @@ class EosCli:
             "Number of table age-outs : 0",
             "",
         ]
-        body = fixed_columns(["Port", "Neighbor Device ID", "Neighbor Port ID", "TTL"], rows,
-                             gap=3)
+        body = fixed_columns(["Port", "Neighbor Device ID", "Neighbor Port ID", "TTL"], rows, gap=3)
         return "\n".join([*head, body]) + "\n"
 
     # keys: show_lldp_neighbors_detail_json__napalm_normal (ports without a neighbour
@@ -561,39 +618,56 @@ class EosCli:
                 continue
             peer = self.dev.fabric.testbed.devices.get(n.system_name)
             is_switch = peer is not None and peer.driver in ("sonic", "eos")
-            mgmt = [] if not n.management_address else [{
-                "oidString": "", "interfaceNumType": "ifIndex", "interfaceNum": 0,
-                "address": n.management_address, "addressType": "ipv4"}]
-            out[port] = {"lldpNeighborInfo": [{
-                "systemCapabilities": {"bridge": is_switch, "router": is_switch,
-                                       "wlanAccessPoint": False},
-                "lastChangeTime": since,
-                "neighborInterfaceInfo": {
-                    "portAndProtocolVlanEnabled": {},
-                    "linkAggregationStatus": "capableAndDisabled",
-                    "unknownTlvs": [],
-                    "interfaceIdType": "interfaceName",
-                    "interfaceId": f'"{n.port_id}"',
-                    "interfaceDescription": n.port_description,
-                    "autoNegCapability": "notCapable",
-                    "autoNegAdvertisedCapabilities": [],
-                    "protocolIdentityInfo": [],
-                    "portAndProtocolVlanSupported": {},
-                    "operMauType": "unknown",
-                    "vlanNames": {},
-                    "maxFrameSize": 9236,
-                    "linkAggregationInterfaceId": 0,
-                    "unknownOrgDefinedTlvs": [],
-                },
-                "neighborDiscoveryTime": since,
-                "lastContactTime": now,
-                "chassisId": dotted_mac(n.chassis_id),
-                "systemName": n.system_name,
-                "systemDescription": _peer_descr(peer.driver if peer else ""),
-                "ttl": n.ttl_s,
-                "managementAddresses": mgmt,
-                "chassisIdType": "macAddress",
-            }]}
+            mgmt = (
+                []
+                if not n.management_address
+                else [
+                    {
+                        "oidString": "",
+                        "interfaceNumType": "ifIndex",
+                        "interfaceNum": 0,
+                        "address": n.management_address,
+                        "addressType": "ipv4",
+                    }
+                ]
+            )
+            out[port] = {
+                "lldpNeighborInfo": [
+                    {
+                        "systemCapabilities": {
+                            "bridge": is_switch,
+                            "router": is_switch,
+                            "wlanAccessPoint": False,
+                        },
+                        "lastChangeTime": since,
+                        "neighborInterfaceInfo": {
+                            "portAndProtocolVlanEnabled": {},
+                            "linkAggregationStatus": "capableAndDisabled",
+                            "unknownTlvs": [],
+                            "interfaceIdType": "interfaceName",
+                            "interfaceId": f'"{n.port_id}"',
+                            "interfaceDescription": n.port_description,
+                            "autoNegCapability": "notCapable",
+                            "autoNegAdvertisedCapabilities": [],
+                            "protocolIdentityInfo": [],
+                            "portAndProtocolVlanSupported": {},
+                            "operMauType": "unknown",
+                            "vlanNames": {},
+                            "maxFrameSize": 9236,
+                            "linkAggregationInterfaceId": 0,
+                            "unknownOrgDefinedTlvs": [],
+                        },
+                        "neighborDiscoveryTime": since,
+                        "lastContactTime": now,
+                        "chassisId": dotted_mac(n.chassis_id),
+                        "systemName": n.system_name,
+                        "systemDescription": _peer_descr(peer.driver if peer else ""),
+                        "ttl": n.ttl_s,
+                        "managementAddresses": mgmt,
+                        "chassisIdType": "macAddress",
+                    }
+                ]
+            }
         return {"lldpNeighbors": out}
 
     # --- running-config --------------------------------------------------------------
@@ -616,8 +690,8 @@ class EosCli:
         pfc = cfg["pfc"]
         for port in state.ports:
             lines.append(f"interface {port}")
-            if port in self.dev.descriptions:
-                lines.append(f"   description {self.dev.descriptions[port]}")
+            if cfg["description"].get(port):
+                lines.append(f"   description {cfg['description'][port]}")
             lines.append(f"   mtu {cfg['mtu'][port]}")
             lines.append("   no switchport")
             if pfc:
@@ -674,8 +748,10 @@ def _lane_port(port: str, lane: int, state: SwitchState) -> str | None:
 
 
 def _peer_descr(driver: str) -> str:
-    return {"sonic": "SONiC Software Version: SONiC (emulated)",
-            "eos": "Arista Networks EOS (emulated)"}.get(driver, "Linux (emulated)")
+    return {
+        "sonic": "SONiC Software Version: SONiC (emulated)",
+        "eos": "Arista Networks EOS (emulated)",
+    }.get(driver, "Linux (emulated)")
 
 
 def sys_descr(dev: EosDevice) -> str:

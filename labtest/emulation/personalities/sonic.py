@@ -32,6 +32,7 @@ from labtest.emulation.personalities import (
     PRIORITIES,
     STARTUP,
     PortView,
+    QueueView,
     SwitchState,
 )
 from labtest.emulation.personalities._text import (
@@ -274,8 +275,19 @@ class SonicCli:
                     "N/A",
                 ]
             )
-        headers = ["Interface", "Lanes", "Speed", "MTU", "FEC", "Alias", "Vlan", "Oper",
-                   "Admin", "Type", "Asym PFC"]
+        headers = [
+            "Interface",
+            "Lanes",
+            "Speed",
+            "MTU",
+            "FEC",
+            "Alias",
+            "Vlan",
+            "Oper",
+            "Admin",
+            "Type",
+            "Asym PFC",
+        ]
         return _ok([table(headers, rows)])
 
     def _counted(self, view: PortView) -> dict[str, int]:
@@ -310,14 +322,18 @@ class SonicCli:
             c = self._counted(view)
             rx_bps, tx_bps, rx_pps, tx_pps = self._rates(view)
             speed_bps = view.speed_gbps * 1e9
-            row: list[object] = [view.name, _state_letter(view), commas(c["rx_ok"]),
-                                 _brate(rx_bps)]
+            row: list[object] = [view.name, _state_letter(view), commas(c["rx_ok"]), _brate(rx_bps)]
             row += [f"{rx_pps:.2f}/s"] if printall else []
-            row += [_util(rx_bps, speed_bps), commas(c["rx_err"]), commas(c["rx_drp"]),
-                    commas(0), commas(c["tx_ok"]), _brate(tx_bps)]
+            row += [
+                _util(rx_bps, speed_bps),
+                commas(c["rx_err"]),
+                commas(c["rx_drp"]),
+                commas(0),
+                commas(c["tx_ok"]),
+                _brate(tx_bps),
+            ]
             row += [f"{tx_pps:.2f}/s"] if printall else []
-            row += [_util(tx_bps, speed_bps), commas(c["tx_err"]), commas(c["tx_drp"]),
-                    commas(0)]
+            row += [_util(tx_bps, speed_bps), commas(c["tx_err"]), commas(c["tx_drp"]), commas(0)]
             row += ["0"] if printall else []
             rows.append(row)
         headers = ["IFACE", "STATE", "RX_OK", "RX_BPS"]
@@ -335,9 +351,18 @@ class SonicCli:
         rows = []
         for view in (self.state.port_view(p) for p in self._ports(args)):
             c = self._counted(view)
-            rows.append([view.name, _state_letter(view), commas(c["rx_err"]),
-                         commas(c["rx_drp"]), commas(0), commas(c["tx_err"]),
-                         commas(c["tx_drp"]), commas(0)])
+            rows.append(
+                [
+                    view.name,
+                    _state_letter(view),
+                    commas(c["rx_err"]),
+                    commas(c["rx_drp"]),
+                    commas(0),
+                    commas(c["tx_err"]),
+                    commas(c["tx_drp"]),
+                    commas(0),
+                ]
+            )
         headers = ["IFACE", "STATE", "RX_ERR", "RX_DRP", "RX_OVR", "TX_ERR", "TX_DRP", "TX_OVR"]
         return _ok([*self._cache_banner(), table(headers, rows)])
 
@@ -357,10 +382,30 @@ class SonicCli:
             # post-FEC: the share of codewords RS(544,514) could not correct
             post = unc / total if total else 0.0
             flr = f"{post:.2e}" if unc else "0"
-            rows.append([view.name, _state_letter(view), commas(corr), commas(unc), commas(sym),
-                         f"{fec.pre_fec_ber:.2e}", f"{post:.2e}", flr, "N/A"])
-        headers = ["IFACE", "STATE", "FEC_CORR", "FEC_UNCORR", "FEC_SYMBOL_ERR", "FEC_PRE_BER",
-                   "FEC_POST_BER", "FLR(O)", "FLR(P) (Accuracy)"]
+            rows.append(
+                [
+                    view.name,
+                    _state_letter(view),
+                    commas(corr),
+                    commas(unc),
+                    commas(sym),
+                    f"{fec.pre_fec_ber:.2e}",
+                    f"{post:.2e}",
+                    flr,
+                    "N/A",
+                ]
+            )
+        headers = [
+            "IFACE",
+            "STATE",
+            "FEC_CORR",
+            "FEC_UNCORR",
+            "FEC_SYMBOL_ERR",
+            "FEC_PRE_BER",
+            "FEC_POST_BER",
+            "FLR(O)",
+            "FLR(P) (Accuracy)",
+        ]
         return _ok([*self._cache_banner(), table(headers, rows)])
 
     # format: fec_histogram__swss3919_eth48 (one port) and
@@ -371,8 +416,9 @@ class SonicCli:
             port = self._ports(names)[0]
             bins = self._bins(port)
             rows = [[f"BIN{i}", "N/A" if b is None else b] for i, b in enumerate(bins)]
-            return _ok([table(["Symbol Errors Per Codeword", "Codewords"], rows,
-                              align=["left", "right"])])
+            return _ok(
+                [table(["Symbol Errors Per Codeword", "Codewords"], rows, align=["left", "right"])]
+            )
         rows = []
         for port in self.state.ports:
             rows.append([port, *(commas(b) for b in self._bins(port))])
@@ -406,27 +452,48 @@ class SonicCli:
             rows = []
             for q in _queues(view):
                 avg = q.tx_bytes / q.tx_packets if q.tx_packets else 0.0
-                rows.append([view.name, f"UC{q.priority}", commas(q.tx_packets),
-                             commas(q.tx_bytes), commas(q.drop_packets),
-                             commas(round(q.drop_packets * avg))])
-            rows += [[view.name, f"MC{PRIORITIES + i}", "0", "0", "0", "0"]
-                     for i in range(PRIORITIES)]
+                rows.append(
+                    [
+                        view.name,
+                        f"UC{q.priority}",
+                        commas(q.tx_packets),
+                        commas(q.tx_bytes),
+                        commas(q.drop_packets),
+                        commas(round(q.drop_packets * avg)),
+                    ]
+                )
+            rows += [
+                [view.name, f"MC{PRIORITIES + i}", "0", "0", "0", "0"] for i in range(PRIORITIES)
+            ]
             blocks.append(table(headers, rows))
         return _ok(["\n\n".join(blocks)])
 
     # format: show_queue_wredcounters__sonic_mgmt_s6100_ecn (WRED drops and ECN marks)
     def show_queue_wredcounters(self, args: list[str]) -> CliReply:
         blocks = []
-        headers = ["Port", "TxQ", "WredDrp/pkts", "WredDrp/bytes", "EcnMarked/pkts",
-                   "EcnMarked/bytes"]
+        headers = [
+            "Port",
+            "TxQ",
+            "WredDrp/pkts",
+            "WredDrp/bytes",
+            "EcnMarked/pkts",
+            "EcnMarked/bytes",
+        ]
         for view in (self.state.port_view(p) for p in self._ports(args)):
             rows = []
             for q in _queues(view):
                 avg = q.tx_bytes / q.tx_packets if q.tx_packets else 0.0
                 # the model marks instead of dropping early: WRED drops stay 0
-                rows.append([view.name, f"UC{q.priority}", "0", "0",
-                             commas(q.ecn_marked_packets),
-                             commas(round(q.ecn_marked_packets * avg))])
+                rows.append(
+                    [
+                        view.name,
+                        f"UC{q.priority}",
+                        "0",
+                        "0",
+                        commas(q.ecn_marked_packets),
+                        commas(round(q.ecn_marked_packets * avg)),
+                    ]
+                )
             blocks.append(table(headers, rows))
         return _ok(["\n\n".join(blocks)])
 
@@ -439,11 +506,26 @@ class SonicCli:
         rows = []
         for s in stats:
             port = s.endpoint.partition(":")[2]
-            rows.append([f"{port}:{s.priority}", s.status if running else "N/A",
-                         f"{s.storm_detected}/{s.storm_restored}", f"{s.tx_ok}/{s.tx_drop}",
-                         f"{s.rx_ok}/{s.rx_drop}", "0/0", "0/0"])
-        headers = ["QUEUE", "STATUS", "STORM DETECTED/RESTORED", "TX OK/DROP", "RX OK/DROP",
-                   "TX LAST OK/DROP", "RX LAST OK/DROP"]
+            rows.append(
+                [
+                    f"{port}:{s.priority}",
+                    s.status if running else "N/A",
+                    f"{s.storm_detected}/{s.storm_restored}",
+                    f"{s.tx_ok}/{s.tx_drop}",
+                    f"{s.rx_ok}/{s.rx_drop}",
+                    "0/0",
+                    "0/0",
+                ]
+            )
+        headers = [
+            "QUEUE",
+            "STATUS",
+            "STORM DETECTED/RESTORED",
+            "TX OK/DROP",
+            "RX OK/DROP",
+            "TX LAST OK/DROP",
+            "RX LAST OK/DROP",
+        ]
         return _ok([table(headers, rows)])
 
     # format: pfcwd_config__issue9193_z9332 (polling-interval line, then the table)
@@ -451,8 +533,11 @@ class SonicCli:
         wd = self.state.pfcwd
         rows = []
         if self.state.pfcwd_enabled():
-            rows = [[p, wd.action, wd.detection_ms, wd.restoration_ms] for p in
-                    self.state.ports if self.dev.fabric.interface(self.state.name, p).link]
+            rows = [
+                [p, wd.action, wd.detection_ms, wd.restoration_ms]
+                for p in self.state.ports
+                if self.dev.fabric.interface(self.state.name, p).link
+            ]
         headers = ["PORT", "ACTION", "DETECTION TIME", "RESTORATION TIME"]
         return _ok([f"Changed polling interval to {wd.poll_ms}ms", table(headers, rows)])
 
@@ -463,7 +548,7 @@ class SonicCli:
     def show_transceiver_eeprom(self, args: list[str]) -> CliReply:
         dom = "--dom" in args or "-d" in args
         blocks = [self._eeprom(port, dom) for port in self._ports(args)]
-        return _ok(blocks)
+        return _ok(["\n\n".join(blocks)])
 
     def _eeprom(self, port: str, with_dom: bool) -> str:
         fabric = self.dev.fabric
@@ -472,12 +557,16 @@ class SonicCli:
             return f"{port}: SFP EEPROM Not detected"
         st = fabric.interface(self.state.name, port)
         host_lanes = 8
-        app = (f"{int(st.speed_gbps)}GAUI-{host_lanes} C2M (Annex 120E) - Host Assign (0x1) - "
-               f"{inv.standard} - Media Assign (0x1)")
+        app = (
+            f"{int(st.speed_gbps)}GAUI-{host_lanes} C2M (Annex 120E) - Host Assign (0x1) - "
+            f"{inv.standard} - Media Assign (0x1)"
+        )
         info = {
             "Active Firmware": inv.firmware_version,
-            **{f"Active application selected code assigned to host lane {i}": "1"
-               for i in range(1, host_lanes + 1)},
+            **{
+                f"Active application selected code assigned to host lane {i}": "1"
+                for i in range(1, host_lanes + 1)
+            },
             "Application Advertisement": app,
             "CMIS Rev": "5.0",
             "Connector": CONNECTORS.get(inv.connector, inv.connector),
@@ -524,17 +613,23 @@ class SonicCli:
                 f"{prefix}LowWarning": f"{t.low_warning:.4f}{unit}",
             }
 
-        channel_th = {**levels("RxPower", th.rx_power_dbm, "dBm"),
-                      **levels("TxBias", th.bias_ma, "mA"),
-                      **levels("TxPower", th.tx_power_dbm, "dBm")}
-        module_th = {**levels("Temp", th.temperature_c, "C"),
-                     **levels("Vcc", th.voltage_v, "Volts")}
+        channel_th = {
+            **levels("RxPower", th.rx_power_dbm, "dBm"),
+            **levels("TxBias", th.bias_ma, "mA"),
+            **levels("TxPower", th.tx_power_dbm, "dBm"),
+        }
+        module_th = {
+            **levels("Temp", th.temperature_c, "C"),
+            **levels("Vcc", th.voltage_v, "Volts"),
+        }
         out = ["        ChannelMonitorValues:"]
         out += [f"                {k}: {channel[k]}" for k in sorted(channel, key=_lane_key)]
         out += ["        ChannelThresholdValues:", *_padded(channel_th)]
-        out += ["        ModuleMonitorValues:",
-                f"                Temperature: {dom.temperature_c:.4f}C",
-                f"                Vcc: {dom.voltage_v:.4f}Volts"]
+        out += [
+            "        ModuleMonitorValues:",
+            f"                Temperature: {dom.temperature_c:.4f}C",
+            f"                Vcc: {dom.voltage_v:.4f}Volts",
+        ]
         out += ["        ModuleThresholdValues:", *_padded(module_th)]
         return out
 
@@ -542,8 +637,9 @@ class SonicCli:
     # monitoring not applicable") and sfp_test.py test_qsfp_dd_pm_all_output: only coherent
     # (C-CMIS, 400ZR) modules report PM; the catalogue has none
     def show_transceiver_pm(self, args: list[str]) -> CliReply:
-        lines = [f"{p}: Transceiver performance monitoring not applicable"
-                 for p in self._ports(args)]
+        lines = [
+            f"{p}: Transceiver performance monitoring not applicable" for p in self._ports(args)
+        ]
         return _ok(["\n\n".join(lines)])
 
     # --- LLDP --------------------------------------------------------------------------
@@ -551,18 +647,22 @@ class SonicCli:
     # format: lldp_table__cmdref (left-aligned tabulate, rule and total line)
     def show_lldp_table(self, args: list[str]) -> CliReply:
         rows = []
-        for n in sorted(self.dev.fabric.lldp_neighbours(self.state.name),
-                        key=lambda n: self.state.if_index[n.local_port]):
+        for n in sorted(
+            self.dev.fabric.lldp_neighbours(self.state.name),
+            key=lambda n: self.state.if_index[n.local_port],
+        ):
             peer = self.dev.fabric.testbed.devices.get(n.system_name)
             caps = "BR" if peer is not None and peer.driver in ("sonic", "eos") else "O"
             rows.append([n.local_port, n.system_name, n.port_id, caps, n.port_description])
         headers = ["LocalPort", "RemoteDevice", "RemotePortID", "Capability", "RemotePortDescr"]
-        return _ok([
-            "Capability codes: (R) Router, (B) Bridge, (O) Other",
-            table(headers, rows, align="left"),
-            "-" * 50,
-            f"Total entries displayed:  {len(rows)}",
-        ])
+        return _ok(
+            [
+                "Capability codes: (R) Router, (B) Bridge, (O) Other",
+                table(headers, rows, align="left"),
+                "-" * 50,
+                f"Total entries displayed:  {len(rows)}",
+            ]
+        )
 
     # --- running configuration -------------------------------------------------------
 
@@ -586,13 +686,21 @@ class SonicCli:
         now = self.dev.fabric.now_s()
         status = "Running" if run.stop_s is None else "Completed"
         duration = hms((run.stop_s if run.stop_s is not None else now) - run.start_s)
-        header = (f"Interface: {port} | Mode: {run.mode} | Pattern: {run.pattern} | "
-                  f"Status: {status} | Duration: {duration}")
+        header = (
+            f"Interface: {port} | Mode: {run.mode} | Pattern: {run.pattern} | "
+            f"Status: {status} | Duration: {duration}"
+        )
         if run.mode == "tx":
-            return _ok([f"Interface:       {port}", f"Mode:            {run.mode}",
-                        f"Pattern:         {run.pattern}", f"Status:          {status}",
-                        f"Duration:        {duration}",
-                        "Note:            TX mode does not capture PRBS results"])
+            return _ok(
+                [
+                    f"Interface:       {port}",
+                    f"Mode:            {run.mode}",
+                    f"Pattern:         {run.pattern}",
+                    f"Status:          {status}",
+                    f"Duration:        {duration}",
+                    "Note:            TX mode does not capture PRBS results",
+                ]
+            )
         if run.lanes is None:
             return _ok([header, "", "Note: No PRBS result data available"])
         rows = []
@@ -610,16 +718,40 @@ class SonicCli:
         for port, run in sorted(self.dev.prbs.items()):
             status = "Running" if run.stop_s is None else "Completed"
             end = run.stop_s if run.stop_s is not None else now
-            rows.append([port, run.mode, run.pattern, status, "--", "--", "--",
-                         "--", hms(end - run.start_s)])
-        headers = ["Interface", "Mode", "Pattern", "Status", "RX Status", "Error Count", "BER",
-                   "Start Time", "Duration"]
+            rows.append(
+                [
+                    port,
+                    run.mode,
+                    run.pattern,
+                    status,
+                    "--",
+                    "--",
+                    "--",
+                    "--",
+                    hms(end - run.start_s),
+                ]
+            )
+        headers = [
+            "Interface",
+            "Mode",
+            "Pattern",
+            "Status",
+            "RX Status",
+            "Error Count",
+            "BER",
+            "Start Time",
+            "Duration",
+        ]
         return _ok([table(headers, rows, align="left")])
 
     def config_prbs(self, args: list[str]) -> CliReply:
         if len(args) < 2 or args[1] not in ("enable", "disable"):
-            raise _CliError(_usage("config interface prbs", "<interface_name> "
-                                   "[enable|disable]", "Missing argument"), 2)
+            raise _CliError(
+                _usage(
+                    "config interface prbs", "<interface_name> [enable|disable]", "Missing argument"
+                ),
+                2,
+            )
         port, action = args[0], args[1]
         self._check_port(port, "config interface prbs")
         fabric, name = self.dev.fabric, self.state.name
@@ -630,11 +762,15 @@ class SonicCli:
             mode = _option(args, "--mode", "rx")
             pattern = _option(args, "--pattern", "none")
             if mode not in ("rx", "tx", "both"):
-                raise _CliError(f"Error: Invalid value for \"--mode\": invalid choice: {mode}\n",
-                                2)
+                raise _CliError(f'Error: Invalid value for "--mode": invalid choice: {mode}\n', 2)
             model_pattern = "PRBS31Q" if pattern == "none" else pattern
-            fabric.prbs_start(name, port, model_pattern, generator=mode in ("tx", "both"),
-                              checker=mode in ("rx", "both"))
+            fabric.prbs_start(
+                name,
+                port,
+                model_pattern,
+                generator=mode in ("tx", "both"),
+                checker=mode in ("rx", "both"),
+            )
             self.dev.prbs[port] = PrbsRun(mode, pattern, fabric.now_s())
             return _ok([])
         if run is None or run.stop_s is not None:
@@ -649,15 +785,27 @@ class SonicCli:
 
     def _check_port(self, port: str, command: str) -> None:
         if not self.state.has_port(port):
-            raise _CliError(_usage(command, "<interface_name>", "Interface name is invalid. "
-                                   "Please enter a valid interface name!!"), 2)
+            raise _CliError(
+                _usage(
+                    command,
+                    "<interface_name>",
+                    "Interface name is invalid. Please enter a valid interface name!!",
+                ),
+                2,
+            )
 
     def config_admin(self, up: bool) -> Callable[[list[str]], CliReply]:
         def handler(args: list[str]) -> CliReply:
             verb = "startup" if up else "shutdown"
             if not args:
-                raise _CliError(_usage(f"config interface {verb}", "<interface_name>",
-                                       'Missing argument "<interface_name>".'), 2)
+                raise _CliError(
+                    _usage(
+                        f"config interface {verb}",
+                        "<interface_name>",
+                        'Missing argument "<interface_name>".',
+                    ),
+                    2,
+                )
             for port in args[0].split(","):
                 self._check_port(port, f"config interface {verb}")
             for port in args[0].split(","):
@@ -668,9 +816,14 @@ class SonicCli:
 
     def config_pfc_priority(self, args: list[str]) -> CliReply:
         if len(args) != 3 or args[2] not in ("on", "off") or not args[1].isdigit():
-            raise _CliError(_usage("config interface pfc priority",
-                                   "<interface_name> <priority> <status>",
-                                   "Missing argument or invalid value."), 2)
+            raise _CliError(
+                _usage(
+                    "config interface pfc priority",
+                    "<interface_name> <priority> <status>",
+                    "Missing argument or invalid value.",
+                ),
+                2,
+            )
         self._check_port(args[0], "config interface pfc priority")
         priority = int(args[1])
         if not 0 <= priority < PRIORITIES:
@@ -680,8 +833,9 @@ class SonicCli:
 
     def config_save(self, args: list[str]) -> CliReply:
         if "-y" not in args:
-            return _ok(["Existing files will be overwritten, continue? [y/N]: ",
-                        "Aborted!"], status=1)
+            return _ok(
+                ["Existing files will be overwritten, continue? [y/N]: ", "Aborted!"], status=1
+            )
         path = next((a for a in args if not a.startswith("-")), CONFIG_DB)
         self.state.save(_config_key(path))
         return _ok([f"Running command: /usr/local/bin/sonic-cfggen -d --print-data > {path}"])
@@ -689,31 +843,45 @@ class SonicCli:
     # format: ``config reload -y`` log lines of sonic-utilities 202x
     def config_reload(self, args: list[str]) -> CliReply:
         if "-y" not in args:
-            return _ok(["Clear current config and reload config in config_db format from "
-                        "the default config file(s) ? [y/N]: ", "Aborted!"], status=1)
+            return _ok(
+                [
+                    "Clear current config and reload config in config_db format from "
+                    "the default config file(s) ? [y/N]: ",
+                    "Aborted!",
+                ],
+                status=1,
+            )
         path = next((a for a in args if not a.startswith("-")), CONFIG_DB)
         if not self.state.load(_config_key(path)):
             raise _CliError(f"Error: File {path} does not exist!\n", 1)
-        return _ok([
-            "Acquired lock on /etc/sonic/reload.lock",
-            "Disabling container monitoring ...",
-            "Stopping SONiC target ...",
-            f"Running command: /usr/local/bin/sonic-cfggen -j {path} --write-to-db",
-            "Running command: /usr/local/bin/db_migrator.py -o migrate",
-            "Restarting SONiC target ...",
-            "Enabling container monitoring ...",
-            "Reloading Monit configuration ...",
-            "Reinitializing monit daemon",
-            "Released lock on /etc/sonic/reload.lock",
-        ])
+        return _ok(
+            [
+                "Acquired lock on /etc/sonic/reload.lock",
+                "Disabling container monitoring ...",
+                "Stopping SONiC target ...",
+                f"Running command: /usr/local/bin/sonic-cfggen -j {path} --write-to-db",
+                "Running command: /usr/local/bin/db_migrator.py -o migrate",
+                "Restarting SONiC target ...",
+                "Enabling container monitoring ...",
+                "Reloading Monit configuration ...",
+                "Reinitializing monit daemon",
+                "Released lock on /etc/sonic/reload.lock",
+            ]
+        )
 
     def pfcwd_start(self, args: list[str]) -> CliReply:
         action = _option(args, "--action", self.state.pfcwd.action)
         restoration = _option(args, "--restoration-time", "")
         rest = [a for a in _without_options(args, ("--action", "--restoration-time"))]
         if not rest or not rest[-1].isdigit():
-            raise _CliError(_usage("pfcwd start", "[OPTIONS] [PORTS]... DETECTION_TIME",
-                                   'Missing argument "DETECTION_TIME".'), 2)
+            raise _CliError(
+                _usage(
+                    "pfcwd start",
+                    "[OPTIONS] [PORTS]... DETECTION_TIME",
+                    'Missing argument "DETECTION_TIME".',
+                ),
+                2,
+            )
         if action not in ("drop", "forward", "alert"):
             raise _CliError(f'Error: Invalid value for "--action": invalid choice: {action}\n', 2)
         for port in rest[:-1]:
@@ -736,9 +904,12 @@ class SonicCli:
             values = _counter_values(view)
             if view.optic:
                 fec = self.dev.fabric.fec(self.state.name, view.name)
-                values |= {"fec_corr": fec.corrected_codewords,
-                           "fec_uncorr": fec.uncorrectable_codewords,
-                           "fec_symbol": fec.symbol_errors, "fec_total": fec.total_codewords}
+                values |= {
+                    "fec_corr": fec.corrected_codewords,
+                    "fec_uncorr": fec.uncorrectable_codewords,
+                    "fec_symbol": fec.symbol_errors,
+                    "fec_total": fec.total_codewords,
+                }
             cleared[view.name] = values
         self.dev.cleared = cleared
         self.dev.cleared_at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
@@ -809,21 +980,26 @@ def _ok(lines: list[str], status: int = 0) -> CliReply:
 
 def _usage(command: str, args: str, error: str) -> str:
     """click's usage error, as sonic-utilities prints it on stderr."""
-    return (f"Usage: {command} [OPTIONS] {args}\nTry \"{command} -h\" for help.\n\n"
-            f"Error: {error}\n")
+    return f'Usage: {command} [OPTIONS] {args}\nTry "{command} -h" for help.\n\nError: {error}\n'
 
 
 def _no_such_command(path: list[str], word: str) -> CliReply:
     group = " ".join(path) or "show"
-    text = (f"Usage: {group} [OPTIONS] COMMAND [ARGS]...\nTry \"{group} -h\" for help.\n\n"
-            f"Error: No such command \"{word}\".\n")
+    text = (
+        f'Usage: {group} [OPTIONS] COMMAND [ARGS]...\nTry "{group} -h" for help.\n\n'
+        f'Error: No such command "{word}".\n'
+    )
     return CliReply("", 2, text)
 
 
 def _usage_missing(path: list[str]) -> CliReply:
     group = " ".join(path)
-    return CliReply("", 2, f"Usage: {group} [OPTIONS] COMMAND [ARGS]...\n"
-                           f"Try \"{group} -h\" for help.\n\nError: Missing command.\n")
+    return CliReply(
+        "",
+        2,
+        f"Usage: {group} [OPTIONS] COMMAND [ARGS]...\n"
+        f'Try "{group} -h" for help.\n\nError: Missing command.\n',
+    )
 
 
 def _option(args: list[str], name: str, default: str) -> str:
@@ -850,8 +1026,12 @@ def _config_key(path: str) -> str:
 
 def _counter_values(view: PortView) -> dict[str, int]:
     return {
-        "rx_ok": view.rx_packets, "rx_err": view.rx_errors, "rx_drp": view.rx_discards,
-        "tx_ok": view.tx_packets, "tx_err": view.tx_errors, "tx_drp": view.tx_discards,
+        "rx_ok": view.rx_packets,
+        "rx_err": view.rx_errors,
+        "rx_drp": view.rx_discards,
+        "tx_ok": view.tx_packets,
+        "tx_err": view.tx_errors,
+        "tx_drp": view.tx_discards,
     }
 
 
@@ -886,12 +1066,9 @@ def _alias(state: SwitchState, port: str) -> str:
     return f"etp{state.ports.index(port) + 1}"
 
 
-def _queues(view: PortView) -> list[Any]:
-    if view.queues:
-        return list(view.queues)
-    from labtest.emulation.personalities import QueueView
-
-    return [QueueView(i, 0, 0, 0, 0) for i in range(PRIORITIES)]
+def _queues(view: PortView) -> list[QueueView]:
+    """The port's unicast queues (all zero on a port the traffic model does not carry)."""
+    return list(view.queues) or [QueueView(i, 0, 0, 0, 0) for i in range(PRIORITIES)]
 
 
 def _lane_key(key: str) -> tuple[str, int, str]:
@@ -932,24 +1109,31 @@ def config_db(dev: SonicDevice) -> dict[str, Any]:
         if pfc:
             qos[port] = {"pfc_enable": pfc}
         if port in dev.prbs and dev.prbs[port].stop_s is None:
-            ports[port] |= {"prbs_mode": dev.prbs[port].mode,
-                            "prbs_pattern": dev.prbs[port].pattern}
+            ports[port] |= {
+                "prbs_mode": dev.prbs[port].mode,
+                "prbs_pattern": dev.prbs[port].pattern,
+            }
     wd = cfg["pfcwd"]
     pfc_wd: dict[str, dict[str, str]] = {"GLOBAL": {"POLL_INTERVAL": str(wd["poll_ms"])}}
     if wd["enabled"]:
         for port in state.ports:
             if fabric.interface(state.name, port).link:
-                pfc_wd[port] = {"action": wd["action"], "detection_time": str(wd["detection_ms"]),
-                                "restoration_time": str(wd["restoration_ms"])}
+                pfc_wd[port] = {
+                    "action": wd["action"],
+                    "detection_time": str(wd["detection_ms"]),
+                    "restoration_time": str(wd["restoration_ms"]),
+                }
     role = state.device.role
     return {
-        "DEVICE_METADATA": {"localhost": {
-            "hostname": state.name,
-            "hwsku": state.var("hwsku", DEFAULT_HWSKU),
-            "mac": facts.base_mac,
-            "platform": state.var("platform", DEFAULT_PLATFORM),
-            "type": "SpineRouter" if role == "spine" else "LeafRouter",
-        }},
+        "DEVICE_METADATA": {
+            "localhost": {
+                "hostname": state.name,
+                "hwsku": state.var("hwsku", DEFAULT_HWSKU),
+                "mac": facts.base_mac,
+                "platform": state.var("platform", DEFAULT_PLATFORM),
+                "type": "SpineRouter" if role == "spine" else "LeafRouter",
+            }
+        },
         "PFC_WD": pfc_wd,
         "PORT": ports,
         "PORT_QOS_MAP": qos,
@@ -958,9 +1142,11 @@ def config_db(dev: SonicDevice) -> dict[str, Any]:
 
 def sys_descr(dev: SonicDevice) -> str:
     """sysDescr as sonic-snmpagent builds it from the version file."""
-    return (f"SONiC Software Version: {dev.version()} - HwSku: "
-            f"{dev.state.var('hwsku', DEFAULT_HWSKU)} - Distribution: Debian 12.11 - "
-            f"Kernel: 6.1.0-29-2-amd64")
+    return (
+        f"SONiC Software Version: {dev.version()} - HwSku: "
+        f"{dev.state.var('hwsku', DEFAULT_HWSKU)} - Distribution: Debian 12.11 - "
+        f"Kernel: 6.1.0-29-2-amd64"
+    )
 
 
 BANNER = (
@@ -988,5 +1174,3 @@ def serve(fabric: Fabric, name: str, device: Device) -> Served:
         banner=BANNER,
         stop=state.stop,
     )
-
-

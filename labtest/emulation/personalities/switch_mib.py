@@ -277,8 +277,7 @@ class SwitchMib:
             out[(*IFX_ENTRY, column, index)] = getter
 
     def _alias(self, port: str) -> str:
-        aliases = self.state.device.vars.get("port_descriptions") or {}
-        return str(aliases.get(port, "")) if isinstance(aliases, dict) else ""
+        return self.state.descriptions.get(port, "")
 
     # --- LLDP-MIB (IEEE 802.1AB-2005) ----------------------------------------------------
 
@@ -289,7 +288,7 @@ class SwitchMib:
         out[(*LLDP_LOCAL, 3, 0)] = lambda: OctetString(self.state.name.encode())
 
     def _neighbour(self, port: str) -> Any | None:
-        """The LLDP neighbour on ``port`` (LLDP itself refreshes every 30 s: cache 1 s)."""
+        """The LLDP neighbour on ``port``, from one cached read of the whole table."""
         table = self._cache.get(
             "lldp",
             lambda: {n.local_port: n for n in self.state.fabric.lldp_neighbours(self.state.name)},
@@ -422,9 +421,7 @@ class SwitchMib:
             out[(*ENT_PHY_SENSOR_ENTRY, column, index)] = getter
 
     def _reading(self, port: str, kind: int, lane: int | None) -> int:
-        dom = self._cache.get(
-            ("dom", port), lambda: self.state.fabric.dom(self.state.name, port)
-        )
+        dom = self._cache.get(("dom", port), lambda: self.state.fabric.dom(self.state.name, port))
         precision = SENSORS[kind].precision
         if kind == SENSOR_TEMP:
             return _sensor_int(dom.temperature_c, precision)

@@ -28,6 +28,7 @@ accumulators into the per-port and per-queue counters the emulators print.
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 import numpy as np
@@ -103,8 +104,8 @@ class FluidNet:
         self._content: dict[tuple[int, int], float] = {}
         self._dcqcn_state: dict[int, tuple[float, float, float, bool, float]] = {}
         self._built = False
-        self._rate_cache: dict[int, np.ndarray] = {}
-        self.scenario_key = 0
+        self._rate_cache: dict[str, np.ndarray] = {}
+        self.scenario_key = ""
         self._t = self._watch_t = 0.0
         self.build([])
 
@@ -361,7 +362,7 @@ class FluidNet:
         self.any_partial = bool(((self.w_ext > 0) & (self.w_ext < 1)).any())
         self.scenario_key = self._key()
 
-    def _key(self) -> int:
+    def _key(self) -> str:
         """Everything the steady rates depend on, hashed."""
         fair = [float(f.meta.get("fair_bps", -1.0)) for f in self.flows]
         parts = [
@@ -385,7 +386,10 @@ class FluidNet:
             self.pf_ext,
             self.ext_frames,
         ]
-        return hash(tuple(a.tobytes() for a in parts))
+        digest = hashlib.blake2b(digest_size=16)
+        for a in parts:
+            digest.update(np.ascontiguousarray(a).tobytes())
+        return digest.hexdigest()
 
     def cached_rates(self) -> np.ndarray | None:
         """Steady rates seen before in this very scenario (flows, paths, configuration)."""

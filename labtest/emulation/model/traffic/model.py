@@ -283,15 +283,17 @@ class TrafficModel:
         capacity = np.array([c for _, c in rows])
         upper = np.array([float(f.meta.get("cap_bps", math.inf)) for f in flows])
         if fabric and broken_zero:
-            upper = np.where([self._path_broken(f) for f in flows], 0.0, upper)
+            pause = self.engine.effective_pause()
+            upper = np.where([self._path_broken(f, pause) for f in flows], 0.0, upper)
         return roce.max_min(coeff, capacity, upper)
 
-    def _path_broken(self, f: Flow) -> bool:
+    def _path_broken(self, f: Flow, pause: np.ndarray | None = None) -> bool:
+        """No route, a dead or stuck hop, or a frame too big for a port on the way."""
         if f.meta.get("noroute") or not f.path:
             return True
         eng = self.engine
         ip_len = f.frame_bytes - 18
-        pause = eng.effective_pause()
+        pause = eng.effective_pause() if pause is None else pause
         for h, p in enumerate(f.path):
             if eng.down[p] or pause[p * PRIORITIES + f.priority] >= 1.0:
                 return True

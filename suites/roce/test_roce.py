@@ -1,0 +1,228 @@
+"""RoCE: pairwise bandwidth and latency, bisection bandwidth, ECMP balance.
+
+The test plan, with the numbered steps these tests follow, is README.md in
+this folder; run parameters are in settings.yaml, pass criteria in the limits
+profile (``roce.*``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import allure
+import pytest
+
+from fixtures.traffic import (
+    FabricView,
+    PairOutcome,
+    bisection_pairs,
+    fabric_deltas,
+    fraction,
+    host_pairs,
+    load_settings,
+    pair_id,
+    run_bandwidth_pairs,
+    run_latency_pair,
+    share_deviation,
+)
+from labtest.capabilities.host import PerftestSpec
+from labtest.plugin import lab_of, testbed_of
+from labtest.reports import plots
+from labtest.reports.attach import attach_json, attach_png
+
+SETTINGS = load_settings("roce")
+pytestmark = pytest.mark.needs("Perftest", count=2)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "host_pair" in metafunc.fixturenames:
+        pairs: list[tuple[str, str]] = []
+        if testbed_of(metafunc.config) is not None:
+            pairs = host_pairs(FabricView.of(lab_of(metafunc.config)).hosts)
+        metafunc.parametrize("host_pair", pairs, ids=[pair_id(p) for p in pairs])
+
+
+def _spec(section: str) -> PerftestSpec:
+    s = SETTINGS[section]
+    return PerftestSpec(
+        test=s["test"],
+        size_bytes=s["size_bytes"],
+        qps=s.get("qps", 1),
+        duration_s=s.get("duration_s"),
+        iterations=s.get("iterations"),
+        bidirectional=s.get("bidirectional", False),
+    )
+
+
+def _line_gbps(view: FabricView, host: str) -> float:
+    """The planned line rate of a host's link (the cabling plan, not what the NIC negotiated:
+    a NIC that linked slower is exactly what this suite must catch)."""
+    att = view.attachment[host]
+    if att.speed_gbps is None:
+        pytest.skip(f"the testbed gives no speed_gbps for {att.link}")
+    return att.speed_gbps
+
+
+def _judge_pair(
+    measure: Any, outcome: PairOutcome, line_gbps: float, directions: int, **labels: str
+) -> None:
+    """Bandwidth against line rate, and the RoCE MTU the run used."""
+    fraction_of_line = fraction(outcome.bw_gbps, line_gbps * directions)
+    why = {"error": outcome.error} if outcome.error else {}
+    measure(
+        "roce.bw_fraction_of_line",
+        fraction_of_line,
+        key="roce.bw_fraction_of_line",
+        pair=outcome.pair,
+        bw_gbps=f"{outcome.bw_gbps:.1f}",
+        line_gbps=f"{line_gbps * directions:g}",
+        **why,
+        **labels,
+    )
+    if outcome.bandwidth is not None and outcome.bandwidth.mtu_bytes is not None:
+        measure(
+            "roce.active_mtu_bytes",
+            outcome.bandwidth.mtu_bytes,
+            key="roce.active_mtu_bytes",
+            pair=outcome.pair,
+            **labels,
+        )
+
+
+def _judge_drops(measure: Any, view: FabricView, before: Any, after: Any, pair: str) -> None:
+    """Any switch port that discarded frames during the run is named (RoCE is lossless)."""
+    dropped = {k: d.drops() for k, d in fabric_deltas(before, after).items() if d.drops() > 0}
+    if not dropped:
+        measure("roce.lossless_drops", 0, key="roce.lossless_drops", pair=pair)
+    for endpoint, drops in sorted(dropped.items()):
+        device, _, port = endpoint.partition(":")
+        measure(
+            "roce.lossless_drops", drops, key="roce.lossless_drops", pair=pair, device=device,
+            port=port,
+        )  # fmt: skip
+
+
+@pytest.mark.plan("ROCE-1.1")
+def test_pair_bandwidth(host_pair: tuple[str, str], fabric_view: FabricView, measure: Any) -> None:
+    """ROCE-1.1: bidirectional ib_write_bw between two hosts reaches 90% of line rate."""
+    client, server = host_pair
+    spec = _spec("pair_bandwidth")
+    with allure.step("ROCE-1.1/1: planned line rate of both hosts' links"):
+        line = min(_line_gbps(fabric_view, client), _line_gbps(fabric_view, server))
+    with allure.step("ROCE-1.1/2: switch counters before the run"):
+        before = fabric_view.snapshot_switches()
+    with allure.step(
+        f"ROCE-1.1/3: ib_write_bw -b -q {spec.qps} -s {spec.size_bytes} -D {spec.duration_s}"
+    ):
+        (outcome,) = run_bandwidth_pairs(fabric_view.lab, [host_pair], spec)
+        if outcome.bandwidth is not None:
+            attach_json(f"ib_write_bw {outcome.pair}", outcome.bandwidth)
+    with allure.step("ROCE-1.1/4: switch counters after the run"):
+        after = fabric_view.snapshot_switches()
+    with allure.step("ROCE-1.1/5: bandwidth, RoCE MTU and drops against the limits"):
+        directions = 2 if spec.bidirectional else 1
+        _judge_pair(measure, outcome, line, directions, client=client, server=server)
+        _judge_drops(measure, fabric_view, before, after, outcome.pair)
+
+
+@pytest.mark.plan("ROCE-1.2")
+def test_pair_latency(host_pair: tuple[str, str], fabric_view: FabricView, measure: Any) -> None:
+    """ROCE-1.2: ib_write_lat p50, p99 and p99.9 between two hosts."""
+    spec = _spec("pair_latency")
+    with allure.step(f"ROCE-1.2/1: ib_write_lat -s {spec.size_bytes} -n {spec.iterations}"):
+        outcome = run_latency_pair(fabric_view.lab, host_pair, spec)
+    with allure.step("ROCE-1.2/2: percentiles against the limits"):
+        if outcome.latency is None or not outcome.latency.rows:
+            measure(
+                "roce.latency_p50_us", float("nan"), key="roce.latency_p50_us",
+                pair=outcome.pair, error=outcome.error or "no latency table",
+            )  # fmt: skip
+            return
+        attach_json(f"ib_write_lat {outcome.pair}", outcome.latency)
+        row = outcome.latency.rows[0]
+        for key, value in (
+            ("roce.latency_p50_us", row.t_typical_us),
+            ("roce.latency_p99_us", row.p99_us),
+            ("roce.latency_p99_9_us", row.p99_9_us),
+        ):
+            if value is not None:
+                measure(key, value, key=key, pair=outcome.pair)
+
+
+@pytest.mark.plan("ROCE-2.1")
+def test_bisection_bandwidth(fabric_view: FabricView, measure: Any) -> None:
+    """ROCE-2.1: every pair across the bisection at once, each near line rate."""
+    view = fabric_view
+    pairs = bisection_pairs(view.attachment)
+    if not pairs:
+        pytest.skip("the hosts do not span two halves of the leaves")
+    spec = _spec("bisection")
+    with allure.step(f"ROCE-2.1/1: {len(pairs)} pairs across the bisection: " + ", ".join(
+        pair_id(p) for p in pairs
+    )):  # fmt: skip
+        lines = {p: min(_line_gbps(view, p[0]), _line_gbps(view, p[1])) for p in pairs}
+    with allure.step(f"ROCE-2.1/2: all pairs at once, ib_write_bw -b -q {spec.qps}"):
+        outcomes = run_bandwidth_pairs(view.lab, pairs, spec)
+    with allure.step("ROCE-2.1/3: each pair's bandwidth against line rate"):
+        directions = 2 if spec.bidirectional else 1
+        for outcome, pair in zip(outcomes, pairs, strict=True):
+            _judge_pair(measure, outcome, lines[pair], directions, scope="bisection")
+        line = min(lines.values()) * directions
+        attach_png(
+            "bisection bandwidth per pair",
+            plots.throughput_per_flow(
+                {o.pair: o.bw_gbps for o in outcomes},
+                expected_gbps=line * measure.profile.get("roce.bw_fraction_of_line").low,
+                title="Bisection: bandwidth per host pair",
+            ),
+        )
+
+
+@pytest.mark.plan("ROCE-2.2")
+@pytest.mark.needs("Interfaces", count=2)
+def test_ecmp_balance(fabric_view: FabricView, measure: Any) -> None:
+    """ROCE-2.2: many QPs between hosts on different leaves spread evenly over each leaf's
+    uplinks (read from the switches' interface counters)."""
+    view = fabric_view
+    leaves = [leaf for leaf in view.leaves() if len(view.uplinks.get(leaf, [])) >= 2]
+    if len(view.leaves()) < 2 or not leaves:
+        pytest.skip("no leaf with two or more uplinks, or fewer than two leaves with hosts")
+    first = {leaf: next(h for h in view.hosts if view.attachment[h].switch == leaf)
+             for leaf in view.leaves()}  # fmt: skip
+    order = list(first.values())
+    pairs = list(zip(order, order[1:] + order[:1], strict=True))
+    if len(pairs) == 2 and pairs[0] == pairs[1][::-1]:
+        pairs = pairs[:1]  # two leaves: one bidirectional pair covers both directions
+    spec = _spec("ecmp_balance")
+    with allure.step("ROCE-2.2/1: switch counters before the run"):
+        before = view.snapshot_switches()
+    with allure.step(
+        f"ROCE-2.2/2: one host per leaf to the next leaf, ib_write_bw -b -q {spec.qps}: "
+        + ", ".join(pair_id(p) for p in pairs)
+    ):
+        outcomes = run_bandwidth_pairs(view.lab, pairs, spec)
+    with allure.step("ROCE-2.2/3: switch counters after the run"):
+        after = view.snapshot_switches()
+    with allure.step("ROCE-2.2/4: per leaf, each uplink's share of the transmitted bytes"):
+        deltas = fabric_deltas(before, after)
+        for outcome in outcomes:
+            if outcome.error:
+                measure("roce.bw_fraction_of_line", 0.0, key="roce.bw_fraction_of_line",
+                        pair=outcome.pair, error=outcome.error)  # fmt: skip
+        for leaf in leaves:
+            members = view.uplinks[leaf]
+            loads = {u.endpoint: (deltas[u.endpoint].tx_octets or 0) if u.endpoint in deltas
+                     else 0 for u in members}  # fmt: skip
+            attach_json(f"{leaf} uplink tx octets", loads)
+            deviation = share_deviation(list(loads.values()))
+            mean = sum(loads.values()) / len(loads)
+            worst = max(loads, key=lambda e: abs(loads[e] - mean))
+            measure(
+                "roce.ecmp_share_deviation",
+                deviation,
+                key="roce.ecmp_share_deviation",
+                device=leaf,
+                port=worst.partition(":")[2],
+                shares=" ".join(f"{e.partition(':')[2]}={fraction(v, sum(loads.values())):.2f}"
+                                for e, v in loads.items()),
+            )  # fmt: skip
