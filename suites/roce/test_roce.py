@@ -97,9 +97,13 @@ def _judge_drops(measure: Any, view: FabricView, before: Any, after: Any, pair: 
     for endpoint, drops in sorted(dropped.items()):
         device, _, port = endpoint.partition(":")
         measure(
-            "roce.lossless_drops", drops, key="roce.lossless_drops", pair=pair, device=device,
+            "roce.lossless_drops",
+            drops,
+            key="roce.lossless_drops",
+            pair=pair,
+            device=device,
             port=port,
-        )  # fmt: skip
+        )
 
 
 @pytest.mark.plan("ROCE-1.1")
@@ -134,9 +138,12 @@ def test_pair_latency(host_pair: tuple[str, str], fabric_view: FabricView, measu
     with allure.step("ROCE-1.2/2: percentiles against the limits"):
         if outcome.latency is None or not outcome.latency.rows:
             measure(
-                "roce.latency_p50_us", float("nan"), key="roce.latency_p50_us",
-                pair=outcome.pair, error=outcome.error or "no latency table",
-            )  # fmt: skip
+                "roce.latency_p50_us",
+                float("nan"),
+                key="roce.latency_p50_us",
+                pair=outcome.pair,
+                error=outcome.error or "no latency table",
+            )
             return
         attach_json(f"ib_write_lat {outcome.pair}", outcome.latency)
         row = outcome.latency.rows[0]
@@ -157,9 +164,10 @@ def test_bisection_bandwidth(fabric_view: FabricView, measure: Any) -> None:
     if not pairs:
         pytest.skip("the hosts do not span two halves of the leaves")
     spec = _spec("bisection")
-    with allure.step(f"ROCE-2.1/1: {len(pairs)} pairs across the bisection: " + ", ".join(
-        pair_id(p) for p in pairs
-    )):  # fmt: skip
+    with allure.step(
+        f"ROCE-2.1/1: {len(pairs)} pairs across the bisection: "
+        + ", ".join(pair_id(p) for p in pairs)
+    ):
         lines = {p: min(_line_gbps(view, p[0]), _line_gbps(view, p[1])) for p in pairs}
     with allure.step(f"ROCE-2.1/2: all pairs at once, ib_write_bw -b -q {spec.qps}"):
         outcomes = run_bandwidth_pairs(view.lab, pairs, spec)
@@ -187,8 +195,10 @@ def test_ecmp_balance(fabric_view: FabricView, measure: Any) -> None:
     leaves = [leaf for leaf in view.leaves() if len(view.uplinks.get(leaf, [])) >= 2]
     if len(view.leaves()) < 2 or not leaves:
         pytest.skip("no leaf with two or more uplinks, or fewer than two leaves with hosts")
-    first = {leaf: next(h for h in view.hosts if view.attachment[h].switch == leaf)
-             for leaf in view.leaves()}  # fmt: skip
+    first = {
+        leaf: next(h for h in view.hosts if view.attachment[h].switch == leaf)
+        for leaf in view.leaves()
+    }
     order = list(first.values())
     pairs = list(zip(order, order[1:] + order[:1], strict=True))
     if len(pairs) == 2 and pairs[0] == pairs[1][::-1]:
@@ -207,12 +217,19 @@ def test_ecmp_balance(fabric_view: FabricView, measure: Any) -> None:
         deltas = fabric_deltas(before, after)
         for outcome in outcomes:
             if outcome.error:
-                measure("roce.bw_fraction_of_line", 0.0, key="roce.bw_fraction_of_line",
-                        pair=outcome.pair, error=outcome.error)  # fmt: skip
+                measure(
+                    "roce.bw_fraction_of_line",
+                    0.0,
+                    key="roce.bw_fraction_of_line",
+                    pair=outcome.pair,
+                    error=outcome.error,
+                )
         for leaf in leaves:
             members = view.uplinks[leaf]
-            loads = {u.endpoint: (deltas[u.endpoint].tx_octets or 0) if u.endpoint in deltas
-                     else 0 for u in members}  # fmt: skip
+            loads = {
+                u.endpoint: (deltas[u.endpoint].tx_octets or 0) if u.endpoint in deltas else 0
+                for u in members
+            }
             attach_json(f"{leaf} uplink tx octets", loads)
             deviation = share_deviation(list(loads.values()))
             mean = sum(loads.values()) / len(loads)
@@ -223,6 +240,8 @@ def test_ecmp_balance(fabric_view: FabricView, measure: Any) -> None:
                 key="roce.ecmp_share_deviation",
                 device=leaf,
                 port=worst.partition(":")[2],
-                shares=" ".join(f"{e.partition(':')[2]}={fraction(v, sum(loads.values())):.2f}"
-                                for e, v in loads.items()),
-            )  # fmt: skip
+                shares=" ".join(
+                    f"{e.partition(':')[2]}={fraction(v, sum(loads.values())):.2f}"
+                    for e, v in loads.items()
+                ),
+            )

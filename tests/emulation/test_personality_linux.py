@@ -202,7 +202,7 @@ def test_ethtool_module_is_cmis_like_the_real_qsfp_dd_and_holds_the_model_dom(ho
 
 def test_a_dirty_connector_shows_in_the_host_dom(hosts: Hosts) -> None:
     before = parse_ethtool_module(hosts.out("host2", "ethtool -m eth0")).lanes[0].rx_power_dbm
-    hosts.fabric.inject("dirty_connector", "host2:eth0", loss_db=3.0)
+    hosts.fabric.inject("dirty_connector", "host2:eth0", loss_db=3.0, direction="rx")
     after = parse_ethtool_module(hosts.out("host2", "ethtool -m eth0")).lanes[0].rx_power_dbm
     assert before is not None and after is not None and before - after > 2.0
 

@@ -1,0 +1,301 @@
+"""LINK-1: PRBS per lane on every switch-switch link, run sequentially until decided.
+
+A *campaign* runs PRBS on every selected link at once (as a lab does: FBOSS
+PrbsTest enables every port, then checks), so a miswired pair still locks on
+the generator it is really cabled to, and the fabric is out of service once,
+not once per link. Each receiving end is a *checker*:
+
+- ``switch``: both ends offer the ``Prbs`` capability: generator and checker
+  at both ends, both directions measured;
+- ``bert``: otherwise, a BERT whose testbed ``vars.port`` is one end measures
+  that end's receiver while the link stays in service.
+
+The run is a series of stages (enable, wait, disable, read), because some
+switches (SONiC) report results only once PRBS is disabled. Counts add up
+across stages; each stage lasts as long as the undecided lanes still need
+(``SequentialBerTest.remaining_bits`` / lane rate, at least ``min_stage_s``),
+so a healthy link stops after about the statistical minimum and a bad lane
+stops as soon as its errors rule the target out. ``max_s`` bounds the whole run.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from labtest.capabilities.instruments import Bert
+from labtest.capabilities.switch import Interfaces, Prbs, PrbsResult
+from labtest.errors import InfraError
+from labtest.stats import BerStatement, Decision, SequentialBerTest
+from labtest.testbed.model import Link, Testbed
+
+
+@dataclass
+class LaneCount:
+    lane: int
+    bits: float = 0.0
+    errors: int = 0
+    loss_of_lock: int = 0
+    history: list[tuple[float, int]] = field(default_factory=list)  # cumulative, per stage
+
+
+@dataclass
+class Checker:
+    """One receiver under test: ``device:port``, read through a switch or a BERT."""
+
+    link: str
+    device: str
+    port: str
+    source: str  # "switch", or the BERT's device name
+    lane_rate_bps: float
+    lanes: dict[int, LaneCount] = field(default_factory=dict)
+
+    @property
+    def end(self) -> str:
+        return f"{self.device}:{self.port}"
+
+
+@dataclass
+class LinkPlan:
+    link: Link
+    mode: str | None  # "switch", "bert" or None (nothing can measure it)
+    checkers: list[Checker]
+    note: str  # what is covered, or why nothing is
+
+    @property
+    def name(self) -> str:
+        return self.link.name
+
+
+@dataclass
+class LinkOutcome:
+    plan: LinkPlan
+    stages: int = 0
+    run_time_s: float = 0.0
+    error: InfraError | None = None
+    up_again_s: float | None = None  # seconds until both ends were oper up after PRBS
+
+    def statements(
+        self, test_for: Callable[[Checker], SequentialBerTest]
+    ) -> list[tuple[Checker, LaneCount, BerStatement]]:
+        out = []
+        for checker in self.plan.checkers:
+            test = test_for(checker)
+            for lane in sorted(checker.lanes.values(), key=lambda c: c.lane):
+                out.append((checker, lane, test.statement(lane.bits, lane.errors)))
+        return out
+
+
+def plan_links(lab: Any, testbed: Testbed, links: list[Link], lane_rate_factor: float) -> dict:
+    """How each link can be measured (see the module docstring)."""
+    prbs = set(lab.names(capability=Prbs))
+    berts = {
+        str(testbed.devices[name].vars.get("port")): name
+        for name in lab.names(capability=Bert)
+        if testbed.devices[name].vars.get("port")
+    }
+    plans: dict[str, LinkPlan] = {}
+    for lk in links:
+        a, b = lk.ends
+        lanes = _lanes_of(lk)
+        rate = (lk.speed_gbps or 400.0) * 1e9 * lane_rate_factor / lanes
+        if a.device in prbs and b.device in prbs:
+            checkers = [Checker(lk.name, e.device, e.port, "switch", rate) for e in (a, b)]
+            plans[lk.name] = LinkPlan(lk, "switch", checkers, "switch PRBS at both ends")
+            continue
+        bert_ends = [(e, berts[str(e)]) for e in (a, b) if str(e) in berts]
+        if bert_ends:
+            e, bert = bert_ends[0]
+            checkers = [Checker(lk.name, e.device, e.port, bert, rate)]
+            note = f"BERT {bert} on {e} (the other direction is not measured)"
+            plans[lk.name] = LinkPlan(lk, "bert", checkers, note)
+            continue
+        missing = [e.device for e in (a, b) if e.device not in prbs]
+        note = (
+            f"no PRBS: {', '.join(sorted(set(missing)))} offer(s) no Prbs capability "
+            "and no BERT sits on either end"
+        )
+        plans[lk.name] = LinkPlan(lk, None, [], note)
+    return plans
+
+
+def _lanes_of(link: Link) -> int:
+    """Lanes of the link's optic from its name (``400G-DR4`` -> 4, ``800G-DR8`` -> 8)."""
+    optic = (link.optic or "").upper()
+    digits = "".join(ch for ch in optic.rsplit("-", 1)[-1] if ch.isdigit())
+    return int(digits) if digits else 4
+
+
+@dataclass
+class Campaign:
+    """Runs the stages; ``bits_fallback(device)`` says whether run time may stand in for bits."""
+
+    lab: Any
+    test: SequentialBerTest
+    max_s: float
+    pattern: str
+    min_stage_s: float
+    bits_fallback: Callable[[str], bool]
+    touch: Callable[[str], None]  # snapshot a device before changing it
+    log: list[str] = field(default_factory=list)
+
+    def run(self, plans: dict[str, LinkPlan]) -> dict[str, LinkOutcome]:
+        outcomes = {name: LinkOutcome(plan) for name, plan in plans.items()}
+        active = [o for o in outcomes.values() if o.plan.mode is not None]
+        for outcome in active:
+            if outcome.plan.mode == "switch":
+                for end in outcome.plan.link.ends:
+                    self._guarded(outcome, lambda d=end.device: self.touch(d))
+        start = time.monotonic()
+        while True:
+            active = [o for o in active if o.error is None and not self._decided(o)]
+            left_s = self.max_s - (time.monotonic() - start)
+            if not active or left_s <= 0:
+                break
+            self._stage(active, min(max(self._need_s(active), self.min_stage_s), left_s))
+        for outcome in outcomes.values():
+            if outcome.plan.mode is not None:
+                outcome.run_time_s = time.monotonic() - start
+        self._wait_up([o for o in outcomes.values() if o.plan.mode == "switch"])
+        return outcomes
+
+    # --- one stage ------------------------------------------------------------------
+
+    def _stage(self, active: list[LinkOutcome], stage_s: float) -> None:
+        started: list[LinkOutcome] = []
+        try:
+            for outcome in active:
+                if self._guarded(outcome, lambda o=outcome: self._start(o)):
+                    started.append(outcome)
+            running_since = time.monotonic()
+            time.sleep(stage_s)
+            elapsed_s = time.monotonic() - running_since
+        finally:
+            results = {id(o): self._guarded(o, lambda o=o: self._stop_read(o)) for o in started}
+        for outcome in started:
+            found = results[id(outcome)]
+            if outcome.error is None and found:
+                self._add(outcome, found, elapsed_s)
+                outcome.stages += 1
+        self.log.append(
+            f"stage {len(self.log) + 1}: {len(started)} link(s) for {elapsed_s:.3f} s"
+        )
+
+    def _start(self, outcome: LinkOutcome) -> bool:
+        plan = outcome.plan
+        if plan.mode == "switch":
+            for end in plan.link.ends:
+                self.lab.device(end.device).prbs_start(end.port, self.pattern)
+        else:
+            bert = self.lab.device(plan.checkers[0].source)
+            bert.set_pattern(self.pattern)
+            bert.start()
+        return True
+
+    def _stop_read(self, outcome: LinkOutcome) -> dict[str, list[PrbsResult]]:
+        plan = outcome.plan
+        if plan.mode == "switch":
+            ends = plan.link.ends
+            for end in ends:  # stop both before reading: SONiC reads the checker at disable
+                self.lab.device(end.device).prbs_stop(end.port)
+            return {str(e): self.lab.device(e.device).prbs_read(e.port) for e in ends}
+        checker = plan.checkers[0]
+        bert = self.lab.device(checker.source)
+        try:
+            return {checker.end: bert.results()}
+        finally:
+            bert.stop()
+
+    def _add(self, outcome: LinkOutcome, found: dict[str, list[PrbsResult]], run_s: float) -> None:
+        for checker in outcome.plan.checkers:
+            for r in found.get(checker.end, []):
+                lane = checker.lanes.setdefault(r.lane, LaneCount(r.lane))
+                if not r.locked:
+                    lane.loss_of_lock += 1
+                    continue
+                lane.bits += self._bits(checker, r, run_s)
+                lane.errors += int(r.errors or 0)
+                lane.history.append((lane.bits, lane.errors))
+
+    def _bits(self, checker: Checker, r: PrbsResult, run_s: float) -> float:
+        if r.bits is not None:
+            return float(r.bits)
+        device = checker.device if checker.source == "switch" else checker.source
+        if not self.bits_fallback(device):
+            raise InfraError(
+                device,
+                f"PRBS checker on {checker.end} reports no bit count and no deviation "
+                "declares a fallback (prbs_bit_count)",
+            )
+        return run_s * checker.lane_rate_bps
+
+    # --- decisions ------------------------------------------------------------------
+
+    def test_for(self, checker: Checker) -> SequentialBerTest:
+        """The sequential test of one checker: its budget is ``max_s`` at its lane rate."""
+        return replace(self.test, max_bits=self.max_s * checker.lane_rate_bps)
+
+    def _decided(self, outcome: LinkOutcome) -> bool:
+        """Every lane proven, ruled out, or out of lock (nothing more to learn)."""
+        counted = False
+        for checker in outcome.plan.checkers:
+            test = self.test_for(checker)
+            for lane in checker.lanes.values():
+                counted = True
+                open_ = test.decide(lane.bits, lane.errors) is Decision.CONTINUE
+                if open_ and not lane.loss_of_lock:
+                    return False
+        return counted
+
+    def _need_s(self, active: list[LinkOutcome]) -> float:
+        """Seconds the slowest undecided lane still needs (0 before the first stage)."""
+        need = 0.0
+        for outcome in active:
+            for checker in outcome.plan.checkers:
+                test = self.test_for(checker)
+                for lane in checker.lanes.values():
+                    bits = test.remaining_bits(lane.bits, lane.errors)
+                    need = max(need, bits / checker.lane_rate_bps)
+        return need
+
+    # --- errors and the way back into service ------------------------------------------
+
+    def _guarded(self, outcome: LinkOutcome, call: Callable[[], Any]) -> Any:
+        """Run ``call``; an InfraError breaks only this link, the others go on."""
+        if outcome.error is not None:
+            return None
+        try:
+            return call()
+        except InfraError as exc:
+            outcome.error = exc
+            return None
+
+    def _wait_up(self, outcomes: list[LinkOutcome], timeout_s: float = 30.0) -> None:
+        """Poll (bounded) until both ends of each link are oper up again after PRBS."""
+        start = time.monotonic()
+        pending = {o.plan.name: o for o in outcomes if o.error is None}
+        while pending and time.monotonic() - start < timeout_s:
+            for name, outcome in list(pending.items()):
+                ends = outcome.plan.link.ends
+                try:
+                    up = all(_oper_up(self.lab, e.device, e.port) for e in ends)
+                except InfraError:
+                    up = False
+                if up:
+                    outcome.up_again_s = time.monotonic() - start
+                    del pending[name]
+            if pending:
+                time.sleep(0.2)
+        for outcome in pending.values():
+            outcome.up_again_s = math.inf
+
+
+def _oper_up(lab: Any, device: str, port: str) -> bool:
+    driver = lab.device(device)
+    if not isinstance(driver, Interfaces):
+        return True
+    status = driver.interfaces().get(port)
+    return bool(status and status.oper_up)
