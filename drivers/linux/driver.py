@@ -277,6 +277,12 @@ class LinuxHost:
         assert isinstance(result, PerftestLatencyPair)
         return result
 
+    def perftest_pairs(
+        self, pairs: Sequence[tuple[Any, Any, PerftestSpec]], *, timeout_s: float
+    ) -> list[PerftestBandwidthPair | PerftestLatencyPair]:
+        """Several (client, server, spec) pairs at once, servers first (``run_pairs``)."""
+        return run_pairs([PerftestPair(c, s, spec) for c, s, spec in pairs], timeout_s=timeout_s)
+
     def run_bandwidth(
         self,
         server: LinuxHost,

@@ -307,6 +307,16 @@ class Perftest(Protocol):
 
 
 @runtime_checkable
+class PerftestPairs(Protocol):
+    """Several (client, server, spec) pairs at once (incast, bisection): every server
+    listens before any client starts, so all clients run together."""
+
+    def perftest_pairs(
+        self, pairs: Sequence[tuple[Perftest, Perftest, PerftestSpec]], *, timeout_s: float
+    ) -> list[PerftestBandwidthPair | PerftestLatencyPair]: ...
+
+
+@runtime_checkable
 class Collectives(Protocol):
     """This host launches ``mpirun`` across ``hosts`` (itself included or not)."""
 

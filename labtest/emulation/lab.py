@@ -42,6 +42,9 @@ class Served:
     banner: str = ""
     allow_exec: bool = True
     stop: Callable[[], None] | None = None  # background work of the personality
+    #: merged into the device's ``vars`` in the emulated testbed (e.g. an HTTP endpoint
+    #: the personality serves itself, such as an OTG server's location)
+    vars_update: dict[str, Any] = field(default_factory=dict)
 
 
 Personality = Callable[[Fabric, str, Device], Served]
@@ -57,6 +60,7 @@ PERSONALITIES: dict[str, str] = {
     "bert": "labtest.emulation.personalities.instruments:serve_bert",
     "chamber": "labtest.emulation.personalities.instruments:serve_chamber",
     "pdu": "labtest.emulation.personalities.instruments:serve_pdu",
+    "snappi-tg": "labtest.emulation.personalities.otg:serve",
 }
 _local: dict[str, Personality] = {}
 
@@ -172,6 +176,8 @@ class EmulatedLab:
 
     def _point(self, device: Device, dev: _Device, known_hosts: Path) -> Device:
         update: dict[str, Any] = {"address": "127.0.0.1"}
+        if dev.served.vars_update:
+            update["vars"] = {**device.vars, **dev.served.vars_update}
         if dev.ssh is not None:
             register(dev.password)
             base = device.ssh or SshSettings(username=dev.ssh.username)

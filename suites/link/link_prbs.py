@@ -20,6 +20,7 @@ stops as soon as its errors rule the target out. ``max_s`` bounds the whole run.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable
@@ -151,14 +152,17 @@ class Campaign:
                     self._guarded(outcome, lambda d=end.device: self.touch(d))
         start = time.monotonic()
         while True:
+            now_s = time.monotonic() - start
+            for outcome in active:
+                if outcome.error is None and self._decided(outcome):
+                    outcome.run_time_s = now_s
             active = [o for o in active if o.error is None and not self._decided(o)]
-            left_s = self.max_s - (time.monotonic() - start)
+            left_s = self.max_s - now_s
             if not active or left_s <= 0:
                 break
             self._stage(active, min(max(self._need_s(active), self.min_stage_s), left_s))
-        for outcome in outcomes.values():
-            if outcome.plan.mode is not None:
-                outcome.run_time_s = time.monotonic() - start
+        for outcome in active:  # undecided when the budget ran out
+            outcome.run_time_s = time.monotonic() - start
         self._wait_up([o for o in outcomes.values() if o.plan.mode == "switch"])
         return outcomes
 
@@ -166,23 +170,27 @@ class Campaign:
 
     def _stage(self, active: list[LinkOutcome], stage_s: float) -> None:
         started: list[LinkOutcome] = []
+        elapsed_s = 0.0
         try:
             for outcome in active:
-                if self._guarded(outcome, lambda o=outcome: self._start(o)):
-                    started.append(outcome)
+                started.append(outcome)
+                self._guarded(outcome, lambda o=outcome: self._start(o))
             running_since = time.monotonic()
             time.sleep(stage_s)
             elapsed_s = time.monotonic() - running_since
         finally:
-            results = {id(o): self._guarded(o, lambda o=o: self._stop_read(o)) for o in started}
+            results: dict[int, Any] = {}
+            for o in started:
+                if o.error is None:
+                    results[id(o)] = self._guarded(o, lambda o=o: self._stop_read(o))
+                else:
+                    self._stop_quietly(o)
         for outcome in started:
-            found = results[id(outcome)]
+            found = results.get(id(outcome))
             if outcome.error is None and found:
                 self._add(outcome, found, elapsed_s)
                 outcome.stages += 1
-        self.log.append(
-            f"stage {len(self.log) + 1}: {len(started)} link(s) for {elapsed_s:.3f} s"
-        )
+        self.log.append(f"stage {len(self.log) + 1}: {len(started)} link(s), {elapsed_s:.3f} s")
 
     def _start(self, outcome: LinkOutcome) -> bool:
         plan = outcome.plan
@@ -199,8 +207,14 @@ class Campaign:
         plan = outcome.plan
         if plan.mode == "switch":
             ends = plan.link.ends
+            errors = []
             for end in ends:  # stop both before reading: SONiC reads the checker at disable
-                self.lab.device(end.device).prbs_stop(end.port)
+                try:
+                    self.lab.device(end.device).prbs_stop(end.port)
+                except InfraError as exc:  # still stop the other end
+                    errors.append(exc)
+            if errors:
+                raise errors[0]
             return {str(e): self.lab.device(e.device).prbs_read(e.port) for e in ends}
         checker = plan.checkers[0]
         bert = self.lab.device(checker.source)
@@ -208,6 +222,17 @@ class Campaign:
             return {checker.end: bert.results()}
         finally:
             bert.stop()
+
+    def _stop_quietly(self, outcome: LinkOutcome) -> None:
+        """Best effort after an error: leave no generator running (the guard restores next)."""
+        plan = outcome.plan
+        targets = [(e.device, e.port) for e in plan.link.ends] if plan.mode == "switch" else []
+        for device, port in targets:
+            with contextlib.suppress(InfraError):
+                self.lab.device(device).prbs_stop(port)
+        if plan.mode == "bert":
+            with contextlib.suppress(InfraError):
+                self.lab.device(plan.checkers[0].source).stop()
 
     def _add(self, outcome: LinkOutcome, found: dict[str, list[PrbsResult]], run_s: float) -> None:
         for checker in outcome.plan.checkers:

@@ -956,10 +956,8 @@ class Shell:
         return Output(nic_text.ethtool_module_text(inv, dom, thresholds, flags, DARK_DBM))
 
     def _rdma(self, argv: list[str], ctx: _Ctx) -> Output:
-        words = argv[1:]
-        flags = set()
-        while words and words[0].startswith("-"):
-            flags.add(words.pop(0).lstrip("-"))
+        flags = {w.lstrip("-") for w in argv[1:] if w.startswith("-")}
+        words = [w for w in argv[1:] if not w.startswith("-")]
         as_json = bool({"j", "json"} & flags)
         pretty = bool({"p", "pretty"} & flags)
         if not words:
