@@ -140,6 +140,7 @@ class Campaign:
     pattern: str
     min_stage_s: float
     bits_fallback: Callable[[str], bool]
+    read_at_stop: Callable[[str], bool]  # results only when PRBS is disabled (a deviation)
     touch: Callable[[str], None]  # snapshot a device before changing it
     log: list[str] = field(default_factory=list)
 
@@ -205,23 +206,38 @@ class Campaign:
 
     def _stop_read(self, outcome: LinkOutcome) -> dict[str, list[PrbsResult]]:
         plan = outcome.plan
-        if plan.mode == "switch":
-            ends = plan.link.ends
-            errors = []
-            for end in ends:  # stop both before reading: SONiC reads the checker at disable
-                try:
-                    self.lab.device(end.device).prbs_stop(end.port)
-                except InfraError as exc:  # still stop the other end
-                    errors.append(exc)
-            if errors:
-                raise errors[0]
-            return {str(e): self.lab.device(e.device).prbs_read(e.port) for e in ends}
-        checker = plan.checkers[0]
-        bert = self.lab.device(checker.source)
+        if plan.mode == "bert":
+            checker = plan.checkers[0]
+            bert = self.lab.device(checker.source)
+            try:
+                return {checker.end: bert.results()}
+            finally:
+                bert.stop()
+        ends = list(plan.link.ends)
+        if not any(self.read_at_stop(e.device) for e in ends):
+            try:  # both checkers readable while both generators still run
+                return {str(e): self.lab.device(e.device).prbs_read(e.port) for e in ends}
+            finally:
+                self._stop_ends(ends)
+        # results at disable: the end disabled first reads clean, the other lost its
+        # far generator a moment earlier; take turns from stage to stage
+        first, other = ends if outcome.stages % 2 == 0 else ends[::-1]
         try:
-            return {checker.end: bert.results()}
+            self.lab.device(first.device).prbs_stop(first.port)
+            return {str(first): self.lab.device(first.device).prbs_read(first.port)}
         finally:
-            bert.stop()
+            self._stop_ends([other])
+
+    def _stop_ends(self, ends: list[Any]) -> None:
+        """Disable PRBS on every end, even when one refuses; raise the first error after."""
+        errors = []
+        for end in ends:
+            try:
+                self.lab.device(end.device).prbs_stop(end.port)
+            except InfraError as exc:
+                errors.append(exc)
+        if errors:
+            raise errors[0]
 
     def _stop_quietly(self, outcome: LinkOutcome) -> None:
         """Best effort after an error: leave no generator running (the guard restores next)."""
@@ -265,15 +281,15 @@ class Campaign:
 
     def _decided(self, outcome: LinkOutcome) -> bool:
         """Every lane proven, ruled out, or out of lock (nothing more to learn)."""
-        counted = False
         for checker in outcome.plan.checkers:
+            if not checker.lanes:
+                return False  # this direction has not been read yet
             test = self.test_for(checker)
             for lane in checker.lanes.values():
-                counted = True
                 open_ = test.decide(lane.bits, lane.errors) is Decision.CONTINUE
                 if open_ and not lane.loss_of_lock:
                     return False
-        return counted
+        return True
 
     def _need_s(self, active: list[LinkOutcome]) -> float:
         """Seconds the slowest undecided lane still needs (0 before the first stage)."""

@@ -27,7 +27,9 @@ class FakeOtg:
         self._frames: dict[str, int] = {}
         self._running: set[str] = set()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     @property
     def location(self) -> str:

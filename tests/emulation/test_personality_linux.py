@@ -41,7 +41,8 @@ from labtest.emulation.personalities._linux_tools import (
     nccl_row,
 )
 from labtest.emulation.sshserver import CliReply
-from labtest.testbed.model import Device, Emulation, Link, SshSettings, Testbed
+from labtest.testbed import model as tb
+from labtest.testbed.model import Device, Emulation, Link, SshSettings
 
 SAMPLES = Path(__file__).parents[1] / "drivers_linux" / "samples"
 HOST_VARS = {"rdma_device": "mlx5_0", "netdev": "eth0", "gid_index": 3}
@@ -58,15 +59,23 @@ def sample(relpath: str) -> str:
     return "".join(lines)
 
 
-def make_testbed(hosts: int = 8, time_scale: float = 1.0, **host_vars: object) -> Testbed:
+def make_testbed(hosts: int = 8, time_scale: float = 1.0, **host_vars: object) -> tb.Testbed:
     """2 spines, 2 leaves, ``hosts`` RoCE hosts split over the leaves; 400G DR4 everywhere."""
-    devices = {name: Device(role=name[:-1], driver="sonic") for name in
-               ("spine1", "spine2", "leaf1", "leaf2")}  # fmt: skip
+    devices = {
+        name: Device(role=name[:-1], driver="sonic")
+        for name in ("spine1", "spine2", "leaf1", "leaf2")
+    }
     links = [
-        Link(a=f"leaf{lf}:Ethernet{8 * (s - 1)}", b=f"spine{s}:Ethernet{8 * (lf - 1)}",
-             speed_gbps=400, optic="400G-DR4", length_m=30)
-        for lf in (1, 2) for s in (1, 2)
-    ]  # fmt: skip
+        Link(
+            a=f"leaf{lf}:Ethernet{8 * (s - 1)}",
+            b=f"spine{s}:Ethernet{8 * (lf - 1)}",
+            speed_gbps=400,
+            optic="400G-DR4",
+            length_m=30,
+        )
+        for lf in (1, 2)
+        for s in (1, 2)
+    ]
     for h in range(1, hosts + 1):
         leaf = "leaf1" if h <= hosts // 2 else "leaf2"
         devices[f"host{h}"] = Device(
@@ -75,10 +84,21 @@ def make_testbed(hosts: int = 8, time_scale: float = 1.0, **host_vars: object) -
             ssh=SshSettings(username="lab", timeout_s=5, command_timeout_s=20),
             vars={**HOST_VARS, **host_vars},
         )
-        links.append(Link(a=f"host{h}:eth0", b=f"{leaf}:Ethernet{16 + 8 * h}", speed_gbps=400,
-                          optic="400G-DR4", length_m=3))  # fmt: skip
-    return Testbed(name="linux-hosts", devices=devices, links=links,
-                   emulation=Emulation(seed=3, time_scale=time_scale))  # fmt: skip
+        links.append(
+            Link(
+                a=f"host{h}:eth0",
+                b=f"{leaf}:Ethernet{16 + 8 * h}",
+                speed_gbps=400,
+                optic="400G-DR4",
+                length_m=3,
+            )
+        )
+    return tb.Testbed(
+        name="linux-hosts",
+        devices=devices,
+        links=links,
+        emulation=Emulation(seed=3, time_scale=time_scale),
+    )
 
 
 @dataclass
@@ -99,9 +119,11 @@ class Hosts:
         return reply.output
 
 
-def serve_all(testbed: Testbed) -> Hosts:
+def serve_all(testbed: tb.Testbed) -> Hosts:
     fabric = Fabric(testbed)
-    served = {n: linux.serve(fabric, n, d) for n, d in testbed.devices.items() if d.driver == "linux"}
+    served = {
+        n: linux.serve(fabric, n, d) for n, d in testbed.devices.items() if d.driver == "linux"
+    }
     return Hosts(fabric, served)
 
 
@@ -115,8 +137,11 @@ def hosts() -> Iterator[Hosts]:
 
 
 def start_server(h: Hosts, host: str, args: str, port: int = 18515) -> int:
-    out = h.out(host, f"nohup stdbuf -oL -eL ib_write_bw {args} -p {port} > /tmp/srv-{port}.log "
-                      "2>&1 < /dev/null & echo $!")  # fmt: skip
+    out = h.out(
+        host,
+        f"nohup stdbuf -oL -eL ib_write_bw {args} -p {port} > /tmp/srv-{port}.log "
+        "2>&1 < /dev/null & echo $!",
+    )
     return int(out.split()[-1])
 
 
@@ -132,7 +157,10 @@ def test_ip_link_and_addr_follow_iproute2_json(hosts: Hosts) -> None:
     links = {i.ifname: i for i in parse_ip_link(hosts.out("host1", "ip -j link"))}
     st = hosts.fabric.interface("host1", "eth0")
     assert (links["eth0"].mtu_bytes, links["eth0"].operstate, links["eth0"].mac) == (
-        st.mtu_bytes, "UP", st.mac)  # fmt: skip
+        st.mtu_bytes,
+        "UP",
+        st.mac,
+    )
     assert links["eth0"].lower_up and links["lo"].link_type == "loopback"
     # keys: those of a real `ip -j link` (8 IPoIB ports) and of a real `ip -d -j addr`
     real_link = json.loads(sample("ip_link/gcm_ib_interfaces.txt"))[0]
@@ -157,8 +185,14 @@ def test_ethtool_stats_are_mlx5_counters_from_the_model(hosts: Hosts) -> None:
     stats = parse_ethtool_stats(text)
     shared = set(stats) & set(parse_ethtool_stats(real))
     assert {"rx_discards_phy", "tx_pause_ctrl_phy", "rx_prio0_discards", "tx_packets_phy"} <= shared
-    for name in ("rx_prio3_pause", "tx_prio3_pause", "rx_pause_ctrl_phy", "rx_discards_phy",
-                 "rx_vport_rdma_unicast_packets", "tx_vport_rdma_unicast_bytes"):  # fmt: skip
+    for name in (
+        "rx_prio3_pause",
+        "tx_prio3_pause",
+        "rx_pause_ctrl_phy",
+        "rx_discards_phy",
+        "rx_vport_rdma_unicast_packets",
+        "tx_vport_rdma_unicast_bytes",
+    ):
         assert name in stats
     assert "rx_prio0_pause" not in stats  # mlx5 lists pause counters of PFC priorities only
     start_server(hosts, "host3", "-d mlx5_0 -x 3 -F --report_gbits")
@@ -210,8 +244,10 @@ def test_a_dirty_connector_shows_in_the_host_dom(hosts: Hosts) -> None:
 def test_rdma_link_statistic_and_ibv_devinfo(hosts: Hosts) -> None:
     (link,) = parse_rdma_link(hosts.out("host4", "rdma link"))
     assert (link.name, link.port, link.state, link.netdev) == ("mlx5_0", 1, "ACTIVE", "eth0")
-    assert re.fullmatch(r"link \S+/\d+ state \S+ physical_state \S+ netdev \S+\n",
-                        hosts.out("host4", "rdma link show"))  # fmt: skip
+    assert re.fullmatch(
+        r"link \S+/\d+ state \S+ physical_state \S+ netdev \S+\n",
+        hosts.out("host4", "rdma link show"),
+    )
     real = sample("rdma/rdma_stat_show_four_links.txt").splitlines()[1].split()
     mine = hosts.out("host4", "rdma statistic show link mlx5_0/1").split()
     assert mine[2::2] == real[2::2]  # the mlx5 counter names, in the tool's order
@@ -219,12 +255,22 @@ def test_rdma_link_statistic_and_ibv_devinfo(hosts: Hosts) -> None:
     assert record.np_cnp_sent == 0 and record.out_of_sequence == 0
     (port,) = parse_ibv_devinfo(hosts.out("host4", "ibv_devinfo -v"))
     assert (port.name, port.active_mtu_bytes, port.link_layer, port.state) == (
-        "mlx5_0", 4096, "Ethernet", "PORT_ACTIVE")  # fmt: skip
+        "mlx5_0",
+        4096,
+        "Ethernet",
+        "PORT_ACTIVE",
+    )
     assert port.gids[3].type == "RoCE v2" and port.gids[3].ipv4 == "10.0.0.4"
     real_keys = {m for m in re.findall(r"^\t+(\w+):", sample("rdma/ibv_devinfo_v_rxe0.txt"), re.M)}
     mine_keys = set(re.findall(r"^\t+(\w+):", hosts.out("host4", "ibv_devinfo -v"), re.M))
-    assert mine_keys - real_keys <= {"board_id", "hca_core_clock", "max_cq", "max_cqe",
-                                     "max_mr", "max_pd"}  # fmt: skip
+    assert mine_keys - real_keys <= {
+        "board_id",
+        "hca_core_clock",
+        "max_cq",
+        "max_cqe",
+        "max_mr",
+        "max_pd",
+    }
     gids = parse_show_gids(hosts.out("host4", "show_gids"))
     assert gids[0].gids[3].ipv4 == "10.0.0.4" and gids[0].netdev == "eth0"
     real_head = sample("rdma/show_gids_mlx5_bond.txt").splitlines()[1:3]
@@ -247,28 +293,37 @@ def test_bandwidth_pair_reaches_98_percent_of_400g(hosts: Hosts) -> None:
     pid = start_server(hosts, "host5", "-d mlx5_0 -i 1 -x 3 -q 2 -s 65536 --report_gbits -F")
     assert ":18515 " in hosts.out("host5", "ss -ltn 'sport = :18515'")
     assert hosts.out("host5", f"ps -o comm= -p {pid}") == "ib_write_bw\n"
-    client = hosts.run("host1", "ib_write_bw -d mlx5_0 -i 1 -x 3 -q 2 -s 65536 --report_gbits "
-                                "-p 18515 --out_json --out_json_file=/tmp/bw.json 10.0.0.5")  # fmt: skip
+    client = hosts.run(
+        "host1",
+        "ib_write_bw -d mlx5_0 -i 1 -x 3 -q 2 -s 65536 --report_gbits "
+        "-p 18515 --out_json --out_json_file=/tmp/bw.json 10.0.0.5",
+    )
     assert client.exit_status == 0
     parsed = parse_perftest_bw(client.output)
     (row,) = parsed.rows
     assert row.bw_average_gbps == pytest.approx(WIRE_CEILING * LINE_GBPS, rel=0.003)
     assert (parsed.test, parsed.device, parsed.qps, parsed.mtu_bytes) == (
-        "RDMA_Write BW Test", "mlx5_0", 2, 4096)  # fmt: skip
+        "RDMA_Write BW Test",
+        "mlx5_0",
+        2,
+        4096,
+    )
     assert row.iterations == 10000 and not parsed.server_side
     assert any("conflicting CPU" in w for w in parsed.warnings)  # the client ran without -F
     server_log = hosts.out("host5", "cat /tmp/srv-18515.log")
     server = parse_perftest_bw(server_log)
     assert server.server_side and server.rows[0].bw_average_gbps == row.bw_average_gbps
     assert not server.warnings  # the server had -F
-    assert server_log.startswith(sample("perftest_bw/rxe_send_bw_server.txt").split("-" * 20)[0]
-                                 .split("\n", 1)[1])  # the same "Waiting for client" box
+    assert server_log.startswith(
+        sample("perftest_bw/rxe_send_bw_server.txt").split("-" * 20)[0].split("\n", 1)[1]
+    )  # the same "Waiting for client" box
     data = json.loads(hosts.out("host1", "cat /tmp/bw.json"))
     real = json.loads(sample("perftest_bw/out_json_mlx5_11.json.txt"))
     assert set(data) == set(real) and set(data["test_info"]) == set(real["test_info"])
     assert set(data["results"]) == set(real["results"])
     assert parse_perftest_bw(json.dumps(data)).rows[0].bw_average_gbps == pytest.approx(
-        row.bw_average_gbps, rel=0.001)  # fmt: skip
+        row.bw_average_gbps, rel=0.001
+    )
     assert perftest_tools_in(hosts, "host5") == []  # the server exited after its client
 
 
@@ -312,7 +367,8 @@ def test_degraded_nic_and_mtu_mismatch_show_in_the_figures(hosts: Hosts) -> None
     assert "Speed: 200000Mb/s" in hosts.out("host7", "ethtool eth0")
     hosts.fabric.inject("mtu_mismatch", "host8:eth0", mtu=1500)
     assert {i.ifname: i.mtu_bytes for i in parse_ip_link(hosts.out("host8", "ip -j link"))}[
-        "eth0"] == 1500  # fmt: skip
+        "eth0"
+    ] == 1500
     assert parse_ibv_devinfo(hosts.out("host8", "ibv_devinfo"))[0].active_mtu_bytes == 1024
     start_server(hosts, "host8", "-x 3 -F --report_gbits")
     small = parse_perftest_bw(hosts.out("host2", "ib_write_bw -x 3 -F --report_gbits host8"))
@@ -328,7 +384,9 @@ def test_concurrent_clients_share_the_server_link_and_raise_cnps(hosts: Hosts) -
     def client(name: str, port: int) -> None:
         results[name] = hosts.run(name, f"ib_write_bw -x 3 -F -D 2 --report_gbits -p {port} host3")
 
-    threads = [threading.Thread(target=client, args=a) for a in (("host1", 18515), ("host5", 18516))]
+    threads = [
+        threading.Thread(target=client, args=a) for a in (("host1", 18515), ("host5", 18516))
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -358,7 +416,8 @@ def test_a_client_without_a_server_fails_like_perftest(hosts: Hosts) -> None:
     assert "Couldn't connect to 10.9.9.9:18600" in nowhere.stderr
     busy = hosts.run("host2", "ib_write_bw -x 3 -p 18600 > /tmp/two.log 2>&1 & echo $!")
     assert busy.exit_status == 0 and "Couldn't listen to port 18600" in hosts.out(
-        "host2", "cat /tmp/two.log")  # fmt: skip
+        "host2", "cat /tmp/two.log"
+    )
 
 
 def test_no_server_is_left_after_its_client_or_a_kill(hosts: Hosts) -> None:
@@ -369,8 +428,10 @@ def test_no_server_is_left_after_its_client_or_a_kill(hosts: Hosts) -> None:
     assert hosts.run("host2", f"ps -o comm= -p {pid}").exit_status == 1
     pid = start_server(hosts, "host2", "-x 3 -F")
     assert hosts.run("host2", f"kill {pid}").exit_status == 0
-    assert perftest_tools_in(hosts, "host2") == [] and hosts.out("host2", "ss -ltn") .count(
-        "LISTEN") == 2  # only sshd (IPv4 and IPv6)  # fmt: skip
+    assert (
+        perftest_tools_in(hosts, "host2") == []
+        and hosts.out("host2", "ss -ltn").count("LISTEN") == 2
+    )  # only sshd (IPv4 and IPv6)
     again = hosts.run("host2", f"kill -9 {pid}")
     assert again.exit_status == 1 and f"({pid}) - No such process" in again.stderr
     assert hosts.run("host1", "ib_write_bw -x 3 -F host2").exit_status == 1
@@ -385,7 +446,9 @@ def test_missing_tools_are_command_not_found() -> None:
         assert h.out("host1", "command -v ib_read_bw") == "/usr/bin/ib_read_bw\n"
         assert h.run("host1", "mpirun --version").exit_status == 127
         bg = h.out("host1", "nohup ib_write_bw -p 1 > /tmp/x.log 2>&1 < /dev/null & echo $!")
-        assert bg.strip().isdigit() and "No such file or directory" in h.out("host1", "cat /tmp/x.log")
+        assert bg.strip().isdigit() and "No such file or directory" in h.out(
+            "host1", "cat /tmp/x.log"
+        )
     finally:
         for s in h.served.values():
             assert s.stop is not None
@@ -409,8 +472,11 @@ def test_shell_plumbing(hosts: Hosts) -> None:
 
 
 def test_all_reduce_busbw_matches_the_model_and_a_straggler_halves_it(hosts: Hosts) -> None:
-    command = ("mpirun --allow-run-as-root -np 8 -H " + ",".join(f"{h}:1" for h in HOSTS)
-               + " -x NCCL_IB_GID_INDEX=3 all_reduce_perf -b 8 -e 1G -f 2 -n 20 -w 5 -g 1 -c 1")  # fmt: skip
+    command = (
+        "mpirun --allow-run-as-root -np 8 -H "
+        + ",".join(f"{h}:1" for h in HOSTS)
+        + " -x NCCL_IB_GID_INDEX=3 all_reduce_perf -b 8 -e 1G -f 2 -n 20 -w 5 -g 1 -c 1"
+    )
     healthy = parse_nccl_tests(hosts.out("host1", command))
     assert len(healthy.rows) == 28 and healthy.out_of_bounds == 0 and not healthy.corrupted
     (model,) = hosts.fabric.traffic.run_allreduce(HOSTS, [1 << 30])
@@ -422,6 +488,7 @@ def test_all_reduce_busbw_matches_the_model_and_a_straggler_halves_it(hosts: Hos
     slow = parse_nccl_tests(hosts.out("host1", command))
     assert slow.rows[-1].out_of_place.busbw_gbs / big.busbw_gbs == pytest.approx(0.5, rel=0.02)
     assert slow.avg_busbw_gbs is not None and slow.avg_busbw_gbs < healthy.avg_busbw_gbs  # type: ignore[operator]
+
     def header(text: str) -> list[str]:
         lines = text.splitlines()
         at = next(i for i, ln in enumerate(lines) if ln.startswith("#       size"))
@@ -434,12 +501,11 @@ def test_all_reduce_busbw_matches_the_model_and_a_straggler_halves_it(hosts: Hos
 def test_mpirun_failures_look_like_open_mpi(hosts: Hosts) -> None:
     unknown = hosts.run("host1", "mpirun -np 2 -H host1:1,gpu-z:1 all_reduce_perf -b 8 -e 64")
     assert unknown.exit_status == 1 and "Could not resolve hostname gpu-z" in unknown.stderr
-    h = serve_all(make_testbed(hosts=2))
+    testbed = make_testbed(hosts=2)
+    lacking = {**HOST_VARS, "missing_tools": ["all_gather_perf"]}  # a node without the binary
+    testbed.devices["host2"] = testbed.devices["host2"].model_copy(update={"vars": lacking})
+    h = serve_all(testbed)
     try:
-        # a node that lacks the binary, named like the driver's regex expects
-        h.served["host2"] = linux.serve(h.fabric, "host2", h.fabric.testbed.devices["host2"]
-                                        .model_copy(update={"vars": {**HOST_VARS,
-                                                    "missing_tools": ["all_gather_perf"]}}))  # fmt: skip
         reply = h.run("host1", "mpirun -np 2 -H host1:1,host2:1 all_gather_perf -b 8 -e 64")
         assert reply.exit_status == 1
         assert "mpirun was unable to find the specified executable file" in reply.stderr
@@ -456,7 +522,7 @@ def test_mpirun_failures_look_like_open_mpi(hosts: Hosts) -> None:
 
 
 @pytest.fixture
-def emulated(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[EmulatedLab, Testbed]]:
+def emulated(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[EmulatedLab, tb.Testbed]]:
     lab = EmulatedLab(make_testbed(hosts=4, time_scale=100.0))
     # The lab's reachability watcher rewrites every SSH server's mode to "normal" each
     # 50 ms, which would undo the "drop" this test sets; no device here goes unreachable.
@@ -468,7 +534,7 @@ def emulated(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[EmulatedLab, Tes
         lab.stop()
 
 
-def test_linux_host_driver_end_to_end(emulated: tuple[EmulatedLab, Testbed]) -> None:
+def test_linux_host_driver_end_to_end(emulated: tuple[EmulatedLab, tb.Testbed]) -> None:
     from drivers.linux.driver import LinuxHost
     from labtest.errors import CommandFailed, ProtocolError
 
@@ -482,7 +548,9 @@ def test_linux_host_driver_end_to_end(emulated: tuple[EmulatedLab, Testbed]) -> 
         assert pair.server is not None and pair.server.server_side
         result = h1.run_collective(["host1", "host2", "host3", "host4"], max_bytes=1 << 26)
         (model,) = lab.fabric.traffic.run_allreduce(["host1", "host2", "host3", "host4"], [1 << 26])
-        assert result.rows[-1].out_of_place.busbw_gbs == pytest.approx(model.busbw_gbytes_s, abs=0.01)
+        assert result.rows[-1].out_of_place.busbw_gbs == pytest.approx(
+            model.busbw_gbytes_s, abs=0.01
+        )
         assert result.out_of_bounds == 0 and not result.corrupted
         with pytest.raises(CommandFailed, match="Unable to init the socket connection"):
             h1.run_bandwidth(h3, server_address="10.0.0.99")  # nothing listens there

@@ -1,0 +1,207 @@
+"""Link suite: PRBS BER per lane (LINK-1), stability (LINK-2), live FEC (LINK-3).
+
+One test result per switch-switch link of the cabling plan. The test plan, with
+the numbered steps these tests follow, is README.md in this folder; run
+parameters are in settings.yaml, pass criteria in the limits profile
+(``link.*``), vendor quirks in deviations.yaml.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import TYPE_CHECKING, Any
+
+import allure
+import pytest
+from link_prbs import Campaign, LinkOutcome, plan_links
+from link_watch import LinkWatch, switch_links, switch_names, watch_links
+
+from fixtures.traffic import load_deviations, load_settings
+from labtest import plugin
+from labtest.capabilities.switch import Fec
+from labtest.reports import plots
+from labtest.reports.attach import attach_png
+from labtest.stats import SequentialBerTest, confidence_below
+
+if TYPE_CHECKING:  # names pytest must not collect (Testbed, test-prefixed helpers)
+    from labtest.measure import LimitsProfile
+    from labtest.testbed.model import Link, Testbed
+
+SETTINGS = load_settings("link")
+DEVIATIONS = load_deviations("link")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "link" in metafunc.fixturenames:
+        links: list[Link] = []
+        tb = plugin.testbed_of(metafunc.config)
+        if tb is not None:
+            links = switch_links(tb, switch_names(plugin.lab_of(metafunc.config)))
+        metafunc.parametrize("link", links, ids=[lk.name for lk in links])
+
+
+def _selected(request: pytest.FixtureRequest, test_name: str) -> list[Link]:
+    """Links whose ``test_name`` test was collected (``-k`` narrows the run)."""
+    found: dict[str, Link] = {}
+    for item in request.session.items:
+        callspec = getattr(item, "callspec", None)
+        ours = getattr(item, "module", None) is request.module
+        if ours and getattr(item, "originalname", None) == test_name and callspec is not None:
+            lk = callspec.params.get("link")
+            if lk is not None:
+                found[lk.name] = lk
+    return list(found.values())
+
+
+@pytest.fixture(scope="module")
+def profile(limits: LimitsProfile | None) -> LimitsProfile:
+    if limits is None:
+        pytest.skip("no limits profile (--limits or the testbed's limits:)")
+    return limits
+
+
+# --- LINK-2 / LINK-3: one watch of every selected link ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def watch(request: pytest.FixtureRequest, lab: Any, profile: LimitsProfile) -> LinkWatch:
+    links = {lk.name: lk for name in ("test_link_stability", "test_fec_live")
+             for lk in _selected(request, name)}
+    fec_capable = set(lab.names(capability=Fec))
+    return watch_links(
+        lab,
+        list(links.values()),
+        duration_s=profile.get("link.watch_s").low or 0.0,
+        poll_s=float(SETTINGS["watch"]["poll_s"]),
+        fec_capable=fec_capable,
+    )
+
+
+@pytest.mark.plan("LINK-2.1")
+def test_link_stability(link: Link, watch: LinkWatch, measure: Any) -> None:
+    a, b = link.ends
+    with allure.step("LINK-2.1/1: watch oper state of both ends for link.watch_s"):
+        watch.raise_for(a.device, b.device)
+        measure("watch_duration", watch.duration_s, key="link.watch_s", link=link.name)
+    with allure.step("LINK-2.1/2: count down events (flaps, loss of signal) per end"):
+        for end in (a, b):
+            pw = watch.ports[str(end)]
+            measure(
+                "link_flaps", pw.down_events, key="link.flaps",
+                device=end.device, port=end.port, link=link.name,
+            )
+            measure(
+                "oper_down_samples", pw.down_samples, unit="samples",
+                device=end.device, port=end.port, link=link.name,
+            )
+
+
+@pytest.mark.plan("LINK-3.1")
+def test_fec_live(link: Link, watch: LinkWatch, measure: Any) -> None:
+    a, b = link.ends
+    watch.raise_for(a.device, b.device)
+    windows = {end: watch.fec[str(end)] for end in (a, b) if str(end) in watch.fec}
+    if not windows:
+        pytest.skip(f"{link.name}: neither end offers FEC counters (Fec capability)")
+    with allure.step("LINK-3.1/1: read FEC counters and histogram at both ends, before and after"):
+        for end in (a, b):
+            if end not in windows:
+                allure.attach(f"{end}: no Fec capability; not judged", name=f"{end}: no FEC")
+    with allure.step("LINK-3.1/2: judge uncorrectable codewords, pre-FEC BER and the FEC tail"):
+        for end, w in windows.items():
+            labels = {"device": end.device, "port": end.port, "link": link.name}
+            measure("fec_uncorrectable_cw", w.uncorrectable_cw, key="link.fec_uncorrectable_cw",
+                    **labels)
+            if w.pre_fec_ber is not None:
+                measure("fec_pre_fec_ber", w.pre_fec_ber, key="link.fec_pre_fec_ber", **labels)
+            measure("fec_tail_bin", w.tail_bin, key="link.fec_tail_bin", **labels)
+            attach_png(f"FEC histogram {end}", plots.fec_histogram(
+                [v or 0 for v in w.hist_after.bins], title=f"FEC bins {end}"))
+
+
+# --- LINK-1: PRBS on every selected link at once -----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def prbs_campaign(
+    request: pytest.FixtureRequest,
+    lab: Any,
+    testbed: Testbed,
+    profile: LimitsProfile,
+    module_config_guard: Any,
+) -> tuple[Campaign, dict[str, LinkOutcome]]:
+    prbs = SETTINGS["prbs"]
+    test = SequentialBerTest(
+        target_ber=float(profile.get("link.prbs_target_ber").high or 0.0),
+        confidence=float(profile.get("link.prbs_confidence").low or 0.0),
+    )
+    campaign = Campaign(
+        lab=lab,
+        test=test,
+        max_s=float(profile.get("link.prbs_max_s").high or 0.0),
+        pattern=str(prbs["pattern"]),
+        min_stage_s=float(prbs["min_stage_s"]),
+        bits_fallback=lambda dev: DEVIATIONS.waiver("prbs_bit_count", dev, testbed) is not None,
+        read_at_stop=lambda dev: DEVIATIONS.waiver("prbs_read_while_running", dev, testbed)
+        is not None,
+        touch=module_config_guard.touch,
+    )
+    plans = plan_links(lab, testbed, _selected(request, "test_prbs_ber"),
+                       float(prbs["lane_rate_factor"]))
+    return campaign, campaign.run(plans)
+
+
+@pytest.mark.plan("LINK-1.1")
+@pytest.mark.destructive
+def test_prbs_ber(link: Link, prbs_campaign: tuple[Campaign, dict[str, LinkOutcome]],
+                  measure: Any) -> None:
+    campaign, outcomes = prbs_campaign
+    outcome = outcomes[link.name]
+    plan = outcome.plan
+    if plan.mode is None:
+        pytest.skip(f"{link.name}: {plan.note}")
+    with allure.step(f"LINK-1.1/1: {campaign.pattern} generator and checker ({plan.note})"):
+        if outcome.error is not None:
+            raise outcome.error
+    with allure.step("LINK-1.1/2: sequential stages until every lane is decided"):
+        allure.attach("\n".join(campaign.log), name="stages")
+        measure("prbs_run_time", outcome.run_time_s, key="link.prbs_max_s", link=link.name)
+        allure.attach(_lanes_json(outcome, campaign), name="lanes",
+                      attachment_type=allure.attachment_type.JSON)
+    with allure.step("LINK-1.1/3: judge every lane: bits, errors, CL, BER upper bound, lock"):
+        _judge_lanes(outcome, campaign, measure, link)
+    with allure.step("LINK-1.1/4: link back in service (the switches are restored at the end)"):
+        up_s = math.inf if outcome.up_again_s is None else outcome.up_again_s
+        measure("oper_up_after_prbs", up_s, unit="s", link=link.name)
+
+
+def _judge_lanes(outcome: LinkOutcome, campaign: Campaign, measure: Any, link: Link) -> None:
+    target = campaign.test.target_ber
+    worst: dict[str, Any] = {}
+    for checker, lane, st in outcome.statements(campaign.test_for):
+        labels = {"device": checker.device, "port": checker.port, "lane": lane.lane,
+                  "link": link.name}
+        measure("prbs_bits", lane.bits, unit="bits", **labels)
+        measure("prbs_errors", lane.errors, unit="errors", **labels)
+        measure("prbs_ber_upper_bound", st.upper_bound, key="link.prbs_target_ber", **labels)
+        measure("prbs_confidence", confidence_below(lane.bits, lane.errors, target),
+                key="link.prbs_confidence", **labels)
+        measure("prbs_loss_of_lock", lane.loss_of_lock, key="link.prbs_loss_of_lock", **labels)
+        if lane.history and st.upper_bound > worst.get(checker.end, (None, -1.0))[1]:
+            worst[checker.end] = (lane, st.upper_bound)
+    for end, (lane, _) in worst.items():
+        bits, errors = zip(*lane.history, strict=True)
+        attach_png(f"BER {end} lane {lane.lane}", plots.ber_accumulation(
+            list(bits), list(errors), target_ber=target,
+            confidence=campaign.test.confidence, title=f"{end} lane {lane.lane}"))
+
+
+def _lanes_json(outcome: LinkOutcome, campaign: Campaign) -> str:
+    rows = [
+        {"end": c.end, "lane": lane.lane, "bits": lane.bits, "errors": lane.errors,
+         "loss_of_lock": lane.loss_of_lock, "statement": str(st)}
+        for c, lane, st in outcome.statements(campaign.test_for)
+    ]
+    return json.dumps({"stages": outcome.stages, "run_time_s": outcome.run_time_s,
+                       "lanes": rows}, indent=2)
