@@ -74,6 +74,13 @@ def run_step(tg: ScapyTrafficGenerator, rate_pps: int, size_bytes: int, duration
                 m.rx_socket_drops, m.out_of_order, m.tx_max_lag_us)  # fmt: skip
 
 
+def format_step(s: Step) -> str:
+    line = f"{s.target_pps:>11,} {s.achieved_pps:>10,.0f} {s.frames_tx:>9,} {s.frames_rx or 0:>9,}"
+    line += f" {s.method or '-':>18} {s.socket_drops:>10,} {s.out_of_order or 0:>4}"
+    line += f" {s.tx_max_lag_us or 0:>10,.0f}"
+    return line + ("" if s.exact else "   <- not exact")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size-bytes", type=int, default=64, help="frame size incl. FCS")
@@ -100,10 +107,7 @@ def main(argv: list[str] | None = None) -> int:
             for rate in (r for r in STEPS_PPS if r <= args.max_pps):
                 step = run_step(tg, rate, args.size_bytes, args.duration_s)
                 steps.append(step)
-                print(f"{step.target_pps:>11,} {step.achieved_pps:>10,.0f} {step.frames_tx:>9,} "
-                      f"{step.frames_rx or 0:>9,} {step.method or '-':>18} {step.socket_drops:>10,} "
-                      f"{step.out_of_order or 0:>4} {step.tx_max_lag_us or 0:>10,.0f}"
-                      + ("" if step.exact else "   <- not exact"))  # fmt: skip
+                print(format_step(step))
                 if not step.sender_kept_up:
                     break
         finally:

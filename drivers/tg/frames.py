@@ -93,6 +93,7 @@ class FrameTemplate:
         """Write sequence number and send time into the frame (in place) and return it."""
         off = self.signature_offset
         if off is not None:
+            seq &= 0xFFFFFFFF  # the signature's sequence number wraps at 2**32
             _STAMP.pack_into(self.frame, off + 4, seq, tx_time_ns, checksum_fix(seq, tx_time_ns))
             if self.icrc_offset is not None:
                 body = memoryview(self.frame)[self.icrc_from : self.icrc_offset]

@@ -140,18 +140,19 @@ class RxPort:
         self.error: BaseException | None = None
         self._sock = self._open()
         context = mp.get_context("fork")
-        self._conn, child_conn = context.Pipe()
+        self._conn, self._child_conn = context.Pipe()
         self._shared = context.RawArray(ctypes.c_double, 3)  # stop, snapshot wanted, last rx
         self._shared[_LAST_RX] = time.monotonic()
         self._proc = context.Process(
             target=_serve,
-            args=(self._sock, set(flow_ids), child_conn, self._shared),
+            args=(self._sock, set(flow_ids), self._child_conn, self._shared),
             name=f"tg-rx-{interface}",
             daemon=True,
         )
 
     def start(self) -> None:
         self._proc.start()
+        self._child_conn.close()  # the child's end: if the child dies, recv() sees EOF
 
     def idle_for_s(self) -> float:
         return time.monotonic() - self._shared[_LAST_RX]
@@ -168,22 +169,27 @@ class RxPort:
         if self._sock.fileno() < 0:
             return
         self._shared[_STOP] = 1
-        if self._proc.is_alive() or self._conn.poll(0):
-            self._collect(timeout_s)
-        self._proc.join(timeout_s)
-        if self._proc.is_alive():
-            self._proc.kill()
+        if self._proc.pid is not None:  # started
+            if self._proc.is_alive() or self._conn.poll(0):
+                self._collect(timeout_s)
             self._proc.join(timeout_s)
+            if self._proc.is_alive():
+                self._proc.kill()
+                self._proc.join(timeout_s)
         self.socket_drops += self._read_drops_from(self._sock)
         self._sock.close()
         self._conn.close()
+        self._child_conn.close()
 
     def _collect(self, timeout_s: float) -> None:
         if not self._conn.poll(timeout_s + 2 * POLL_S):
             where = self.interface
             self.error = TransportError(self.device, f"receiver on {where} stopped answering")
             return
-        reply = self._conn.recv()
+        try:
+            reply = self._conn.recv()
+        except EOFError:
+            reply = "the receiver process ended without reporting"
         if isinstance(reply, str):
             self.error = TransportError(self.device, f"receiver on {self.interface}: {reply}")
             return

@@ -6,10 +6,10 @@ How it measures (see docs/traffic.md):
   sequence number and send time are written into it (``frames.py``).
 - One raw socket and one thread per tx port send every flow of that port,
   each on its own schedule (frame k of a flow is due at k / rate).
-- One raw socket and one thread per rx port count, order and timestamp the
-  frames (``receiver.py``). When that socket had to drop frames, the frame
-  count comes from the rx interface's kernel counter instead, and the
-  metrics say which method was used.
+- One raw socket and one child process per rx port count, order and
+  timestamp the frames (``receiver.py``). When that socket had to drop
+  frames, the frame count comes from the rx interface's kernel counter
+  instead, and the metrics say which method was used.
 
 The device's ``packet`` settings map TG port names to OS interfaces and
 name the network namespace they live in.
@@ -305,6 +305,7 @@ class ScapyTrafficGenerator:
                 iface = self.interface(config.port(port).location)
                 sock = self._tx_socket(iface)
                 senders.append(_PortSender(self.name, iface, sock, streams))
+            counters_before = {p: self._counters(p) for p in receivers}
         except BaseException:
             for rx in receivers.values():
                 rx.stop()
@@ -312,7 +313,7 @@ class ScapyTrafficGenerator:
                 tx.close()
             raise
         run = _Run(senders, receivers)
-        run.counters_before = {p: self._counters(p) for p in receivers}
+        run.counters_before = counters_before
         run.quiet_interpreter()
         for rx in receivers.values():
             rx.start()

@@ -24,6 +24,7 @@ from fixtures.traffic import (
     poll_until,
     run_bandwidth_pairs,
 )
+from labtest import plugin
 from labtest.capabilities.host import PerftestSpec
 from labtest.capabilities.switch import PfcQueues
 from labtest.capabilities.traffic import (
@@ -38,7 +39,6 @@ from labtest.capabilities.traffic import (
     pfc_storm_flow,
 )
 from labtest.errors import InfraError
-from labtest.plugin import lab_of, testbed_of
 from labtest.reports import plots
 from labtest.reports.attach import attach_json, attach_png
 
@@ -49,12 +49,12 @@ LOSSY = tuple(p for p in range(8) if p not in LOSSLESS)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if testbed_of(metafunc.config) is None:
+    if plugin.testbed_of(metafunc.config) is None:
         for name in ("receiver", "wd_switch"):
             if name in metafunc.fixturenames:
                 metafunc.parametrize(name, [])
         return
-    lab = lab_of(metafunc.config)
+    lab = plugin.lab_of(metafunc.config)
     if "receiver" in metafunc.fixturenames:
         metafunc.parametrize("receiver", FabricView.of(lab).hosts)
     if "wd_switch" in metafunc.fixturenames:
@@ -207,7 +207,7 @@ def test_incast(receiver: str, fabric_view: FabricView, measure: Any) -> None:
     spec = _spec("incast")
     everyone = [receiver, *senders]
     with allure.step("CONG-1.1/1: switch and host counters before the incast"):
-        before = view.snapshot_switches()
+        before = view.snapshot_switches(pfc=True)
         hosts_before = view.snapshot_hosts(everyone)
     with allure.step(
         f"CONG-1.1/2: {len(senders)}:1 incast into {receiver}, ib_write_bw -q {spec.qps} "
@@ -215,7 +215,7 @@ def test_incast(receiver: str, fabric_view: FabricView, measure: Any) -> None:
     ):
         outcomes = run_bandwidth_pairs(view.lab, [(s, receiver) for s in senders], spec)
     with allure.step("CONG-1.1/3: switch and host counters after the incast"):
-        after = view.snapshot_switches()
+        after = view.snapshot_switches(pfc=True)
         hosts_after = view.snapshot_hosts(everyone)
         deltas = fabric_deltas(before, after)
     with allure.step("CONG-1.1/4: zero drops on the lossless priorities"):
@@ -316,17 +316,17 @@ def test_victim_flow(fabric_view: FabricView, measure: Any) -> None:
     spec = _spec("victim")
     victim_port = f"{view.attachment[victim[0]].switch}:{view.attachment[victim[0]].switch_port}"
     with allure.step(f"CONG-1.2/1: the victim {victim[0]}->{victim[1]} alone: its baseline"):
-        before = view.snapshot_switches()
+        before = view.snapshot_switches(pfc=True)
         (alone,) = run_bandwidth_pairs(view.lab, [victim], spec)
-        after = view.snapshot_switches()
+        after = view.snapshot_switches(pfc=True)
         baseline_b = fabric_deltas(before, after)[victim_port].rx_octets or 0
     with allure.step(
         f"CONG-1.2/2: the victim again, beside a {len(senders)}:1 incast into {receiver}"
     ):
-        before = view.snapshot_switches()
+        before = view.snapshot_switches(pfc=True)
         pairs = [victim, *[(s, receiver) for s in senders]]
         outcomes = run_bandwidth_pairs(view.lab, pairs, spec)
-        after = view.snapshot_switches()
+        after = view.snapshot_switches(pfc=True)
         during_b = fabric_deltas(before, after)[victim_port].rx_octets or 0
     with allure.step("CONG-1.2/3: the victim's rate beside the incast against its baseline"):
         measure(
@@ -393,10 +393,10 @@ def test_no_pause_storm(fabric_view: FabricView, measure: Any) -> None:
     view = fabric_view
     window_s = float(SETTINGS["idle_window_s"])
     with allure.step("CONG-3.2/1: PFC counters of every switch, idle"):
-        before = view.snapshot_switches()
+        before = view.snapshot_switches(pfc=True)
     with allure.step(f"CONG-3.2/2: again after {window_s:g} s without test traffic"):
         time.sleep(window_s)  # the observation window itself, not a wait for a condition
-        after = view.snapshot_switches()
+        after = view.snapshot_switches(pfc=True)
         deltas = fabric_deltas(before, after)
     with allure.step("CONG-3.2/3: no port received pause frames"):
         storming = {e: d.pfc_rx_on(range(8)) for e, d in deltas.items() if d.pfc_rx_on(range(8))}

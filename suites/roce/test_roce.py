@@ -25,8 +25,8 @@ from fixtures.traffic import (
     run_latency_pair,
     share_deviation,
 )
+from labtest import plugin
 from labtest.capabilities.host import PerftestSpec
-from labtest.plugin import lab_of, testbed_of
 from labtest.reports import plots
 from labtest.reports.attach import attach_json, attach_png
 
@@ -37,8 +37,8 @@ pytestmark = pytest.mark.needs("Perftest", count=2)
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "host_pair" in metafunc.fixturenames:
         pairs: list[tuple[str, str]] = []
-        if testbed_of(metafunc.config) is not None:
-            pairs = host_pairs(FabricView.of(lab_of(metafunc.config)).hosts)
+        if plugin.testbed_of(metafunc.config) is not None:
+            pairs = host_pairs(FabricView.of(plugin.lab_of(metafunc.config)).hosts)
         metafunc.parametrize("host_pair", pairs, ids=[pair_id(p) for p in pairs])
 
 

@@ -23,10 +23,13 @@ from labtest.capabilities.traffic import (
     Flow,
     FlowMetrics,
     Ipv4,
+    Ipv6,
     Port,
+    Rocev2Bth,
     TrafficConfig,
     TrafficGenerator,
     Udp,
+    Vlan,
 )
 from labtest.transports import packets as pk
 
@@ -200,3 +203,47 @@ def test_receiver_overrun_falls_back_to_interface_counters(
     assert m.frames_rx == m.frames_tx == 20_000
     assert m.loss_frames == 0
     assert m.longest_outage_ms is None  # gaps in a sample are not outages
+
+
+def test_continuous_rocev2_and_tagged_ipv6_flows_live_then_stopped(
+    tg: ScapyTrafficGenerator,
+) -> None:
+    roce = Flow(
+        name="roce",
+        tx_port="p1",
+        rx_ports=["p2"],
+        packet=[
+            Ethernet(),
+            Ipv4(src="198.18.0.1", dst="198.18.0.2", dscp=26, ecn=2),
+            Udp(dst_port=4791),
+            Rocev2Bth(dest_qp=0x11),
+        ],
+        size_bytes=256,
+        rate_pps=2_000,
+    )
+    tagged_v6 = Flow(
+        name="v6",
+        tx_port="p2",
+        rx_ports=["p1"],
+        packet=[
+            Ethernet(),
+            Vlan(vlan_id=100, pcp=3),
+            Ipv6(src="2001:db8::2", dst="2001:db8::1"),
+            Udp(dst_port=5004),
+        ],
+        size_bytes=128,
+        rate_pps=1_000,
+    )
+    tg.set_config(TrafficConfig(ports=PORTS, flows=[roce, tagged_v6]))
+    tg.start_traffic()
+    time.sleep(0.3)
+    live = by_name(tg.metrics())
+    assert live["roce"].transmit == "started" and live["roce"].loss_frames is None
+    assert 0 < (live["roce"].frames_rx or 0) <= live["roce"].frames_tx
+    assert not tg.wait_done(timeout_s=0.1)  # continuous: never done by itself
+    tg.stop_traffic()
+    final = by_name(tg.metrics())
+    for m in final.values():
+        assert m.transmit == "stopped"
+        assert m.frames_tx > 0 and m.frames_rx == m.frames_tx and m.loss_frames == 0
+        assert m.rx_count_method == "signature" and m.out_of_order == 0

@@ -205,6 +205,16 @@ def test_ethtool_stats_are_mlx5_counters_from_the_model(hosts: Hosts) -> None:
     assert peer["rx_vport_rdma_unicast_packets"] == after["tx_vport_rdma_unicast_packets"]
 
 
+def test_a_pfc_storm_shows_in_the_nic_pause_counters(hosts: Hosts) -> None:
+    hosts.fabric.inject("pfc_storm", "host2", priority=3)
+    hosts.fabric.advance(1.0)
+    stats = parse_ethtool_stats(hosts.out("host2", "ethtool -S eth0 | grep pause"))
+    model = hosts.fabric.traffic.roce_counters("host2")
+    assert stats["tx_prio3_pause"] == stats["tx_pause_ctrl_phy"] == model.tx_prio_pause[3] > 0
+    assert stats["tx_prio4_pause"] == stats["rx_prio3_pause"] == 0
+    assert stats["tx_prio3_pause_duration"] == pytest.approx(1e6, rel=0.05)  # 1 s in XOFF, in us
+
+
 def test_ethtool_module_is_cmis_like_the_real_qsfp_dd_and_holds_the_model_dom(hosts: Hosts) -> None:
     text = hosts.out("host2", "sudo -n ethtool -m eth0")
     real = sample("ethtool_module/cmis_arista_qdd400g_xdr4_netdev.txt")
@@ -512,6 +522,12 @@ def test_mpirun_failures_look_like_open_mpi(hosts: Hosts) -> None:
         assert "Node:       host2" in reply.stderr
         short = h.run("host1", "mpirun -np 4 -H host1:1,host2:1 all_reduce_perf")
         assert "not enough slots" in short.stderr
+        h.fabric.set_admin("host2", "eth0", False)  # a ring with a dead hop
+        broken = h.run("host1", "mpirun -np 2 -H host1:1,host2:1 all_reduce_perf -b 8 -e 64")
+        assert broken.exit_status == 1 and "Test NCCL failure" in broken.stderr
+        h.fabric.set_reachable("host2", False)
+        gone = h.run("host1", "mpirun -np 2 -H host1:1,host2:1 all_reduce_perf -b 8 -e 64")
+        assert "ssh: connect to host host2 port 22: No route to host" in gone.stderr
     finally:
         for s in h.served.values():
             assert s.stop is not None

@@ -333,7 +333,8 @@ def ethtool_counters(
         c[f"rx_prio{p}_bytes"], c[f"rx_prio{p}_packets"] = rx_prio[p]
         c[f"rx_prio{p}_discards"] = rdma["disc"] if p == ROCE_PRIORITY else 0
         c[f"tx_prio{p}_bytes"], c[f"tx_prio{p}_packets"] = tx_prio[p]
-    quanta_us = PAUSE_QUANTA_BITS / max(now.speed_gbps, 1.0) / 1e3
+    # XOFF time per frame: a sender refreshes its pause at half the quanta it asked for
+    quanta_us = PAUSE_QUANTA_BITS / max(now.speed_gbps, 1.0) / 1e3 / 2
     for p in pfc:  # mlx5 lists the pause counters of PFC-enabled priorities only
         c[f"rx_prio{p}_pause"] = pause_rx[p]
         c[f"rx_prio{p}_pause_duration"] = round(pause_rx[p] * quanta_us)

@@ -52,6 +52,7 @@ from labtest.emulation.personalities._linux_shell import Output
 from labtest.emulation.personalities._linux_tools import (
     COLLECTIVES,
     NO_PEAK_WARNING,
+    WAITING_BOX,
     BwRow,
     LatRow,
     NcclOptions,
@@ -267,16 +268,9 @@ def start_server(host: HostState, opts: PerftestOptions, args: str, proc_sink: A
         )
         return None
     preamble = NO_PEAK_WARNING if opts.kind == "bw" and opts.duration_s else ""
-    proc_sink.write(1, preamble + WAITING)
+    proc_sink.write(1, preamble + WAITING_BOX)
     listen = None if opts.rdma_cm else opts.port  # rdma_cm connects without a TCP listener
     return host.spawn(opts.tool, args, proc_sink, perftest=opts, listen_port=listen)
-
-
-WAITING = (
-    "\n************************************\n"
-    "* Waiting for client to connect... *\n"
-    "************************************\n"
-)
 
 
 def run_client(host: HostState, opts: PerftestOptions, cwd: str) -> Output:
@@ -307,9 +301,11 @@ def run_client(host: HostState, opts: PerftestOptions, cwd: str) -> Output:
     local = _side(host, nic, opts, host.new_pid(), opts.qps)
     remote = _side(peer, peer_nic, sopts, server.pid, opts.qps)
     fabric = host.fabric
+    bw_rows: list[BwRow] = []
+    lat_rows: list[LatRow] = []
     if opts.kind == "bw":
         outcome = _coordinator(fabric).bandwidth(fabric, nic.endpoint, peer_nic.endpoint, opts)
-        mtu, run_s, error = outcome.mtu, outcome.run_s, outcome.error
+        bw_rows, mtu, run_s, error = outcome.rows, outcome.mtu, outcome.run_s, outcome.error
     else:
         lat_rows, mtu, run_s, error = _latency(fabric, nic, peer_nic, host.name, opts)
     client_head = settings_block(opts, local, mtu, opts.qps, server=False)
@@ -329,12 +325,12 @@ def run_client(host: HostState, opts: PerftestOptions, cwd: str) -> Output:
     warn_client = "" if opts.cpu_freq_f else cpu_warning(stable_int(host.name, "cpu"))
     warn_server = "" if sopts.cpu_freq_f else cpu_warning(stable_int(peer.name, "cpu"))
     if opts.kind == "bw":
-        client_table = bw_table(outcome.rows, opts.report_gbits, opts.report_gbits, warn_client)
-        server_table = bw_table(outcome.rows, sopts.report_gbits, opts.report_gbits, warn_server)
+        client_table = bw_table(bw_rows, opts.report_gbits, opts.report_gbits, warn_client)
+        server_table = bw_table(bw_rows, sopts.report_gbits, opts.report_gbits, warn_server)
         if opts.out_json:
             path = opts.out_json_file or "perftest_out.json"
             path = path if path.startswith("/") else f"{cwd.rstrip('/')}/{path}"
-            host.write_file(path, bw_json(opts, local.device, mtu, local.gid_index, outcome.rows))
+            host.write_file(path, bw_json(opts, local.device, mtu, local.gid_index, bw_rows))
     else:
         client_table = lat_table(lat_rows, opts.duration_s, warn_client)
         server_table = lat_table(lat_rows, opts.duration_s, warn_server)

@@ -13,6 +13,7 @@ lives with the host (``linux.py``).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 _OPERATORS = ("&&", "||", ">>", ">&", ";", "&", "|", ">", "<")
@@ -180,29 +181,31 @@ class Output:
     status: int = 0
 
 
-def grep_lines(
-    argv: list[str], sources: list[tuple[str | None, str | None]], tool: str = "grep"
-) -> Output:
-    """grep over ``sources`` [(name or None for stdin, text or None when unreadable)].
+Reader = Callable[[str], tuple[str | None, str]]  # file name -> (text, or None and why not)
 
-    Options: -i -v -c -o -q -h -H -E -F -w -e PATTERN (several). A source whose text
-    is None was reported by the caller already; it only turns the status into 2.
+
+def grep(argv: list[str], stdin: str, read: Reader) -> Output:
+    """grep over its FILE arguments (``read`` opens them) or stdin.
+
+    Options: -i -v -c -o -q -h -H -E -F -w -e PATTERN (several). An unreadable
+    file is reported (``grep: NAME: WHY``) and turns the status into 2.
     """
     opts, patterns, rest = _grep_options(argv)
     if patterns is None:
         if not rest:
-            return Output(stderr=f"Usage: {tool} [OPTION]... PATTERNS [FILE]...\n", status=2)
+            return Output(stderr="Usage: grep [OPTION]... PATTERNS [FILE]...\n", status=2)
         patterns = [rest.pop(0)]
     flags = re.IGNORECASE if "i" in opts else 0
     try:
         compiled = [_grep_regex(p, opts, flags) for p in patterns]
     except re.error as exc:
-        return Output(stderr=f"{tool}: {exc}\n", status=2)
-    many = len(sources) > 1
-    prefix = ("H" in opts or many) and "h" not in opts
-    out, found, failed = [], False, False
-    for name, text in sources:
+        return Output(stderr=f"grep: {exc}\n", status=2)
+    sources = [(name, *read(name)) for name in rest] if rest else [(None, stdin, "")]
+    prefix = ("H" in opts or len(sources) > 1) and "h" not in opts
+    out, err, found, failed = [], [], False, False
+    for name, text, why in sources:
         if text is None:
+            err.append(f"grep: {name}: {why}\n")
             failed = True
             continue
         hits = [
@@ -221,7 +224,7 @@ def grep_lines(
     status = 2 if failed else (0 if found else 1)
     if "q" in opts:
         return Output(status=0 if found else status)
-    return Output("".join(f"{ln}\n" for ln in out), status=status)
+    return Output("".join(f"{ln}\n" for ln in out), "".join(err), status)
 
 
 def _grep_options(argv: list[str]) -> tuple[set[str], list[str] | None, list[str]]:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import logging
 import posixpath
 import re
 import threading
@@ -58,7 +59,7 @@ from labtest.emulation.personalities._linux_shell import (
     Output,
     ShellSyntaxError,
     Word,
-    grep_lines,
+    grep,
     head_tail,
     parse,
     wc,
@@ -77,6 +78,8 @@ from labtest.emulation.personalities._linux_tools import (
 )
 from labtest.emulation.sshserver import CliReply
 from labtest.testbed.model import Device
+
+log = logging.getLogger("labtest.emulation.linux")
 
 BANNER = (
     "Welcome to Ubuntu 22.04.4 LTS (GNU/Linux 5.15.0-105-generic x86_64)\n\n"
@@ -160,9 +163,9 @@ def serve(fabric: Fabric, name: str, device: Device) -> Served:
 
 @dataclass
 class _Ctx:
+    """What one command gets besides its words: its stdin and ``VAR=value`` prefixes."""
+
     stdin: str = ""
-    background: bool = False
-    sink: Sink | None = None  # where a background process writes
     env: dict[str, str] = field(default_factory=dict)
 
 
@@ -187,6 +190,13 @@ class Shell:
 
     def run(self, command: str) -> CliReply:
         self._sysfs = None  # sysfs is read afresh for every command line
+        try:
+            return self._line(command)
+        except Exception as exc:  # an emulator bug answers at once instead of hanging SSH
+            log.exception("%s: %r failed in the emulator", self.host.name, command)
+            return CliReply("", 1, f"bash: emulator error: {type(exc).__name__}: {exc}\n")
+
+    def _line(self, command: str) -> CliReply:
         try:
             steps = parse(command)
         except ShellSyntaxError as exc:
@@ -268,11 +278,8 @@ class Shell:
                 targets[r.fd] = ("null", "")
                 continue
             if path.startswith(("/sys/", "/proc/")) or not self._is_dir(posixpath.dirname(path)):
-                why = (
-                    "Permission denied"
-                    if path.startswith(("/sys/", "/proc/"))
-                    else ("No such file or directory")
-                )
+                system = path.startswith(("/sys/", "/proc/"))
+                why = "Permission denied" if system else "No such file or directory"
                 return Output(stderr=f"bash: {r.target}: {why}\n", status=1)
             if r.op == ">":
                 self.host.write_file(path, "")
@@ -315,7 +322,7 @@ class Shell:
                 return Output()
         proc = self.host.spawn(tool, " ".join(core), sink)
         self.last_bg = proc.pid
-        ctx = _Ctx(stdin=stdin, background=True, sink=sink, env=dict(cmd.env))
+        ctx = _Ctx(stdin=stdin, env=dict(cmd.env))
         thread = threading.Thread(
             target=self._run_background,
             args=(proc, core, ctx),
@@ -411,10 +418,7 @@ class Shell:
     def _available(self, word: str) -> Output | None:
         """None when the shell can run ``word``; else bash's complaint."""
         tool = posixpath.basename(word)
-        known = tool in TOOL_PATHS or tool in BUILTINS
-        if "/" in word and known and tool not in self.host.missing:
-            return None
-        if known and tool not in self.host.missing and "/" not in word:
+        if (tool in TOOL_PATHS or tool in BUILTINS) and tool not in self.host.missing:
             return None
         if "/" in word:
             return Output(stderr=f"bash: {word}: No such file or directory\n", status=127)
@@ -429,11 +433,9 @@ class Shell:
             rest = argv[1:]
             if wrapper == "sudo":
                 if self.host.var("sudo_needs_password"):
-                    why = (
-                        "a terminal is required to read the password"
-                        if "-n" not in rest
-                        else ("a password is required")
-                    )
+                    why = "a password is required"
+                    if "-n" not in rest:
+                        why = "a terminal is required to read the password"
                     return [], Output(stderr=f"sudo: {why}\n", status=1)
                 while rest and rest[0].startswith("-"):
                     rest = rest[2:] if rest[0] in ("-u", "-g") else rest[1:]
@@ -598,60 +600,26 @@ class Shell:
             return Output(ctx.stdin)
         out, err, status = [], [], 0
         for name in paths:
-            path = self._path(name)
-            text = self._read(path)
+            text, why = self._open(name)
             if text is None:
+                err.append(f"cat: {name}: {why}\n")
                 status = 1
-                if path.startswith("/sys/") and path in self._sys():
-                    err.append(f"cat: {name}: Invalid argument\n")
-                elif self._is_dir(path):
-                    err.append(f"cat: {name}: Is a directory\n")
-                else:
-                    err.append(f"cat: {name}: No such file or directory\n")
-                continue
-            out.append(text)
+            else:
+                out.append(text)
         return Output("".join(out), "".join(err), status)
 
     def _grep(self, argv: list[str], ctx: _Ctx) -> Output:
-        # split patterns/options from file names the way grep_lines will read them
-        files: list[str] = []
-        args = argv[1:]
-        has_e = any(
-            a == "-e" or (a.startswith("-") and "e" in a[1:] and not a.startswith("--"))
-            for a in args
-        )
-        i, pattern_seen = 0, has_e
-        opts: list[str] = []
-        while i < len(args):
-            a = args[i]
-            if a.startswith("-") and len(a) > 1 and not files:
-                opts.append(a)
-                if a == "-e" and i + 1 < len(args):
-                    opts.append(args[i + 1])
-                    i += 1
-            elif not pattern_seen:
-                opts.append(a)
-                pattern_seen = True
-            else:
-                files.append(a)
-            i += 1
-        if not files:
-            return grep_lines(["grep", *opts], [(None, ctx.stdin)])
-        sources: list[tuple[str | None, str | None]] = []
-        err = []
-        for name in files:
-            path = self._path(name)
-            text = self._read(path)
-            if text is None:
-                if path.startswith("/sys/") and path in self._sys():
-                    err.append(f"grep: {name}: Invalid argument\n")
-                elif self._is_dir(path):
-                    err.append(f"grep: {name}: Is a directory\n")
-                else:
-                    err.append(f"grep: {name}: No such file or directory\n")
-            sources.append((name, text))
-        result = grep_lines(["grep", *opts], sources)
-        return Output(result.stdout, "".join(err) + result.stderr, result.status)
+        return grep(argv, ctx.stdin, self._open)
+
+    def _open(self, name: str) -> tuple[str | None, str]:
+        """A file's text, or None and the reason the kernel gives (EINVAL for empty GIDs)."""
+        path = self._path(name)
+        text = self._read(path)
+        if text is not None:
+            return text, ""
+        if path.startswith("/sys/") and path in self._sys():
+            return None, "Invalid argument"
+        return None, "Is a directory" if self._is_dir(path) else "No such file or directory"
 
     def _head(self, argv: list[str], ctx: _Ctx) -> Output:
         return head_tail(argv, self._input(argv, ctx), tail=False)

@@ -197,8 +197,11 @@ class SonicCli:
     def show_version(self, args: list[str]) -> CliReply:
         state, facts = self.state, self.dev.fabric.device_facts(self.state.name)
         version = self.dev.version()
-        commit = version.rsplit("-", 1)[1][:9] if "-" in version else (
-            f"{zlib.crc32(version.encode()):08x}")
+        commit = (
+            version.rsplit("-", 1)[1][:9]
+            if "-" in version
+            else (f"{zlib.crc32(version.encode()):08x}")
+        )
         now = datetime.now(UTC)
         load = "0.52, 0.58, 0.59"
         lines = [

@@ -1,0 +1,439 @@
+"""Run a station: set up load and chamber, take every scheduled reading, store it at once.
+
+``start(station, options)`` begins a run; ``resume(run_id, options)`` continues
+one that crashed or was stopped, from the run time of its earliest missing
+reading (see ``timebase``). Within a round (every reading due at one instant)
+devices are read in parallel, one thread per device so no driver session is
+shared; PRBS links come after, one at a time (each touches two devices).
+Each reading is committed on its own as soon as it is taken.
+
+Ctrl-C (SIGINT/SIGTERM through ``stop``) lets the round in flight finish,
+stops the load, puts the chamber in standby and marks the run ``stopped``.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from labtest.burnin import monitors as mon
+from labtest.burnin.live import LiveChecks, Progress, Status
+from labtest.burnin.profile import Step, active, timeline
+from labtest.burnin.schedule import Series, Slot, merged, rounds, total
+from labtest.burnin.station import PrbsLoad, Station, load_station
+from labtest.burnin.store import Event, Reading, Run, SampleStore, Unit, open_store
+from labtest.burnin.timebase import FabricTimebase, Timebase, WallTimebase
+from labtest.burnin.units import Plan, discover
+from labtest.errors import ConfigError, LabtestError
+from labtest.lab import Lab
+from labtest.measure import LimitsProfile, load_limits
+from labtest.secrets import redact
+from labtest.testbed import load_testbed
+
+DEFAULT_DB = Path("reports/burnin/burnin.db")
+MAX_WORKERS = 8
+#: order of a device's readings within a round
+PHASE_ORDER = {"dom": 0, "fec": 1, "counters": 2, "chamber": 3}
+
+Fault = tuple[str, str, dict[str, Any]]
+
+
+class RunError(LabtestError):
+    """The run cannot start or resume (it is complete, running elsewhere, or changed)."""
+
+
+@dataclass
+class Options:
+    emulate: bool = False
+    time_scale: float | None = None  # emulated lab: None = stepped virtual clock
+    faults: list[Fault] = field(default_factory=list)
+    db: Path | None = None
+    progress: Progress | None = None
+    stop: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass
+class Outcome:
+    run_id: str
+    status: str  # "complete" or "stopped"
+    db: Path
+    station: Station
+
+
+# --- the lab the run drives --------------------------------------------------------------------
+
+
+@dataclass
+class Session:
+    lab: Lab
+    timebase: Timebase
+    close: Callable[[], None]
+    emulated: Any = None
+
+
+def open_session(station: Station, options: Options, start_s: float) -> Session:
+    """The real lab, or an emulated one whose virtual clock stands at ``start_s``."""
+    testbed = load_testbed(station.testbed)
+    if not options.emulate:
+        lab = Lab(testbed)
+        return Session(lab, WallTimebase(start_s), lab.close)
+    from labtest.emulation.lab import EmulatedLab
+
+    emu = EmulatedLab(testbed, time_scale=options.time_scale, faults=list(options.faults))
+    tb = emu.start()
+    try:
+        if options.time_scale is None:
+            emu.fabric.clock.set_realtime(False)
+        if start_s > 0:
+            emu.fabric.advance(start_s)  # the units aged while the station was down
+        lab = Lab(tb)
+    except BaseException:
+        emu.stop()
+        raise
+
+    def close() -> None:
+        lab.close()
+        emu.stop()
+
+    return Session(lab, FabricTimebase(emu.fabric, start_s), close, emu)
+
+
+# --- start and resume ----------------------------------------------------------------------------
+
+
+def start(station: Station, options: Options) -> Outcome:
+    limits = load_limits(station.limits)
+    store = open_store(_db_path(station, options), station.storage.synchronous)
+    session = open_session(station, options, 0.0)
+    try:
+        plan = discover(session.lab, station)
+        streams = _streams(session.lab, plan, station)
+        run = Run(
+            run_id=_new_run_id(station.station),
+            station=station.station,
+            status="running",
+            created_utc=datetime.now(UTC).isoformat(timespec="seconds"),
+            duration_s=station.duration_s,
+            pid=os.getpid(),
+            host=socket.gethostname(),
+            info=_run_info(station, options, streams, plan),
+        )
+        store.create_run(run)
+        store.put_units(run.run_id, plan.units)
+        _event(store, run.run_id, 0.0, "started", f"station {station.station}: "
+               f"{sum(u.under_test for u in plan.units)} units under test")
+        for note in plan.notes:
+            _event(store, run.run_id, 0.0, "plan", note)
+        status = Runner(station, session, plan, store, run.run_id, limits, options).run(streams)
+    finally:
+        session.close()
+        store.close()
+    return Outcome(run.run_id, status, store.path, station)
+
+
+def resume(run_id: str, options: Options) -> Outcome:
+    store = open_store(options.db or DEFAULT_DB)
+    try:
+        run = store.run(run_id)
+        _check_resumable(run)
+        station = load_station(run.info["station_path"])
+        if station.sha256 != run.info["station_sha256"]:
+            raise RunError(f"{run.info['station_path']} changed since run {run_id} started; "
+                           "the schedule would not be the same")
+        limits = load_limits(station.limits)
+        options.emulate = bool(run.info["emulate"])
+        options.time_scale = run.info["time_scale"]
+        options.faults = [tuple(f) for f in run.info["faults"]]  # type: ignore[misc]
+        streams = [Series(*s) for s in run.info["streams"]]
+        done = store.done(run_id)
+        first = next(merged(streams, run.duration_s, done), None)
+        start_s = first.t_s if first is not None else run.duration_s
+        store.update_run(run_id, status="running", pid=os.getpid(), host=socket.gethostname())
+        _event(store, run_id, start_s, "resumed",
+               f"resumed at run time {start_s / 3600:.3f} h; {len(done)} readings already stored")
+        session = open_session(station, options, start_s)
+        try:
+            plan = discover(session.lab, station)
+            _check_same_units(store.units(run_id), plan.units)
+            runner = Runner(station, session, plan, store, run_id, limits, options)
+            status = runner.run(streams)
+        finally:
+            session.close()
+    finally:
+        store.close()
+    return Outcome(run_id, status, store.path, station)
+
+
+def _check_resumable(run: Run) -> None:
+    if run.status == "complete":
+        raise RunError(f"run {run.run_id} is complete; nothing to resume")
+    if run.status == "running" and run.host == socket.gethostname() and _alive(run.pid):
+        raise RunError(f"run {run.run_id} is still running (pid {run.pid})")
+
+
+def _alive(pid: int | None) -> bool:
+    if pid is None or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _check_same_units(before: list[Unit], now: list[Unit]) -> None:
+    was = {(u.device, u.port): u.serial for u in before}
+    found = {(u.device, u.port): u.serial for u in now}
+    changed = [f"{d}:{p}".rstrip(":") + f" was {s}, now {found.get((d, p))}"
+               for (d, p), s in was.items() if found.get((d, p)) != s]
+    if changed:
+        raise ConfigError("units", ["a unit changed since the run started: " + c for c in changed])
+
+
+def _db_path(station: Station, options: Options) -> Path:
+    return options.db or station.storage.path or DEFAULT_DB
+
+
+def _new_run_id(station: str) -> str:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"{station}-{stamp}-{os.urandom(2).hex()}"
+
+
+def _streams(lab: Lab, plan: Plan, station: Station) -> list[Series]:
+    out = []
+    for name, monitor in station.monitors.enabled().items():
+        spec = mon.MONITORS[name]
+        for target in mon.targets(name, lab, plan, station):
+            out.append(Series(name, target, monitor.period_s, spec.first_at_period))
+    return out
+
+
+def _run_info(
+    station: Station, options: Options, streams: list[Series], plan: Plan
+) -> dict[str, Any]:
+    assert station.source is not None
+    return {
+        "station_path": str(station.source.resolve()),
+        "station_sha256": station.sha256,
+        "testbed": str(Path(station.testbed).resolve()),
+        "limits": str(Path(station.limits).resolve()),
+        "emulate": options.emulate,
+        "time_scale": options.time_scale,
+        "faults": [list(f) for f in options.faults],
+        "streams": [[s.monitor, s.target, s.period_s, s.first_at_period] for s in streams],
+        "prbs_links": [[f"{a[0]}:{a[1]}", f"{b[0]}:{b[1]}"] for a, b in plan.prbs_links],
+        "ports": [[p.device, p.port, f"{p.peer[0]}:{p.peer[1]}" if p.peer else None, p.mode]
+                  for p in plan.ports.values()],
+        "notes": plan.notes,
+    }
+
+
+def _event(store: SampleStore, run_id: str, t_s: float, kind: str, text: str,
+           unit: str | None = None, key: str | None = None) -> Event:
+    event = Event(t_s, time.time(), kind, redact(text), unit, key)
+    store.event(run_id, event)
+    return event
+
+
+# --- the loop ------------------------------------------------------------------------------------
+
+
+class Runner:
+    def __init__(
+        self,
+        station: Station,
+        session: Session,
+        plan: Plan,
+        store: SampleStore,
+        run_id: str,
+        limits: LimitsProfile,
+        options: Options,
+    ) -> None:
+        self.station = station
+        self.lab = session.lab
+        self.timebase = session.timebase
+        self.plan = plan
+        self.store = store
+        self.run_id = run_id
+        self.stop = options.stop
+        self.progress = options.progress
+        self.live = LiveChecks(limits, plan.units)
+        self.steps: list[Step] = timeline(station.chamber) if station.chamber else []
+        self.status = Status(run_id, station.station, 0.0, station.duration_s,
+                             units=sum(u.under_test for u in plan.units))
+        self._errors_seen: set[tuple[str, str]] = set()
+
+    def run(self, streams: list[Series]) -> str:
+        done = self.store.done(self.run_id)
+        self._restore_status(streams, done)
+        slots = merged(streams, self.station.duration_s, done)
+        first = next(slots, None)
+        start_s = first.t_s if first is not None else self.station.duration_s
+        self.status.t_s = start_s
+        self._start_load(start_s)
+        pending = [s for s in self.steps if s.t_s > start_s]
+        finished = True
+        with ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="burnin") as pool:
+            for batch in rounds(_chain(first, slots)):
+                t_s = batch[0].t_s
+                if not self._advance_to(t_s, pending):
+                    finished = False
+                    break
+                self._take(pool, batch)
+                self.store.update_run(self.run_id, position_s=t_s)
+                self._show()
+            else:
+                finished = not self.stop.is_set()
+        return self._finish(finished)
+
+    # --- set-up and tear-down -------------------------------------------------------------
+
+    def _start_load(self, t_s: float) -> None:
+        if isinstance(self.station.load, PrbsLoad) and self.plan.prbs_links:
+            mon.start_prbs(self.lab, self.plan, self.station)
+            self._note(t_s, "load", f"PRBS {self.station.load.pattern} on "
+                       f"{len(self.plan.prbs_links)} link(s)")
+        step = active(self.steps, t_s)
+        if step is not None:
+            self._apply(step, t_s)
+
+    def _finish(self, complete: bool) -> str:
+        t_s = self.timebase.now_s()
+        if self.plan.prbs_links:
+            self._safely("load", lambda: mon.stop_prbs(self.lab, self.plan))
+        chamber = self.station.chamber
+        if chamber is not None and (not complete or chamber.at_end == "standby"):
+            self._safely("chamber", lambda: self.lab.device(chamber.device).stop())
+        status = "complete" if complete else "stopped"
+        self.store.update_run(self.run_id, status=status, pid=None)
+        self._note(t_s, status, f"run {status} at run time {t_s / 3600:.3f} h")
+        if self.progress is not None:
+            self.progress.close(self.status)
+        return status
+
+    def _safely(self, what: str, action: Callable[[], None]) -> None:
+        try:
+            action()
+        except LabtestError as exc:
+            self._note(self.timebase.now_s(), "error", f"stopping the {what}: {exc}")
+
+    # --- time and chamber ----------------------------------------------------------------------
+
+    def _advance_to(self, t_s: float, pending: list[Step]) -> bool:
+        while pending and pending[0].t_s <= t_s:
+            step = pending.pop(0)
+            if not self.timebase.wait_until(step.t_s, self.stop):
+                return False
+            self._apply(step, step.t_s)
+        return self.timebase.wait_until(t_s, self.stop)
+
+    def _apply(self, step: Step, t_s: float) -> None:
+        assert self.station.chamber is not None
+        chamber = self.lab.device(self.station.chamber.device)
+        chamber.set_ramp_rate_c_per_min(step.rate_c_per_min)
+        chamber.set_setpoint_c(step.setpoint_c)
+        chamber.run()
+        self.status.phase = step.phase
+        self._note(t_s, "phase", f"chamber: {step.phase} at {step.rate_c_per_min:g} C/min")
+
+    # --- readings ------------------------------------------------------------------------------
+
+    def _take(self, pool: ThreadPoolExecutor, batch: list[Slot]) -> None:
+        by_device: dict[str, list[Slot]] = {}
+        links = []
+        for slot in batch:
+            if slot.monitor == "prbs":
+                links.append(slot)
+            else:
+                by_device.setdefault(slot.target, []).append(slot)
+        jobs = [pool.submit(self._read_all, sorted(slots, key=lambda s: PHASE_ORDER[s.monitor]))
+                for slots in by_device.values()]
+        for job in jobs:
+            job.result()
+        self._read_all(links)  # each touches two devices: one after the other
+
+    def _read_all(self, slots: list[Slot]) -> None:
+        for slot in slots:
+            self._read(slot)
+
+    def _read(self, slot: Slot) -> None:
+        spec = mon.MONITORS[slot.monitor]
+        t_s, wall_s = self.timebase.now_s(), time.time()
+        try:
+            result = spec.read(self.lab, self.plan, self.station, slot.target)
+        except Exception as exc:  # stored as a missed reading; the run goes on
+            error = redact(f"{type(exc).__name__}: {exc}")
+            if not isinstance(exc, LabtestError):
+                error += "\n" + redact(traceback.format_exc(limit=5))
+            self.store.write(self.run_id, Reading(slot.monitor, slot.target, slot.index,
+                                                  t_s, wall_s, (), error))
+            self._reading_error(slot, t_s, error)
+            return
+        added = self.store.write(self.run_id, Reading(
+            slot.monitor, slot.target, slot.index, t_s, wall_s, result.samples))
+        self._account(slot, t_s, added, result)
+
+    def _account(self, slot: Slot, t_s: float, added: int, result: mon.Result) -> None:
+        st = self.status
+        st.readings_done += 1
+        st.samples += added
+        st.t_s = max(st.t_s, t_s)
+        for kind, text, unit in result.notes:
+            self._note(t_s, kind, text, unit)
+        for alarm in self.live.check(result.samples):
+            st.alarmed.setdefault(alarm.unit, alarm.text)
+            self._note(t_s, "alarm", f"{alarm.unit}: {alarm.text}", alarm.unit, alarm.key)
+        if slot.monitor == "chamber":
+            for s in result.samples:
+                if s.metric == "chamber_temperature_c":
+                    st.chamber_c = s.value
+
+    def _reading_error(self, slot: Slot, t_s: float, error: str) -> None:
+        self.status.readings_done += 1
+        self.status.errors += 1
+        key = (slot.monitor, slot.target)
+        if key not in self._errors_seen:  # one event per stream, not one per reading
+            self._errors_seen.add(key)
+            self._note(t_s, "error", f"{slot.monitor} {slot.target}: {error.splitlines()[0]}")
+
+    # --- status ----------------------------------------------------------------------------------
+
+    def _restore_status(self, streams: list[Series], done: set[tuple[str, str, int]]) -> None:
+        st = self.status
+        st.readings_total = total(streams, self.station.duration_s)
+        st.readings_done = len(done)
+        st.samples = self.store.sample_count(self.run_id)
+        for event in self.store.events(self.run_id, ["alarm"]):
+            if event.unit and event.key:
+                st.alarmed.setdefault(event.unit, event.text)
+                st.latest.append(f"{event.t_s / 3600:7.2f} h  {event.text}")
+                self.live.seen(event.unit, event.key)
+
+    def _note(self, t_s: float, kind: str, text: str, unit: str | None = None,
+              key: str | None = None) -> None:
+        event = _event(self.store, self.run_id, t_s, kind, text, unit, key)
+        if kind in ("alarm", "error", "module-changed", "module-missing"):
+            self.status.latest.append(f"{t_s / 3600:7.2f} h  {text}")
+        if self.progress is not None:
+            self.progress.event(self.status, event)
+
+    def _show(self) -> None:
+        if self.progress is not None:
+            self.progress.update(self.status)
+
+
+def _chain(first: Slot | None, rest: Iterator[Slot]) -> Iterator[Slot]:
+    if first is not None:
+        yield first
+    yield from rest

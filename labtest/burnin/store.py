@@ -1,0 +1,406 @@
+"""Durable burn-in storage: every reading committed the moment it is taken.
+
+The interface (``SampleStore``) is deliberately narrow — runs, units, readings,
+events, and series read back one at a time — so a server database can stand
+in for SQLite later without touching the runner or the analysis.
+
+SQLite layout (WAL journal, one writer):
+
+- ``series``: one row per (run, unit serial, port, lane, metric) with its unit
+  of measure; ``UNIQUE(run_id, unit, port, lane, metric)``.
+- ``samples``: (series, sched_index) -> run time, wall time, value;
+  ``PRIMARY KEY(series_id, sched_index)``. Together the two constraints are
+  the logical ``UNIQUE(run, unit, port, lane, metric, sched_index)``: a sample
+  re-taken after a resume is ignored (``INSERT OR IGNORE``), never duplicated.
+- ``readings``: which (monitor, target, sched_index) are done, committed in the
+  same transaction as their samples; resume takes everything not in it.
+- ``runs``, ``units``, ``events``: the run record, the units found in
+  inventory, and what happened (phases, alarms, resumes, errors).
+
+A reading (one monitor call on one device or link) is one transaction, so
+``kill -9`` loses at most the readings in flight. With ``synchronous=FULL``
+every commit is fsynced: a power cut loses nothing committed either.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    station TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_utc TEXT NOT NULL,
+    duration_s REAL NOT NULL,
+    position_s REAL NOT NULL DEFAULT 0,
+    pid INTEGER,
+    host TEXT,
+    info TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS units (
+    run_id TEXT NOT NULL,
+    serial TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    device TEXT NOT NULL,
+    port TEXT NOT NULL,
+    under_test INTEGER NOT NULL,
+    info TEXT NOT NULL,
+    PRIMARY KEY (run_id, serial)
+);
+CREATE TABLE IF NOT EXISTS series (
+    series_id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    unit TEXT NOT NULL,
+    port TEXT NOT NULL,
+    lane INTEGER NOT NULL,
+    metric TEXT NOT NULL,
+    uom TEXT NOT NULL,
+    UNIQUE (run_id, unit, port, lane, metric)
+);
+CREATE TABLE IF NOT EXISTS samples (
+    series_id INTEGER NOT NULL REFERENCES series(series_id),
+    sched_index INTEGER NOT NULL,
+    t_s REAL NOT NULL,
+    wall_s REAL NOT NULL,
+    value REAL,
+    PRIMARY KEY (series_id, sched_index)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS readings (
+    run_id TEXT NOT NULL,
+    monitor TEXT NOT NULL,
+    target TEXT NOT NULL,
+    sched_index INTEGER NOT NULL,
+    t_s REAL NOT NULL,
+    wall_s REAL NOT NULL,
+    error TEXT,
+    PRIMARY KEY (run_id, monitor, target, sched_index)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS events (
+    event_id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    t_s REAL NOT NULL,
+    wall_s REAL NOT NULL,
+    kind TEXT NOT NULL,
+    unit TEXT,
+    key TEXT,
+    text TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_run ON events (run_id, event_id);
+"""
+
+
+class StoreError(Exception):
+    """The database cannot be used (wrong schema, unknown run)."""
+
+
+# --- records -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Sample:
+    unit: str  # serial of the unit the value belongs to
+    port: str  # "device:port", or "" for a device-level value
+    lane: int  # 1-based lane; 0 = the whole module or port
+    metric: str  # "tx_power_dbm", "fec_uncorrectable_cw", ...
+    value: float
+    uom: str  # unit of measure: "dBm", "mA", "codewords", ...
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One monitor call on one target (device or link) at one scheduled instant."""
+
+    monitor: str
+    target: str
+    sched_index: int
+    t_s: float  # run time when taken (virtual on the emulated lab)
+    wall_s: float  # epoch seconds when taken
+    samples: Sequence[Sample] = ()
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Unit:
+    serial: str
+    kind: str  # "switch", "module", "instrument"
+    device: str
+    port: str  # "" for a device
+    under_test: bool
+    info: dict[str, Any] = field(default_factory=dict)  # vendor, part number, thresholds...
+
+
+@dataclass(frozen=True)
+class Run:
+    run_id: str
+    station: str
+    status: str  # "running", "stopped", "complete"
+    created_utc: str
+    duration_s: float
+    position_s: float = 0.0
+    pid: int | None = None
+    host: str | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Event:
+    t_s: float
+    wall_s: float
+    kind: str
+    text: str
+    unit: str | None = None
+    key: str | None = None  # what an alarm is about ("port|metric"), so a resume won't repeat it
+
+
+@dataclass(frozen=True)
+class SeriesKey:
+    series_id: int
+    unit: str
+    port: str
+    lane: int
+    metric: str
+    uom: str
+
+
+class SampleStore(Protocol):
+    """What the runner, the analysis and the CLI need from a database."""
+
+    def create_run(self, run: Run) -> None: ...
+
+    def run(self, run_id: str) -> Run: ...
+
+    def runs(self) -> list[Run]: ...
+
+    def update_run(self, run_id: str, **fields: Any) -> None: ...
+
+    def put_units(self, run_id: str, units: Sequence[Unit]) -> None: ...
+
+    def units(self, run_id: str) -> list[Unit]: ...
+
+    def write(self, run_id: str, reading: Reading) -> int: ...
+
+    def done(self, run_id: str) -> set[tuple[str, str, int]]: ...
+
+    def event(self, run_id: str, event: Event) -> None: ...
+
+    def events(self, run_id: str, kinds: Sequence[str] | None = None) -> list[Event]: ...
+
+    def series(self, run_id: str) -> list[SeriesKey]: ...
+
+    def points(self, series_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+
+    def reading_counts(self, run_id: str) -> dict[tuple[str, str], tuple[int, int]]: ...
+
+    def sample_count(self, run_id: str) -> int: ...
+
+    def close(self) -> None: ...
+
+
+# --- SQLite ----------------------------------------------------------------------------
+
+
+class SqliteStore:
+    """``SampleStore`` on one SQLite file in WAL mode; safe to share between threads."""
+
+    def __init__(self, path: str | Path, synchronous: str = "full") -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=30.0
+        )
+        self._lock = threading.Lock()
+        self._series: dict[tuple[str, str, str, int, str], int] = {}
+        mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise StoreError(f"{self.path}: cannot use WAL journal mode (got {mode})")
+        level = {"full": "FULL", "normal": "NORMAL"}[synchronous]
+        self._db.execute(f"PRAGMA synchronous={level}")
+        self._db.executescript(SCHEMA)
+        self._check_version()
+
+    def _check_version(self) -> None:
+        row = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+        if row is None:
+            self._db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+        elif int(row[0]) != SCHEMA_VERSION:
+            raise StoreError(f"{self.path}: schema {row[0]}, this labtest reads {SCHEMA_VERSION}")
+
+    # --- runs and units -------------------------------------------------------------
+
+    def create_run(self, run: Run) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?)",
+                (run.run_id, run.station, run.status, run.created_utc, run.duration_s,
+                 run.position_s, run.pid, run.host, json.dumps(run.info)),
+            )
+
+    def run(self, run_id: str) -> Run:
+        row = self._query("SELECT * FROM runs WHERE run_id=?", (run_id,))
+        if not row:
+            known = ", ".join(r.run_id for r in self.runs()[-5:]) or "none"
+            raise StoreError(f"{self.path}: no run {run_id!r} (latest: {known})")
+        return _run(row[0])
+
+    def runs(self) -> list[Run]:
+        return [_run(r) for r in self._query("SELECT * FROM runs ORDER BY created_utc", ())]
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        allowed = {"status", "position_s", "pid", "host", "info"}
+        bad = set(fields) - allowed
+        if bad:
+            raise ValueError(f"cannot update {sorted(bad)}")
+        if "info" in fields:
+            fields["info"] = json.dumps(fields["info"])
+        sets = ", ".join(f"{k}=?" for k in fields)
+        with self._lock:
+            self._db.execute(f"UPDATE runs SET {sets} WHERE run_id=?", (*fields.values(), run_id))
+
+    def put_units(self, run_id: str, units: Sequence[Unit]) -> None:
+        rows = [(run_id, u.serial, u.kind, u.device, u.port, int(u.under_test),
+                 json.dumps(u.info, default=str)) for u in units]
+        with self._lock, _transaction(self._db):
+            self._db.executemany("INSERT OR REPLACE INTO units VALUES (?,?,?,?,?,?,?)", rows)
+
+    def units(self, run_id: str) -> list[Unit]:
+        rows = self._query(
+            "SELECT serial, kind, device, port, under_test, info FROM units WHERE run_id=? "
+            "ORDER BY device, port", (run_id,))
+        return [Unit(r[0], r[1], r[2], r[3], bool(r[4]), json.loads(r[5])) for r in rows]
+
+    # --- readings --------------------------------------------------------------------
+
+    def write(self, run_id: str, reading: Reading) -> int:
+        """Commit the reading and its samples atomically; returns samples newly stored."""
+        with self._lock, _transaction(self._db):
+            rows = []
+            for s in reading.samples:
+                sid = self._series_id(run_id, s)
+                rows.append((sid, reading.sched_index, reading.t_s, reading.wall_s, s.value))
+            before = self._db.total_changes
+            self._db.executemany("INSERT OR IGNORE INTO samples VALUES (?,?,?,?,?)", rows)
+            added = self._db.total_changes - before
+            self._db.execute(
+                "INSERT OR IGNORE INTO readings VALUES (?,?,?,?,?,?,?)",
+                (run_id, reading.monitor, reading.target, reading.sched_index, reading.t_s,
+                 reading.wall_s, reading.error),
+            )
+        return added
+
+    def _series_id(self, run_id: str, s: Sample) -> int:
+        key = (run_id, s.unit, s.port, s.lane, s.metric)
+        sid = self._series.get(key)
+        if sid is None:
+            self._db.execute(
+                "INSERT OR IGNORE INTO series (run_id, unit, port, lane, metric, uom) "
+                "VALUES (?,?,?,?,?,?)", (*key, s.uom))
+            sid = self._db.execute(
+                "SELECT series_id FROM series WHERE run_id=? AND unit=? AND port=? AND lane=? "
+                "AND metric=?", key).fetchone()[0]
+            self._series[key] = sid
+        return sid
+
+    def done(self, run_id: str) -> set[tuple[str, str, int]]:
+        rows = self._query(
+            "SELECT monitor, target, sched_index FROM readings WHERE run_id=?", (run_id,))
+        return {(r[0], r[1], int(r[2])) for r in rows}
+
+    def reading_counts(self, run_id: str) -> dict[tuple[str, str], tuple[int, int]]:
+        """``{(monitor, target): (readings, readings with an error)}``."""
+        rows = self._query(
+            "SELECT monitor, target, COUNT(*), COUNT(error) FROM readings WHERE run_id=? "
+            "GROUP BY monitor, target", (run_id,))
+        return {(r[0], r[1]): (int(r[2]), int(r[3])) for r in rows}
+
+    # --- events ----------------------------------------------------------------------
+
+    def event(self, run_id: str, event: Event) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO events (run_id, t_s, wall_s, kind, unit, key, text) "
+                "VALUES (?,?,?,?,?,?,?)",
+                (run_id, event.t_s, event.wall_s, event.kind, event.unit, event.key, event.text))
+
+    def events(self, run_id: str, kinds: Sequence[str] | None = None) -> list[Event]:
+        sql = "SELECT t_s, wall_s, kind, text, unit, key FROM events WHERE run_id=?"
+        args: tuple[Any, ...] = (run_id,)
+        if kinds:
+            sql += f" AND kind IN ({','.join('?' * len(kinds))})"
+            args += tuple(kinds)
+        return [Event(*r) for r in self._query(sql + " ORDER BY event_id", args)]
+
+    # --- reading back ------------------------------------------------------------------
+
+    def series(self, run_id: str) -> list[SeriesKey]:
+        rows = self._query(
+            "SELECT series_id, unit, port, lane, metric, uom FROM series WHERE run_id=? "
+            "ORDER BY unit, port, metric, lane", (run_id,))
+        return [SeriesKey(*r) for r in rows]
+
+    def points(self, series_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(sched_index, t_s, value) of one series, in schedule order."""
+        rows = self._query(
+            "SELECT sched_index, t_s, value FROM samples WHERE series_id=? ORDER BY sched_index",
+            (series_id,))
+        if not rows:
+            empty = np.zeros(0)
+            return empty.astype(np.int64), empty, empty
+        arr = np.array(rows, dtype=float)
+        return arr[:, 0].astype(np.int64), arr[:, 1], arr[:, 2]
+
+    def sample_count(self, run_id: str) -> int:
+        row = self._query(
+            "SELECT COUNT(*) FROM samples JOIN series USING (series_id) WHERE run_id=?",
+            (run_id,))
+        return int(row[0][0])
+
+    def duplicate_count(self, run_id: str) -> int:
+        """Samples sharing (run, unit, port, lane, metric, sched_index): 0 by construction."""
+        row = self._query(
+            "SELECT COUNT(*) - COUNT(DISTINCT unit || '|' || port || '|' || lane || '|' || "
+            "metric || '|' || sched_index) FROM samples JOIN series USING (series_id) "
+            "WHERE run_id=?", (run_id,))
+        return int(row[0][0])
+
+    def _query(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class _transaction:
+    """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error) on an autocommit connection."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+
+
+def _run(row: tuple[Any, ...]) -> Run:
+    return Run(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], json.loads(row[8]))
+
+
+def open_store(path: str | Path, synchronous: str = "full") -> SqliteStore:
+    """The store for ``path`` (the one backend for now)."""
+    return SqliteStore(path, synchronous)
+
