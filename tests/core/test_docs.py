@@ -1,0 +1,22 @@
+"""The user docs stay in step with the code they describe."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from labtest.emulation.model import catalogue, traffic  # noqa: F401 - register the faults
+from labtest.emulation.model.faults import CATALOGUE
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_fault_catalogue_doc_lists_every_fault() -> None:
+    text = (ROOT / "docs/faults.md").read_text()
+    missing = [kind for kind in CATALOGUE if f"| `{kind}` |" not in text]
+    assert not missing, f"docs/faults.md lacks {missing}"
+
+
+def test_every_fault_names_a_suite_family() -> None:
+    families = {"link", "transceiver", "cabling", "roce", "congestion", "failover", "collective"}
+    odd = {k: f.caught_by for k, f in CATALOGUE.items() if f.caught_by not in families}
+    assert not odd
