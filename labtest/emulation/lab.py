@@ -152,10 +152,18 @@ class EmulatedLab:
             dev.scpi.start()
 
     def _watch_reachability(self) -> None:
-        """An unreachable device answers nothing on any protocol until it is back."""
+        """An unreachable device answers nothing on any protocol until it is back.
+
+        Modes change only on a transition, so a test may set a server's own mode
+        (``drop``, ``slow``) while its device stays reachable.
+        """
+        silent_now: dict[str, bool] = {}
         while not self._stop.wait(0.05):
             for name, dev in self._devices.items():
                 silent = not self.fabric.reachable(name)
+                if silent_now.get(name, False) == silent:
+                    continue
+                silent_now[name] = silent
                 if dev.ssh is not None:
                     dev.ssh.mode = "silent" if silent else "normal"
                 if dev.snmp is not None:

@@ -33,6 +33,7 @@ TIME_SCALE = 4.0  # virtual seconds per wall second: a 2 s flow takes 0.5 s
 MAC_A, MAC_B = "02:00:00:00:00:0a", "02:00:00:00:00:0b"
 PORTS = [tr.Port(name="p1", location="p1"), tr.Port(name="p2", location="p2")]
 WAIT_S = 10.0  # wall-clock bound on every wait
+FAIL_AT_S = 0.3  # virtual seconds into the probes
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +130,7 @@ def test_continuous_flow_runs_until_stopped_and_settles(lab, tg) -> None:
 def run_with_failure(
     lab: EmulatedLab, tg: Any, fail: Any, flows: int = 6, duration_s: float = 2.0
 ) -> tuple[dict[str, tr.FlowMetrics], set[str], float]:
-    """Probe flows p1 -> p2 on both spines; ``fail(uplink)`` at 0.3 s breaks one leaf1 uplink.
+    """Probe flows p1 -> p2 on both spines; ``fail(uplink)`` breaks one leaf1 uplink mid-flow.
 
     Returns the metrics, the flows whose path used that uplink, and the loss window
     the model predicts for it (detection + convergence, both ends' worst).
@@ -138,12 +139,13 @@ def run_with_failure(
     config = [probe(n, sport=49152 + i, duration_s=duration_s) for i, n in enumerate(names)]
     tg.set_config(tr.TrafficConfig(ports=PORTS, flows=config))
     tg.start_traffic()
+    started_s = lab.fabric.now_s()
     uplinks = {n: flow_path(lab.fabric, "tg1", n)[1] for n in names}
     counts = Counter(uplinks.values())
     assert len(counts) == 2, f"all probes hashed onto one uplink: {uplinks}"
     victim = min(counts, key=lambda u: counts[u])
-    sleep_virtual(lab, 0.3)
-    fail(victim)
+    # at a virtual instant, so wall-clock jitter cannot push the outage past the flows' end
+    lab.fabric.schedule(started_s + FAIL_AT_S, lambda: fail(victim))
     assert tg.wait_done(timeout_s=WAIT_S)
     traffic = lab.fabric.traffic
     predicted_ms = traffic.convergence.delay_s(traffic.topo.resolve_link(victim), False) * 1e3

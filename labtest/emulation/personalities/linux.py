@@ -158,7 +158,9 @@ def serve(fabric: Fabric, name: str, device: Device) -> Served:
     """The lab's entry point for ``driver: linux`` devices."""
     host = HostState(fabric, name, device)
     register(host)
-    return Served(cli=lambda: Shell(host), banner=BANNER, stop=host.stop)
+    # every emulated host listens on 127.0.0.1, so mpirun must reach them by name
+    mpi = {"mpi_host": device.vars.get("mpi_host", name)}
+    return Served(cli=lambda: Shell(host), banner=BANNER, stop=host.stop, vars_update=mpi)
 
 
 @dataclass
