@@ -106,7 +106,8 @@ def test_transport_error_is_broken_not_failed(lab_dir: pytest.Pytester) -> None:
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     out = result.stdout.str()
     assert "1 broken" in out
-    assert "BROKEN test_lab.py::test_hang: labtest.errors.TransportTimeout: [leaf1] no answer" in out
+    expected = "BROKEN test_lab.py::test_hang: labtest.errors.TransportTimeout: [leaf1] no answer"
+    assert expected in out
     assert "raw output from leaf1" in out and "partial output before the silence" in out
 
 
@@ -137,8 +138,10 @@ def test_needs_skips_with_precise_reason(lab_dir: pytest.Pytester) -> None:
     result.assert_outcomes(passed=2, skipped=2)
     result.stdout.fnmatch_lines(
         [
-            "*testbed 'tb' has 0 device(s) with role 'spine' offering any device; this test needs 1*",
-            "*testbed 'tb' has 0 device(s) with role 'host' offering HasRxPower; this test needs 1*",
+            "*testbed 'tb' has 0 device(s) with role 'spine' offering any device; "
+            "this test needs 1*",
+            "*testbed 'tb' has 0 device(s) with role 'host' offering HasRxPower; "
+            "this test needs 1*",
         ],
         consecutive=False,
     )

@@ -19,7 +19,8 @@ import pytest
 from labtest.emulation.lab import personality
 from labtest.emulation.model.fabric import Fabric
 from labtest.emulation.sshserver import SshServer
-from labtest.testbed.model import Device, Link, Testbed
+from labtest.testbed.model import Device, Link
+from labtest.testbed.model import Testbed as TestbedModel
 
 GOOD_PW = "Leak-Check-Pw-7731"
 BAD_PW = "Wrong-Pw-Also-Secret-5521"
@@ -46,7 +47,7 @@ def test_limit_fails(measure, device):
 
 @pytest.fixture
 def sonic_server():
-    tb = Testbed(
+    tb = TestbedModel(
         name="leak",
         devices={"leaf1": Device(role="leaf", driver="sonic"),
                  "spine1": Device(role="spine", driver="sonic")},
