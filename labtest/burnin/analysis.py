@@ -252,11 +252,17 @@ class Finding:
     text: str
     limit: Limit
     receive: bool = False  # about what the port received (may be the far end's doing)
-    seen_at: str | None = None  # where the symptom showed, when that is another unit's port
 
-    def to(self, serial: str, text: str | None = None, seen_at: str | None = None) -> Finding:
-        return replace(self, serial=serial, text=text or self.text,
-                       seen_at=seen_at or self.seen_at)
+    caused_by: str | None = None  # the far-end transmitter this was blamed on
+
+    def to(self, serial: str, caused_by: str | None = None) -> Finding:
+        return replace(self, serial=serial, caused_by=caused_by or self.caused_by)
+
+    def reason(self) -> str:
+        if self.caused_by is None:
+            return f"{self.where}: {self.text}"
+        return (f"{self.where} (far end of {self.caused_by}): {self.text}; caused by this "
+                f"unit's transmitter")
 
 
 RECEIVED_METRICS = frozenset({"rx_power_dbm"})
@@ -447,9 +453,7 @@ def _blame(f: Finding, ps: PortStats, culprit: PortStats | None,
     if f.verdict is not Verdict.PASS and culprit is not None:
         serial = _transmitter(culprit, units)
         if serial is not None:
-            text = (f"{f.text}, seen at the far end {f.where}: caused by this unit's "
-                    f"transmitter at {culprit.name}")
-            return f.to(serial, text, seen_at=ps.name)
+            return f.to(serial, caused_by=culprit.name)
     return f.to(_receiver(ps, units) or f.serial)
 
 
@@ -498,7 +502,7 @@ def _verdict(unit: Unit, findings: list[Finding], coverage: float, run: Run,
     failed = [f for f in mine if f.verdict is Verdict.FAIL]
     marginal = [f for f in mine if f.verdict is Verdict.MARGINAL]
     cover_limit = limits.get("burnin.sample_coverage_pct")
-    reasons = [f.text if f.where in f.text else f"{f.where}: {f.text}" for f in failed]
+    reasons = [f.reason() for f in failed]
     if failed:
         verdict = "FAIL"
     elif run.status != "complete":
@@ -509,7 +513,7 @@ def _verdict(unit: Unit, findings: list[Finding], coverage: float, run: Run,
                    f"(limit {cover_limit.describe()})"]
     elif marginal:
         verdict = "MARGINAL"
-        reasons = [f"{f.where}: {f.text}" for f in marginal]
+        reasons = [f.reason() for f in marginal]
     else:
         verdict = "PASS"
     return UnitVerdict(unit, verdict, _dedupe(reasons), mine, coverage)

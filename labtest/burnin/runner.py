@@ -91,7 +91,8 @@ def open_session(station: Station, options: Options, start_s: float) -> Session:
     emu = EmulatedLab(testbed, time_scale=options.time_scale, faults=list(options.faults))
     tb = emu.start()
     try:
-        if options.time_scale is None:
+        stepped = options.time_scale is None
+        if stepped:
             emu.fabric.clock.set_realtime(False)
         if start_s > 0:
             emu.fabric.advance(start_s)  # the units aged while the station was down
@@ -104,7 +105,20 @@ def open_session(station: Station, options: Options, start_s: float) -> Session:
         lab.close()
         emu.stop()
 
-    return Session(lab, FabricTimebase(emu.fabric, start_s), close, emu)
+    follow = (lambda: _follow_chambers(emu)) if stepped else None
+    return Session(lab, FabricTimebase(emu.fabric, start_s, follow), close, emu)
+
+
+def _follow_chambers(emu: Any) -> None:
+    """Stepped clock: the air around the devices follows each emulated chamber now.
+
+    The chamber emulator's own thread does this every 0.2 s of *wall* time, which
+    a stepped clock outruns by hours; the same update is made after every step.
+    """
+    for name, device in emu.testbed.devices.items():
+        if device.driver == "chamber" and name not in emu.skipped:
+            chamber = emu.server(name).served.scpi
+            emu.fabric.set_ambient_c(chamber.temperature_c(), device.vars.get("devices"))
 
 
 # --- start and resume ----------------------------------------------------------------------------

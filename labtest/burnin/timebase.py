@@ -17,10 +17,14 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 #: longest single wait, so a stop request is noticed promptly
 MAX_WAIT_S = 0.5
+#: longest single jump of a stepped clock: what follows the model in wall time (the
+#: chamber air) is brought along after each jump, so it lags by at most this much
+MAX_STEP_S = 60.0
 
 
 class Timebase(Protocol):
@@ -48,10 +52,16 @@ class WallTimebase:
 
 
 class FabricTimebase:
-    """Run time on an emulated fabric's clock (``fabric.clock``, ``fabric.advance``)."""
+    """Run time on an emulated fabric's clock (``fabric.clock``, ``fabric.advance``).
 
-    def __init__(self, fabric: Any, start_s: float = 0.0) -> None:
+    ``after_step`` runs after every jump of a stepped clock (see ``MAX_STEP_S``).
+    """
+
+    def __init__(
+        self, fabric: Any, start_s: float = 0.0, after_step: Callable[[], None] | None = None
+    ) -> None:
         self.fabric = fabric
+        self.after_step = after_step
         self._anchor = fabric.now_s() - start_s
 
     @property
@@ -63,9 +73,10 @@ class FabricTimebase:
 
     def wait_until(self, t_s: float, stop: threading.Event) -> bool:
         if self.stepped:
-            left = t_s - self.now_s()
-            if left > 0 and not stop.is_set():
-                self.fabric.advance(left)
+            while not stop.is_set() and (left := t_s - self.now_s()) > 0:
+                self.fabric.advance(min(left, MAX_STEP_S))
+                if self.after_step is not None:
+                    self.after_step()
             return not stop.is_set()
         scale = self.fabric.clock.time_scale
         while not stop.is_set():

@@ -15,6 +15,7 @@ import pytest
 from fixtures.traffic import (
     FabricView,
     PortDelta,
+    busy_window,
     counter_delta,
     fabric_deltas,
     fraction,
@@ -23,6 +24,8 @@ from fixtures.traffic import (
     load_settings,
     poll_until,
     run_bandwidth_pairs,
+    run_sampled,
+    window_rates,
 )
 from labtest import plugin
 from labtest.capabilities.host import PerftestSpec
@@ -188,14 +191,38 @@ def _judge_ecn(
             )
 
 
-def _sender_bytes(view: FabricView, deltas: dict[str, PortDelta], senders: list[str]) -> dict:
-    """What each sender put on the wire: rx octets of its leaf port (switch counters)."""
-    out = {}
-    for s in senders:
-        att = view.attachment[s]
-        d = deltas.get(f"{att.switch}:{att.switch_port}")
-        out[s] = float(d.rx_octets) if d is not None and d.rx_octets is not None else None
-    return out
+def _leaf_port(view: FabricView, host: str) -> str:
+    att = view.attachment[host]
+    return f"{att.switch}:{att.switch_port}"
+
+
+def _sampled_pairs(
+    view: FabricView, pairs: list[tuple[str, str]], spec: PerftestSpec, watch: list[str]
+) -> tuple[list[Any], list[Any], dict[str, float]]:
+    """Run the pairs together while sampling the packets the ``watch`` hosts send (rx of
+    their leaf ports); return the outcomes, the samples and each host's packet rate over
+    the window in which all of them were sending at once.
+
+    Judging that window, not the totals, keeps the senders' start and stop edges
+    (a client that connected late, a run that ended early) out of the fairness figures.
+    If the hosts never sent together, the run proves nothing: that is reported broken.
+    """
+    ports = {h: _leaf_port(view, h) for h in watch}
+    outcomes, samples = run_sampled(
+        lambda: run_bandwidth_pairs(view.lab, pairs, spec),
+        view.port_sampler(ports.values()),
+        interval_s=float(SETTINGS["sample_interval_s"]),
+    )
+    window = busy_window(samples, ports.values())
+    if window is None:
+        failed = [o for o in outcomes if o.error]
+        if failed:  # a data-plane failure explains it: judged by the caller, not broken
+            return outcomes, samples, {h: 0.0 for h in watch}
+        raise InfraError(
+            ",".join(watch), "the senders never sent at the same time: no concurrent window"
+        )
+    rates = window_rates(samples, window)
+    return outcomes, samples, {h: rates.get(p, 0.0) for h, p in ports.items()}
 
 
 @pytest.mark.plan("CONG-1.1")
@@ -211,9 +238,11 @@ def test_incast(receiver: str, fabric_view: FabricView, measure: Any) -> None:
         hosts_before = view.snapshot_hosts(everyone)
     with allure.step(
         f"CONG-1.1/2: {len(senders)}:1 incast into {receiver}, ib_write_bw -q {spec.qps} "
-        f"-s {spec.size_bytes} -D {spec.duration_s} from every sender at once"
+        f"-s {spec.size_bytes} -D {spec.duration_s} from every sender at once, sampling "
+        "each sender's leaf port"
     ):
-        outcomes = run_bandwidth_pairs(view.lab, [(s, receiver) for s in senders], spec)
+        pairs = [(s, receiver) for s in senders]
+        outcomes, _, pps = _sampled_pairs(view, pairs, spec, senders)
     with allure.step("CONG-1.1/3: switch and host counters after the incast"):
         after = view.snapshot_switches(pfc=True)
         hosts_after = view.snapshot_hosts(everyone)
@@ -234,23 +263,29 @@ def test_incast(receiver: str, fabric_view: FabricView, measure: Any) -> None:
     with allure.step("CONG-1.1/6: ECN marks at the congested port, CNPs sent and handled"):
         _judge_ecn(measure, view, deltas, receiver, hosts_before, hosts_after, senders)
     with allure.step("CONG-1.1/7: per-sender fairness (Jain) and aggregate goodput"):
-        wire = _sender_bytes(view, deltas, senders)
-        seconds = max(d.seconds for d in deltas.values()) if deltas else 0.0
-        rates = {s: (b or 0.0) * 8 / seconds / 1e9 if seconds else 0.0 for s, b in wire.items()}
-        attach_json("sender wire rates (Gb/s, from leaf port rx octets)", rates)
-        if all(b is not None for b in wire.values()):
-            index = jain_index(list(rates.values()))
-            slowest = min(rates, key=rates.__getitem__)
-            measure(
-                "congestion.jain_fairness_index",
-                index,
-                key="congestion.jain_fairness_index",
-                receiver=receiver,
-                host=slowest,
-                slowest_gbps=f"{rates[slowest]:.1f}",
-            )
-        line = view.attachment[receiver].speed_gbps
         goodput = sum(o.bw_gbps for o in outcomes)
+        total = sum(pps.values())
+        share = {h: fraction(v, total) for h, v in pps.items()}
+        rates = {h: goodput * x for h, x in share.items()}  # the aggregate, split as sent
+        attach_json("sender shares while all were sending (leaf port rx packets)", share)
+        slowest = min(share, key=share.__getitem__)
+        measure(
+            "congestion.jain_fairness_index",
+            jain_index(list(share.values())),
+            key="congestion.jain_fairness_index",
+            receiver=receiver,
+            host=slowest,
+            slowest_share=f"{share[slowest]:.3f}",
+        )
+        attach_png(
+            "incast sender rates",
+            plots.throughput_per_flow(
+                rates,
+                expected_gbps=goodput / len(senders),
+                title=f"{len(senders)}:1 incast into {receiver}: rate per sender",
+            ),
+        )
+        line = view.attachment[receiver].speed_gbps
         if line:
             measure(
                 "congestion.incast_goodput_fraction",
@@ -258,14 +293,6 @@ def test_incast(receiver: str, fabric_view: FabricView, measure: Any) -> None:
                 key="congestion.incast_goodput_fraction",
                 receiver=receiver,
                 goodput_gbps=f"{goodput:.1f}",
-            )
-            attach_png(
-                "incast sender rates",
-                plots.throughput_per_flow(
-                    rates,
-                    expected_gbps=line / len(senders) * 0.5,
-                    title=f"{len(senders)}:1 incast into {receiver}: sender wire rates",
-                ),
             )
         for o in outcomes:
             if o.error:
@@ -314,28 +341,21 @@ def test_victim_flow(fabric_view: FabricView, measure: Any) -> None:
         pytest.skip("needs a leaf with two hosts and two other leaves with hosts")
     receiver, senders, victim = setup
     spec = _spec("victim")
-    victim_port = f"{view.attachment[victim[0]].switch}:{view.attachment[victim[0]].switch_port}"
     with allure.step(f"CONG-1.2/1: the victim {victim[0]}->{victim[1]} alone: its baseline"):
-        before = view.snapshot_switches(pfc=True)
-        (alone,) = run_bandwidth_pairs(view.lab, [victim], spec)
-        after = view.snapshot_switches(pfc=True)
-        baseline_b = fabric_deltas(before, after)[victim_port].rx_octets or 0
+        (alone,), _, base = _sampled_pairs(view, [victim], spec, [victim[0]])
     with allure.step(
         f"CONG-1.2/2: the victim again, beside a {len(senders)}:1 incast into {receiver}"
     ):
-        before = view.snapshot_switches(pfc=True)
         pairs = [victim, *[(s, receiver) for s in senders]]
-        outcomes = run_bandwidth_pairs(view.lab, pairs, spec)
-        after = view.snapshot_switches(pfc=True)
-        during_b = fabric_deltas(before, after)[victim_port].rx_octets or 0
+        outcomes, _, during = _sampled_pairs(view, pairs, spec, [victim[0], *senders])
     with allure.step("CONG-1.2/3: the victim's rate beside the incast against its baseline"):
         measure(
             "congestion.victim_rate_fraction",
-            fraction(during_b, baseline_b),
+            fraction(during[victim[0]], base[victim[0]]),
             key="congestion.victim_rate_fraction",
             pair=f"{victim[0]}--{victim[1]}",
             host=victim[0],
-            port=victim_port,
+            port=_leaf_port(view, victim[0]),
             incast_receiver=receiver,
         )
         measure(

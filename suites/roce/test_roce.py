@@ -27,6 +27,7 @@ from fixtures.traffic import (
 )
 from labtest import plugin
 from labtest.capabilities.host import PerftestSpec
+from labtest.errors import InfraError
 from labtest.reports import plots
 from labtest.reports.attach import attach_json, attach_png
 
@@ -226,11 +227,23 @@ def test_ecmp_balance(fabric_view: FabricView, measure: Any) -> None:
                 )
         for leaf in leaves:
             members = view.uplinks[leaf]
-            loads = {
-                u.endpoint: (deltas[u.endpoint].tx_octets or 0) if u.endpoint in deltas else 0
+            seen = {
+                u.endpoint: deltas[u.endpoint].tx_amount() if u.endpoint in deltas else None
                 for u in members
             }
-            attach_json(f"{leaf} uplink tx octets", loads)
+            if any(v is None for v in seen.values()):
+                measure(
+                    "roce.ecmp_unobserved",
+                    1,
+                    unit="",
+                    device=leaf,
+                    why="no packet counters for every uplink",
+                )
+                continue
+            loads = {e: float(v or 0.0) for e, v in seen.items()}
+            if sum(loads.values()) <= 0:
+                raise InfraError(leaf, "uplink packet counters did not move during the run")
+            attach_json(f"{leaf} uplink tx packets", loads)
             deviation = share_deviation(list(loads.values()))
             mean = sum(loads.values()) / len(loads)
             worst = max(loads, key=lambda e: abs(loads[e] - mean))

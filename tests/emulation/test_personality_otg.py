@@ -22,7 +22,7 @@ from labtest.emulation.personalities.otg import MetricTag, flow_path
 from labtest.errors import ProtocolError, TransportError
 from labtest.registry import open_driver
 from labtest.testbed import load_testbed
-from labtest.testbed.model import Testbed
+from labtest.testbed import model as tbmodel
 
 pytest.importorskip(
     "snappi", reason="the snappi extra is not installed (pip install labtest[snappi])"
@@ -37,7 +37,7 @@ FAIL_AT_S = 0.3  # virtual seconds into the probes
 
 
 @pytest.fixture(scope="module")
-def lab() -> Iterator[tuple[EmulatedLab, Testbed]]:
+def lab() -> Iterator[tuple[EmulatedLab, tbmodel.Testbed]]:
     testbed = load_testbed(ROOT / "testbeds/emulated/leafspine.yaml")
     lab = EmulatedLab(testbed, time_scale=TIME_SCALE)
     emulated = lab.start()
@@ -46,7 +46,7 @@ def lab() -> Iterator[tuple[EmulatedLab, Testbed]]:
 
 
 @pytest.fixture
-def tg(lab: tuple[EmulatedLab, Testbed]) -> Iterator[Any]:
+def tg(lab: tuple[EmulatedLab, tbmodel.Testbed]) -> Iterator[Any]:
     emulated_lab, emulated = lab
     yield open_driver("tg1", emulated)
     heal(emulated_lab)
@@ -252,7 +252,7 @@ def test_pfc_storm_flow_pauses_the_switch_port(lab, tg) -> None:
 
 def test_bad_config_is_a_typed_error_naming_the_problem(tg) -> None:
     ports = [tr.Port(name="p1", location="p1"), tr.Port(name="p2", location="p9")]
-    with pytest.raises(ProtocolError, match="'p9' is not a cabled port of tg1"):
+    with pytest.raises(ProtocolError, match="location p9 is not a cabled port of tg1"):
         tg.set_config(tr.TrafficConfig(ports=ports, flows=[probe("x")]))
     two_receivers = tr.TrafficConfig.model_construct(  # OTG allows it; the emulation does not
         ports=PORTS, flows=[probe("y").model_copy(update={"rx_ports": ["p1", "p2"]})]
@@ -299,6 +299,8 @@ def test_port_metrics_link_control_and_errors_over_http(lab, tg) -> None:
     assert status == 400 and reply["errors"][0].startswith("bad JSON")
     status, reply = post(location, "/no/such/route", {})
     assert status == 404
+    with urllib.request.urlopen(location + "/capabilities/version", timeout=2.0) as answer:
+        assert json.loads(answer.read())["app_version"] == "labtest-emulated"
 
 
 def test_unreachable_generator_stops_answering(lab, tg) -> None:
@@ -340,19 +342,23 @@ def test_metric_tags_read_the_ecn_bits_of_each_field() -> None:
     assert high.value(ce=True) == high.value(ce=False) == (26 << 2) >> 5
 
 
-def small_testbed() -> Testbed:
+def small_testbed() -> tbmodel.Testbed:
     """Two leaves, one spine, a 2-port TG whose ports map to ixia-c style names."""
     tb = clos_testbed(spines=1, leaves=2, hosts_per_leaf=0, tg_ports=2, name="otg-small")
     devices = {
         name: d.model_copy(update={"driver": "model-only"}) for name, d in tb.devices.items()
     }
     devices["tg1"] = tb.devices["tg1"].model_copy(
-        update={"driver": "snappi-tg", "packet": {"interfaces": {"p1": "eth1", "p2": "eth2"}}}
+        update={
+            "driver": "snappi-tg",
+            "packet": tbmodel.PacketSettings(interfaces={"p1": "eth1", "p2": "eth2"}),
+        }
     )
     return tb.model_copy(update={"devices": devices})
 
 
 def test_lab_serves_the_generator_and_leaves_nothing_behind() -> None:
+    threads_before = set(threading.enumerate())
     lab = EmulatedLab(small_testbed(), time_scale=TIME_SCALE)
     emulated = lab.start()
     try:
@@ -375,4 +381,4 @@ def test_lab_serves_the_generator_and_leaves_nothing_behind() -> None:
     with socket.socket() as s, pytest.raises(ConnectionRefusedError):
         s.settimeout(1.0)
         s.connect(("127.0.0.1", port))
-    assert not [t for t in threading.enumerate() if t.name.startswith("otg-")]
+    assert set(threading.enumerate()) <= threads_before  # server and handler threads joined

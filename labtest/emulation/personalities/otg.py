@@ -158,7 +158,7 @@ def resolve_location(location: str, device_name: str, device: Device, cabled: se
         if mapped == location and name in cabled:
             return f"{device_name}:{name}"
     known = ", ".join(sorted(cabled)) or "none"
-    raise KeyError(f"location {location!r} is not a cabled port of {device_name} ({known})")
+    raise KeyError(f"location {location} is not a cabled port of {device_name} ({known})")
 
 
 def parse_config(
@@ -169,6 +169,7 @@ def parse_config(
     warnings: list[str] = []
     ports: dict[str, str] = {}
     locations: dict[str, str] = {}
+    bad_ports: set[str] = set()  # named, but not resolved: already reported
     for raw_port in body.get("ports") or []:
         name, location = raw_port.get("name"), raw_port.get("location")
         if not name or name in ports:
@@ -181,13 +182,14 @@ def parse_config(
                 locations[name] = str(location)
             except KeyError as exc:
                 errors.append(f"port {name}: {exc.args[0]}")
+                bad_ports.add(name)
     flows: dict[str, OtgFlow] = {}
     for raw_flow in body.get("flows") or []:
         name = raw_flow.get("name")
         if not name or name in flows:
             errors.append(f"flow name {name!r} is missing or not unique")
             continue
-        flow = _parse_flow(raw_flow, device_name, ports, errors, warnings)
+        flow = _parse_flow(raw_flow, device_name, ports, bad_ports, errors, warnings)
         if flow is not None:
             flows[name] = flow
     if errors:
@@ -202,6 +204,7 @@ def _parse_flow(
     raw: dict[str, Any],
     device_name: str,
     ports: dict[str, str],
+    bad_ports: set[str],
     errors: list[str],
     warnings: list[str],
 ) -> OtgFlow | None:
@@ -214,7 +217,7 @@ def _parse_flow(
     endpoints = tx_rx.get("port") or {}
     tx, rx_names = endpoints.get("tx_name"), list(endpoints.get("rx_names") or [])
     for port in [tx, *rx_names]:
-        if port not in ports:
+        if port not in ports and port not in bad_ports:
             errors.append(f"flow {name}: port {port} is not configured")
     if len(rx_names) > 1:
         errors.append(f"flow {name}: the emulated generator takes one rx port per flow")
@@ -222,7 +225,8 @@ def _parse_flow(
     size_b = _size(name, raw.get("size") or {}, errors)
     rate = _rate(name, raw.get("rate") or {}, size_b, errors)
     duration = _duration(name, raw.get("duration") or {}, errors)
-    if len(errors) > before or rate is None or duration is None:
+    unresolved = [p for p in [tx, *rx_names] if p not in ports]
+    if len(errors) > before or unresolved or rate is None or duration is None:
         return None
     tags = headers.pop("tags")
     metrics = raw.get("metrics") or {}
@@ -458,46 +462,41 @@ class OtgEngine:
                 )
 
     def flow_metrics(self, request: dict[str, Any]) -> list[dict[str, Any]]:
+        tagged = request.get("tagged_metrics") or {}
+        tags = tagged if tagged.get("include", True) else None  # OTG's default: include
         with self._lock:
             config = self._require_config()
             names = self._names(config, list(request.get("flow_names") or []))
-            tagged = request.get("tagged_metrics") or {}
             read = self._model(lambda: {n: self._read(n) for n in names})
-        return [
-            _flow_metric(config, config.flows[n], read[n], tagged if tagged.get("include", True)
-                         else None)
-            for n in names
-        ]  # fmt: skip
+        return [_flow_metric(config, config.flows[n], read[n], tags) for n in names]
 
     def port_metrics(self, request: dict[str, Any]) -> list[dict[str, Any]]:
+        """OTG ``Port.Metric`` from the model's counters of the TG port (every flow on it)."""
         with self._lock:
             config = self._require_config()
             names = list(request.get("port_names") or config.ports)
             unknown = [n for n in names if n not in config.ports]
             if unknown:
                 raise OtgError([f"port {n} is not configured" for n in unknown])
-            running = self._model(lambda: {n: self._read(n) for n in config.flows})
-        out = []
-        for name in names:
-            endpoint = config.ports[name]
-            counters = self._model(lambda e=endpoint: self._traffic().port_counters(e))
-            sending = any(
-                config.flows[f].tx_port == name and m is not None and m.transmit == "started"
-                for f, m in running.items()
+            counters, running = self._model(
+                lambda: (
+                    {n: self._traffic().port_counters(config.ports[n]) for n in names},
+                    {f.tx_port for f in config.flows.values() if self._running(f.name)},
+                )
             )
-            out.append(
-                {
-                    "name": name,
-                    "location": config.locations[name],
-                    "link": "up" if counters.oper_up else "down",
-                    "transmit": "started" if sending else "stopped",
-                    "frames_tx": counters.tx_packets,
-                    "frames_rx": counters.rx_packets,
-                    "bytes_tx": counters.tx_bytes,
-                    "bytes_rx": counters.rx_bytes,
-                }
-            )
-        return out
+        return [
+            {
+                "name": n,
+                "location": config.locations[n],
+                "link": "up" if counters[n].oper_up else "down",
+                "transmit": "started" if n in running else "stopped",
+                "frames_tx": counters[n].tx_packets,
+                "frames_rx": counters[n].rx_packets,
+                "bytes_tx": counters[n].tx_bytes,
+                "bytes_rx": counters[n].rx_bytes,
+            }
+            for n in names
+        ]
 
     # --- internals ------------------------------------------------------------------------
 
@@ -665,8 +664,8 @@ class OtgServer:
         if (method, path) == ("POST", "/monitor/metrics"):
             return 200, _metrics(engine, body)
         if (method, path) == ("GET", "/capabilities/version"):
-            return 200, {"api_spec_version": "", "sdk_version": _snappi_version(),
-                         "app_version": "labtest-emulated"}  # fmt: skip
+            version = {"api_spec_version": "", "sdk_version": _snappi_version()}
+            return 200, version | {"app_version": "labtest-emulated"}
         return 404, {"code": 404, "kind": "validation", "errors": [f"no route {method} {path}"]}
 
 

@@ -1,0 +1,182 @@
+"""``labtest burnin``: run a station, resume a run, list runs, rebuild a run's report.
+
+    labtest burnin STATION.yaml [--emulate] [--time-scale X] [--fault KIND@TARGET[:k=v]]
+    labtest burnin --resume RUN_ID [--db FILE]
+    labtest burnin --list [--db FILE]
+    labtest burnin --report RUN_ID [--db FILE]
+
+Exit status: 0 every unit passed (or was marginal); 1 a unit failed; 3 the run
+stopped before its end (resumable) or a unit could not be judged; 2 the
+station, the database or the lab could not be used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+EXIT_PASS, EXIT_FAIL, EXIT_ERROR, EXIT_INCOMPLETE = 0, 1, 2, 3
+
+
+def register(subparsers: Any) -> None:
+    ap = subparsers.add_parser(
+        "burnin",
+        help="run a burn-in station: monitors, durable samples, resume, verdict per serial",
+        description="Run a burn-in station file, or resume / list / report runs.",
+    )
+    ap.add_argument("station", nargs="?", type=Path, help="the station file (YAML)")
+    ap.add_argument("--emulate", action="store_true",
+                    help="run against the emulated lab built from the station's testbed")
+    ap.add_argument("--time-scale", type=float, metavar="X",
+                    help="emulated lab: virtual seconds per wall second (default: stepped "
+                    "virtual clock, as fast as the devices answer)")
+    ap.add_argument("--fault", action="append", default=[], metavar="KIND@TARGET[:k=v,...]",
+                    help="emulated lab: inject a fault, e.g. failing_laser@leaf2:Ethernet8")
+    ap.add_argument("--resume", metavar="RUN_ID", help="continue a crashed or stopped run")
+    ap.add_argument("--list", action="store_true", help="list the runs in the database")
+    ap.add_argument("--report", metavar="RUN_ID", help="analyse a run again and rewrite its output")
+    ap.add_argument("--db", type=Path, help="the run database (default: the station's "
+                    "storage.path, else reports/burnin/burnin.db)")
+    ap.add_argument("--output", type=Path, help="results directory (default: the station's "
+                    "output, else reports/burnin)")
+    ap.add_argument("--plots", choices=("all", "failed", "none"), default="all",
+                    help="time-series plots for every unit (default), failed ones, or none")
+    ap.add_argument("--plain", action="store_true",
+                    help="log lines instead of the live panel (automatic when not a terminal)")
+    ap.set_defaults(handler=_burnin)
+
+
+def _burnin(args: argparse.Namespace) -> int:
+    from labtest.burnin.store import StoreError
+    from labtest.errors import ConfigError, LabtestError
+
+    try:
+        if args.list:
+            return _list(args)
+        if args.report:
+            return _finish(args, args.report, None)
+        if args.resume:
+            return _run(args, resume=args.resume)
+        if args.station is None:
+            print("labtest burnin: a station file, --resume, --list or --report is needed",
+                  file=sys.stderr)
+            return EXIT_ERROR
+        return _run(args, resume=None)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        print(f"{exc.path}: {len(exc.problems)} error(s)", file=sys.stderr)
+        return EXIT_ERROR
+    except (StoreError, LabtestError) as exc:
+        print(f"labtest burnin: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _run(args: argparse.Namespace, resume: str | None) -> int:
+    from labtest.burnin import runner
+    from labtest.burnin.station import load_station
+    from labtest.emulation.cli import parse_fault
+
+    stop = threading.Event()
+    options = runner.Options(
+        emulate=args.emulate,
+        time_scale=args.time_scale,
+        faults=[parse_fault(f) for f in args.fault],
+        db=args.db,
+        progress=_progress(args.plain),
+        stop=stop,
+    )
+    previous = _on_interrupt(stop)
+    try:
+        if resume is None:
+            outcome = runner.start(load_station(args.station), options)
+        else:
+            outcome = runner.resume(resume, options)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if outcome.status != "complete":
+        db = f" --db {outcome.db}" if args.db or outcome.station.storage.path else ""
+        print(f"run {outcome.run_id} stopped; continue with: "
+              f"labtest burnin --resume {outcome.run_id}{db}")
+        return EXIT_INCOMPLETE
+    return _finish(args, outcome.run_id, outcome.db)
+
+
+def _finish(args: argparse.Namespace, run_id: str, db: Path | None) -> int:
+    from labtest.burnin import outputs
+    from labtest.burnin.analysis import analyse
+    from labtest.burnin.runner import DEFAULT_DB
+    from labtest.burnin.station import load_station
+    from labtest.burnin.store import open_store
+    from labtest.measure import load_limits
+    from labtest.testbed import load_testbed
+
+    store = open_store(db or args.db or DEFAULT_DB)
+    try:
+        run = store.run(run_id)
+        limits = load_limits(run.info["limits"])
+        report = analyse(store, run_id, limits)
+        station = load_station(run.info["station_path"])
+        out_dir = args.output or station.output or Path("reports/burnin")
+        written = outputs.write(report, store, limits, out_dir, plots=args.plots,
+                                testbed=load_testbed(run.info["testbed"]))
+    finally:
+        store.close()
+    print(written.table.read_text(), end="")
+    print(f"summary:  {written.summary}")
+    if written.plots:
+        print(f"plots:    {written.plots[0].parent} ({len(written.plots)})")
+    print(f"sign-off: labtest report {written.allure_results}")
+    verdicts = {u.verdict for u in report.units}
+    if "FAIL" in verdicts:
+        return EXIT_FAIL
+    return EXIT_INCOMPLETE if "INCOMPLETE" in verdicts else EXIT_PASS
+
+
+def _list(args: argparse.Namespace) -> int:
+    from labtest.burnin.runner import DEFAULT_DB
+    from labtest.burnin.store import open_store
+
+    store = open_store(args.db or DEFAULT_DB)
+    try:
+        for run in store.runs():
+            done = 100.0 * run.position_s / run.duration_s if run.duration_s else 0.0
+            print(f"{run.run_id}  {run.status:<9} {run.created_utc}  "
+                  f"{run.position_s / 3600:.2f}/{run.duration_s / 3600:.2f} h ({done:.0f} %)")
+    finally:
+        store.close()
+    return EXIT_PASS
+
+
+def _progress(plain: bool) -> Any:
+    from labtest.burnin.progress import LivePanel, LogLines
+
+    if plain or not sys.stdout.isatty():
+        return LogLines()
+    try:
+        return LivePanel()
+    except ImportError:  # rich is optional: log lines say the same
+        return LogLines()
+
+
+def _on_interrupt(stop: threading.Event) -> dict[int, Any]:
+    """First Ctrl-C: finish the readings in flight, save, exit resumable. Second: now."""
+    previous: dict[int, Any] = {}
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if stop.is_set():
+            signal.signal(signum, signal.SIG_DFL)
+            raise KeyboardInterrupt
+        print("\nstopping after the readings in flight (Ctrl-C again to quit at once)",
+              file=sys.stderr, flush=True)
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous[sig] = signal.signal(sig, handler)
+    return previous

@@ -1,0 +1,187 @@
+"""The cabling plan against what LLDP hears: pure comparison, plus the reads behind it.
+
+Every end of a planned link on a device that speaks LLDP is checked from that
+side: it must hear the planned far end (system name and port ID, IEEE 802.1AB).
+An end that hears nobody is *missing*; one that hears a port the plan cables
+elsewhere is *swapped* (the message names both planned links); one that hears
+a port the plan does not know is *unexpected*. Neighbours on ports outside the
+plan are listed per device. Names compare case-insensitively, without a DNS
+domain, with ``Et``/``Eth`` port abbreviations expanded.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from labtest.capabilities.switch import Interfaces, InterfaceStatus, Lldp
+from labtest.errors import InfraError
+from labtest.testbed.model import Link
+
+OK, MISSING, SWAPPED, UNEXPECTED = "ok", "missing", "swapped", "unexpected"
+_ABBREVIATED = re.compile(r"^(?:et|eth)(?=\d)", re.IGNORECASE)
+
+
+def normalise(end: str) -> str:
+    """``Leaf1.lab.example:Et1/1`` -> ``leaf1:ethernet1/1`` (for comparison only)."""
+    device, _, port = end.partition(":")
+    return f"{device.split('.', 1)[0].lower()}:{_ABBREVIATED.sub('ethernet', port).lower()}"
+
+
+@dataclass(frozen=True)
+class EndCheck:
+    link: str
+    end: str  # the end LLDP was read at, "device:port"
+    expected: str  # the planned far end
+    seen: str | None  # the neighbour LLDP reports; None: nobody
+    status: str
+    detail: str
+
+
+def check_plan(
+    links: Iterable[Link], heard: dict[str, str | None], lldp_devices: set[str]
+) -> dict[str, list[EndCheck]]:
+    """Per link, the check of each end on an LLDP device (see the module docstring)."""
+    links = list(links)
+    planned: dict[str, tuple[str, str]] = {}  # normalised end -> (link name, raw end)
+    for lk in links:
+        for e in lk.ends:
+            planned[normalise(str(e))] = (lk.name, str(e))
+    out: dict[str, list[EndCheck]] = {}
+    for lk in links:
+        checks = []
+        for here, there in (lk.ends, lk.ends[::-1]):
+            if here.device not in lldp_devices:
+                continue
+            end, expected = str(here), str(there)
+            seen = heard.get(end)
+            checks.append(_judge(lk.name, end, expected, seen, planned))
+        out[lk.name] = checks
+    return out
+
+
+def _judge(link: str, end: str, expected: str, seen: str | None,
+           planned: dict[str, tuple[str, str]]) -> EndCheck:
+    if seen is None:
+        detail = f"{end} hears no LLDP neighbour; the plan cables it to {expected}"
+        return EndCheck(link, end, expected, None, MISSING, detail)
+    if normalise(seen) == normalise(expected):
+        return EndCheck(link, end, expected, seen, OK, f"{end} hears {expected} as planned")
+    other = planned.get(normalise(seen))
+    if other is not None:
+        detail = (f"{end} hears {seen}, which the plan cables in {other[0]}; "
+                  f"expected {expected} ({link})")
+        return EndCheck(link, end, expected, seen, SWAPPED, detail)
+    detail = f"{end} hears {seen}, which is not in the cabling plan; expected {expected}"
+    return EndCheck(link, end, expected, seen, UNEXPECTED, detail)
+
+
+def unplanned_neighbours(links: Iterable[Link], heard: dict[str, str | None],
+                         device: str) -> dict[str, str]:
+    """``{end: neighbour}`` heard on ports of ``device`` that no planned link uses."""
+    ends = {normalise(str(e)) for lk in links for e in lk.ends}
+    return {
+        end: seen for end, seen in heard.items()
+        if seen is not None and end.split(":", 1)[0] == device and normalise(end) not in ends
+    }
+
+
+# --- speed and FEC ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    what: str  # "speed" | "fec"
+    detail: str
+
+
+def speed_fec_mismatches(link: Link, status: dict[str, InterfaceStatus]) -> list[Mismatch]:
+    """Speed and FEC at the ends that report them, against each other and the plan."""
+    ends = [(str(e), status.get(str(e))) for e in link.ends]
+    found = []
+    speeds = {end: s.speed_gbps for end, s in ends if s is not None and s.speed_gbps}
+    if link.speed_gbps:
+        for end, speed in speeds.items():
+            if speed != link.speed_gbps:
+                found.append(Mismatch("speed", f"{end} runs {speed:g}G; the plan says "
+                                               f"{link.speed_gbps:g}G"))
+    if len(set(speeds.values())) > 1:
+        found.append(Mismatch("speed", " vs ".join(f"{e} {v:g}G" for e, v in speeds.items())))
+    fecs = {end: s.fec.lower() for end, s in ends if s is not None and s.fec}
+    if len(fecs) == 2 and len(set(fecs.values())) > 1:
+        found.append(Mismatch("fec", " vs ".join(f"{e} FEC {v}" for e, v in fecs.items())))
+    return found
+
+
+# --- reading the lab ---------------------------------------------------------------------------
+
+
+@dataclass
+class Observed:
+    heard: dict[str, str | None] = field(default_factory=dict)  # "device:port" -> neighbour
+    status: dict[str, InterfaceStatus] = field(default_factory=dict)  # "device:port"
+    errors: dict[str, InfraError] = field(default_factory=dict)  # device -> error
+
+    def raise_for(self, *devices: str) -> None:
+        for name in devices:
+            if name in self.errors:
+                raise self.errors[name]
+
+
+def _lldp(lab: Any, device: str) -> dict[str, str | None]:
+    table = lab.device(device).lldp_neighbors()
+    return {
+        f"{device}:{port}": f"{n.remote_system}:{n.remote_port}"
+        if n.remote_system and n.remote_port else None
+        for port, n in table.items()
+    }
+
+
+def _status(lab: Any, device: str) -> dict[str, InterfaceStatus]:
+    return {f"{device}:{p}": s for p, s in lab.device(device).interfaces().items()}
+
+
+def observe(lab: Any, links: list[Link], retry_s: float, poll_s: float) -> Observed:
+    """LLDP and interface status of every device on the plan; ends that hear nobody are
+    read again (bounded by ``retry_s``): a link down for a moment is the link suite's."""
+    devices = list(dict.fromkeys(e.device for lk in links for e in lk.ends))
+    lldp = [d for d in devices if d in set(lab.names(capability=Lldp))]
+    switches = [d for d in devices if d in set(lab.names(capability=Interfaces))]
+    obs = Observed()
+    for result in _each(obs, lldp, lambda d: _lldp(lab, d)).values():
+        obs.heard.update(result)
+    planned = [str(e) for lk in links for e in lk.ends if e.device in lldp]
+    deadline = time.monotonic() + retry_s
+    while time.monotonic() < deadline:
+        quiet = {e.split(":", 1)[0] for e in planned
+                 if obs.heard.get(e) is None and e.split(":", 1)[0] not in obs.errors}
+        if not quiet:
+            break
+        time.sleep(poll_s)
+        for result in _each(obs, sorted(quiet), lambda d: _lldp(lab, d)).values():
+            obs.heard.update({k: v for k, v in result.items() if v is not None})
+    for result in _each(obs, switches, lambda d: _status(lab, d)).values():
+        obs.status.update(result)
+    return obs
+
+
+def _each(obs: Observed, devices: list[str], read: Any) -> dict[str, Any]:
+    todo = [d for d in devices if d not in obs.errors]
+    if not todo:
+        return {}
+    with ThreadPoolExecutor(max_workers=len(todo), thread_name_prefix="cabling") as pool:
+        futures = {d: pool.submit(read, d) for d in todo}
+    out = {}
+    for device, future in futures.items():
+        exc = future.exception()
+        if isinstance(exc, InfraError):
+            obs.errors[device] = exc
+        elif exc is not None:
+            raise exc
+        else:
+            out[device] = future.result()
+    return out

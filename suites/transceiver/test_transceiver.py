@@ -1,0 +1,339 @@
+"""Transceiver suite: inventory (TRANSCEIVER-1), DOM (TRANSCEIVER-2), DOM stability (-3).
+
+One test result per cabled module (switch ports and host NICs), per link, or
+per device. The test plan, with the numbered steps these tests follow, is
+README.md in this folder; pass criteria are in the limits profile
+(``transceiver.*``), the qualified optics in approved-optics.yaml, vendor
+quirks in deviations.yaml.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+import allure
+import pytest
+from transceiver_lib import (
+    LANE_QUANTITIES,
+    UNITS,
+    Reading,
+    cabled_modules,
+    dom_values,
+    firmware_matches,
+    is_dark,
+    load_approved,
+    media_type_of,
+    odd_ones,
+    raised_flags,
+    read_lit,
+    read_modules,
+    warning_margin,
+)
+
+from fixtures.traffic import load_deviations, load_settings
+from labtest import plugin
+from labtest.capabilities.host import RdmaDevices
+from labtest.capabilities.switch import SwitchFacts
+from labtest.errors import InfraError
+from labtest.measure import Limit
+from labtest.parsing import to_jsonable
+
+if TYPE_CHECKING:  # names pytest must not collect
+    from labtest.capabilities.transceiver import Transceiver
+    from labtest.measure import LimitsProfile
+    from labtest.testbed.model import Link, Testbed
+
+SETTINGS = load_settings("transceiver")
+DEVIATIONS = load_deviations("transceiver")
+APPROVED = load_approved()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    tb = plugin.testbed_of(metafunc.config)
+    lab = plugin.lab_of(metafunc.config) if tb is not None else None
+    ends = cabled_modules(tb, lab) if tb is not None else []
+    if "module_end" in metafunc.fixturenames:
+        metafunc.parametrize("module_end", ends)
+    if "link" in metafunc.fixturenames:
+        links = [lk for lk in (tb.links if tb else []) if lk.a in ends and lk.b in ends]
+        metafunc.parametrize("link", links, ids=[lk.name for lk in links])
+    if "fleet_device" in metafunc.fixturenames:
+        names = _fleet(lab) if lab is not None else []
+        metafunc.parametrize("fleet_device", names)
+
+
+def _fleet(lab: Any) -> list[str]:
+    """Devices with a firmware version to compare: switches (facts) and RDMA hosts."""
+    wanted = set(lab.names(capability=SwitchFacts)) | set(lab.names(capability=RdmaDevices))
+    return [n for n in lab.testbed.devices if n in wanted]
+
+
+def _waived(check: str, device: str, testbed: Testbed) -> str | None:
+    d = DEVIATIONS.waiver(check, device, testbed)
+    return f"deviation {d.id}: {d.reason}" if d is not None else None
+
+
+@pytest.fixture(scope="module")
+def profile(limits: LimitsProfile | None) -> LimitsProfile:
+    if limits is None:
+        pytest.skip("no limits profile (--limits or the testbed's limits:)")
+    return limits
+
+
+@pytest.fixture(scope="module")
+def first_reading(lab: Any, testbed: Testbed) -> Reading:
+    """Every cabled module, read once (one command per switch)."""
+    return read_modules(lab, cabled_modules(testbed, lab), _merger(testbed))
+
+
+def _merger(testbed: Testbed) -> Any:
+    return lambda device: _waived("dom_lanes_in_one_record", device, testbed) is not None
+
+
+def _get(reading: Reading, end: str) -> Transceiver:
+    try:
+        return reading.get(end)
+    except LookupError as exc:
+        pytest.fail(str(exc))
+
+
+# --- TRANSCEIVER-1: inventory ----------------------------------------------------------------
+
+
+@pytest.mark.plan("TRANSCEIVER-1.1")
+def test_optic_approved(module_end: str, first_reading: Reading, testbed: Testbed,
+                        measure: Any) -> None:
+    device, _, port = module_end.partition(":")
+    with allure.step("TRANSCEIVER-1.1/1: read the module inventory (vendor, part number, serial)"):
+        module = _get(first_reading, module_end)
+        waived = _waived("optic_inventory", device, testbed)
+        if waived:
+            pytest.skip(f"{module_end}: not verified: {waived}")
+        allure.attach(json.dumps(_inventory(module), indent=2), name=f"inventory {module_end}",
+                      attachment_type=allure.attachment_type.JSON)
+    with allure.step("TRANSCEIVER-1.1/2: part number and vendor on the approved list"):
+        optic = APPROVED.get(module.part_number or "")
+        approved = optic is not None and optic.vendor == module.vendor
+        measure("optic_unapproved", 0 if approved else 1, key="transceiver.unapproved",
+                device=device, port=port, part_number=module.part_number or "none",
+                vendor=module.vendor or "none")
+
+
+@pytest.mark.plan("TRANSCEIVER-1.2")
+def test_optic_firmware(module_end: str, first_reading: Reading, testbed: Testbed,
+                        measure: Any) -> None:
+    device, _, port = module_end.partition(":")
+    module = _get(first_reading, module_end)
+    waived = _waived("optic_inventory", device, testbed)
+    if waived:
+        pytest.skip(f"{module_end}: not verified: {waived}")
+    if not module.firmware:
+        pytest.fail(f"{module_end}: the module reports no firmware version")
+    with allure.step("TRANSCEIVER-1.2/1: firmware is a qualified version of its part number"):
+        components = 2 if _waived("firmware_build", device, testbed) else None
+        optic = APPROVED.get(module.part_number or "")
+        if optic is None:  # an unapproved part is TRANSCEIVER-1.1's finding
+            allure.attach(f"{module.part_number}: not an approved part; no qualified firmware",
+                          name="not judged")
+        else:
+            ok = firmware_matches(module.firmware, optic.firmware, components)
+            measure("optic_firmware_unqualified", 0 if ok else 1,
+                    key="transceiver.firmware_mismatch", device=device, port=port,
+                    firmware=module.firmware, qualified="/".join(optic.firmware) or "none")
+    with allure.step("TRANSCEIVER-1.2/2: same firmware as the fleet's modules of that part"):
+        peers = _firmware_of_part(first_reading, module.part_number, testbed)
+        odd = odd_ones(peers)
+        measure("optic_firmware_differs_from_fleet", 1 if module_end in odd else 0,
+                key="transceiver.firmware_mismatch", device=device, port=port,
+                firmware=module.firmware, fleet=_most_common(peers))
+
+
+def _firmware_of_part(reading: Reading, part: str | None, testbed: Testbed) -> dict[str, str]:
+    """Firmware of every module of ``part``, cut to major.minor if any reader shows no more."""
+    members = {
+        end: m.firmware for end, m in reading.modules.items()
+        if m.part_number == part and m.firmware
+        and not _waived("optic_inventory", end.split(":", 1)[0], testbed)
+    }
+    short = any(_waived("firmware_build", end.split(":", 1)[0], testbed) for end in members)
+    return {e: ".".join(v.split(".")[:2]) if short else v for e, v in members.items() if v}
+
+
+def _most_common(values: dict[str, str]) -> str:
+    counts: dict[str, int] = {}
+    for v in values.values():
+        counts[v] = counts.get(v, 0) + 1
+    return max(counts, key=lambda v: counts[v]) if counts else "none"
+
+
+def _inventory(module: Transceiver) -> dict[str, Any]:
+    keys = ("vendor", "part_number", "serial", "firmware", "media_type", "identifier")
+    return {k: getattr(module, k) for k in keys}
+
+
+@pytest.mark.plan("TRANSCEIVER-1.3")
+def test_link_optics_match(link: Link, first_reading: Reading, measure: Any) -> None:
+    a, b = link.ends
+    with allure.step("TRANSCEIVER-1.3/1: media type of the modules at both ends"):
+        types = {str(e): media_type_of(_get(first_reading, str(e)), APPROVED) for e in (a, b)}
+        allure.attach(json.dumps(types, indent=2), name="media types",
+                      attachment_type=allure.attachment_type.JSON)
+        unknown = [e for e, t in types.items() if t is None]
+        if unknown:
+            pytest.skip(f"{link.name}: media type unknown at {', '.join(unknown)}")
+    with allure.step("TRANSCEIVER-1.3/2: both ends run the same PMD"):
+        same = types[str(a)] == types[str(b)]
+        measure("link_optic_type_mismatch", 0 if same else 1, key="transceiver.type_mismatch",
+                link=link.name, a_end=f"{a}={types[str(a)]}", b_end=f"{b}={types[str(b)]}")
+
+
+@pytest.fixture(scope="module")
+def fleet_firmware(lab: Any) -> tuple[dict[str, tuple[str, str]], dict[str, InfraError]]:
+    """``{device: (group, version)}``: switches by vendor (OS version), hosts by NIC firmware."""
+    found: dict[str, tuple[str, str]] = {}
+    errors: dict[str, InfraError] = {}
+    for name in _fleet(lab):
+        driver = lab.device(name)
+        try:
+            if isinstance(driver, SwitchFacts):
+                facts = driver.facts()
+                found[name] = (f"switch/{facts.vendor}", facts.os_version or "unknown")
+            else:
+                nic = driver.rdma_devices()[0]
+                found[name] = (f"nic/{nic.name.rstrip('0123456789_')}", nic.fw_version or "unknown")
+        except InfraError as exc:
+            errors[name] = exc
+    return found, errors
+
+
+@pytest.mark.plan("TRANSCEIVER-1.4")
+def test_device_firmware(fleet_device: str, fleet_firmware: Any, measure: Any) -> None:
+    found, errors = fleet_firmware
+    with allure.step("TRANSCEIVER-1.4/1: read the firmware of every device of the fleet"):
+        if fleet_device in errors:
+            raise errors[fleet_device]
+        group, version = found[fleet_device]
+        peers = {n: v for n, (g, v) in found.items() if g == group}
+        allure.attach(json.dumps(peers, indent=2), name=f"firmware of {group}",
+                      attachment_type=allure.attachment_type.JSON)
+    with allure.step("TRANSCEIVER-1.4/2: the same version as the rest of its group"):
+        odd = odd_ones(peers)
+        measure("device_firmware_differs_from_fleet", 1 if fleet_device in odd else 0,
+                key="transceiver.firmware_mismatch", device=fleet_device, firmware=version,
+                fleet=_most_common(peers), group=group)
+
+
+# --- TRANSCEIVER-2: DOM against thresholds and limits ------------------------------------------
+
+
+def _lit(lab: Any, testbed: Testbed, end: str, module: Transceiver) -> Transceiver:
+    retry = SETTINGS["dark_retry"]
+    return read_lit(lab, end, _merger(testbed)(end.split(":", 1)[0]), module,
+                    float(retry["timeout_s"]), float(retry["poll_s"]))
+
+
+def _profile_limit(profile: LimitsProfile, quantity: str, media: str | None) -> str | None:
+    """Key of the profile limit for a quantity: ``KEY@MEDIA`` when the profile has one."""
+    key = f"transceiver.{quantity}"
+    if media and f"{key}@{media}" in profile.limits:
+        return f"{key}@{media}"
+    return key if key in profile.limits else None
+
+
+@pytest.mark.plan("TRANSCEIVER-2.1")
+def test_dom(module_end: str, first_reading: Reading, lab: Any, testbed: Testbed,
+             profile: LimitsProfile, measure: Any) -> None:
+    device, _, port = module_end.partition(":")
+    with allure.step("TRANSCEIVER-2.1/1: read DOM (re-read while the receiver is dark)"):
+        module = _lit(lab, testbed, module_end, _get(first_reading, module_end))
+        allure.attach(json.dumps(to_jsonable(module), indent=2, default=str),
+                      name=f"DOM {module_end}", attachment_type=allure.attachment_type.JSON)
+        media = media_type_of(module, APPROVED)
+    values = dom_values(module)
+    with allure.step("TRANSCEIVER-2.1/2: every value inside the module's own warning thresholds"):
+        for v in values:
+            labels = _labels(device, port, v.lane)
+            th = v.threshold
+            if th is None or (th.low_warn is None and th.high_warn is None):
+                continue
+            band = Limit(low=th.low_warn, high=th.high_warn, unit=UNITS[v.quantity],
+                         source=f"{module_end} module's own warning thresholds (EEPROM)")
+            measure(f"{v.quantity}_in_module_band", v.value, limit=band, **labels)
+            margin = warning_margin(v.value, th)
+            if margin is not None:
+                measure(f"{v.quantity}_warning_margin", margin, unit=UNITS[v.quantity], **labels)
+    with allure.step("TRANSCEIVER-2.1/3: every value inside the profile limits"):
+        for v in values:
+            key = _profile_limit(profile, v.quantity, media)
+            if key is not None:
+                measure(v.quantity, v.value, key=key, **_labels(device, port, v.lane))
+    with allure.step("TRANSCEIVER-2.1/4: latched flags read and reported"):
+        judged, conditions = raised_flags(module)
+        allure.attach(json.dumps({"flags": module.flags, "raised": judged,
+                                  "conditions": conditions}, indent=2),
+                      name=f"flags {module_end}", attachment_type=allure.attachment_type.JSON)
+        if module.flags:
+            measure("latched_threshold_flags", len(judged), key="transceiver.threshold_flags",
+                    device=device, port=port, flags=",".join(judged) or "none",
+                    conditions=",".join(conditions) or "none")
+
+
+def _labels(device: str, port: str, lane: int | None) -> dict[str, Any]:
+    labels: dict[str, Any] = {"device": device, "port": port}
+    if lane is not None:
+        labels["lane"] = lane
+    return labels
+
+
+# --- TRANSCEIVER-3: DOM stability between two reads ----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def second_reading(first_reading: Reading, lab: Any, testbed: Testbed,
+                   profile: LimitsProfile) -> Reading:
+    """All modules again, ``transceiver.dom_interval_s`` (plus the dark re-read) later."""
+    interval_s = float(profile.get("transceiver.dom_interval_s").low or 0.0)
+    wait_s = interval_s + float(SETTINGS["dark_retry"]["timeout_s"])
+    remaining = first_reading.time_s + wait_s - time.monotonic()
+    if remaining > 0:
+        time.sleep(remaining)  # the interval is the measurement's definition, not a guess
+    return read_modules(lab, cabled_modules(testbed, lab), _merger(testbed))
+
+
+@pytest.mark.plan("TRANSCEIVER-3.1")
+def test_dom_stable(module_end: str, first_reading: Reading, second_reading: Reading,
+                    lab: Any, testbed: Testbed, measure: Any) -> None:
+    device, _, port = module_end.partition(":")
+    with allure.step("TRANSCEIVER-3.1/1: two DOM reads at least transceiver.dom_interval_s apart"):
+        before = _get(first_reading, module_end)
+        t0 = first_reading.time_s
+        if is_dark(before):
+            before, t0 = _lit(lab, testbed, module_end, before), time.monotonic()
+        after = _lit(lab, testbed, module_end, _get(second_reading, module_end))
+        measure("dom_interval", max(second_reading.time_s, t0) - t0,
+                key="transceiver.dom_interval_s", device=device, port=port)
+    with allure.step("TRANSCEIVER-3.1/2: change of temperature and Vcc"):
+        for q, key in (("temperature_c", "transceiver.temperature_change_c"),
+                       ("voltage_v", "transceiver.voltage_change_v")):
+            x0, x1 = getattr(before, q), getattr(after, q)
+            if x0 is not None and x1 is not None:
+                measure(f"{q}_change", abs(x1 - x0), key=key, device=device, port=port)
+    with allure.step("TRANSCEIVER-3.1/3: change of each lane's Tx/Rx power and laser bias"):
+        lanes0 = {lane.lane: lane for lane in before.lanes}
+        for lane1 in after.lanes:
+            lane0 = lanes0.get(lane1.lane)
+            if lane0 is None:
+                continue
+            labels = _labels(device, port, lane1.lane)
+            for q in LANE_QUANTITIES:
+                x0, x1 = getattr(lane0, q), getattr(lane1, q)
+                if x0 is None or x1 is None:
+                    continue
+                if q == "tx_bias_ma":
+                    change = abs(x1 - x0) / x0 * 100.0 if x0 else 0.0
+                    measure("tx_bias_change", change, key="transceiver.bias_change_pct", **labels)
+                else:
+                    measure(f"{q}_change", abs(x1 - x0), key="transceiver.power_change_db",
+                            **labels)

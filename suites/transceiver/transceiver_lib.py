@@ -1,0 +1,228 @@
+"""Reading and judging optics for the transceiver suite: pure helpers, no pytest.
+
+A *module* is the optic at a cabled ``device:port``: read from a switch through
+the ``Transceivers`` capability (one call per switch gives every port) or from
+a host through ``ModuleDom`` (``ethtool -m``), into the same ``Transceiver``
+record, so both are judged by the same code.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from labtest.capabilities.host import ModuleDom
+from labtest.capabilities.switch import Transceivers
+from labtest.capabilities.transceiver import LaneDom, Threshold, Transceiver
+from labtest.errors import InfraError
+from labtest.testbed.model import Testbed
+
+HERE = Path(__file__).resolve().parent
+LANE_QUANTITIES = ("tx_power_dbm", "rx_power_dbm", "tx_bias_ma")
+MODULE_QUANTITIES = ("temperature_c", "voltage_v")
+UNITS = {"tx_power_dbm": "dBm", "rx_power_dbm": "dBm", "tx_bias_ma": "mA",
+         "temperature_c": "degC", "voltage_v": "V"}
+#: flag names that are conditions (reported), not threshold crossings (judged)
+CONDITION_FLAGS = re.compile(r"^(rx_los|tx_los|rx_lol|tx_lol)(_lane\d+)?$")
+
+
+# --- approved optics -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ApprovedOptic:
+    part_number: str
+    vendor: str
+    media_type: str
+    firmware: tuple[str, ...]
+
+
+def load_approved(path: Path = HERE / "approved-optics.yaml") -> dict[str, ApprovedOptic]:
+    data = yaml.safe_load(path.read_text()) or {}
+    out = {}
+    for raw in data.get("approved") or []:
+        optic = ApprovedOptic(
+            part_number=str(raw["part_number"]),
+            vendor=str(raw["vendor"]),
+            media_type=str(raw["media_type"]),
+            firmware=tuple(str(v) for v in raw.get("firmware") or ()),
+        )
+        out[optic.part_number] = optic
+    return out
+
+
+def firmware_matches(version: str, qualified: Iterable[str], components: int | None) -> bool:
+    """``version`` is one of ``qualified``, compared on its first ``components`` parts."""
+    cut = (lambda v: ".".join(v.split(".")[:components])) if components else (lambda v: v)
+    return cut(version) in {cut(q) for q in qualified}
+
+
+def media_type_of(module: Transceiver, approved: dict[str, ApprovedOptic]) -> str | None:
+    """The PMD the module implements: as reported, else from its approved part number."""
+    if module.media_type:
+        return module.media_type
+    optic = approved.get(module.part_number or "")
+    return optic.media_type if optic else None
+
+
+# --- which modules, and reading them -------------------------------------------------------
+
+
+def cabled_modules(testbed: Testbed, lab: Any) -> list[str]:
+    """``device:port`` of every cabled port whose device can report its optic."""
+    readable = set(lab.names(capability=Transceivers)) | set(lab.names(capability=ModuleDom))
+    ends = [str(e) for lk in testbed.links for e in lk.ends if e.device in readable]
+    return list(dict.fromkeys(ends))
+
+
+def merge_lane_interfaces(found: dict[str, Transceiver], port: str) -> Transceiver | None:
+    """One module from per-lane interfaces ``EthernetX/1..n`` (the lane is the suffix)."""
+    base, sep, _ = port.rpartition("/")
+    first = found.get(port)
+    if not sep or first is None:
+        return first
+    lanes: list[LaneDom] = []
+    for name, module in found.items():
+        prefix, _, index = name.rpartition("/")
+        if prefix == base and index.isdigit() and module.serial == first.serial:
+            lanes += [replace(lane, lane=int(index)) for lane in module.lanes[:1]]
+    return replace(first, lanes=sorted(lanes, key=lambda lane: lane.lane))
+
+
+@dataclass
+class Reading:
+    """Modules of a set of ports at one moment, and the devices that could not be read."""
+
+    time_s: float
+    modules: dict[str, Transceiver] = field(default_factory=dict)  # "device:port"
+    errors: dict[str, InfraError] = field(default_factory=dict)  # device -> error
+
+    def get(self, end: str) -> Transceiver:
+        device = end.split(":", 1)[0]
+        if device in self.errors:
+            raise self.errors[device]
+        if end not in self.modules:
+            raise LookupError(f"{end}: the device reported no transceiver on this port")
+        return self.modules[end]
+
+
+def read_device(lab: Any, device: str, ports: list[str], merge_lanes: bool) -> dict[str, Any]:
+    """``{port: Transceiver}`` for ``ports`` of one device (one call on a switch)."""
+    driver = lab.device(device)
+    if isinstance(driver, Transceivers):
+        found = driver.transceivers()
+        out: dict[str, Any] = {}
+        for port in ports:
+            module = merge_lane_interfaces(found, port) if merge_lanes else found.get(port)
+            if module is not None:
+                out[port] = module
+        return out
+    return {port: driver.module_dom(port) for port in ports}
+
+
+def read_modules(lab: Any, ends: list[str], merge_lanes: Callable[[str], bool]) -> Reading:
+    """Read every module of ``ends`` at once (one thread per device)."""
+    by_device: dict[str, list[str]] = {}
+    for end in ends:
+        device, _, port = end.partition(":")
+        by_device.setdefault(device, []).append(port)
+    reading = Reading(time_s=time.monotonic())
+    with ThreadPoolExecutor(max_workers=max(len(by_device), 1),
+                            thread_name_prefix="dom-read") as pool:
+        futures = {
+            d: pool.submit(read_device, lab, d, ports, merge_lanes(d))
+            for d, ports in by_device.items()
+        }
+    for device, future in futures.items():
+        exc = future.exception()
+        if isinstance(exc, InfraError):
+            reading.errors[device] = exc
+        elif exc is not None:
+            raise exc
+        else:
+            for port, module in future.result().items():
+                reading.modules[f"{device}:{port}"] = module
+    return reading
+
+
+def is_dark(module: Transceiver) -> bool:
+    """Some lane receives less than the module's Rx low alarm (no light, or nearly)."""
+    th = module.thresholds.get("rx_power_dbm")
+    floor = th.low_alarm if th is not None and th.low_alarm is not None else -30.0
+    return any(lane.rx_power_dbm is not None and lane.rx_power_dbm < floor
+               for lane in module.lanes)
+
+
+def read_lit(lab: Any, end: str, merge_lanes: bool, first: Transceiver,
+             timeout_s: float, poll_s: float) -> Transceiver:
+    """Re-read a module that read dark until it has light again (bounded); the last read."""
+    device, _, port = end.partition(":")
+    module, deadline = first, time.monotonic() + timeout_s
+    while is_dark(module) and time.monotonic() < deadline:
+        time.sleep(poll_s)
+        module = read_device(lab, device, [port], merge_lanes).get(port, module)
+    return module
+
+
+# --- values and flags ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DomValue:
+    quantity: str
+    lane: int | None  # None for a module-level value
+    value: float
+    threshold: Threshold | None
+
+
+def dom_values(module: Transceiver) -> list[DomValue]:
+    out = []
+    for q in MODULE_QUANTITIES:
+        value = getattr(module, q)
+        if value is not None:
+            out.append(DomValue(q, None, float(value), module.thresholds.get(q)))
+    for lane in module.lanes:
+        for q in LANE_QUANTITIES:
+            value = getattr(lane, q)
+            if value is not None:
+                out.append(DomValue(q, lane.lane, float(value), module.thresholds.get(q)))
+    return out
+
+
+def warning_margin(value: float, th: Threshold) -> float | None:
+    """Distance to the nearer warning threshold (negative: outside the warning band)."""
+    sides = [x for x in (value - th.low_warn if th.low_warn is not None else None,
+                         th.high_warn - value if th.high_warn is not None else None)
+             if x is not None]
+    return min(sides) if sides else None
+
+
+def raised_flags(module: Transceiver) -> tuple[list[str], list[str]]:
+    """(threshold/fault flags that are set, condition flags such as LOS that are set)."""
+    judged, conditions = [], []
+    for name, on in sorted(module.flags.items()):
+        if on:
+            (conditions if CONDITION_FLAGS.match(name) else judged).append(name)
+    return judged, conditions
+
+
+# --- fleet consistency -----------------------------------------------------------------------
+
+
+def odd_ones(values: dict[str, str]) -> dict[str, str]:
+    """Members whose value differs from the single most common one (all, if it is a tie)."""
+    counts = Counter(values.values()).most_common()
+    if len(counts) <= 1:
+        return {}
+    if counts[0][1] == counts[1][1]:
+        return dict(values)  # no majority: nobody can be called the odd one out
+    common = counts[0][0]
+    return {k: v for k, v in values.items() if v != common}
