@@ -42,12 +42,27 @@ from labtest.capabilities.traffic import (
     Vlan,
     loss_duration_ms,
 )
-from labtest.errors import ConfigError, ProtocolError, TransportError
+from labtest.errors import ConfigError, ProtocolError, TransportError, TransportTimeout
 from labtest.testbed.model import Device, Testbed
 
 ECN_TAG = "ecn"
 CE = 3
 POLL_S = 0.2
+
+
+def _bound_requests(api: Any, timeout_s: float) -> None:
+    """snappi sends its HTTP requests with no timeout (a silent OTG server would hang
+    the run); give every request of this API object one."""
+    session = getattr(getattr(api, "_transport", None), "_session", None)
+    if session is None:
+        return
+    send = session.request
+
+    def request(method: str, url: str, **kwargs: Any) -> Any:
+        kwargs.setdefault("timeout", timeout_s)
+        return send(method, url, **kwargs)
+
+    session.request = request
 
 
 def _snappi() -> Any:
@@ -73,6 +88,8 @@ class SnappiTrafficGenerator:
         self.location = str(location)
         self._locations = dict(device.packet.interfaces) if device.packet else {}
         self._api = _snappi().api(location=self.location, verify=False)
+        self.timeout_s = float(device.vars.get("otg_timeout_s", 30.0))
+        _bound_requests(self._api, self.timeout_s)
         self._config: TrafficConfig | None = None
         self._rates_pps: dict[str, float] = {}
 
@@ -135,10 +152,13 @@ class SnappiTrafficGenerator:
         """Map snappi's errors: unreachable -> TransportError, rejected -> ProtocolError."""
         try:
             return fn()
-        except OSError as exc:
-            raise TransportError(self.name, f"{what} on {self.location}: {exc}") from exc
         except Exception as exc:
-            if type(exc).__module__.startswith(("requests", "urllib3")):
+            timed_out = type(exc).__name__ in ("ReadTimeout", "ConnectTimeout", "Timeout")
+            if timed_out or "timed out" in str(exc):
+                raise TransportTimeout(
+                    self.name, f"{what} on {self.location}: no answer within {self.timeout_s:g} s"
+                ) from exc
+            if isinstance(exc, OSError) or type(exc).__module__.startswith(("requests", "urllib3")):
                 raise TransportError(self.name, f"{what} on {self.location}: {exc}") from exc
             raise ProtocolError(self.name, f"{what} rejected by {self.location}: {exc}") from exc
 

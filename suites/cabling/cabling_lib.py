@@ -64,8 +64,9 @@ def check_plan(
     return out
 
 
-def _judge(link: str, end: str, expected: str, seen: str | None,
-           planned: dict[str, tuple[str, str]]) -> EndCheck:
+def _judge(
+    link: str, end: str, expected: str, seen: str | None, planned: dict[str, tuple[str, str]]
+) -> EndCheck:
     if seen is None:
         detail = f"{end} hears no LLDP neighbour; the plan cables it to {expected}"
         return EndCheck(link, end, expected, None, MISSING, detail)
@@ -73,19 +74,22 @@ def _judge(link: str, end: str, expected: str, seen: str | None,
         return EndCheck(link, end, expected, seen, OK, f"{end} hears {expected} as planned")
     other = planned.get(normalise(seen))
     if other is not None:
-        detail = (f"{end} hears {seen}, which the plan cables in {other[0]}; "
-                  f"expected {expected} ({link})")
+        detail = (
+            f"{end} hears {seen}, which the plan cables in {other[0]}; expected {expected} ({link})"
+        )
         return EndCheck(link, end, expected, seen, SWAPPED, detail)
     detail = f"{end} hears {seen}, which is not in the cabling plan; expected {expected}"
     return EndCheck(link, end, expected, seen, UNEXPECTED, detail)
 
 
-def unplanned_neighbours(links: Iterable[Link], heard: dict[str, str | None],
-                         device: str) -> dict[str, str]:
+def unplanned_neighbours(
+    links: Iterable[Link], heard: dict[str, str | None], device: str
+) -> dict[str, str]:
     """``{end: neighbour}`` heard on ports of ``device`` that no planned link uses."""
     ends = {normalise(str(e)) for lk in links for e in lk.ends}
     return {
-        end: seen for end, seen in heard.items()
+        end: seen
+        for end, seen in heard.items()
         if seen is not None and end.split(":", 1)[0] == device and normalise(end) not in ends
     }
 
@@ -107,8 +111,9 @@ def speed_fec_mismatches(link: Link, status: dict[str, InterfaceStatus]) -> list
     if link.speed_gbps:
         for end, speed in speeds.items():
             if speed != link.speed_gbps:
-                found.append(Mismatch("speed", f"{end} runs {speed:g}G; the plan says "
-                                               f"{link.speed_gbps:g}G"))
+                found.append(
+                    Mismatch("speed", f"{end} runs {speed:g}G; the plan says {link.speed_gbps:g}G")
+                )
     if len(set(speeds.values())) > 1:
         found.append(Mismatch("speed", " vs ".join(f"{e} {v:g}G" for e, v in speeds.items())))
     fecs = {end: s.fec.lower() for end, s in ends if s is not None and s.fec}
@@ -136,7 +141,8 @@ def _lldp(lab: Any, device: str) -> dict[str, str | None]:
     table = lab.device(device).lldp_neighbors()
     return {
         f"{device}:{port}": f"{n.remote_system}:{n.remote_port}"
-        if n.remote_system and n.remote_port else None
+        if n.remote_system and n.remote_port
+        else None
         for port, n in table.items()
     }
 
@@ -157,8 +163,11 @@ def observe(lab: Any, links: list[Link], retry_s: float, poll_s: float) -> Obser
     planned = [str(e) for lk in links for e in lk.ends if e.device in lldp]
     deadline = time.monotonic() + retry_s
     while time.monotonic() < deadline:
-        quiet = {e.split(":", 1)[0] for e in planned
-                 if obs.heard.get(e) is None and e.split(":", 1)[0] not in obs.errors}
+        quiet = {
+            e.split(":", 1)[0]
+            for e in planned
+            if obs.heard.get(e) is None and e.split(":", 1)[0] not in obs.errors
+        }
         if not quiet:
             break
         time.sleep(poll_s)

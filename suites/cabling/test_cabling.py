@@ -49,22 +49,32 @@ def observed(lab: Any, testbed: Testbed) -> Observed:
 
 
 @pytest.mark.plan("CABLING-1.1")
-def test_cable(link: Link, observed: Observed, testbed: Testbed, lab: Any,
-               measure: Any) -> None:
+def test_cable(link: Link, observed: Observed, testbed: Testbed, lab: Any, measure: Any) -> None:
     with allure.step("CABLING-1.1/1: read the LLDP neighbours at both ends"):
         lldp = set(lab.names(capability=Lldp))
         ends = [e for e in link.ends if e.device in lldp]
         observed.raise_for(*(e.device for e in ends))
     with allure.step("CABLING-1.1/2: compare each end's neighbour with the cabling plan"):
         report = check_plan(testbed.links, observed.heard, lldp)
-        allure.attach(json.dumps(_summary(report), indent=2), name="cabling report",
-                      attachment_type=allure.attachment_type.JSON)
+        allure.attach(
+            json.dumps(_summary(report), indent=2),
+            name="cabling report",
+            attachment_type=allure.attachment_type.JSON,
+        )
         for check in report[link.name]:
             device, _, port = check.end.partition(":")
-            measure("neighbour_mismatch", 0 if check.status == OK else 1,
-                    key="cabling.neighbour_mismatch", device=device, port=port, link=link.name,
-                    status=check.status, expected=check.expected, seen=check.seen or "nobody",
-                    detail=check.detail)
+            measure(
+                "neighbour_mismatch",
+                0 if check.status == OK else 1,
+                key="cabling.neighbour_mismatch",
+                device=device,
+                port=port,
+                link=link.name,
+                status=check.status,
+                expected=check.expected,
+                seen=check.seen or "nobody",
+                detail=check.detail,
+            )
 
 
 def _summary(report: dict[str, list[Any]]) -> dict[str, list[str]]:
@@ -78,15 +88,20 @@ def _summary(report: dict[str, list[Any]]) -> dict[str, list[str]]:
 
 
 @pytest.mark.plan("CABLING-1.2")
-def test_unplanned_neighbours(lldp_device: str, observed: Observed, testbed: Testbed,
-                              measure: Any) -> None:
+def test_unplanned_neighbours(
+    lldp_device: str, observed: Observed, testbed: Testbed, measure: Any
+) -> None:
     with allure.step("CABLING-1.2/1: read the LLDP neighbours of every port of the device"):
         observed.raise_for(lldp_device)
     with allure.step("CABLING-1.2/2: neighbours on ports the plan does not use"):
         extra = unplanned_neighbours(testbed.links, observed.heard, lldp_device)
-        measure("unplanned_neighbours", len(extra), key="cabling.neighbour_mismatch",
-                device=lldp_device,
-                seen=", ".join(f"{end} hears {n}" for end, n in sorted(extra.items())) or "none")
+        measure(
+            "unplanned_neighbours",
+            len(extra),
+            key="cabling.neighbour_mismatch",
+            device=lldp_device,
+            seen=", ".join(f"{end} hears {n}" for end, n in sorted(extra.items())) or "none",
+        )
 
 
 @pytest.mark.plan("CABLING-2.1")
@@ -98,12 +113,22 @@ def test_speed_fec(link: Link, observed: Observed, lab: Any, measure: Any) -> No
             pytest.skip(f"{link.name}: no end reports its interface status")
         observed.raise_for(*(e.device for e in ends))
         found = {str(e): observed.status.get(str(e)) for e in ends}
-        allure.attach(json.dumps({e: s and {"speed_gbps": s.speed_gbps, "fec": s.fec}
-                                  for e, s in found.items()}, indent=2),
-                      name="speed and FEC", attachment_type=allure.attachment_type.JSON)
+        allure.attach(
+            json.dumps(
+                {e: s and {"speed_gbps": s.speed_gbps, "fec": s.fec} for e, s in found.items()},
+                indent=2,
+            ),
+            name="speed and FEC",
+            attachment_type=allure.attachment_type.JSON,
+        )
     with allure.step("CABLING-2.1/2: the same speed (and the plan's) and FEC at both ends"):
         problems = speed_fec_mismatches(link, observed.status)
         for what, key in (("speed", "cabling.speed_mismatch"), ("fec", "cabling.fec_mismatch")):
             hits = [p.detail for p in problems if p.what == what]
-            measure(f"{what}_mismatch", len(hits), key=key, link=link.name,
-                    detail="; ".join(hits) or "none")
+            measure(
+                f"{what}_mismatch",
+                len(hits),
+                key=key,
+                link=link.name,
+                detail="; ".join(hits) or "none",
+            )

@@ -15,7 +15,6 @@ import pytest
 from fixtures.traffic import (
     FabricView,
     PortDelta,
-    busy_window,
     counter_delta,
     fabric_deltas,
     fraction,
@@ -24,8 +23,6 @@ from fixtures.traffic import (
     load_settings,
     poll_until,
     run_bandwidth_pairs,
-    run_sampled,
-    window_rates,
 )
 from labtest import plugin
 from labtest.capabilities.host import PerftestSpec
@@ -196,33 +193,17 @@ def _leaf_port(view: FabricView, host: str) -> str:
     return f"{att.switch}:{att.switch_port}"
 
 
-def _sampled_pairs(
-    view: FabricView, pairs: list[tuple[str, str]], spec: PerftestSpec, watch: list[str]
-) -> tuple[list[Any], list[Any], dict[str, float]]:
-    """Run the pairs together while sampling the packets the ``watch`` hosts send (rx of
-    their leaf ports); return the outcomes, the samples and each host's packet rate over
-    the window in which all of them were sending at once.
-
-    Judging that window, not the totals, keeps the senders' start and stop edges
-    (a client that connected late, a run that ended early) out of the fairness figures.
-    If the hosts never sent together, the run proves nothing: that is reported broken.
-    """
-    ports = {h: _leaf_port(view, h) for h in watch}
-    outcomes, samples = run_sampled(
-        lambda: run_bandwidth_pairs(view.lab, pairs, spec),
-        view.port_sampler(ports.values()),
-        interval_s=float(SETTINGS["sample_interval_s"]),
-    )
-    window = busy_window(samples, ports.values())
-    if window is None:
-        failed = [o for o in outcomes if o.error]
-        if failed:  # a data-plane failure explains it: judged by the caller, not broken
-            return outcomes, samples, {h: 0.0 for h in watch}
-        raise InfraError(
-            ",".join(watch), "the senders never sent at the same time: no concurrent window"
-        )
-    rates = window_rates(samples, window)
-    return outcomes, samples, {h: rates.get(p, 0.0) for h, p in ports.items()}
+def _sent_packets(view: FabricView, deltas: dict[str, PortDelta], hosts: list[str]) -> dict:
+    """Packets each host put on the wire: rx packets of its leaf port (every switch counts
+    packets; the hosts' frames are alike, so packets compare like bytes)."""
+    out: dict[str, float] = {}
+    for h in hosts:
+        d = deltas.get(_leaf_port(view, h))
+        amount = d.rx_amount() if d is not None else None
+        if amount is None:
+            raise InfraError(view.attachment[h].switch, f"no rx packet counter on {h}'s port")
+        out[h] = amount
+    return out
 
 
 @pytest.mark.plan("CONG-1.1")
@@ -238,11 +219,9 @@ def test_incast(receiver: str, fabric_view: FabricView, measure: Any) -> None:
         hosts_before = view.snapshot_hosts(everyone)
     with allure.step(
         f"CONG-1.1/2: {len(senders)}:1 incast into {receiver}, ib_write_bw -q {spec.qps} "
-        f"-s {spec.size_bytes} -D {spec.duration_s} from every sender at once, sampling "
-        "each sender's leaf port"
+        f"-s {spec.size_bytes} -D {spec.duration_s} from every sender at once"
     ):
-        pairs = [(s, receiver) for s in senders]
-        outcomes, _, pps = _sampled_pairs(view, pairs, spec, senders)
+        outcomes = run_bandwidth_pairs(view.lab, [(s, receiver) for s in senders], spec)
     with allure.step("CONG-1.1/3: switch and host counters after the incast"):
         after = view.snapshot_switches(pfc=True)
         hosts_after = view.snapshot_hosts(everyone)
@@ -264,10 +243,11 @@ def test_incast(receiver: str, fabric_view: FabricView, measure: Any) -> None:
         _judge_ecn(measure, view, deltas, receiver, hosts_before, hosts_after, senders)
     with allure.step("CONG-1.1/7: per-sender fairness (Jain) and aggregate goodput"):
         goodput = sum(o.bw_gbps for o in outcomes)
-        total = sum(pps.values())
-        share = {h: fraction(v, total) for h, v in pps.items()}
+        sent = _sent_packets(view, deltas, senders)
+        total = sum(sent.values())
+        share = {h: fraction(v, total) for h, v in sent.items()}
         rates = {h: goodput * x for h, x in share.items()}  # the aggregate, split as sent
-        attach_json("sender shares while all were sending (leaf port rx packets)", share)
+        attach_json("sender shares of the incast (leaf port rx packets)", share)
         slowest = min(share, key=share.__getitem__)
         measure(
             "congestion.jain_fairness_index",
@@ -342,13 +322,18 @@ def test_victim_flow(fabric_view: FabricView, measure: Any) -> None:
     receiver, senders, victim = setup
     spec = _spec("victim")
     with allure.step(f"CONG-1.2/1: the victim {victim[0]}->{victim[1]} alone: its baseline"):
-        (alone,), _, base = _sampled_pairs(view, [victim], spec, [victim[0]])
+        before = view.snapshot_switches()
+        (alone,) = run_bandwidth_pairs(view.lab, [victim], spec)
+        base = _sent_packets(view, fabric_deltas(before, view.snapshot_switches()), [victim[0]])
     with allure.step(
         f"CONG-1.2/2: the victim again, beside a {len(senders)}:1 incast into {receiver}"
     ):
+        before = view.snapshot_switches()
         pairs = [victim, *[(s, receiver) for s in senders]]
-        outcomes, _, during = _sampled_pairs(view, pairs, spec, [victim[0], *senders])
-    with allure.step("CONG-1.2/3: the victim's rate beside the incast against its baseline"):
+        outcomes = run_bandwidth_pairs(view.lab, pairs, spec)
+        during = _sent_packets(view, fabric_deltas(before, view.snapshot_switches()), [victim[0]])
+    with allure.step("CONG-1.2/3: the victim's packets beside the incast against its baseline"):
+        # both runs last the same -D seconds, so the packet ratio is the rate ratio
         measure(
             "congestion.victim_rate_fraction",
             fraction(during[victim[0]], base[victim[0]]),

@@ -103,27 +103,38 @@ def _get(reading: Reading, end: str) -> Transceiver:
 
 
 @pytest.mark.plan("TRANSCEIVER-1.1")
-def test_optic_approved(module_end: str, first_reading: Reading, testbed: Testbed,
-                        measure: Any) -> None:
+def test_optic_approved(
+    module_end: str, first_reading: Reading, testbed: Testbed, measure: Any
+) -> None:
     device, _, port = module_end.partition(":")
     with allure.step("TRANSCEIVER-1.1/1: read the module inventory (vendor, part number, serial)"):
         module = _get(first_reading, module_end)
         waived = _waived("optic_inventory", device, testbed)
         if waived:
             pytest.skip(f"{module_end}: not verified: {waived}")
-        allure.attach(json.dumps(_inventory(module), indent=2), name=f"inventory {module_end}",
-                      attachment_type=allure.attachment_type.JSON)
+        allure.attach(
+            json.dumps(_inventory(module), indent=2),
+            name=f"inventory {module_end}",
+            attachment_type=allure.attachment_type.JSON,
+        )
     with allure.step("TRANSCEIVER-1.1/2: part number and vendor on the approved list"):
         optic = APPROVED.get(module.part_number or "")
         approved = optic is not None and optic.vendor == module.vendor
-        measure("optic_unapproved", 0 if approved else 1, key="transceiver.unapproved",
-                device=device, port=port, part_number=module.part_number or "none",
-                vendor=module.vendor or "none")
+        measure(
+            "optic_unapproved",
+            0 if approved else 1,
+            key="transceiver.unapproved",
+            device=device,
+            port=port,
+            part_number=module.part_number or "none",
+            vendor=module.vendor or "none",
+        )
 
 
 @pytest.mark.plan("TRANSCEIVER-1.2")
-def test_optic_firmware(module_end: str, first_reading: Reading, testbed: Testbed,
-                        measure: Any) -> None:
+def test_optic_firmware(
+    module_end: str, first_reading: Reading, testbed: Testbed, measure: Any
+) -> None:
     device, _, port = module_end.partition(":")
     module = _get(first_reading, module_end)
     waived = _waived("optic_inventory", device, testbed)
@@ -135,26 +146,42 @@ def test_optic_firmware(module_end: str, first_reading: Reading, testbed: Testbe
         components = 2 if _waived("firmware_build", device, testbed) else None
         optic = APPROVED.get(module.part_number or "")
         if optic is None:  # an unapproved part is TRANSCEIVER-1.1's finding
-            allure.attach(f"{module.part_number}: not an approved part; no qualified firmware",
-                          name="not judged")
+            allure.attach(
+                f"{module.part_number}: not an approved part; no qualified firmware",
+                name="not judged",
+            )
         else:
             ok = firmware_matches(module.firmware, optic.firmware, components)
-            measure("optic_firmware_unqualified", 0 if ok else 1,
-                    key="transceiver.firmware_mismatch", device=device, port=port,
-                    firmware=module.firmware, qualified="/".join(optic.firmware) or "none")
+            measure(
+                "optic_firmware_unqualified",
+                0 if ok else 1,
+                key="transceiver.firmware_mismatch",
+                device=device,
+                port=port,
+                firmware=module.firmware,
+                qualified="/".join(optic.firmware) or "none",
+            )
     with allure.step("TRANSCEIVER-1.2/2: same firmware as the fleet's modules of that part"):
         peers = _firmware_of_part(first_reading, module.part_number, testbed)
         odd = odd_ones(peers)
-        measure("optic_firmware_differs_from_fleet", 1 if module_end in odd else 0,
-                key="transceiver.firmware_mismatch", device=device, port=port,
-                firmware=module.firmware, fleet=_most_common(peers))
+        measure(
+            "optic_firmware_differs_from_fleet",
+            1 if module_end in odd else 0,
+            key="transceiver.firmware_mismatch",
+            device=device,
+            port=port,
+            firmware=module.firmware,
+            fleet=_most_common(peers),
+        )
 
 
 def _firmware_of_part(reading: Reading, part: str | None, testbed: Testbed) -> dict[str, str]:
     """Firmware of every module of ``part``, cut to major.minor if any reader shows no more."""
     members = {
-        end: m.firmware for end, m in reading.modules.items()
-        if m.part_number == part and m.firmware
+        end: m.firmware
+        for end, m in reading.modules.items()
+        if m.part_number == part
+        and m.firmware
         and not _waived("optic_inventory", end.split(":", 1)[0], testbed)
     }
     short = any(_waived("firmware_build", end.split(":", 1)[0], testbed) for end in members)
@@ -178,15 +205,24 @@ def test_link_optics_match(link: Link, first_reading: Reading, measure: Any) -> 
     a, b = link.ends
     with allure.step("TRANSCEIVER-1.3/1: media type of the modules at both ends"):
         types = {str(e): media_type_of(_get(first_reading, str(e)), APPROVED) for e in (a, b)}
-        allure.attach(json.dumps(types, indent=2), name="media types",
-                      attachment_type=allure.attachment_type.JSON)
+        allure.attach(
+            json.dumps(types, indent=2),
+            name="media types",
+            attachment_type=allure.attachment_type.JSON,
+        )
         unknown = [e for e, t in types.items() if t is None]
         if unknown:
             pytest.skip(f"{link.name}: media type unknown at {', '.join(unknown)}")
     with allure.step("TRANSCEIVER-1.3/2: both ends run the same PMD"):
         same = types[str(a)] == types[str(b)]
-        measure("link_optic_type_mismatch", 0 if same else 1, key="transceiver.type_mismatch",
-                link=link.name, a_end=f"{a}={types[str(a)]}", b_end=f"{b}={types[str(b)]}")
+        measure(
+            "link_optic_type_mismatch",
+            0 if same else 1,
+            key="transceiver.type_mismatch",
+            link=link.name,
+            a_end=f"{a}={types[str(a)]}",
+            b_end=f"{b}={types[str(b)]}",
+        )
 
 
 @pytest.fixture(scope="module")
@@ -216,13 +252,22 @@ def test_device_firmware(fleet_device: str, fleet_firmware: Any, measure: Any) -
             raise errors[fleet_device]
         group, version = found[fleet_device]
         peers = {n: v for n, (g, v) in found.items() if g == group}
-        allure.attach(json.dumps(peers, indent=2), name=f"firmware of {group}",
-                      attachment_type=allure.attachment_type.JSON)
+        allure.attach(
+            json.dumps(peers, indent=2),
+            name=f"firmware of {group}",
+            attachment_type=allure.attachment_type.JSON,
+        )
     with allure.step("TRANSCEIVER-1.4/2: the same version as the rest of its group"):
         odd = odd_ones(peers)
-        measure("device_firmware_differs_from_fleet", 1 if fleet_device in odd else 0,
-                key="transceiver.firmware_mismatch", device=fleet_device, firmware=version,
-                fleet=_most_common(peers), group=group)
+        measure(
+            "device_firmware_differs_from_fleet",
+            1 if fleet_device in odd else 0,
+            key="transceiver.firmware_mismatch",
+            device=fleet_device,
+            firmware=version,
+            fleet=_most_common(peers),
+            group=group,
+        )
 
 
 # --- TRANSCEIVER-2: DOM against thresholds and limits ------------------------------------------
@@ -230,8 +275,14 @@ def test_device_firmware(fleet_device: str, fleet_firmware: Any, measure: Any) -
 
 def _lit(lab: Any, testbed: Testbed, end: str, module: Transceiver) -> Transceiver:
     retry = SETTINGS["dark_retry"]
-    return read_lit(lab, end, _merger(testbed)(end.split(":", 1)[0]), module,
-                    float(retry["timeout_s"]), float(retry["poll_s"]))
+    return read_lit(
+        lab,
+        end,
+        _merger(testbed)(end.split(":", 1)[0]),
+        module,
+        float(retry["timeout_s"]),
+        float(retry["poll_s"]),
+    )
 
 
 def _profile_limit(profile: LimitsProfile, quantity: str, media: str | None) -> str | None:
@@ -243,13 +294,22 @@ def _profile_limit(profile: LimitsProfile, quantity: str, media: str | None) -> 
 
 
 @pytest.mark.plan("TRANSCEIVER-2.1")
-def test_dom(module_end: str, first_reading: Reading, lab: Any, testbed: Testbed,
-             profile: LimitsProfile, measure: Any) -> None:
+def test_dom(
+    module_end: str,
+    first_reading: Reading,
+    lab: Any,
+    testbed: Testbed,
+    profile: LimitsProfile,
+    measure: Any,
+) -> None:
     device, _, port = module_end.partition(":")
     with allure.step("TRANSCEIVER-2.1/1: read DOM (re-read while the receiver is dark)"):
         module = _lit(lab, testbed, module_end, _get(first_reading, module_end))
-        allure.attach(json.dumps(to_jsonable(module), indent=2, default=str),
-                      name=f"DOM {module_end}", attachment_type=allure.attachment_type.JSON)
+        allure.attach(
+            json.dumps(to_jsonable(module), indent=2, default=str),
+            name=f"DOM {module_end}",
+            attachment_type=allure.attachment_type.JSON,
+        )
         media = media_type_of(module, APPROVED)
     values = dom_values(module)
     with allure.step("TRANSCEIVER-2.1/2: every value inside the module's own warning thresholds"):
@@ -258,8 +318,12 @@ def test_dom(module_end: str, first_reading: Reading, lab: Any, testbed: Testbed
             th = v.threshold
             if th is None or (th.low_warn is None and th.high_warn is None):
                 continue
-            band = Limit(low=th.low_warn, high=th.high_warn, unit=UNITS[v.quantity],
-                         source=f"{module_end} module's own warning thresholds (EEPROM)")
+            band = Limit(
+                low=th.low_warn,
+                high=th.high_warn,
+                unit=UNITS[v.quantity],
+                source=f"{module_end} module's own warning thresholds (EEPROM)",
+            )
             measure(f"{v.quantity}_in_module_band", v.value, limit=band, **labels)
             margin = warning_margin(v.value, th)
             if margin is not None:
@@ -271,13 +335,23 @@ def test_dom(module_end: str, first_reading: Reading, lab: Any, testbed: Testbed
                 measure(v.quantity, v.value, key=key, **_labels(device, port, v.lane))
     with allure.step("TRANSCEIVER-2.1/4: latched flags read and reported"):
         judged, conditions = raised_flags(module)
-        allure.attach(json.dumps({"flags": module.flags, "raised": judged,
-                                  "conditions": conditions}, indent=2),
-                      name=f"flags {module_end}", attachment_type=allure.attachment_type.JSON)
+        allure.attach(
+            json.dumps(
+                {"flags": module.flags, "raised": judged, "conditions": conditions}, indent=2
+            ),
+            name=f"flags {module_end}",
+            attachment_type=allure.attachment_type.JSON,
+        )
         if module.flags:
-            measure("latched_threshold_flags", len(judged), key="transceiver.threshold_flags",
-                    device=device, port=port, flags=",".join(judged) or "none",
-                    conditions=",".join(conditions) or "none")
+            measure(
+                "latched_threshold_flags",
+                len(judged),
+                key="transceiver.threshold_flags",
+                device=device,
+                port=port,
+                flags=",".join(judged) or "none",
+                conditions=",".join(conditions) or "none",
+            )
 
 
 def _labels(device: str, port: str, lane: int | None) -> dict[str, Any]:
@@ -291,8 +365,9 @@ def _labels(device: str, port: str, lane: int | None) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def second_reading(first_reading: Reading, lab: Any, testbed: Testbed,
-                   profile: LimitsProfile) -> Reading:
+def second_reading(
+    first_reading: Reading, lab: Any, testbed: Testbed, profile: LimitsProfile
+) -> Reading:
     """All modules again, ``transceiver.dom_interval_s`` (plus the dark re-read) later."""
     interval_s = float(profile.get("transceiver.dom_interval_s").low or 0.0)
     wait_s = interval_s + float(SETTINGS["dark_retry"]["timeout_s"])
@@ -303,8 +378,14 @@ def second_reading(first_reading: Reading, lab: Any, testbed: Testbed,
 
 
 @pytest.mark.plan("TRANSCEIVER-3.1")
-def test_dom_stable(module_end: str, first_reading: Reading, second_reading: Reading,
-                    lab: Any, testbed: Testbed, measure: Any) -> None:
+def test_dom_stable(
+    module_end: str,
+    first_reading: Reading,
+    second_reading: Reading,
+    lab: Any,
+    testbed: Testbed,
+    measure: Any,
+) -> None:
     device, _, port = module_end.partition(":")
     with allure.step("TRANSCEIVER-3.1/1: two DOM reads at least transceiver.dom_interval_s apart"):
         before = _get(first_reading, module_end)
@@ -312,11 +393,18 @@ def test_dom_stable(module_end: str, first_reading: Reading, second_reading: Rea
         if is_dark(before):
             before, t0 = _lit(lab, testbed, module_end, before), time.monotonic()
         after = _lit(lab, testbed, module_end, _get(second_reading, module_end))
-        measure("dom_interval", max(second_reading.time_s, t0) - t0,
-                key="transceiver.dom_interval_s", device=device, port=port)
+        measure(
+            "dom_interval",
+            max(second_reading.time_s, t0) - t0,
+            key="transceiver.dom_interval_s",
+            device=device,
+            port=port,
+        )
     with allure.step("TRANSCEIVER-3.1/2: change of temperature and Vcc"):
-        for q, key in (("temperature_c", "transceiver.temperature_change_c"),
-                       ("voltage_v", "transceiver.voltage_change_v")):
+        for q, key in (
+            ("temperature_c", "transceiver.temperature_change_c"),
+            ("voltage_v", "transceiver.voltage_change_v"),
+        ):
             x0, x1 = getattr(before, q), getattr(after, q)
             if x0 is not None and x1 is not None:
                 measure(f"{q}_change", abs(x1 - x0), key=key, device=device, port=port)
@@ -335,5 +423,6 @@ def test_dom_stable(module_end: str, first_reading: Reading, second_reading: Rea
                     change = abs(x1 - x0) / x0 * 100.0 if x0 else 0.0
                     measure("tx_bias_change", change, key="transceiver.bias_change_pct", **labels)
                 else:
-                    measure(f"{q}_change", abs(x1 - x0), key="transceiver.power_change_db",
-                            **labels)
+                    measure(
+                        f"{q}_change", abs(x1 - x0), key="transceiver.power_change_db", **labels
+                    )

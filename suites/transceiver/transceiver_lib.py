@@ -28,8 +28,13 @@ from labtest.testbed.model import Testbed
 HERE = Path(__file__).resolve().parent
 LANE_QUANTITIES = ("tx_power_dbm", "rx_power_dbm", "tx_bias_ma")
 MODULE_QUANTITIES = ("temperature_c", "voltage_v")
-UNITS = {"tx_power_dbm": "dBm", "rx_power_dbm": "dBm", "tx_bias_ma": "mA",
-         "temperature_c": "degC", "voltage_v": "V"}
+UNITS = {
+    "tx_power_dbm": "dBm",
+    "rx_power_dbm": "dBm",
+    "tx_bias_ma": "mA",
+    "temperature_c": "degC",
+    "voltage_v": "V",
+}
 #: flag names that are conditions (reported), not threshold crossings (judged)
 CONDITION_FLAGS = re.compile(r"^(rx_los|tx_los|rx_lol|tx_lol)(_lane\d+)?$")
 
@@ -135,8 +140,9 @@ def read_modules(lab: Any, ends: list[str], merge_lanes: Callable[[str], bool]) 
         device, _, port = end.partition(":")
         by_device.setdefault(device, []).append(port)
     reading = Reading(time_s=time.monotonic())
-    with ThreadPoolExecutor(max_workers=max(len(by_device), 1),
-                            thread_name_prefix="dom-read") as pool:
+    with ThreadPoolExecutor(
+        max_workers=max(len(by_device), 1), thread_name_prefix="dom-read"
+    ) as pool:
         futures = {
             d: pool.submit(read_device, lab, d, ports, merge_lanes(d))
             for d, ports in by_device.items()
@@ -157,12 +163,12 @@ def is_dark(module: Transceiver) -> bool:
     """Some lane receives less than the module's Rx low alarm (no light, or nearly)."""
     th = module.thresholds.get("rx_power_dbm")
     floor = th.low_alarm if th is not None and th.low_alarm is not None else -30.0
-    return any(lane.rx_power_dbm is not None and lane.rx_power_dbm < floor
-               for lane in module.lanes)
+    return any(lane.rx_power_dbm is not None and lane.rx_power_dbm < floor for lane in module.lanes)
 
 
-def read_lit(lab: Any, end: str, merge_lanes: bool, first: Transceiver,
-             timeout_s: float, poll_s: float) -> Transceiver:
+def read_lit(
+    lab: Any, end: str, merge_lanes: bool, first: Transceiver, timeout_s: float, poll_s: float
+) -> Transceiver:
     """Re-read a module that read dark until it has light again (bounded); the last read."""
     device, _, port = end.partition(":")
     module, deadline = first, time.monotonic() + timeout_s
@@ -199,9 +205,14 @@ def dom_values(module: Transceiver) -> list[DomValue]:
 
 def warning_margin(value: float, th: Threshold) -> float | None:
     """Distance to the nearer warning threshold (negative: outside the warning band)."""
-    sides = [x for x in (value - th.low_warn if th.low_warn is not None else None,
-                         th.high_warn - value if th.high_warn is not None else None)
-             if x is not None]
+    sides = [
+        x
+        for x in (
+            value - th.low_warn if th.low_warn is not None else None,
+            th.high_warn - value if th.high_warn is not None else None,
+        )
+        if x is not None
+    ]
     return min(sides) if sides else None
 
 

@@ -17,7 +17,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 from burnin_helpers import station_variant
 
 from labtest.burnin import analyse, open_store
@@ -89,13 +88,10 @@ def test_sigkill_and_resume_keep_the_schedule(tmp_path: Path) -> None:
     proc = _burnin(str(station), "--emulate", "--db", str(db), out=tmp_path)
     kills = 0
     try:
-        killed = _kill_midway(proc, db, rng)
-        run_id = _run_id(db)
-        while killed and kills < KILLS:
+        run_id = ""
+        while kills < KILLS and _kill_midway(proc, db, rng):
             kills += 1
-            proc = _burnin("--resume", run_id, "--db", str(db), out=tmp_path)
-            killed = _kill_midway(proc, db, rng)
-        if killed:
+            run_id = run_id or _run_id(db)
             proc = _burnin("--resume", run_id, "--db", str(db), out=tmp_path)
         assert proc.wait(timeout=RUN_TIMEOUT_S) == 0, _logs(tmp_path)
     finally:
@@ -103,6 +99,7 @@ def test_sigkill_and_resume_keep_the_schedule(tmp_path: Path) -> None:
             proc.kill()
             proc.wait(timeout=10)
     assert kills >= 3, f"only {kills} kills landed mid-run; the run is too short"
+    run_id = run_id or _run_id(db)
 
     store = open_store(db)
     run = store.run(run_id)
@@ -156,5 +153,3 @@ def _monitor_of(metric: str) -> str:
 def _logs(path: Path) -> str:
     return "\n".join(p.read_text(errors="replace")[-2000:] for p in sorted(path.glob("log-*")))
 
-
-pytestmark = pytest.mark.timeout(300) if hasattr(pytest.mark, "timeout") else []

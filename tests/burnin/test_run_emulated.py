@@ -4,7 +4,6 @@ with three slow faults: each fails exactly its unit, with the figure in the reas
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from burnin_helpers import MINI_STATION

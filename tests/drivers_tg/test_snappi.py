@@ -196,3 +196,34 @@ def test_unreachable_server_is_a_transport_error() -> None:
     ate = driver_for(f"http://127.0.0.1:{port}")
     with pytest.raises(TransportError, match="set_config"):
         ate.set_config(tr.TrafficConfig(ports=PORTS, flows=[ipv4_flow()]))
+
+
+def test_silent_otg_server_times_out_instead_of_hanging(tmp_path) -> None:
+    import socket
+    import time
+
+    from labtest.errors import TransportTimeout
+    from labtest.testbed.model import Device, PacketSettings
+    from labtest.testbed.model import Testbed as TestbedModel
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)  # accepts the connection, never answers
+    port = listener.getsockname()[1]
+    device = Device(
+        role="tg",
+        driver="snappi-tg",
+        packet=PacketSettings(interfaces={"p1": "p1"}),
+        vars={"otg_location": f"http://127.0.0.1:{port}", "otg_timeout_s": 0.5},
+    )
+    tb = TestbedModel(name="t", devices={"tg1": device})
+    from drivers.tg.snappi_tg import SnappiTrafficGenerator
+
+    tg = SnappiTrafficGenerator("tg1", device, tb)
+    start = time.monotonic()
+    try:
+        with pytest.raises(TransportTimeout):
+            tg._call("get_config", lambda: tg._api.get_config())
+    finally:
+        listener.close()
+    assert time.monotonic() - start < 5
