@@ -98,7 +98,8 @@ def _emulate(args: argparse.Namespace) -> int:
 
 def _print_summary(lab: Any, path: Path) -> None:
     tb = lab.emulated_testbed()
-    print(f"emulated lab {tb.name!r} is up; testbed: {path}", flush=True)
+    took = f" in {lab.start_s:.1f} s" if getattr(lab, "start_s", None) else ""
+    print(f"emulated lab {tb.name!r} is up{took}; testbed: {path}", flush=True)
     for name, device in tb.devices.items():
         if name in lab.skipped:
             print(f"  {name:<10} not emulated: {lab.skipped[name]}")
@@ -110,8 +111,11 @@ def _print_summary(lab: Any, path: Path) -> None:
                 f"ssh -p {device.ssh.port} {device.ssh.username}@127.0.0.1 (password {pw})"
             )
         if device.snmp:
-            parts.append(f"snmp udp:127.0.0.1:{device.snmp.port}")
+            community = device.snmp.community.get_secret_value() if device.snmp.community else ""
+            parts.append(f"snmp udp:127.0.0.1:{device.snmp.port} (v2c community {community})")
         if device.visa:
             parts.append(f"visa {device.visa.resource}")
+        if "otg_location" in device.vars:
+            parts.append(f"otg {device.vars['otg_location']}")
         print(f"  {name:<10} " + "; ".join(parts))
     print("Ctrl-C stops the lab.", flush=True)

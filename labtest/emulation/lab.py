@@ -12,7 +12,9 @@ from __future__ import annotations
 import importlib
 import logging
 import secrets as pysecrets
+import shutil
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,11 +108,14 @@ class EmulatedLab:
     faults: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
     fabric: Fabric = field(init=False)
     skipped: dict[str, str] = field(default_factory=dict, init=False)
+    start_s: float = field(default=0.0, init=False)  # how long start() took
+    _own_workdir: bool = field(default=False, init=False)  # made by us: removed on stop
     _devices: dict[str, _Device] = field(default_factory=dict, init=False)
     _watch: threading.Thread | None = field(default=None, init=False)
     _stop: threading.Event = field(default_factory=threading.Event, init=False)
 
     def start(self) -> Testbed:
+        began = time.monotonic()
         self.fabric = Fabric(self.testbed, time_scale=self.time_scale, realtime=True)
         for kind, target, params in self.faults:
             self.fabric.inject(kind, target, **params)
@@ -123,6 +128,7 @@ class EmulatedLab:
         self._stop.clear()
         self._watch = threading.Thread(target=self._watch_reachability, daemon=True)
         self._watch.start()
+        self.start_s = time.monotonic() - began
         return self.emulated_testbed()
 
     def _start_device(self, name: str, device: Device) -> None:
@@ -232,6 +238,7 @@ class EmulatedLab:
             import tempfile
 
             self.workdir = Path(tempfile.mkdtemp(prefix="labtest-emulate-"))
+            self._own_workdir = True
         self.workdir.mkdir(parents=True, exist_ok=True)
         return self.workdir
 
@@ -274,6 +281,8 @@ class EmulatedLab:
             if dev.served.stop is not None:
                 dev.served.stop()
         self._devices.clear()
+        if self._own_workdir and self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)  # keys and generated secrets
 
     def __enter__(self) -> Testbed:
         return self.start()

@@ -133,13 +133,16 @@ def read_device(lab: Any, device: str, ports: list[str], merge_lanes: bool) -> d
     return {port: driver.module_dom(port) for port in ports}
 
 
-def read_modules(lab: Any, ends: list[str], merge_lanes: Callable[[str], bool]) -> Reading:
-    """Read every module of ``ends`` at once (one thread per device)."""
+def read_modules(lab: Any, ends: list[str], merge_lanes: Callable[[str], bool],
+                 broken: dict[str, InfraError] | None = None) -> Reading:
+    """Read every module of ``ends`` at once (one thread per device); devices already
+    ``broken`` keep their error instead of being asked again (no second timeout)."""
     by_device: dict[str, list[str]] = {}
     for end in ends:
         device, _, port = end.partition(":")
         by_device.setdefault(device, []).append(port)
-    reading = Reading(time_s=time.monotonic())
+    reading = Reading(time_s=time.monotonic(), errors=dict(broken or {}))
+    by_device = {d: ports for d, ports in by_device.items() if d not in reading.errors}
     with ThreadPoolExecutor(
         max_workers=max(len(by_device), 1), thread_name_prefix="dom-read"
     ) as pool:

@@ -1,0 +1,276 @@
+"""Fabric-wide queries: ask every device the same thing at once, keep what answered.
+
+Checking every optic of a thousand switches one switch at a time takes hours;
+asked concurrently it takes as long as the slowest switch. :func:`sweep` runs
+one function per device on a bounded pool of threads and returns a
+:class:`SweepResult` with the answers (``ok``) and, per device that could not
+answer, the error (``failed``): one dead switch is reported, the others still
+answer.
+
+Rules that keep it safe on a real lab:
+
+- one connection per device: the function gets the device's driver from the
+  :class:`~labtest.lab.Lab`, which opens one per device and keeps it;
+- commands to one device are serialised: a per-device lock (shared by every
+  sweep on the same lab) is held while the function runs, so two sweeps never
+  interleave on one switch;
+- every device has a deadline (``timeout_s``, counted from when its turn
+  starts): a device that has not answered by then is recorded as
+  ``TransportTimeout``, its driver is closed to free the stuck thread, and a
+  fresh worker takes the stuck one's place, so a hung switch costs one
+  deadline, never the whole sweep.
+
+Threads, not processes or asyncio: the drivers are synchronous and spend
+their time waiting on sockets, which releases the GIL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from labtest.capabilities.switch import InterfaceCounters, LldpNeighbor
+from labtest.capabilities.transceiver import Transceiver
+from labtest.errors import InfraError, TransportTimeout
+from labtest.lab import Lab
+from labtest.registry import DriverNotFound, driver_class, provides, resolve_capability
+
+T = TypeVar("T")
+
+DEFAULT_WORKERS = 32
+DEFAULT_TIMEOUT_S = 120.0
+
+
+@dataclass
+class SweepResult(Generic[T]):
+    """What a sweep got: answers by device, errors by device, and how long each took."""
+
+    ok: dict[str, T] = field(default_factory=dict)
+    failed: dict[str, Exception] = field(default_factory=dict)
+    elapsed_s: dict[str, float] = field(default_factory=dict)  # per device, answered or not
+    duration_s: float = 0.0  # the whole sweep, wall clock
+
+    @property
+    def unexpected(self) -> dict[str, Exception]:
+        """Failures that are not infrastructure errors: bugs in the swept function."""
+        return {n: e for n, e in self.failed.items() if not isinstance(e, InfraError)}
+
+    def summary(self) -> str:
+        lines = [
+            f"{len(self.ok)} answered, {len(self.failed)} failed in {self.duration_s:.2f} s"
+        ]
+        lines += [f"  {name}: {type(err).__name__}: {err}" for name, err in self.failed.items()]
+        return "\n".join(lines)
+
+
+# --- one lock per device, shared by every sweep on the same lab -----------------
+
+_device_locks: weakref.WeakKeyDictionary[Lab, dict[str, threading.Lock]] = (
+    weakref.WeakKeyDictionary()
+)
+_registry_lock = threading.Lock()
+
+
+def device_lock(lab: Lab, name: str) -> threading.Lock:
+    """The lock that serialises commands to ``name`` across sweeps of ``lab``."""
+    with _registry_lock:
+        return _device_locks.setdefault(lab, {}).setdefault(name, threading.Lock())
+
+
+# --- the sweep --------------------------------------------------------------------
+
+
+def sweep(
+    lab: Lab,
+    devices: Iterable[str],
+    fn: Callable[[Any], T],
+    *,
+    max_workers: int = DEFAULT_WORKERS,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> SweepResult[T]:
+    """Call ``fn(driver)`` for every device, ``max_workers`` at a time.
+
+    ``max_workers=1`` is the one-device-at-a-time baseline. Never raises for a
+    device's failure: see ``SweepResult.failed`` (and ``.unexpected`` for bugs).
+    """
+    if max_workers < 1:
+        raise ValueError("max_workers must be at least 1")
+    if timeout_s <= 0:
+        raise ValueError("timeout_s must be > 0")
+    run = _Run(lab, list(dict.fromkeys(devices)), fn, timeout_s)
+    return run.execute(max_workers)
+
+
+class _Run(Generic[T]):
+    """The state of one sweep: a queue of devices, workers, and the watchdog loop."""
+
+    def __init__(self, lab: Lab, names: list[str], fn: Callable[[Any], T], timeout_s: float):
+        self.lab = lab
+        self.fn = fn
+        self.timeout_s = timeout_s
+        self.names = names
+        self.pending = list(reversed(names))  # popped from the end: testbed order
+        self.total = len(names)
+        self.result: SweepResult[T] = SweepResult()
+        self.started: dict[str, float] = {}  # device -> monotonic start of its turn
+        self.abandoned: set[str] = set()  # timed out: their workers exit when they return
+        self.cond = threading.Condition()
+
+    def execute(self, max_workers: int) -> SweepResult[T]:
+        start = time.monotonic()
+        for _ in range(min(max_workers, self.total)):
+            self._spawn()
+        with self.cond:
+            while self._done() < self.total:
+                self._expire_overdue()
+                self.cond.wait(timeout=self._next_deadline_s())
+        self.result.duration_s = time.monotonic() - start
+        return self._in_order(self.result)
+
+    def _in_order(self, r: SweepResult[T]) -> SweepResult[T]:
+        """The same result with every dict in the order the devices were given."""
+
+        def ordered(d: dict[str, Any]) -> dict[str, Any]:
+            return {n: d[n] for n in self.names if n in d}
+
+        return SweepResult(ordered(r.ok), ordered(r.failed), ordered(r.elapsed_s), r.duration_s)
+
+    def _done(self) -> int:
+        return len(self.result.ok) + len(self.result.failed)
+
+    def _spawn(self) -> None:
+        threading.Thread(target=self._worker, name="labtest-sweep", daemon=True).start()
+
+    def _worker(self) -> None:
+        while True:
+            with self.cond:
+                if not self.pending:
+                    return
+                name = self.pending.pop()
+                self.started[name] = time.monotonic()
+            value, error = self._ask(name)
+            with self.cond:
+                elapsed = time.monotonic() - self.started.pop(name)
+                if name in self.abandoned:
+                    return  # a replacement worker has taken this one's place
+                self.result.elapsed_s[name] = elapsed
+                if error is None:
+                    self.result.ok[name] = value  # type: ignore[assignment]
+                else:
+                    self.result.failed[name] = error
+                self.cond.notify_all()
+
+    def _ask(self, name: str) -> tuple[T | None, Exception | None]:
+        lock = device_lock(self.lab, name)
+        if not lock.acquire(timeout=self.timeout_s):
+            busy = f"busy: another operation on it did not finish within {self.timeout_s:g} s"
+            return None, TransportTimeout(name, busy)
+        try:
+            return self.fn(self.lab.device(name)), None
+        except Exception as exc:  # a sweep reports per device; it never stops for one
+            return None, exc
+        finally:
+            lock.release()
+
+    def _expire_overdue(self) -> None:
+        """Called with ``cond`` held: give up on devices past their deadline."""
+        now = time.monotonic()
+        for name, began in list(self.started.items()):
+            if name in self.abandoned or now - began < self.timeout_s:
+                continue
+            self.abandoned.add(name)
+            self.result.elapsed_s[name] = now - began
+            self.result.failed[name] = TransportTimeout(
+                name, f"no answer within {self.timeout_s:g} s (sweep deadline)"
+            )
+            threading.Thread(target=self._unstick, args=(name,), daemon=True).start()
+            if self.pending:
+                self._spawn()
+
+    def _unstick(self, name: str) -> None:
+        """Close the device's driver so the thread blocked on it returns soon."""
+        with contextlib.suppress(Exception):
+            self.lab.device(name).close()
+
+    def _next_deadline_s(self) -> float:
+        live = [b for n, b in self.started.items() if n not in self.abandoned]
+        if not live:
+            return 1.0
+        return max(min(live) + self.timeout_s - time.monotonic(), 0.01)
+
+
+# --- ready-made health sweeps --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SwitchHealth:
+    """One switch's optics, port counters and LLDP neighbours (None: not offered)."""
+
+    transceivers: dict[str, Transceiver] | None
+    counters: dict[str, InterfaceCounters] | None
+    lldp: dict[str, LldpNeighbor] | None
+
+
+def devices_with(lab: Lab, *capabilities: str) -> list[str]:
+    """Devices whose driver offers at least one of ``capabilities``, in testbed order."""
+    protocols = [resolve_capability(c) for c in capabilities]
+    out = []
+    for name, dev in lab.testbed.devices.items():
+        try:
+            cls = driver_class(dev.driver)
+        except DriverNotFound:
+            continue
+        if any(provides(cls, p) for p in protocols):
+            out.append(name)
+    return out
+
+
+def dom_sweep(
+    lab: Lab, devices: Iterable[str] | None = None, **options: Any
+) -> SweepResult[dict[str, Transceiver]]:
+    """Inventory and DOM of every optic (``transceivers()``) of every device."""
+    names = devices_with(lab, "Transceivers") if devices is None else devices
+    return sweep(lab, names, lambda drv: drv.transceivers(), **options)
+
+
+def counters_sweep(
+    lab: Lab, devices: Iterable[str] | None = None, **options: Any
+) -> SweepResult[dict[str, InterfaceCounters]]:
+    """Counters of every port (``counters()``) of every device."""
+    names = devices_with(lab, "Interfaces") if devices is None else devices
+    return sweep(lab, names, lambda drv: drv.counters(), **options)
+
+
+def lldp_sweep(
+    lab: Lab, devices: Iterable[str] | None = None, **options: Any
+) -> SweepResult[dict[str, LldpNeighbor]]:
+    """LLDP neighbours (``lldp_neighbors()``) of every device."""
+    names = devices_with(lab, "Lldp") if devices is None else devices
+    return sweep(lab, names, lambda drv: drv.lldp_neighbors(), **options)
+
+
+def health_sweep(
+    lab: Lab, devices: Iterable[str] | None = None, **options: Any
+) -> SweepResult[SwitchHealth]:
+    """DOM + counters + LLDP of every switch, the three asked in one turn per switch."""
+    names = devices_with(lab, "Transceivers", "Interfaces", "Lldp") if devices is None else devices
+    return sweep(lab, names, switch_health, **options)
+
+
+def switch_health(driver: Any) -> SwitchHealth:
+    """What :func:`health_sweep` asks one switch (whatever its driver offers)."""
+
+    def ask(capability: str, method: str) -> Any:
+        offered = provides(type(driver), resolve_capability(capability))
+        return getattr(driver, method)() if offered else None
+
+    return SwitchHealth(
+        transceivers=ask("Transceivers", "transceivers"),
+        counters=ask("Interfaces", "counters"),
+        lldp=ask("Lldp", "lldp_neighbors"),
+    )

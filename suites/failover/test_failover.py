@@ -1,0 +1,386 @@
+"""Failover: loss-derived convergence under continuous probe traffic.
+
+Sequence-numbered UDP flows run both ways between two traffic-generator ports
+on different leaves while a link is shut, a cable is pulled (optical switch
+or VOA) or a spine reboots. Test plan and numbered steps: README.md in this
+folder. Run parameters: settings.yaml. Pass criteria: ``failover.*``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import allure
+import pytest
+
+from fixtures.traffic import (
+    FabricView,
+    TgPort,
+    convergence_ms,
+    frames_lost,
+    load_settings,
+    poll_until,
+    probe_config,
+    probe_flow_name,
+    tg_ports,
+    wait_loss_settled,
+)
+from labtest import plugin
+from labtest.capabilities.instruments import Attenuator, OpticalSwitch
+from labtest.capabilities.switch import Interfaces, PortAdmin, Reboot
+from labtest.capabilities.traffic import TrafficGenerator
+from labtest.errors import InfraError, TransportTimeout
+from labtest.lab import Lab
+from labtest.reports.attach import attach_json
+
+SETTINGS = load_settings("failover")
+pytestmark = [pytest.mark.destructive, pytest.mark.needs("TrafficGenerator")]
+
+
+# --- what can fail: events on the probe traffic's paths -----------------------------------
+
+
+@dataclass(frozen=True)
+class Event:
+    """One failure to inject: shut a switch port, pull a cable, or reboot a switch."""
+
+    kind: str  # "shut", "pull" or "reboot"
+    device: str  # the switch (shut, reboot) or the instrument (pull)
+    target: str  # the switch port (shut), the channel (pull), "" (reboot)
+    links: tuple[str, ...]  # the testbed links that lose light or forwarding
+
+    @property
+    def id(self) -> str:
+        return f"{self.kind}:{self.device}" + (f":{self.target}" if self.target else "")
+
+
+def _probe_ports(lab: Lab) -> tuple[TgPort, TgPort] | None:
+    """Two TG ports of one generator on different switches."""
+    ports = tg_ports(lab)
+    for a in ports:
+        for b in ports:
+            if a.tg == b.tg and a.switch != b.switch:
+                return a, b
+    return None
+
+
+def events(lab: Lab) -> list[Event]:
+    """Shut each uplink of the TG leaves, pull each instrument-controlled cable, reboot
+    each switch the probe traffic crosses that has no TG port."""
+    probe = _probe_ports(lab)
+    if probe is None:
+        return []
+    view = FabricView.of(lab)
+    tb = lab.testbed
+    out: list[Event] = []
+    admin = set(lab.names(capability="PortAdmin"))
+    transit: list[str] = []
+    for leaf in (probe[0].switch, probe[1].switch):
+        for up in view.uplinks.get(leaf, []):
+            if leaf in admin:
+                out.append(Event("shut", leaf, up.port, (up.link,)))
+            if up.peer not in transit:
+                transit.append(up.peer)
+    for name in lab.names(capability="OpticalSwitch"):
+        for channel, port in enumerate(tb.devices[name].vars.get("links", []), 1):
+            out.append(Event("pull", name, str(channel), (_link_of(tb, str(port)),)))
+    for name in lab.names(capability="Attenuator"):
+        port = tb.devices[name].vars.get("link")
+        if port:
+            out.append(Event("pull", name, "1", (_link_of(tb, str(port)),)))
+    for name in transit:
+        if name in lab.names(capability="Reboot"):
+            links = tuple(
+                lk.name for lk in tb.links if name in (lk.ends[0].device, lk.ends[1].device)
+            )
+            out.append(Event("reboot", name, "", links))
+    return out
+
+
+def _link_of(testbed: Any, endpoint: str) -> str:
+    for link in testbed.links:
+        if endpoint in (link.a, link.b):
+            return link.name
+    raise ValueError(f"{endpoint} is not cabled in the testbed")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "event" in metafunc.fixturenames:
+        found: list[Event] = []
+        if plugin.testbed_of(metafunc.config) is not None:
+            found = events(plugin.lab_of(metafunc.config))
+        metafunc.parametrize("event", found, ids=[e.id for e in found])
+
+
+# --- the probe: flows, and which path each flow takes ---------------------------------------
+
+
+@dataclass
+class Probe:
+    tg: TrafficGenerator
+    a: TgPort
+    b: TgPort
+    rate_pps: float
+    paths: dict[str, set[str]]  # flow -> testbed links it crosses
+    uplinks: list[str]  # the TG leaves' uplink endpoints (switch:port), the ECMP members
+
+
+def _map_paths(lab: Lab, view: FabricView, tg: TrafficGenerator, a: TgPort, b: TgPort) -> dict:
+    """Send each flow alone (one per direction at a time) as a burst and see which uplink of
+    its source leaf carried it (switch packet counters): that uplink and the spine's link
+    to the far leaf are the flow's path."""
+    cfg = SETTINGS["probe"]
+    burst = int(SETTINGS["path_probe_frames"])
+    tg.set_config(
+        probe_config(
+            lab,
+            a,
+            b,
+            flows_per_direction=cfg["flows"],
+            frame_size_bytes=cfg["frame_size_bytes"],
+            rate_pps=float(cfg["rate_pps_per_flow"]) * 10,
+            dscp=cfg["dscp"],
+            packets=burst,
+        )
+    )
+    leaves = [a.switch, b.switch]
+    paths: dict[str, set[str]] = {}
+    for i in range(int(cfg["flows"])):
+        names = [probe_flow_name(a, b, i), probe_flow_name(b, a, i)]
+        before = {leaf: lab.device(leaf).counters() for leaf in leaves}
+        tg.start_traffic(names)
+        if not tg.wait_done(timeout_s=30.0):
+            raise TransportTimeout(a.tg, f"probe bursts {names} did not finish within 30 s")
+        after = {leaf: lab.device(leaf).counters() for leaf in leaves}
+        for name, src, dst in ((names[0], a, b), (names[1], b, a)):
+            used = set()
+            for up in view.uplinks[src.switch]:
+                moved = (after[src.switch][up.port].tx_packets or 0) - (
+                    before[src.switch][up.port].tx_packets or 0
+                )
+                if moved >= burst * 0.9:
+                    used.add(up.link)
+                    used.update(
+                        back.link
+                        for back in view.uplinks.get(up.peer, [])
+                        if back.peer == dst.switch
+                    )
+            if not used:
+                raise InfraError(src.switch, f"probe flow {name} was seen on no uplink")
+            paths[name] = used
+    return paths
+
+
+@pytest.fixture(scope="module")
+def probe(lab: Lab, fabric_view: FabricView) -> Iterator[Probe]:
+    found = _probe_ports(lab)
+    if found is None:
+        pytest.skip("needs one traffic generator with ports on two different switches")
+    a, b = found
+    tg = lab.device(a.tg)
+    assert isinstance(tg, TrafficGenerator)
+    paths = _map_paths(lab, fabric_view, tg, a, b)
+    cfg = SETTINGS["probe"]
+    rate = float(cfg["rate_pps_per_flow"])
+    tg.set_config(
+        probe_config(
+            lab,
+            a,
+            b,
+            flows_per_direction=cfg["flows"],
+            frame_size_bytes=cfg["frame_size_bytes"],
+            rate_pps=rate,
+            dscp=cfg["dscp"],
+        )
+    )
+    uplinks = [u.endpoint for leaf in (a.switch, b.switch) for u in fabric_view.uplinks[leaf]]
+    yield Probe(tg, a, b, rate, paths, uplinks)
+    tg.stop_traffic()
+
+
+# --- the failure and the recovery ---------------------------------------------------------------
+
+
+def _inject(lab: Lab, event: Event, guard: Any) -> Callable[[], None]:
+    """Make the failure happen; return how to undo it (safe to call twice)."""
+    if event.kind == "shut":
+        switch = lab.device(event.device)
+        assert isinstance(switch, PortAdmin)
+        guard.touch(event.device)
+        switch.set_admin(event.target, False)
+        return lambda: switch.set_admin(event.target, True)
+    if event.kind == "pull":
+        inst = lab.device(event.device)
+        channel = int(event.target)
+        if isinstance(inst, OpticalSwitch):
+            output = inst.route_of(channel)
+            if output is None:
+                pytest.skip(f"{event.device} channel {channel} is not routed: nothing to pull")
+            inputs = lab.testbed.devices[event.device].vars.get("inputs", ["A"])
+            inst.disconnect(channel)
+            return lambda: inst.route(str(inputs[0]), output, channel)
+        assert isinstance(inst, Attenuator)
+        inst.set_output(False, channel)
+        return lambda: inst.set_output(True, channel)
+    switch = lab.device(event.device)
+    assert isinstance(switch, Reboot)
+    guard.touch(event.device)
+    switch.reboot(timeout_s=float(SETTINGS["recovery_timeout_s"]))
+    return lambda: None  # the reboot is its own recovery
+
+
+def _ports_of(lab: Lab, links: tuple[str, ...]) -> list[tuple[str, str]]:
+    """The switch ends (device, port) of the given testbed links."""
+    switches = set(lab.names(capability="Interfaces"))
+    out = []
+    for link in lab.testbed.links:
+        if link.name in links:
+            out += [(e.device, e.port) for e in link.ends if e.device in switches]
+    return out
+
+
+def _oper(lab: Lab, ends: list[tuple[str, str]]) -> dict[str, bool | None]:
+    states: dict[str, bool | None] = {}
+    for device, port in ends:
+        switch = lab.device(device)
+        if isinstance(switch, Interfaces):
+            states[f"{device}:{port}"] = switch.interfaces()[port].oper_up
+    return states
+
+
+def _uplink_packets(lab: Lab, uplinks: list[str]) -> dict[str, int]:
+    out = {}
+    for endpoint in uplinks:
+        device, _, port = endpoint.partition(":")
+        out[endpoint] = lab.device(device).counters()[port].tx_packets or 0
+    return out
+
+
+def _members_in_use(lab: Lab, probe: Probe) -> set[str]:
+    """Uplinks that carried probe traffic over a window of one second's worth of frames."""
+    flows = len(probe.paths)
+    before = _uplink_packets(lab, probe.uplinks)
+    start_tx = sum(m.frames_tx for m in probe.tg.metrics())
+    target = start_tx + probe.rate_pps * flows  # one second of every flow
+    poll_until(
+        lambda: sum(m.frames_tx for m in probe.tg.metrics()) >= target,
+        timeout_s=float(SETTINGS["recovery_timeout_s"]),
+    )
+    after = _uplink_packets(lab, probe.uplinks)
+    one_flow_second = probe.rate_pps * 0.5  # at least half a flow's worth
+    return {e for e in probe.uplinks if after[e] - before[e] >= one_flow_second}
+
+
+@pytest.mark.plan("FAIL-1.1")
+def test_failover(event: Event, probe: Probe, lab: Lab, measure: Any, config_guard: Any) -> None:
+    """FAIL-1.1: the failure's loss converges within the limit, flows off the failed path
+    lose nothing, and recovery restores traffic and ECMP width without loss."""
+    tg = probe.tg
+    timeout = float(SETTINGS["recovery_timeout_s"])
+    ends = _ports_of(lab, event.links)
+    on_path = sorted(f for f, links in probe.paths.items() if links & set(event.links))
+    off_path = sorted(f for f in probe.paths if f not in on_path)
+    attach_json("flow paths", {f: sorted(v) for f, v in probe.paths.items()})
+    undo: Callable[[], None] | None = None
+    with allure.step(f"FAIL-1.1/1: start {len(probe.paths)} probe flows; wait for loss-free flow"):
+        tg.start_traffic()
+        settled = wait_loss_settled(tg, timeout_s=timeout)
+        if settled is None:
+            raise InfraError(probe.a.tg, "the probe flows never ran loss-free before the event")
+        in_use_before = _members_in_use(lab, probe)
+        loss0 = frames_lost(tg.metrics())
+    try:
+        with allure.step(f"FAIL-1.1/2: {event.id} (links {', '.join(event.links)})"):
+            undo = _inject(lab, event, config_guard)
+        with allure.step("FAIL-1.1/3: wait until no flow loses frames any more"):
+            if event.kind != "reboot":
+                poll_until(lambda: not any(_oper(lab, ends).values()), timeout_s=timeout)
+            loss1 = wait_loss_settled(tg, timeout_s=timeout)
+            if loss1 is None:
+                loss1 = frames_lost(tg.metrics())
+                measure(
+                    "failover.convergence_ms",
+                    float("inf"),
+                    key="failover.convergence_ms",
+                    link=",".join(event.links),
+                    device=event.device,
+                    why="never converged",
+                )
+        with allure.step("FAIL-1.1/4: loss-derived convergence (RFC 6412 eq. 6) per flow"):
+            _judge_failure(measure, event, probe, loss0, loss1, on_path, off_path)
+        with allure.step("FAIL-1.1/5: recover; wait for the links and loss-free flow"):
+            undo()
+            undo = None
+            if event.kind != "reboot":
+                poll_until(lambda: all(_oper(lab, ends).values()), timeout_s=timeout)
+            loss2 = wait_loss_settled(tg, timeout_s=timeout) or frames_lost(tg.metrics())
+        with allure.step("FAIL-1.1/6: restoration loss and ECMP width after recovery"):
+            worst = max((loss2[f] - loss1[f] for f in probe.paths), default=0)
+            measure(
+                "failover.restoration_convergence_ms",
+                convergence_ms(worst, probe.rate_pps),
+                key="failover.restoration_convergence_ms",
+                link=",".join(event.links),
+                device=event.device,
+            )
+            in_use_after = _members_in_use(lab, probe)
+            missing = sorted(in_use_before - in_use_after)
+            measure(
+                "failover.ecmp_width_ratio",
+                len(in_use_after) / max(len(in_use_before), 1),
+                key="failover.ecmp_width_ratio",
+                device=event.device,
+                port=",".join(missing),
+                before=str(len(in_use_before)),
+                after=str(len(in_use_after)),
+            )
+    finally:
+        if undo is not None:
+            undo()
+        tg.stop_traffic()
+    with allure.step("FAIL-1.1/7: stop the probe; every flow sent and none over-received"):
+        tg.wait_done(timeout_s=30.0)
+        problems = [a for m in tg.metrics() for a in m.anomalies]
+        if problems:
+            raise InfraError(probe.a.tg, "; ".join(problems))
+
+
+def _judge_failure(
+    measure: Any,
+    event: Event,
+    probe: Probe,
+    loss0: dict[str, int],
+    loss1: dict[str, int],
+    on_path: list[str],
+    off_path: list[str],
+) -> None:
+    lost = {f: loss1[f] - loss0.get(f, 0) for f in probe.paths}
+    attach_json("frames lost per flow", lost)
+    link = ",".join(event.links)
+    device, port = (event.device, event.target) if event.kind == "shut" else (event.device, "")
+    if on_path:
+        worst = max(on_path, key=lambda f: lost[f])
+        measure(
+            "failover.convergence_ms",
+            convergence_ms(lost[worst], probe.rate_pps),
+            key="failover.convergence_ms",
+            link=link,
+            device=device,
+            port=port,
+            flow=worst,
+            flows_on_path=str(len(on_path)),
+        )
+    else:
+        measure("failover.flows_on_failed_path", 0, unit="flows", link=link)
+    hit = sorted(f for f in off_path if lost[f] > 0)
+    measure(
+        "failover.unaffected_flow_loss_frames",
+        sum(lost[f] for f in off_path),
+        key="failover.unaffected_flow_loss_frames",
+        link=link,
+        device=device,
+        port=port,
+        flows=" ".join(hit[:6]),
+    )
