@@ -119,6 +119,7 @@ SUBCOMMAND_MODULES = [
     "labtest.emulation.cli",
     "labtest.reports.cli",
     "labtest.burnin.cli",
+    "labtest.runner_cli",
 ]
 
 

@@ -61,9 +61,7 @@ class SweepResult(Generic[T]):
         return {n: e for n, e in self.failed.items() if not isinstance(e, InfraError)}
 
     def summary(self) -> str:
-        lines = [
-            f"{len(self.ok)} answered, {len(self.failed)} failed in {self.duration_s:.2f} s"
-        ]
+        lines = [f"{len(self.ok)} answered, {len(self.failed)} failed in {self.duration_s:.2f} s"]
         lines += [f"  {name}: {type(err).__name__}: {err}" for name, err in self.failed.items()]
         return "\n".join(lines)
 

@@ -1,6 +1,6 @@
 """kill -9 at random points, resume each time: the final run holds exactly the schedule.
 
-The burn-in runs as a child process (``labtest burnin --emulate``) on the mini lab; the
+The burn-in runs as a child process (``python -m labtest.burnin`` = ``labtest burnin``) on the mini lab; the
 test waits until it has stored some readings, kills it with SIGKILL at a random moment,
 resumes it, and so on. At the end every scheduled reading is stored once, every series
 has every sched_index of its stream and nothing else, and the units pass.
@@ -31,7 +31,7 @@ RUN_TIMEOUT_S = 120.0
 def _burnin(*args: str, out: Path) -> subprocess.Popen[bytes]:
     log = (out / f"log-{time.monotonic_ns()}.txt").open("wb")
     return subprocess.Popen(
-        [sys.executable, "-m", "labtest.cli", "burnin", *args, "--plain", "--plots", "none",
+        [sys.executable, "-m", "labtest.burnin", *args, "--plain", "--plots", "none",
          "--output", str(out)],
         stdout=log, stderr=subprocess.STDOUT,
     )

@@ -86,3 +86,40 @@ def test_lab_serves_devices_and_cleans_up(testbed, tmp_path) -> None:
             break
         time.sleep(0.05)
     assert not leftover, leftover
+
+
+def test_labtest_emulate_cli_starts_serves_and_leaves_nothing(tmp_path: Path) -> None:
+    import re
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "labtest.cli", "emulate",
+         str(root / "testbeds/emulated/leafspine.yaml"), "--duration-s", "30"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        lines = []
+        for line in proc.stdout:  # bounded: the lab stops by itself after 30 s
+            lines.append(line)
+            if line.startswith("Ctrl-C"):
+                break
+        text = "".join(lines)
+        took = float(re.search(r"is up in ([\d.]+) s", text)[1])
+        assert took < 10, text  # issue 4: the default lab comes up in under 10 s
+        ports = [int(p) for p in re.findall(r"ssh -p (\d+)", text)]
+        assert len(ports) == 14  # 6 switches + 8 hosts
+        workdir = Path(re.search(r"testbed: (\S+)", text)[1]).parent
+        with socket.socket() as s:
+            assert s.connect_ex(("127.0.0.1", ports[0])) == 0
+        proc.send_signal(__import__("signal").SIGINT)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    for port in ports:
+        with socket.socket() as s:
+            assert s.connect_ex(("127.0.0.1", port)) != 0
+    assert not workdir.exists()

@@ -1,0 +1,632 @@
+"""Reserving a testbed's devices for one run, so two runs never drive one device.
+
+A run *holds* its devices through a lease in a shared store (``docs/reservation.md``
+explains the choice). The lease has two ways to die, so a crashed run never holds
+a lab for long:
+
+- across hosts, by **expiry**: every process of the run (the pytest process, or
+  each xdist worker) is a *member* with an expiry time that a heartbeat thread
+  pushes forward every ``ttl_s / 3``; a member that stops renewing (SIGKILL,
+  power cut, network gone) expires and its run's devices become free;
+- on one host, at once, by a **file lock**: each member holds a ``filelock``
+  lock file for its whole life, which the kernel drops when the process dies;
+  another run on the same host that finds the lock free knows the member is
+  dead without waiting for the expiry.
+
+A second run on the same devices waits (up to a timeout, saying who holds them:
+user, host, pid, run id, since when) or fails fast. A member that cannot renew
+in time, or finds its devices taken, has *lost* its lease: ``Lease.valid()`` turns
+False and the pytest plugin stops the run before the next test touches a device.
+
+The store is pluggable (:class:`LeaseStore`); the default is SQLite
+(:class:`SqliteLeaseStore`), a file on a local or shared filesystem, serialised
+with ``BEGIN IMMEDIATE`` transactions. Times in the store are wall-clock epoch
+seconds of whichever runner wrote them, so runners sharing a store need clocks
+within a small fraction of the lease time of each other (NTP).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import os
+import socket
+import sqlite3
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+from filelock import FileLock, Timeout
+
+from labtest.errors import InfraError
+from labtest.testbed.model import Device, Testbed
+
+DEFAULT_TTL_S = 60.0
+DEFAULT_WAIT_S = 300.0
+POLL_S = 0.5  # how often a waiting run asks again
+BUSY_TIMEOUT_S = 30.0  # how long one store transaction may wait for another
+SAFETY = 0.25  # a holder trusts its lease for (1 - SAFETY) * ttl after a renewal
+ENV_STORE = "LABTEST_LEASE_STORE"
+ENV_TTL = "LABTEST_LEASE_TTL_S"
+
+
+class DevicesBusy(InfraError):
+    """Another run holds some of the devices (``holders``: device label -> holder)."""
+
+    def __init__(self, holders: Mapping[str, Holder], waited_s: float) -> None:
+        self.holders = dict(holders)
+        self.waited_s = waited_s
+        waited = f" after waiting {waited_s:.1f} s" if waited_s >= POLL_S else ""
+        super().__init__(", ".join(sorted(holders)), f"devices busy{waited}: {describe(holders)}")
+
+
+class LeaseLost(InfraError):
+    """This run no longer holds its devices: it must stop touching them."""
+
+
+# --- who holds what --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Holder:
+    """One process of a run: what a waiting run is told about who is in its way."""
+
+    user: str
+    host: str
+    pid: int
+    run_id: str
+    since_s: float  # epoch seconds
+
+    def __str__(self) -> str:
+        since = datetime.fromtimestamp(self.since_s).isoformat(sep=" ", timespec="seconds")
+        return f"{self.user}@{self.host} pid {self.pid} (run {self.run_id}, since {since})"
+
+    @classmethod
+    def me(cls, run_id: str, host: str | None = None) -> Holder:
+        return cls(_user(), host or socket.gethostname(), os.getpid(), run_id, time.time())
+
+
+def describe(holders: Mapping[str, Holder]) -> str:
+    """``leaf1, leaf2 held by alice@lab3 pid 42 (run ..., since ...)``, one clause per holder."""
+    by_holder: dict[Holder, list[str]] = {}
+    for device, holder in sorted(holders.items()):
+        by_holder.setdefault(holder, []).append(device)
+    return "; ".join(f"{', '.join(d)} held by {h}" for h, d in by_holder.items())
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (containers)
+        return str(os.getuid())
+
+
+def device_key(testbed: Testbed, name: str) -> str | None:
+    """What identifies the physical device: its management endpoint (None: nothing to hold).
+
+    Keyed by endpoint rather than by name, so two testbed files describing one
+    lab under different names still exclude each other. Replayed devices are
+    recordings, not devices.
+    """
+    dev: Device = testbed.devices[name]
+    if dev.replay is not None:
+        return None
+    if dev.address and dev.ssh is not None:
+        return f"ssh://{dev.address}:{dev.ssh.port}"
+    if dev.address and dev.snmp is not None:
+        return f"snmp://{dev.address}:{dev.snmp.port}"
+    if dev.visa is not None:
+        return f"visa://{dev.visa.resource}"
+    if dev.address:
+        return f"host://{dev.address}"
+    return f"testbed://{testbed.name}/{name}"
+
+
+def testbed_keys(testbed: Testbed) -> dict[str, str]:
+    """Device key -> ``testbed/device`` label, for every device that can be held."""
+    keys = {}
+    for name in testbed.devices:
+        key = device_key(testbed, name)
+        if key is not None:
+            keys[key] = f"{testbed.name}/{name}"
+    return keys
+
+
+# --- the store ----------------------------------------------------------------------
+
+
+class LeaseStore(Protocol):
+    """Where leases live; any store several runners can reach and update atomically."""
+
+    def try_acquire(
+        self, keys: Mapping[str, str], member: Member, ttl_s: float
+    ) -> dict[str, Holder]:
+        """Hold every key for ``member``'s run, or none; returns the blockers (empty: held)."""
+        ...
+
+    def renew(self, member_id: str, keys: Mapping[str, str], ttl_s: float) -> str | None:
+        """Push the member's expiry forward; a reason string when the lease is lost."""
+        ...
+
+    def release(self, member_id: str) -> None: ...
+
+    def holders(self, keys: Mapping[str, str]) -> dict[str, Holder]:
+        """Current holders of ``keys`` (by label), for status displays."""
+        ...
+
+
+@dataclass(frozen=True)
+class Member:
+    """One process of a run in the store, and the lock file that says it is alive."""
+
+    member_id: str
+    holder: Holder
+    lock_path: Path
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS members (
+    member_id TEXT PRIMARY KEY,
+    run_id    TEXT NOT NULL,
+    user      TEXT NOT NULL,
+    host      TEXT NOT NULL,
+    pid       INTEGER NOT NULL,
+    since_s   REAL NOT NULL,
+    expires_s REAL NOT NULL,
+    lock_path TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS holds (
+    device  TEXT PRIMARY KEY,
+    label   TEXT NOT NULL,
+    run_id  TEXT NOT NULL,
+    since_s REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS holds_run ON holds (run_id);
+"""
+
+
+class SqliteLeaseStore:
+    """Leases in one SQLite file; every change is one ``BEGIN IMMEDIATE`` transaction.
+
+    The default rollback journal is kept (not WAL): WAL needs shared memory and
+    does not work on a network filesystem.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path).expanduser()
+        self.host = socket.gethostname()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._transaction() as db:
+            for statement in _SCHEMA.split(";"):
+                db.execute(statement)
+        with contextlib.suppress(OSError):  # several users of one host share the file
+            self.path.chmod(0o666)
+
+    def __repr__(self) -> str:
+        return f"SqliteLeaseStore({str(self.path)!r})"
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+        finally:
+            db.close()
+
+    def try_acquire(
+        self, keys: Mapping[str, str], member: Member, ttl_s: float
+    ) -> dict[str, Holder]:
+        h = member.holder
+        with self._transaction() as db:
+            now = time.time()
+            self._purge(db, now)
+            blockers = self._blockers(db, keys, h.run_id)
+            if blockers:
+                return blockers
+            db.execute(
+                "INSERT OR REPLACE INTO members VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    member.member_id,
+                    h.run_id,
+                    h.user,
+                    h.host,
+                    h.pid,
+                    h.since_s,
+                    now + ttl_s,
+                    str(member.lock_path),
+                ),
+            )
+            db.executemany(
+                "INSERT OR IGNORE INTO holds VALUES (?, ?, ?, ?)",
+                [(key, label, h.run_id, now) for key, label in keys.items()],
+            )
+        return {}
+
+    def renew(self, member_id: str, keys: Mapping[str, str], ttl_s: float) -> str | None:
+        with self._transaction() as db:
+            now = time.time()
+            row = db.execute(
+                "SELECT run_id, expires_s FROM members WHERE member_id = ?", (member_id,)
+            ).fetchone()
+            if row is None:
+                return "its lease was removed from the store"
+            run_id, expires_s = row
+            if expires_s < now:
+                return f"its lease expired {now - expires_s:.1f} s ago (heartbeat too late)"
+            taken = self._blockers(db, keys, run_id)
+            if taken:
+                return f"devices were taken over: {describe(taken)}"
+            missing = [
+                label
+                for key, label in keys.items()
+                if db.execute("SELECT 1 FROM holds WHERE device = ?", (key,)).fetchone() is None
+            ]
+            if missing:
+                return f"the store no longer records its hold on {', '.join(missing)}"
+            db.execute(
+                "UPDATE members SET expires_s = ? WHERE member_id = ?", (now + ttl_s, member_id)
+            )
+        return None
+
+    def release(self, member_id: str) -> None:
+        with self._transaction() as db:
+            row = db.execute(
+                "SELECT run_id FROM members WHERE member_id = ?", (member_id,)
+            ).fetchone()
+            db.execute("DELETE FROM members WHERE member_id = ?", (member_id,))
+            if row is not None:
+                self._drop_orphans(db)
+
+    def holders(self, keys: Mapping[str, str]) -> dict[str, Holder]:
+        with self._transaction() as db:
+            self._purge(db, time.time())
+            return self._blockers(db, keys, run_id=None)
+
+    # --- inside a transaction -------------------------------------------------
+
+    def _purge(self, db: sqlite3.Connection, now: float) -> None:
+        """Forget expired members, dead members of this host, and holds nobody keeps."""
+        db.execute("DELETE FROM members WHERE expires_s < ?", (now,))
+        local = db.execute(
+            "SELECT member_id, lock_path FROM members WHERE host = ?", (self.host,)
+        ).fetchall()
+        for member_id, lock_path in local:
+            if _lock_abandoned(Path(lock_path)):
+                db.execute("DELETE FROM members WHERE member_id = ?", (member_id,))
+        self._drop_orphans(db)
+
+    @staticmethod
+    def _drop_orphans(db: sqlite3.Connection) -> None:
+        db.execute("DELETE FROM holds WHERE run_id NOT IN (SELECT run_id FROM members)")
+
+    @staticmethod
+    def _blockers(
+        db: sqlite3.Connection, keys: Mapping[str, str], run_id: str | None
+    ) -> dict[str, Holder]:
+        """Holds on ``keys`` by runs other than ``run_id``, with their earliest member."""
+        out: dict[str, Holder] = {}
+        for key, label in keys.items():
+            row = db.execute(
+                "SELECT m.user, m.host, m.pid, m.run_id, m.since_s FROM holds h "
+                "JOIN members m ON m.run_id = h.run_id WHERE h.device = ? "
+                "ORDER BY m.since_s LIMIT 1",
+                (key,),
+            ).fetchone()
+            if row is not None and row[3] != run_id:
+                out[label] = Holder(row[0], row[1], int(row[2]), row[3], float(row[4]))
+        return out
+
+
+def _lock_abandoned(path: Path) -> bool:
+    """True when ``path`` is a member lock file whose owner is gone (the lock is free).
+
+    A missing file proves nothing (the member may live in another mount
+    namespace), so only an existing, unlocked file counts.
+    """
+    if not path.exists():
+        return False
+    probe = FileLock(path, timeout=0)
+    try:
+        probe.acquire()
+    except Timeout:
+        return False  # held: the owner is alive
+    except OSError:
+        return False
+    probe.release()
+    with contextlib.suppress(OSError):
+        path.unlink()
+    return True
+
+
+#: ``--lease-store`` URL scheme -> store factory (plus the ``labtest.lease_stores`` entry points)
+STORES: dict[str, Callable[[str], LeaseStore]] = {"sqlite": SqliteLeaseStore}
+
+
+def default_store_path() -> Path:
+    """One store per host, shared by its users: ``<tmp>/labtest-leases/leases.db``."""
+    return _shared_dir() / "leases.db"
+
+
+def _shared_dir() -> Path:
+    path = Path(tempfile.gettempdir()) / "labtest-leases"
+    path.mkdir(exist_ok=True)
+    with contextlib.suppress(OSError):
+        path.chmod(0o1777)
+    return path
+
+
+def open_store(url: str | None = None) -> LeaseStore:
+    """``None`` (``$LABTEST_LEASE_STORE`` or the host default), a path, or ``scheme://...``."""
+    url = url or os.environ.get(ENV_STORE) or str(default_store_path())
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return SqliteLeaseStore(url)
+    factory = STORES.get(scheme)
+    if factory is None:
+        for ep in entry_points(group="labtest.lease_stores"):
+            if ep.name == scheme:
+                factory = ep.load()
+    if factory is None:
+        known = ", ".join(sorted(STORES))
+        raise ValueError(f"unknown lease store scheme {scheme!r} in {url!r}; known: {known}")
+    return factory(rest)
+
+
+# --- the holder's side --------------------------------------------------------------
+
+
+class Lease:
+    """A member's hold on its run's devices, renewed by a heartbeat thread until released."""
+
+    def __init__(
+        self,
+        store: LeaseStore,
+        keys: Mapping[str, str],
+        member: Member,
+        lock: FileLock,
+        ttl_s: float,
+    ) -> None:
+        self.store = store
+        self.keys = dict(keys)
+        self.member = member
+        self.ttl_s = ttl_s
+        self.lost_reason: str | None = None
+        self._lock_file = lock
+        self._mutex = threading.Lock()
+        self._trusted_until = time.monotonic() + ttl_s * (1 - SAFETY)
+        self._stop = threading.Event()
+        self._beat = threading.Thread(target=self._heartbeat, name="labtest-lease", daemon=True)
+        self._beat.start()
+
+    @property
+    def holder(self) -> Holder:
+        return self.member.holder
+
+    def __repr__(self) -> str:
+        return f"Lease({len(self.keys)} devices, {self.holder}, valid={self.valid()})"
+
+    def valid(self) -> bool:
+        """Still held, as far as this process can tell without asking the store."""
+        if self.lost_reason is None and time.monotonic() > self._trusted_until:
+            self.lost_reason = f"no successful renewal for {self.ttl_s * (1 - SAFETY):.1f} s"
+        return self.lost_reason is None
+
+    def confirm(self) -> None:
+        """Renew now; raise :class:`LeaseLost` (naming why) when the lease is gone."""
+        self.renew()
+        if not self.valid():
+            raise LeaseLost(
+                ", ".join(sorted(self.keys.values())),
+                f"lease lost, stopping before touching the devices again: {self.lost_reason}",
+            )
+
+    def renew(self) -> None:
+        with self._mutex:
+            if self.lost_reason is not None:
+                return
+            started = time.monotonic()
+            try:
+                reason = self.store.renew(self.member.member_id, self.keys, self.ttl_s)
+            except (sqlite3.Error, OSError):
+                return  # the store is unreachable for now; valid() runs out if it stays so
+            if reason is None:
+                self._trusted_until = started + self.ttl_s * (1 - SAFETY)
+            else:
+                self.lost_reason = reason
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._beat is not threading.current_thread():
+            self._beat.join(timeout=5.0)
+        with contextlib.suppress(sqlite3.Error, OSError):
+            self.store.release(self.member.member_id)
+        self._lock_file.release()
+        with contextlib.suppress(OSError):
+            self.member.lock_path.unlink()
+
+    def __enter__(self) -> Lease:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(self.ttl_s / 3):
+            self.renew()
+
+
+def reserve(
+    keys: Mapping[str, str],
+    *,
+    store: LeaseStore | None = None,
+    run_id: str | None = None,
+    ttl_s: float = DEFAULT_TTL_S,
+    wait_s: float = DEFAULT_WAIT_S,
+    on_wait: Callable[[dict[str, Holder]], None] | None = None,
+    host: str | None = None,
+) -> Lease:
+    """Hold ``keys`` (device key -> label) for this process, waiting up to ``wait_s``.
+
+    ``wait_s=0`` fails fast. Processes passing the same ``run_id`` (xdist workers
+    of one session) share the hold. ``on_wait`` hears about the blockers whenever
+    they change. ``host`` overrides the host name recorded (tests use it to play a
+    runner on another host, whose crash only expiry can detect).
+    """
+    if ttl_s <= 0:
+        raise ValueError("ttl_s must be > 0")
+    store = store or open_store()
+    holder = Holder.me(run_id or uuid.uuid4().hex[:12], host)
+    member_id = uuid.uuid4().hex
+    lock_path = _shared_dir() / f"member-{member_id}.lock"
+    lock = FileLock(lock_path, timeout=0)
+    lock.acquire()
+    with contextlib.suppress(OSError):
+        lock_path.chmod(0o666)
+    member = Member(member_id, holder, lock_path)
+    start = time.monotonic()
+    seen: dict[str, Holder] = {}
+    try:
+        while True:
+            blockers = store.try_acquire(keys, member, ttl_s)
+            if not blockers:
+                return Lease(store, keys, member, lock, ttl_s)
+            waited = time.monotonic() - start
+            if waited >= wait_s:
+                raise DevicesBusy(blockers, waited)
+            if blockers != seen and on_wait is not None:
+                on_wait(blockers)
+            seen = blockers
+            time.sleep(min(POLL_S, max(wait_s - waited, 0.01)))
+    except BaseException:
+        lock.release()
+        with contextlib.suppress(OSError):
+            lock_path.unlink()
+        raise
+
+
+# --- the pytest side (one option group, one call before each test) ---------------------
+
+
+def add_options(group: Any) -> None:
+    """The reservation options, added to the plugin's ``labtest`` option group."""
+    group.addoption(
+        "--reserve",
+        action="store_true",
+        default=None,
+        help="reserve the testbed's devices for this run (default: on, off with --emulate)",
+    )
+    group.addoption("--no-reserve", action="store_false", dest="reserve", help="do not reserve")
+    group.addoption(
+        "--reserve-timeout",
+        type=float,
+        default=DEFAULT_WAIT_S,
+        metavar="SECONDS",
+        help=f"wait this long for busy devices; 0 fails fast (default {DEFAULT_WAIT_S:g})",
+    )
+    group.addoption(
+        "--lease-store",
+        metavar="URL",
+        help=f"where leases live, shared by every runner of the lab: a SQLite file path "
+        f"(default ${ENV_STORE} or {default_store_path()})",
+    )
+
+
+class _RunReservation:
+    """This process's reservation: taken before its first test, checked before each."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.lease: Lease | None = None
+        self.error: InfraError | None = None
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise self.error
+        try:
+            if self.lease is None:
+                self.lease = self._reserve()
+            else:
+                self.lease.confirm()
+        except InfraError as exc:
+            self.error = exc  # every later test fails the same way, without waiting again
+            raise
+
+    def _reserve(self) -> Lease:
+        from labtest.plugin import testbed_of  # the plugin imports this module
+
+        testbed = testbed_of(self.config)
+        if testbed is None:
+            raise LeaseLost("testbed", "cannot reserve: no --testbed")
+        workerinput = getattr(self.config, "workerinput", None)
+        run_id = workerinput["testrunuid"] if workerinput else None
+        return reserve(
+            testbed_keys(testbed),
+            store=open_store(self.config.getoption("lease_store")),
+            run_id=run_id,
+            ttl_s=float(os.environ.get(ENV_TTL, DEFAULT_TTL_S)),
+            wait_s=self.config.getoption("reserve_timeout"),
+            on_wait=self._say_waiting,
+        )
+
+    def _say_waiting(self, blockers: dict[str, Holder]) -> None:
+        wait_s = self.config.getoption("reserve_timeout")
+        _say(self.config, f"labtest: waiting up to {wait_s:g} s: {describe(blockers)}")
+
+    def release(self) -> None:
+        if self.lease is not None:
+            self.lease.release()
+            self.lease = None
+
+
+def _say(config: pytest.Config, line: str) -> None:
+    """Print past pytest's output capture (setup output is otherwise held back)."""
+    capture = config.pluginmanager.getplugin("capturemanager")
+    reporter = config.pluginmanager.getplugin("terminalreporter")
+    if capture is None or reporter is None:
+        return
+    with capture.global_and_fixture_disabled():
+        reporter.write_line(line)
+
+
+_STASH = pytest.StashKey[_RunReservation]()
+
+
+def before_test(item: pytest.Item) -> None:
+    """Reserve on the first test of this process, confirm the lease before every other.
+
+    On a busy lab (after the wait) or a lost lease, the test errors as *broken*
+    and the session stops after it, so no later test touches a device.
+    """
+    config = item.config
+    if not _enabled(config):
+        return
+    state = config.stash.get(_STASH, None)
+    if state is None:
+        state = config.stash[_STASH] = _RunReservation(config)
+        config.add_cleanup(state.release)
+    try:
+        state.check()
+    except InfraError as exc:
+        item.session.shouldstop = f"labtest: {exc}"
+        raise
+
+
+def _enabled(config: pytest.Config) -> bool:
+    wanted = config.getoption("reserve", None)
+    if wanted is None:  # default: real labs yes, an emulated lab is this run's own
+        wanted = not config.getoption("emulate", False)
+    return bool(wanted) and config.getoption("testbed", None) is not None

@@ -1,0 +1,208 @@
+"""``labtest run``: the suites, with sensible defaults, then a verdict table per suite.
+
+pytest runs the selected ``suites/<family>`` folders in a child process with
+the plugin's options (testbed, emulation, limits, results directory). Its own
+output streams through; afterwards the table is built from the run's
+``labtest-results.json`` (written by the reporting plugin), so the verdicts are
+exactly the ones a sign-off will show: passed / failed (a product missed a
+limit) / broken (the lab could not be asked) / skipped, with the failing items
+and their culprit (the device:port or link the failing measurements name).
+
+An interrupted run (Ctrl-C, SIGTERM) is passed to pytest as SIGINT, so its
+teardown restores the devices destructive tests touched before it exits.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from labtest.reports import results
+
+REPO = Path(__file__).resolve().parent.parent
+SUITES_DIR = REPO / "suites"
+DEFAULT_TESTBED = REPO / "testbeds" / "emulated" / "leafspine.yaml"
+DEFAULT_RESULTS = REPO / "reports" / "allure-results"
+#: the order suites run in: the physical layer first, then traffic
+SUITE_ORDER = ("link", "transceiver", "cabling", "roce", "congestion", "failover", "collective")
+INTERRUPT_GRACE_S = 300.0  # how long an interrupted pytest may take to restore devices
+
+EXIT_OK, EXIT_VERDICT, EXIT_USAGE, EXIT_NO_RESULTS = 0, 1, 2, 3
+
+
+class RunError(Exception):
+    """The run could not be started (unknown suite, missing testbed)."""
+
+
+@dataclass
+class RunOptions:
+    testbed: Path = DEFAULT_TESTBED
+    emulate: bool = True
+    suites: list[str] = field(default_factory=list)  # empty: every suite
+    limits: Path | None = None
+    alluredir: Path = DEFAULT_RESULTS
+    pytest_args: list[str] = field(default_factory=list)
+    suites_dir: Path = SUITES_DIR
+
+
+def available_suites(suites_dir: Path = SUITES_DIR) -> list[str]:
+    """Suite families (folders with test modules), physical layer first."""
+    found = sorted(p.parent.name for p in suites_dir.glob("*/test_*.py"))
+    names = list(dict.fromkeys(found))
+    rank = {name: i for i, name in enumerate(SUITE_ORDER)}
+    return sorted(names, key=lambda n: (rank.get(n, len(rank)), n))
+
+
+def pytest_command(opts: RunOptions) -> list[str]:
+    known = available_suites(opts.suites_dir)
+    wanted = opts.suites or known
+    unknown = [s for s in wanted if s not in known]
+    if unknown:
+        raise RunError(f"unknown suite(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    if not opts.testbed.is_file():
+        raise RunError(f"testbed {opts.testbed} does not exist")
+    ordered = [s for s in known if s in wanted]
+    cmd = [sys.executable, "-m", "pytest", *(str(opts.suites_dir / s) for s in ordered)]
+    cmd += ["--testbed", str(opts.testbed), "--alluredir", str(opts.alluredir)]
+    cmd.append("--clean-alluredir")  # one run per results directory
+    if opts.emulate:
+        cmd.append("--emulate")
+    if opts.limits is not None:
+        cmd += ["--limits", str(opts.limits)]
+    return cmd + opts.pytest_args
+
+
+def run(opts: RunOptions, out: TextIO = sys.stdout) -> int:
+    """Run pytest, print the verdict table; 0 only if nothing failed or broke."""
+    cmd = pytest_command(opts)
+    print(f"labtest run: {' '.join(cmd[3:])}", file=out, flush=True)
+    start = time.monotonic()
+    status = _run_child(cmd, cwd=REPO)
+    elapsed_s = time.monotonic() - start
+    try:
+        doc = results.load(opts.alluredir)
+    except results.ResultsError as exc:
+        print(f"labtest run: no results ({exc}); pytest exited with {status}", file=out)
+        return EXIT_NO_RESULTS if status in (0, 1) else status
+    table = verdict_table(doc.get("tests", []))
+    print(format_table(table, elapsed_s), file=out)
+    if table.bad or status not in (0, 1):
+        return EXIT_VERDICT if status in (0, 1) else status
+    if not any(s.total for s in table.suites.values()):
+        return EXIT_NO_RESULTS
+    return EXIT_OK
+
+
+def _run_child(cmd: list[str], cwd: Path) -> int:
+    """The pytest child; SIGTERM/SIGINT reach it as SIGINT so its teardown restores devices."""
+    child = subprocess.Popen(cmd, cwd=cwd)
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def forward(signum: int, frame: Any) -> None:
+        if child.poll() is None:
+            child.send_signal(signal.SIGINT)
+
+    signal.signal(signal.SIGTERM, forward)
+    try:
+        while True:
+            try:
+                return child.wait()
+            except KeyboardInterrupt:  # the terminal sent SIGINT to both of us: let it finish
+                try:
+                    return child.wait(timeout=INTERRUPT_GRACE_S)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+                    return child.wait()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+# --- the verdict table ---------------------------------------------------------------------
+
+
+@dataclass
+class SuiteVerdict:
+    passed: int = 0
+    failed: int = 0
+    broken: int = 0
+    skipped: int = 0
+    attention: list[tuple[str, str, str]] = field(default_factory=list)  # name, outcome, culprit
+
+    @property
+    def total(self) -> int:
+        return self.passed + self.failed + self.broken + self.skipped
+
+
+@dataclass
+class VerdictTable:
+    suites: dict[str, SuiteVerdict]
+
+    @property
+    def bad(self) -> bool:
+        return any(s.failed or s.broken for s in self.suites.values())
+
+
+def verdict_table(tests: Iterable[dict[str, Any]]) -> VerdictTable:
+    suites: dict[str, SuiteVerdict] = {}
+    for t in tests:
+        suite = suites.setdefault(t.get("suite") or "?", SuiteVerdict())
+        outcome = t.get("outcome", results.PASSED)
+        if outcome == results.FAILED:
+            suite.failed += 1
+        elif outcome == results.BROKEN:
+            suite.broken += 1
+        elif outcome == results.SKIPPED:
+            suite.skipped += 1
+        else:
+            suite.passed += 1
+        if outcome in (results.FAILED, results.BROKEN):
+            suite.attention.append((t.get("name", t.get("nodeid", "?")), outcome, culprit(t)))
+    rank = {name: i for i, name in enumerate(SUITE_ORDER)}
+    ordered = sorted(suites, key=lambda n: (rank.get(n, len(rank)), n))
+    return VerdictTable({name: suites[name] for name in ordered})
+
+
+def culprit(test: dict[str, Any]) -> str:
+    """What a failing test names: the ends of its failing measurements, else its device."""
+    names: list[str] = []
+    for m in test.get("measurements") or []:
+        if m.get("verdict") != "FAIL":
+            continue
+        labels = m.get("labels") or {}
+        if labels.get("device") and labels.get("port"):
+            lane = f" lane {labels['lane']}" if labels.get("lane") else ""
+            names.append(f"{labels['device']}:{labels['port']}{lane}")
+        elif labels.get("device"):
+            names.append(str(labels["device"]))
+        elif labels.get("link"):
+            names.append(str(labels["link"]))
+    if names:
+        unique = list(dict.fromkeys(names))
+        more = f" (+{len(unique) - 3} more)" if len(unique) > 3 else ""
+        return ", ".join(unique[:3]) + more
+    if test.get("device"):
+        return f"{test['device']}: {_first_line(test.get('message'))}"
+    return _first_line(test.get("message"))
+
+
+def _first_line(text: str | None) -> str:
+    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+    return line if len(line) <= 140 else line[:137] + "..."
+
+
+def format_table(table: VerdictTable, elapsed_s: float) -> str:
+    lines = ["", f"{'suite':<14}{'passed':>8}{'failed':>8}{'broken':>8}{'skipped':>9}"]
+    for name, s in table.suites.items():
+        lines.append(f"{name:<14}{s.passed:>8}{s.failed:>8}{s.broken:>8}{s.skipped:>9}")
+    for name, s in table.suites.items():
+        for test, outcome, who in s.attention:
+            lines.append(f"  {outcome.upper():<7} {name}: {test}: {who}")
+    verdict = "FAIL" if table.bad else "PASS"
+    lines.append(f"verdict: {verdict} ({elapsed_s:.0f} s)")
+    return "\n".join(lines)

@@ -1,0 +1,63 @@
+"""``labtest run``: run the suites and print a verdict table (see ``labtest.run``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from labtest.run import (
+    DEFAULT_RESULTS,
+    DEFAULT_TESTBED,
+    EXIT_USAGE,
+    RunError,
+    RunOptions,
+    available_suites,
+    run,
+)
+
+
+def register(subparsers: Any) -> None:
+    suites = ", ".join(available_suites()) or "none found"
+    ap = subparsers.add_parser(
+        "run",
+        help="run the suites (default: all, on the emulated leaf-spine lab) with a verdict table",
+        description=(
+            "Run the acceptance suites with pytest and print passed/failed/broken/skipped "
+            f"per suite. Suites: {suites}. Arguments after -- go to pytest (e.g. -- -k leaf1)."
+        ),
+    )
+    ap.add_argument("--testbed", type=Path, default=DEFAULT_TESTBED, metavar="FILE",
+                    help="testbed YAML (default: testbeds/emulated/leafspine.yaml)")
+    ap.add_argument("--emulate", action=argparse.BooleanOptionalAction, default=True,
+                    help="run against the emulated lab built from the testbed (default: on; "
+                         "--no-emulate for a real lab)")
+    ap.add_argument("--suite", action="append", default=[], metavar="NAME", dest="suites",
+                    help="run only this suite family (repeatable; default: all)")
+    ap.add_argument("--limits", type=Path, metavar="FILE",
+                    help="limits profile (default: the testbed's limits:)")
+    ap.add_argument("--alluredir", type=Path, default=DEFAULT_RESULTS, metavar="DIR",
+                    help="results directory (emptied at the start; default reports/allure-results)")
+    ap.add_argument("pytest_args", nargs=argparse.REMAINDER,
+                    help="after --: extra pytest arguments")
+    ap.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    extra = list(args.pytest_args)
+    if extra and extra[0] == "--":
+        extra = extra[1:]
+    opts = RunOptions(
+        testbed=args.testbed,
+        emulate=args.emulate,
+        suites=list(args.suites),
+        limits=args.limits,
+        alluredir=args.alluredir,
+        pytest_args=extra,
+    )
+    try:
+        return run(opts)
+    except RunError as exc:
+        print(f"labtest run: {exc}", file=sys.stderr)
+        return EXIT_USAGE
