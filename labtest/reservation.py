@@ -52,7 +52,7 @@ from labtest.testbed.model import Device, Testbed
 DEFAULT_TTL_S = 60.0
 DEFAULT_WAIT_S = 300.0
 POLL_S = 0.5  # how often a waiting run asks again
-BUSY_TIMEOUT_S = 30.0  # how long one store transaction may wait for another
+BUSY_TIMEOUT_S = 10.0  # how long one store transaction may wait for another
 SAFETY = 0.25  # a holder trusts its lease for (1 - SAFETY) * ttl after a renewal
 ENV_STORE = "LABTEST_LEASE_STORE"
 ENV_TTL = "LABTEST_LEASE_TTL_S"
@@ -70,6 +70,10 @@ class DevicesBusy(InfraError):
 
 class LeaseLost(InfraError):
     """This run no longer holds its devices: it must stop touching them."""
+
+
+class StoreUnavailable(InfraError):
+    """The lease store cannot be read or written (unreachable, or locked too long)."""
 
 
 # --- who holds what --------------------------------------------------------------
@@ -135,8 +139,9 @@ def testbed_keys(testbed: Testbed) -> dict[str, str]:
     keys = {}
     for name in testbed.devices:
         key = device_key(testbed, name)
-        if key is not None:
-            keys[key] = f"{testbed.name}/{name}"
+        if key is not None:  # devices behind one endpoint share a hold
+            label = f"{testbed.name}/{name}"
+            keys[key] = f"{keys[key]}+{name}" if key in keys else label
     return keys
 
 
@@ -215,7 +220,11 @@ class SqliteLeaseStore:
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        """One write transaction; waits up to BUSY_TIMEOUT_S for another one to finish."""
+        try:
+            db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(str(self.path), f"cannot open the lease store: {exc}") from exc
         try:
             db.execute("BEGIN IMMEDIATE")
             try:
@@ -224,6 +233,8 @@ class SqliteLeaseStore:
                 db.execute("ROLLBACK")
                 raise
             db.execute("COMMIT")
+        except sqlite3.OperationalError as exc:  # "database is locked", I/O errors
+            raise StoreUnavailable(str(self.path), f"lease store unavailable: {exc}") from exc
         finally:
             db.close()
 
@@ -441,8 +452,8 @@ class Lease:
             started = time.monotonic()
             try:
                 reason = self.store.renew(self.member.member_id, self.keys, self.ttl_s)
-            except (sqlite3.Error, OSError):
-                return  # the store is unreachable for now; valid() runs out if it stays so
+            except (StoreUnavailable, OSError):
+                return  # unreachable for now; valid() runs out if it stays so
             if reason is None:
                 self._trusted_until = started + self.ttl_s * (1 - SAFETY)
             else:
@@ -452,8 +463,8 @@ class Lease:
         self._stop.set()
         if self._beat is not threading.current_thread():
             self._beat.join(timeout=5.0)
-        with contextlib.suppress(sqlite3.Error, OSError):
-            self.store.release(self.member.member_id)
+        with contextlib.suppress(StoreUnavailable, OSError):
+            self.store.release(self.member.member_id)  # else it expires
         self._lock_file.release()
         with contextlib.suppress(OSError):
             self.member.lock_path.unlink()

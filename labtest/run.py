@@ -170,22 +170,29 @@ def verdict_table(tests: Iterable[dict[str, Any]]) -> VerdictTable:
 
 def culprit(test: dict[str, Any]) -> str:
     """What a failing test names: the ends of its failing measurements, else its device."""
-    names: list[str] = []
+    where: dict[str, list[str]] = {}  # "device:port" (or device, or link) -> lanes
+    extra: dict[str, str] = {}
     for m in test.get("measurements") or []:
         if m.get("verdict") != "FAIL":
             continue
         labels = m.get("labels") or {}
-        if labels.get("device") and labels.get("port"):
-            lane = f" lane {labels['lane']}" if labels.get("lane") else ""
-            names.append(f"{labels['device']}:{labels['port']}{lane}")
-        elif labels.get("device"):
-            names.append(str(labels["device"]))
-        elif labels.get("link"):
-            names.append(str(labels["link"]))
-    if names:
-        unique = list(dict.fromkeys(names))
-        more = f" (+{len(unique) - 3} more)" if len(unique) > 3 else ""
-        return ", ".join(unique[:3]) + more
+        device, port = labels.get("device"), labels.get("port")
+        name = f"{device}:{port}" if device and port else device or labels.get("link")
+        if not name:
+            continue
+        lanes = where.setdefault(str(name), [])
+        if labels.get("lane"):
+            lanes.append(str(labels["lane"]))
+        if labels.get("expected") and labels.get("seen"):
+            extra[str(name)] = f" (expected {labels['expected']}, hears {labels['seen']})"
+    if where:
+        parts = [
+            name + (f" lane{'s' if len(set(lanes)) > 1 else ''} {','.join(dict.fromkeys(lanes))}"
+                    if lanes else "") + extra.get(name, "")
+            for name, lanes in where.items()
+        ]
+        more = f" (+{len(parts) - 3} more)" if len(parts) > 3 else ""
+        return ", ".join(parts[:3]) + more
     if test.get("device"):
         return f"{test['device']}: {_first_line(test.get('message'))}"
     return _first_line(test.get("message"))

@@ -124,8 +124,10 @@ class _Run(Generic[T]):
         for _ in range(min(max_workers, self.total)):
             self._spawn()
         with self.cond:
-            while self._done() < self.total:
+            while True:
                 self._expire_overdue()
+                if self._done() >= self.total:
+                    break
                 self.cond.wait(timeout=self._next_deadline_s())
         self.result.duration_s = time.monotonic() - start
         return self._in_order(self.result)

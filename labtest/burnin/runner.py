@@ -41,6 +41,8 @@ from labtest.testbed import load_testbed
 
 DEFAULT_DB = Path("reports/burnin/burnin.db")
 MAX_WORKERS = 8
+#: chamber air this close to where it is going counts as settled (stepped clock)
+AIR_SETTLED_C = 0.05
 #: order of a device's readings within a round
 PHASE_ORDER = {"dom": 0, "fec": 1, "counters": 2, "chamber": 3}
 
@@ -109,25 +111,37 @@ def open_session(station: Station, options: Options, start_s: float) -> Session:
     return Session(lab, FabricTimebase(emu.fabric, start_s, follow), close, emu)
 
 
-def _follow_chambers(emu: Any) -> None:
+def _follow_chambers(emu: Any) -> bool:
     """Stepped clock: the air around the devices follows each emulated chamber now.
 
     The chamber emulator's own thread does this every 0.2 s of *wall* time, which
     a stepped clock outruns by hours; the same update is made after every step.
+    Returns whether a chamber's air is still on its way (to a setpoint, or back to
+    ambient in standby).
     """
+    moving = False
     for name, device in emu.testbed.devices.items():
         if device.driver == "chamber" and name not in emu.skipped:
             chamber = emu.server(name).served.scpi
-            emu.fabric.set_ambient_c(chamber.temperature_c(), device.vars.get("devices"))
+            air_c = chamber.temperature_c()
+            emu.fabric.set_ambient_c(air_c, device.vars.get("devices"))
+            target_c = chamber.setpoint_c if chamber.running else chamber.ambient_c
+            moving = moving or abs(air_c - target_c) > AIR_SETTLED_C
+    return moving
 
 
 # --- start and resume ----------------------------------------------------------------------------
 
 
-def start(station: Station, options: Options) -> Outcome:
+def start(station: Station, options: Options, session: Session | None = None) -> Outcome:
+    """Run ``station`` from the start; ``session`` replaces the lab (dry runs, benches)."""
     limits = load_limits(station.limits)
     store = open_store(_db_path(station, options), station.storage.synchronous)
-    session = open_session(station, options, 0.0)
+    try:
+        session = session or open_session(station, options, 0.0)
+    except BaseException:
+        store.close()
+        raise
     try:
         plan = discover(session.lab, station)
         streams = _streams(session.lab, plan, station)

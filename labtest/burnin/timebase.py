@@ -22,8 +22,9 @@ from typing import Any, Protocol
 
 #: longest single wait, so a stop request is noticed promptly
 MAX_WAIT_S = 0.5
-#: longest single jump of a stepped clock: what follows the model in wall time (the
-#: chamber air) is brought along after each jump, so it lags by at most this much
+#: longest single jump of a stepped clock while something that follows the model in wall
+#: time (chamber air on its way to a setpoint) is moving: it is brought along after each
+#: jump, so it lags by at most this much; when nothing moves, the clock jumps at once
 MAX_STEP_S = 60.0
 
 
@@ -54,11 +55,12 @@ class WallTimebase:
 class FabricTimebase:
     """Run time on an emulated fabric's clock (``fabric.clock``, ``fabric.advance``).
 
-    ``after_step`` runs after every jump of a stepped clock (see ``MAX_STEP_S``).
+    ``after_step`` runs after every jump of a stepped clock and says whether anything is
+    still moving (then the next jump is at most ``MAX_STEP_S``).
     """
 
     def __init__(
-        self, fabric: Any, start_s: float = 0.0, after_step: Callable[[], None] | None = None
+        self, fabric: Any, start_s: float = 0.0, after_step: Callable[[], bool] | None = None
     ) -> None:
         self.fabric = fabric
         self.after_step = after_step
@@ -73,10 +75,10 @@ class FabricTimebase:
 
     def wait_until(self, t_s: float, stop: threading.Event) -> bool:
         if self.stepped:
+            moving = self.after_step() if self.after_step is not None else False
             while not stop.is_set() and (left := t_s - self.now_s()) > 0:
-                self.fabric.advance(min(left, MAX_STEP_S))
-                if self.after_step is not None:
-                    self.after_step()
+                self.fabric.advance(min(left, MAX_STEP_S) if moving else left)
+                moving = self.after_step() if self.after_step is not None else False
             return not stop.is_set()
         scale = self.fabric.clock.time_scale
         while not stop.is_set():
@@ -85,3 +87,18 @@ class FabricTimebase:
                 return True
             stop.wait(min(left / scale, MAX_WAIT_S))
         return False
+
+
+class SteppedTimebase:
+    """A bare clock that jumps straight to each reading's instant (dry runs, benches)."""
+
+    def __init__(self, start_s: float = 0.0) -> None:
+        self._now_s = start_s
+
+    def now_s(self) -> float:
+        return self._now_s
+
+    def wait_until(self, t_s: float, stop: threading.Event) -> bool:
+        if not stop.is_set():
+            self._now_s = max(self._now_s, t_s)
+        return not stop.is_set()

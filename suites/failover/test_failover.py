@@ -19,6 +19,7 @@ from fixtures.traffic import (
     FabricView,
     TgPort,
     convergence_ms,
+    decode_binary_weights,
     frames_lost,
     load_settings,
     poll_until,
@@ -128,48 +129,50 @@ class Probe:
 
 
 def _map_paths(lab: Lab, view: FabricView, tg: TrafficGenerator, a: TgPort, b: TgPort) -> dict:
-    """Send each flow alone (one per direction at a time) as a burst and see which uplink of
-    its source leaf carried it (switch packet counters): that uplink and the spine's link
-    to the far leaf are the flow's path."""
+    """Which uplink of its source leaf each flow takes, from the leaves' packet counters.
+
+    Every flow sends one burst of unit x 2^i frames at once (both directions: they
+    leave by different leaves), so the count on each uplink names the flows it
+    carried. The uplink and the spine's link to the far leaf are the flow's path.
+    """
     cfg = SETTINGS["probe"]
-    burst = int(SETTINGS["path_probe_frames"])
+    flows, unit = int(cfg["flows"]), int(SETTINGS["path_probe_unit_frames"])
     tg.set_config(
         probe_config(
             lab,
             a,
             b,
-            flows_per_direction=cfg["flows"],
+            flows_per_direction=flows,
             frame_size_bytes=cfg["frame_size_bytes"],
-            rate_pps=float(cfg["rate_pps_per_flow"]) * 10,
+            rate_pps=float(cfg["rate_pps_per_flow"]),
             dscp=cfg["dscp"],
-            packets=burst,
+            weighted_unit=unit,
         )
     )
     leaves = [a.switch, b.switch]
+    before = {leaf: lab.device(leaf).counters() for leaf in leaves}
+    tg.start_traffic()
+    if not tg.wait_done(timeout_s=float(SETTINGS["recovery_timeout_s"])):
+        raise TransportTimeout(a.tg, "the path-mapping bursts did not finish")
+    after = {leaf: lab.device(leaf).counters() for leaf in leaves}
     paths: dict[str, set[str]] = {}
-    for i in range(int(cfg["flows"])):
-        names = [probe_flow_name(a, b, i), probe_flow_name(b, a, i)]
-        before = {leaf: lab.device(leaf).counters() for leaf in leaves}
-        tg.start_traffic(names)
-        if not tg.wait_done(timeout_s=30.0):
-            raise TransportTimeout(a.tg, f"probe bursts {names} did not finish within 30 s")
-        after = {leaf: lab.device(leaf).counters() for leaf in leaves}
-        for name, src, dst in ((names[0], a, b), (names[1], b, a)):
-            used = set()
-            for up in view.uplinks[src.switch]:
-                moved = (after[src.switch][up.port].tx_packets or 0) - (
-                    before[src.switch][up.port].tx_packets or 0
-                )
-                if moved >= burst * 0.9:
-                    used.add(up.link)
-                    used.update(
-                        back.link
-                        for back in view.uplinks.get(up.peer, [])
-                        if back.peer == dst.switch
-                    )
-            if not used:
-                raise InfraError(src.switch, f"probe flow {name} was seen on no uplink")
-            paths[name] = used
+    for src, dst in ((a, b), (b, a)):
+        ups = view.uplinks[src.switch]
+        moved = {
+            u.link: float(
+                (after[src.switch][u.port].tx_packets or 0)
+                - (before[src.switch][u.port].tx_packets or 0)
+            )
+            for u in ups
+        }
+        decoded = decode_binary_weights(moved, unit, flows)
+        attach_json(f"path mapping from {src.switch}", {"packets": moved, "flows": decoded})
+        if decoded is None:
+            raise InfraError(src.switch, f"uplink packet counts {moved} do not decode into paths")
+        for up in ups:
+            back = {x.link for x in view.uplinks.get(up.peer, []) if x.peer == dst.switch}
+            for i in decoded[up.link]:
+                paths[probe_flow_name(src, dst, i)] = {up.link, *back}
     return paths
 
 
@@ -250,27 +253,36 @@ def _oper(lab: Lab, ends: list[tuple[str, str]]) -> dict[str, bool | None]:
     return states
 
 
-def _uplink_packets(lab: Lab, uplinks: list[str]) -> dict[str, int]:
+def _packets(lab: Lab, endpoints: list[str], counter: str) -> dict[str, int]:
+    """One interface counter of switch ports ``device:port``, each switch read once."""
     out = {}
-    for endpoint in uplinks:
-        device, _, port = endpoint.partition(":")
-        out[endpoint] = lab.device(device).counters()[port].tx_packets or 0
+    by_switch: dict[str, list[str]] = {}
+    for e in endpoints:
+        by_switch.setdefault(e.partition(":")[0], []).append(e)
+    for device, ends in by_switch.items():
+        counters = lab.device(device).counters()
+        for e in ends:
+            out[e] = getattr(counters[e.partition(":")[2]], counter) or 0
     return out
 
 
 def _members_in_use(lab: Lab, probe: Probe) -> set[str]:
-    """Uplinks that carried probe traffic over a window of one second's worth of frames."""
-    flows = len(probe.paths)
-    before = _uplink_packets(lab, probe.uplinks)
-    start_tx = sum(m.frames_tx for m in probe.tg.metrics())
-    target = start_tx + probe.rate_pps * flows  # one second of every flow
+    """Uplinks that carried probe traffic while the TG ports sent one second of every flow
+    (the window is counted in frames at the TG-facing switch ports, not in wall time)."""
+    ingress = [f"{p.switch}:{p.switch_port}" for p in (probe.a, probe.b)]
+    flows_per_port = len(probe.paths) // 2
+    before = _packets(lab, probe.uplinks, "tx_packets")
+    start = _packets(lab, ingress, "rx_packets")
     poll_until(
-        lambda: sum(m.frames_tx for m in probe.tg.metrics()) >= target,
+        lambda: all(
+            n - start[e] >= probe.rate_pps * flows_per_port
+            for e, n in _packets(lab, ingress, "rx_packets").items()
+        ),
         timeout_s=float(SETTINGS["recovery_timeout_s"]),
     )
-    after = _uplink_packets(lab, probe.uplinks)
-    one_flow_second = probe.rate_pps * 0.5  # at least half a flow's worth
-    return {e for e in probe.uplinks if after[e] - before[e] >= one_flow_second}
+    after = _packets(lab, probe.uplinks, "tx_packets")
+    half_a_flow = probe.rate_pps * 0.5  # at least half a flow's second
+    return {e for e in probe.uplinks if after[e] - before[e] >= half_a_flow}
 
 
 @pytest.mark.plan("FAIL-1.1")
@@ -286,11 +298,10 @@ def test_failover(event: Event, probe: Probe, lab: Lab, measure: Any, config_gua
     undo: Callable[[], None] | None = None
     with allure.step(f"FAIL-1.1/1: start {len(probe.paths)} probe flows; wait for loss-free flow"):
         tg.start_traffic()
-        settled = wait_loss_settled(tg, timeout_s=timeout)
-        if settled is None:
-            raise InfraError(probe.a.tg, "the probe flows never ran loss-free before the event")
         in_use_before = _members_in_use(lab, probe)
-        loss0 = frames_lost(tg.metrics())
+        loss0 = wait_loss_settled(tg, timeout_s=timeout)
+        if loss0 is None:
+            raise InfraError(probe.a.tg, "the probe flows never ran loss-free before the event")
     try:
         with allure.step(f"FAIL-1.1/2: {event.id} (links {', '.join(event.links)})"):
             undo = _inject(lab, event, config_guard)

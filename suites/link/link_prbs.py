@@ -195,7 +195,7 @@ class Campaign:
                 found[id(outcome)] = self._guarded(outcome, lambda o=outcome: self._stop_read(o))
         for outcome in active:
             if outcome.error is None and found.get(id(outcome)):
-                self._add(outcome, found[id(outcome)], run_s[id(outcome)])
+                self._guarded(outcome, lambda o=outcome: self._add(o, found[id(o)], run_s[id(o)]))
                 outcome.stages += 1
         self.log.append(f"stage {len(self.log) + 1}: {len(found)} link(s), >= {stage_s:.3f} s")
 

@@ -374,8 +374,9 @@ def second_reading(
     remaining = first_reading.time_s + wait_s - time.monotonic()
     if remaining > 0:
         time.sleep(remaining)  # the interval is the measurement's definition, not a guess
-    return read_modules(lab, cabled_modules(testbed, lab), _merger(testbed),
-                        broken=first_reading.errors)
+    return read_modules(
+        lab, cabled_modules(testbed, lab), _merger(testbed), broken=first_reading.errors
+    )
 
 
 @pytest.mark.plan("TRANSCEIVER-3.1")

@@ -133,8 +133,12 @@ def read_device(lab: Any, device: str, ports: list[str], merge_lanes: bool) -> d
     return {port: driver.module_dom(port) for port in ports}
 
 
-def read_modules(lab: Any, ends: list[str], merge_lanes: Callable[[str], bool],
-                 broken: dict[str, InfraError] | None = None) -> Reading:
+def read_modules(
+    lab: Any,
+    ends: list[str],
+    merge_lanes: Callable[[str], bool],
+    broken: dict[str, InfraError] | None = None,
+) -> Reading:
     """Read every module of ``ends`` at once (one thread per device); devices already
     ``broken`` keep their error instead of being asked again (no second timeout)."""
     by_device: dict[str, list[str]] = {}

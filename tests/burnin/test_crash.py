@@ -1,9 +1,10 @@
 """kill -9 at random points, resume each time: the final run holds exactly the schedule.
 
-The burn-in runs as a child process (``python -m labtest.burnin`` = ``labtest burnin``) on the mini lab; the
-test waits until it has stored some readings, kills it with SIGKILL at a random moment,
-resumes it, and so on. At the end every scheduled reading is stored once, every series
-has every sched_index of its stream and nothing else, and the units pass.
+The burn-in runs as a child process (``python -m labtest.burnin``, i.e. ``labtest
+burnin``) on the mini lab; the test waits until it has stored some readings, kills it
+with SIGKILL at a random moment, resumes it, and so on. At the end every scheduled
+reading is stored once, every series has every sched_index of its stream and nothing
+else, and the units pass.
 """
 
 from __future__ import annotations

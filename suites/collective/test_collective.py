@@ -1,0 +1,172 @@
+"""Collectives: all_reduce_perf bus bandwidth against the ring's bottleneck, and the straggler.
+
+A ring AllReduce runs at the pace of its slowest link, so busbw is judged
+against the slowest NIC's wire rate; when it misses, the ring's hops are
+probed with perftest while every switch's counters are read, and the link
+that shows congestion without carrying its line rate is named. Test plan and
+steps: README.md in this folder; settings.yaml; limits ``collective.*``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import allure
+import pytest
+
+from fixtures.traffic import (
+    FabricView,
+    LinkEvidence,
+    fabric_deltas,
+    fraction,
+    link_evidence,
+    load_settings,
+    ring_orders,
+    run_bandwidth_pairs,
+    straggler_suspects,
+)
+from labtest import plugin
+from labtest.capabilities.host import Collectives, NcclSpec, PerftestSpec, RdmaDevices
+from labtest.capabilities.switch import Interfaces
+from labtest.errors import InfraError
+from labtest.reports.attach import attach_json
+
+SETTINGS = load_settings("collective")
+ROCE_OVERHEAD_BYTES = 82  # per packet on the wire: preamble, IFG, Eth, FCS, IPv4, UDP, BTH, ICRC
+pytestmark = pytest.mark.needs("Collectives", count=2)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "ring" in metafunc.fixturenames:
+        orders: dict[str, list[str]] = {}
+        if plugin.testbed_of(metafunc.config) is not None:
+            orders = ring_orders(FabricView.of(plugin.lab_of(metafunc.config)).attachment)
+        metafunc.parametrize("ring", list(orders.values()), ids=list(orders))
+
+
+def _nic_goodput_gbps(view: FabricView, host: str) -> tuple[float, int]:
+    """(negotiated NIC rate x RoCE wire efficiency at the active MTU, that MTU) of a host."""
+    driver = view.lab.device(host)
+    if not isinstance(driver, RdmaDevices):
+        raise InfraError(host, "offers no RdmaDevices: the NIC rate is unknown")
+    netdev = view.attachment[host].host_port
+    port = next((d for d in driver.rdma_devices() if d.netdev == netdev), None)
+    if port is None or port.active_speed_gbps is None:
+        raise InfraError(host, f"no RDMA port with a speed on {netdev}")
+    lanes = int((port.active_width or "1X").rstrip("Xx") or 1)
+    mtu = port.active_mtu_bytes or int(SETTINGS["roce_mtu_bytes"])
+    return port.active_speed_gbps * lanes * mtu / (mtu + ROCE_OVERHEAD_BYTES), mtu
+
+
+def _mpi_name(view: FabricView, host: str) -> str:
+    """The name mpirun reaches a host by: ``vars.mpi_host``, else its testbed name."""
+    return str(view.lab.testbed.devices[host].vars.get("mpi_host", host))
+
+
+@pytest.mark.plan("COLL-1.1")
+def test_allreduce(ring: list[str], fabric_view: FabricView, measure: Any) -> None:
+    """COLL-1.1: all_reduce_perf over the ring reaches its bottleneck rate, with no
+    corrupted element; a miss is localised to the link that holds the ring back."""
+    view = fabric_view
+    cfg = SETTINGS["allreduce"]
+    order = " -> ".join(ring)
+    with allure.step("COLL-1.1/1: the ring's bottleneck: the slowest NIC's RoCE goodput"):
+        rates = {h: _nic_goodput_gbps(view, h)[0] for h in ring}
+        bottleneck = min(rates, key=rates.__getitem__)
+        ceiling_gbytes = rates[bottleneck] / 8
+        attach_json("NIC goodput ceilings (Gb/s)", rates)
+    with allure.step(
+        f"COLL-1.1/2: {cfg['test']} -b {cfg['min_bytes']} -e {cfg['max_bytes']} "
+        f"-f {cfg['step_factor']} -n {cfg['iterations']} -c 1 over {order}"
+    ):
+        launcher = view.lab.device(ring[0])
+        assert isinstance(launcher, Collectives)
+        spec = NcclSpec(
+            collective=cfg["test"],
+            min_bytes=cfg["min_bytes"],
+            max_bytes=cfg["max_bytes"],
+            step_factor=cfg["step_factor"],
+            iterations=cfg["iterations"],
+            gpus_per_rank=cfg["gpus_per_rank"],
+        )
+        result = launcher.nccl_test(
+            spec, [_mpi_name(view, h) for h in ring], timeout_s=float(cfg["timeout_s"])
+        )
+        attach_json("all_reduce_perf", result)
+    with allure.step("COLL-1.1/3: zero corrupted elements (#wrong, out-of-bounds)"):
+        wrong = sum((t.wrong or 0) for r in result.rows for t in (r.out_of_place, r.in_place)) + (
+            result.out_of_bounds or 0
+        )
+        measure("collective.wrong_elements", wrong, key="collective.wrong_elements", ring=order)
+    with allure.step("COLL-1.1/4: busbw at the largest size against the bottleneck"):
+        largest = max(result.rows, key=lambda r: r.size_bytes)
+        busbw = min(t.busbw_gbs or 0.0 for t in (largest.out_of_place, largest.in_place))
+        ratio = fraction(busbw, ceiling_gbytes)
+        limit = measure.profile.get("collective.busbw_fraction_of_ceiling")
+        labels = {
+            "ring": order,
+            "busbw_gbytes_s": f"{busbw:.2f}",
+            "ceiling_gbytes_s": f"{ceiling_gbytes:.2f}",
+            "bottleneck_host": bottleneck,
+        }
+        if limit.judge(ratio).value == "FAIL":
+            with allure.step("COLL-1.1/5: localise the straggler: probe every ring hop"):
+                labels.update(_localise(view, ring))
+        measure(
+            "collective.busbw_fraction_of_ceiling",
+            ratio,
+            key="collective.busbw_fraction_of_ceiling",
+            **labels,
+        )
+
+
+def _localise(view: FabricView, ring: list[str]) -> dict[str, str]:
+    """Run the ring's hops at once with perftest while reading every switch's counters;
+    return labels naming the most suspect link and its evidence."""
+    cfg = SETTINGS["localise"]
+    hops = list(zip(ring, ring[1:] + ring[:1], strict=True))
+    spec = PerftestSpec(
+        test="ib_write_bw", size_bytes=65536, qps=int(cfg["qps"]), duration_s=cfg["duration_s"]
+    )
+    before = view.snapshot_switches(pfc=True, fec=True)
+    hosts_before = view.snapshot_hosts(ring)
+    outcomes = run_bandwidth_pairs(view.lab, hops, spec)
+    after = view.snapshot_switches(pfc=True, fec=True)
+    hosts_after = view.snapshot_hosts(ring)
+    marked = {}
+    for client, server in hops:
+        a, b = hosts_after[server].rdma, hosts_before[server].rdma
+        if a is not None and b is not None and a.np_ecn_marked_roce_packets is not None:
+            marked[(client, server)] = (a.np_ecn_marked_roce_packets or 0) - (
+                b.np_ecn_marked_roce_packets or 0
+            )
+    speeds = {
+        f"{name}:{port}": st.speed_gbps
+        for name in view.switches
+        for port, st in _interfaces(view, name).items()
+    }
+    evidence = link_evidence(view, fabric_deltas(before, after), speeds)
+    suspects = straggler_suspects(
+        evidence, hops, marked, view, util_below=float(cfg["congested_util_below"])
+    )
+    attach_json(
+        "straggler localisation",
+        {
+            "hop_bw_gbps": {
+                f"{c}->{s}": o.bw_gbps for (c, s), o in zip(hops, outcomes, strict=True)
+            },
+            "hop_ecn_marked": {f"{c}->{s}": n for (c, s), n in marked.items()},
+            "suspects": [e.__dict__ for e in suspects],
+            "links": [e.__dict__ for e in evidence],
+        },
+    )
+    if not suspects:
+        return {"link": "unlocalised", "why": "no link showed congestion or errors on the ring"}
+    top: LinkEvidence = suspects[0]
+    device, _, port = top.endpoint.partition(":")
+    return {"link": top.link, "device": device, "port": port, "evidence": top.summary()}
+
+
+def _interfaces(view: FabricView, switch: str) -> dict[str, Any]:
+    driver = view.lab.device(switch)
+    return driver.interfaces() if isinstance(driver, Interfaces) else {}

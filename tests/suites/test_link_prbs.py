@@ -1,0 +1,193 @@
+"""The PRBS campaign and the link watch (suites/link), driven by fake switches."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from link_prbs import Campaign, plan_links
+from link_watch import FecWindow, PortWatch, switch_links
+
+from labtest.capabilities.switch import FecHistogram, FecStats, PrbsResult
+from labtest.errors import InfraError, TransportTimeout
+from labtest.stats import SequentialBerTest
+from labtest.testbed import model
+
+
+class FakeSwitch:
+    """A PRBS-capable switch: results at disable, fixed errors per lane, no bit count."""
+
+    def __init__(self, name: str, errors: dict[int, int] | None = None, ber: float = 1e-6,
+                 locked: bool = True, fail_on: str | None = None) -> None:
+        self.name, self.errors, self.ber, self.locked = name, errors or {}, ber, locked
+        self.fail_on = fail_on
+        self.running: set[str] = set()
+        self.calls: list[str] = []
+
+    def _call(self, what: str) -> None:
+        self.calls.append(what)
+        if self.fail_on == what.split()[0]:
+            raise TransportTimeout(self.name, f"{what}: no answer")
+
+    def prbs_start(self, port: str, pattern: str, lanes: list[int] | None = None) -> None:
+        self._call(f"start {port}")
+        self.running.add(port)
+
+    def prbs_stop(self, port: str) -> None:
+        self._call(f"stop {port}")
+        self.running.discard(port)
+
+    def prbs_read(self, port: str) -> list[PrbsResult]:
+        self._call(f"read {port}")
+        return [
+            PrbsResult(lane=i, pattern="PRBS31Q", locked=self.locked, bits=None,
+                       errors=self.errors.get(i, 0), ber=self.ber if self.errors.get(i) else 0.0)
+            for i in range(1, 5)
+        ]
+
+
+class FakeLab:
+    def __init__(self, devices: dict[str, Any]) -> None:
+        self.devices = devices
+
+    def device(self, name: str) -> Any:
+        return self.devices[name]
+
+    def names(self, capability: Any = None, role: str | None = None) -> list[str]:
+        return [n for n, d in self.devices.items()
+                if capability is None or isinstance(d, capability)]
+
+
+def _testbed(*links: tuple[str, str]) -> model.Testbed:
+    names = {end.split(":")[0] for pair in links for end in pair}
+    return model.Testbed(
+        name="fake",
+        devices={n: model.Device(role="leaf", driver="sonic") for n in sorted(names)},
+        links=[model.Link(a=a, b=b, speed_gbps=400, optic="400G-DR4") for a, b in links],
+    )
+
+
+def _campaign(lab: FakeLab, *, read_at_stop: bool = True, fallback: bool = True,
+              target: float = 5e-7, max_s: float = 2.0) -> tuple[Campaign, list[str]]:
+    touched: list[str] = []
+    campaign = Campaign(
+        lab=lab, test=SequentialBerTest(target, 0.95), max_s=max_s, pattern="PRBS31Q",
+        min_stage_s=0.01, bits_fallback=lambda d: fallback, read_at_stop=lambda d: read_at_stop,
+        touch=touched.append,
+    )
+    return campaign, touched
+
+
+def test_healthy_link_is_proven_both_ways_taking_turns() -> None:
+    a, b = FakeSwitch("a"), FakeSwitch("b")
+    lab, tb = FakeLab({"a": a, "b": b}), _testbed(("a:p1", "b:p1"))
+    campaign, touched = _campaign(lab)
+    plans = plan_links(lab, tb, tb.links, 1.0625)
+    outcome = campaign.run(plans)["a:p1--b:p1"]
+    assert outcome.error is None and outcome.stages == 2  # one clean read per direction
+    assert touched == ["a", "b"]
+    # stage 1 disables a first and reads it; stage 2 disables b first
+    assert a.calls[:3] == ["start p1", "stop p1", "read p1"]
+    assert b.calls[-3:] == ["start p1", "stop p1", "read p1"]
+    statements = outcome.statements(campaign.test_for)
+    assert len(statements) == 8 and all(s.decision.value == "proven" for _, _, s in statements)
+    # bits from the run time at 106.25 Gb/s: a stage of >= 10 ms compares >= 1e9 bits
+    assert all(lane.bits >= 0.01 * 106.25e9 for _, lane, _ in statements)
+    assert not a.running and not b.running
+
+
+def test_readable_while_running_needs_one_stage() -> None:
+    a, b = FakeSwitch("a"), FakeSwitch("b")
+    lab, tb = FakeLab({"a": a, "b": b}), _testbed(("a:p1", "b:p1"))
+    campaign, _ = _campaign(lab, read_at_stop=False)
+    outcome = campaign.run(plan_links(lab, tb, tb.links, 1.0625))["a:p1--b:p1"]
+    assert outcome.stages == 1
+    assert a.calls == ["start p1", "read p1", "stop p1"]
+
+
+def test_errors_rule_the_target_out_and_name_the_lane() -> None:
+    a, b = FakeSwitch("a", errors={2: 5000}, ber=1e-5), FakeSwitch("b")
+    lab, tb = FakeLab({"a": a, "b": b}), _testbed(("a:p1", "b:p1"))
+    campaign, _ = _campaign(lab)
+    outcome = campaign.run(plan_links(lab, tb, tb.links, 1.0625))["a:p1--b:p1"]
+    bad = [(c.end, lane.lane) for c, lane, s in outcome.statements(campaign.test_for)
+           if s.decision.value == "impossible"]
+    assert bad == [("a:p1", 2)]
+    lane2 = next(lane for c, lane, _ in outcome.statements(campaign.test_for)
+                 if c.end == "a:p1" and lane.lane == 2)
+    assert lane2.bits == pytest.approx(5000 / 1e-5)  # errors / the device's own BER
+
+
+def test_loss_of_lock_is_counted_and_decides() -> None:
+    a, b = FakeSwitch("a", locked=False), FakeSwitch("b")
+    lab, tb = FakeLab({"a": a, "b": b}), _testbed(("a:p1", "b:p1"))
+    campaign, _ = _campaign(lab)
+    outcome = campaign.run(plan_links(lab, tb, tb.links, 1.0625))["a:p1--b:p1"]
+    lanes = [lane for c, lane, _ in outcome.statements(campaign.test_for) if c.end == "a:p1"]
+    assert all(lane.loss_of_lock == 1 and lane.bits == 0 for lane in lanes)
+    assert outcome.stages == 2
+
+
+def test_no_bit_count_and_no_deviation_breaks_the_link() -> None:
+    a, b = FakeSwitch("a"), FakeSwitch("b")
+    lab, tb = FakeLab({"a": a, "b": b}), _testbed(("a:p1", "b:p1"))
+    campaign, _ = _campaign(lab, fallback=False)
+    outcome = campaign.run(plan_links(lab, tb, tb.links, 1.0625))["a:p1--b:p1"]
+    assert isinstance(outcome.error, InfraError) and "prbs_bit_count" in str(outcome.error)
+
+
+def test_a_broken_switch_breaks_only_its_links_and_leaves_no_generator_on() -> None:
+    a, b = FakeSwitch("a"), FakeSwitch("b", fail_on="start")
+    c, d = FakeSwitch("c"), FakeSwitch("d")
+    lab = FakeLab({"a": a, "b": b, "c": c, "d": d})
+    tb = _testbed(("a:p1", "b:p1"), ("c:p1", "d:p1"))
+    campaign, _ = _campaign(lab)
+    outcomes = campaign.run(plan_links(lab, tb, tb.links, 1.0625))
+    assert isinstance(outcomes["a:p1--b:p1"].error, TransportTimeout)
+    assert outcomes["c:p1--d:p1"].error is None and outcomes["c:p1--d:p1"].stages == 2
+    assert not a.running and "stop p1" in a.calls
+
+
+def test_budget_bounds_an_undecidable_run() -> None:
+    # 1 error per stage at a target that needs far more bits than 0.1 s gives
+    a, b = FakeSwitch("a", errors={1: 1}, ber=1e-12), FakeSwitch("b", errors={1: 1}, ber=1e-12)
+    lab, tb = FakeLab({"a": a, "b": b}), _testbed(("a:p1", "b:p1"))
+    campaign, _ = _campaign(lab, target=1e-12, max_s=0.1)
+    outcome = campaign.run(plan_links(lab, tb, tb.links, 1.0625))["a:p1--b:p1"]
+    assert outcome.run_time_s < 1.0
+    assert any(s.decision.value != "proven" for _, _, s in outcome.statements(campaign.test_for))
+
+
+def test_links_without_prbs_or_bert_are_not_planned() -> None:
+    lab = FakeLab({"a": FakeSwitch("a"), "b": object()})
+    tb = _testbed(("a:p1", "b:p1"))
+    plan = plan_links(lab, tb, tb.links, 1.0625)["a:p1--b:p1"]
+    assert plan.mode is None and "b" in plan.note and "Prbs" in plan.note
+    assert switch_links(tb, ["a"]) == []
+    assert switch_links(tb, ["a", "b"]) == tb.links
+
+
+# --- the watch -----------------------------------------------------------------------------
+
+
+def test_port_watch_counts_down_events() -> None:
+    pw = PortWatch()
+    for up in (True, True, False, False, True, False, True):
+        pw.add(up)
+    assert (pw.samples, pw.down_samples, pw.down_events) == (7, 3, 2)
+    down_first = PortWatch()
+    down_first.add(False)
+    assert down_first.down_events == 1
+
+
+def _fec(unc: int, ber: float) -> FecStats:
+    return FecStats(corrected_cw=0, uncorrectable_cw=unc, pre_fec_ber=ber)
+
+
+def test_fec_window_judges_what_happened_during_the_watch() -> None:
+    before = FecHistogram([1000, 50, 3, 0, 0, 0, 0, 0, 0, 1])  # an old bin-9 codeword
+    after = FecHistogram([2000, 90, 5, 1, 0, 0, 0, 0, 0, 1])
+    w = FecWindow(_fec(2, 1e-9), _fec(2, 3e-9), before, after)
+    assert w.tail_bin == 3 and w.uncorrectable_cw == 0 and w.pre_fec_ber == 3e-9
+    cleared = FecWindow(_fec(5, 1e-9), _fec(1, 1e-9), after, FecHistogram([10, 1]))
+    assert cleared.uncorrectable_cw == 1 and cleared.tail_bin == 1

@@ -1,0 +1,86 @@
+"""The link suite end to end on the emulated lab: healthy passes, each link fault is
+caught with its culprit named, other families' faults do not fail it, and an
+unreachable switch is broken, not failed."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import LabRuns, outcomes
+
+RUNS = ("healthy", "link_faults", "optic_faults", "unreachable")
+SONIC_LINKS = ("leaf1:Ethernet0--spine1:Ethernet0", "leaf2:Ethernet0--spine1:Ethernet8",
+               "leaf4:Ethernet0--spine1:Ethernet24")
+BERT_LINK = "leaf4:Ethernet8--spine2:Ethernet4/1"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _start(lab_runs: LabRuns) -> None:
+    lab_runs.start(*RUNS)  # all at once: their watch windows overlap
+
+
+def test_healthy_lab_passes_every_link_test(lab_runs: LabRuns) -> None:
+    run = lab_runs.result("healthy")
+    got = outcomes(run.select("link"))
+    assert len(got) == 24, run.output[-3000:]
+    bad = {n: o for n, o in got.items() if o not in ("passed", "skipped")}
+    assert not bad, run.output[-4000:]
+    for link in (*SONIC_LINKS, BERT_LINK):  # PRBS really ran: switch PRBS, and the BERT
+        assert got[f"test_prbs_ber[{link}]"] == "passed"
+    for name in (f"test_link_stability[{lk}]" for lk in SONIC_LINKS):
+        assert got[name] == "passed"
+    skipped = run.one("test_prbs_ber[leaf3:Ethernet1/1--spine1:Ethernet16]")
+    assert skipped["outcome"] == "skipped" and "Prbs" in skipped["skip_reason"]
+
+
+def test_prbs_result_states_bits_errors_confidence_and_bound(lab_runs: LabRuns) -> None:
+    test = lab_runs.result("healthy").one(f"test_prbs_ber[{SONIC_LINKS[0]}]")
+    names = {m["name"] for m in test["measurements"]}
+    assert {"prbs_bits", "prbs_errors", "prbs_confidence", "prbs_ber_upper_bound",
+            "prbs_loss_of_lock"} <= names
+    bounds = [m for m in test["measurements"] if m["name"] == "prbs_ber_upper_bound"]
+    assert len(bounds) == 8  # 4 lanes x 2 directions, each its own statement
+    assert all(m["verdict"] == "PASS" and m["value"] <= 5e-7 for m in bounds)
+    assert {m["labels"]["device"] for m in bounds} == {"leaf1", "spine1"}
+
+
+def test_link_faults_fail_and_name_the_culprit(lab_runs: LabRuns) -> None:
+    run = lab_runs.result("link_faults")
+    got = outcomes(run.select("link"))
+    failed = {n for n, o in got.items() if o == "failed"}
+    expected = {
+        f"test_prbs_ber[{SONIC_LINKS[0]}]",  # dirty connector: 3 dB at leaf1's connector
+        f"test_fec_live[{SONIC_LINKS[0]}]",
+        f"test_prbs_ber[{SONIC_LINKS[1]}]",  # marginal lane 1 at leaf2:Ethernet0
+        f"test_link_stability[{SONIC_LINKS[2]}]",  # flapping
+    }
+    # a PRBS stage that overlaps a flap may also lose lock on the flapping link: also right
+    assert expected <= failed <= expected | {f"test_prbs_ber[{SONIC_LINKS[2]}]"}, run.output[-4000:]
+    assert not [n for n, o in got.items() if o == "broken"]
+    culprits = {
+        f"test_prbs_ber[{SONIC_LINKS[0]}]": "device=spine1 port=Ethernet0",  # the receiver
+        f"test_fec_live[{SONIC_LINKS[0]}]": "device=spine1 port=Ethernet0",
+        f"test_prbs_ber[{SONIC_LINKS[1]}]": "device=leaf2 port=Ethernet0 lane=1",
+        f"test_link_stability[{SONIC_LINKS[2]}]": "device=leaf4 port=Ethernet0",
+    }
+    for name, where in culprits.items():
+        message = run.one(name)["message"]
+        assert where in message and "is FAIL" in message, message
+        assert where in run.output  # the terminal output names it too
+    marginal = run.one(f"test_prbs_ber[{SONIC_LINKS[1]}]")["message"]
+    assert "lane=2" not in marginal  # only the marginal lane is blamed
+
+
+def test_other_families_faults_do_not_fail_the_link_suite(lab_runs: LabRuns) -> None:
+    run = lab_runs.result("optic_faults")
+    got = outcomes(run.select("link"))
+    assert got and all(o in ("passed", "skipped") for o in got.values()), run.output[-4000:]
+
+
+def test_unreachable_switch_is_broken_not_failed(lab_runs: LabRuns) -> None:
+    run = lab_runs.result("unreachable")
+    tests = run.select("link")
+    assert tests, run.output[-3000:]
+    assert not [t for t in tests if t["outcome"] == "failed"]
+    broken = [t for t in tests if t["outcome"] == "broken"]
+    assert broken and all("leaf3" in (t["message"] or "") for t in broken)
+    assert all(t["outcome"] in ("broken", "skipped") for t in tests)
