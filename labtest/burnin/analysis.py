@@ -527,22 +527,17 @@ def summary_stats(report: Report, serial: str) -> dict[str, Any]:
     """Per-lane statistics of a unit's DOM series, for the JSON summary."""
     out: dict[str, Any] = {}
     for ps in report.ports.values():
-        if serial not in (ps.module, ps.switch):
-            continue
-        for (metric, lane), tr in sorted(ps.dom.items()):
-            if ps.module != serial:
-                continue
-            out.setdefault(ps.name, {}).setdefault(metric, {})[str(lane)] = {
-                "n": tr.n, "min": tr.min, "max": tr.max, "mean": tr.mean, "start": tr.start,
-                "end": tr.end, "drift": tr.drift, "slope_per_h": tr.slope_per_h,
-                "temperature_corrected": tr.compensated,
-            }
+        if ps.module == serial:
+            for (metric, lane), tr in sorted(ps.dom.items()):
+                out.setdefault(ps.name, {}).setdefault(metric, {})[str(lane)] = {
+                    "n": tr.n, "min": tr.min, "max": tr.max, "mean": tr.mean,
+                    "start": tr.start, "end": tr.end, "drift": tr.drift,
+                    "slope_per_h": tr.slope_per_h, "temperature_corrected": tr.compensated,
+                }
         if ps.switch == serial:
-            entry = out.setdefault(ps.name, {})
-            entry["counters"] = ps.counters
-            entry["pre_fec_ber_max"] = ps.pre_fec_ber_max
-            entry["fec_tail_bin"] = ps.fec_tail_bin
-            entry["prbs_ber_max"] = ps.prbs_ber_max
-            entry["prbs_lock_losses"] = ps.prbs_lock_losses
-            entry["link_flaps"] = ps.flaps
+            out.setdefault(ps.name, {}).update({
+                "counters": ps.counters, "pre_fec_ber_max": ps.pre_fec_ber_max,
+                "fec_tail_bin": ps.fec_tail_bin, "prbs_ber_max": ps.prbs_ber_max,
+                "prbs_lock_losses": ps.prbs_lock_losses, "link_flaps": ps.flaps,
+            })
     return out

@@ -50,6 +50,7 @@ class Status:
     alarmed: dict[str, str] = field(default_factory=dict)  # serial -> first alarm
     latest: deque[str] = field(default_factory=lambda: deque(maxlen=LATEST_ALARMS))
     chamber_c: float | None = None
+    behind_s: float = 0.0  # how late the last round started (run time)
     wall_start_s: float = field(default_factory=time.monotonic)
 
     @property

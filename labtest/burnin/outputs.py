@@ -146,7 +146,20 @@ def worst_per_criterion(findings: Sequence[Finding]) -> list[Finding]:
         cur = best.get(f.criterion)
         if cur is None or (rank[f.verdict], -_excess(f)) < (rank[cur.verdict], -_excess(cur)):
             best[f.criterion] = f
-    return [best[k] for k in sorted(best)]
+    return sorted(best.values(), key=lambda f: (rank[f.verdict], _priority(f.criterion)))
+
+
+#: the order criteria are shown in: what tells a unit's story first
+PRIORITY = ("burnin.tx_bias_drift_pct", "burnin.tx_power_drift_db", "burnin.rx_power_drift_db",
+            "burnin.temperature_drift_c", "burnin.tx_power_dbm", "burnin.rx_power_dbm",
+            "burnin.temperature_c", "burnin.voltage_v", "burnin.fec_uncorrectable_cw",
+            "burnin.pre_fec_ber", "burnin.fec_tail_bin", "burnin.prbs_ber",
+            "burnin.prbs_lock_losses", "burnin.link_flaps", "burnin.error_counter_increments",
+            "burnin.dom_alarms")
+
+
+def _priority(criterion: str) -> int:
+    return PRIORITY.index(criterion) if criterion in PRIORITY else len(PRIORITY)
 
 
 def _excess(f: Finding) -> float:

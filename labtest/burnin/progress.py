@@ -15,7 +15,7 @@ from typing import TextIO
 from labtest.burnin.live import Status
 from labtest.burnin.store import Event
 
-SHOWN_EVENTS = frozenset({"alarm", "error", "phase", "resumed", "started", "plan", "load",
+SHOWN_EVENTS = frozenset({"alarm", "error", "phase", "resumed", "started", "plan", "load", "behind",
                           "module-changed", "module-missing", "stopped", "complete"})
 
 
@@ -27,10 +27,11 @@ def hours(t_s: float) -> str:
 def summary_line(st: Status) -> str:
     pct = 100.0 * st.t_s / st.duration_s if st.duration_s else 100.0
     chamber = f" chamber {st.chamber_c:.1f} C" if st.chamber_c is not None else ""
+    behind = f" behind {st.behind_s:.0f} s" if st.behind_s > 1.0 else ""
     return (f"{st.run_id} {hours(st.t_s)}/{hours(st.duration_s)} h ({pct:5.1f} %) "
             f"[{st.phase}]{chamber} readings {st.readings_done}/{st.readings_total} "
             f"samples {st.samples} errors {st.errors} units with alarms "
-            f"{len(st.alarmed)}/{st.units} wall {st.wall_elapsed_s:.0f} s")
+            f"{len(st.alarmed)}/{st.units} wall {st.wall_elapsed_s:.0f} s{behind}")
 
 
 class LogLines:
@@ -99,6 +100,8 @@ class LivePanel:
         grid.add_row("phase", f"{st.phase}{chamber}")
         grid.add_row("stored", f"{st.readings_done}/{st.readings_total} readings, "
                      f"{st.samples} samples, {st.errors} failed readings")
+        if st.behind_s > 1.0:
+            grid.add_row("schedule", f"[yellow]{st.behind_s:.0f} s behind[/yellow]")
         ok = st.units - len(st.alarmed)
         grid.add_row("units", f"[green]{ok} without alarms[/green], "
                      f"[red]{len(st.alarmed)} with alarms[/red] (verdict at the end)")

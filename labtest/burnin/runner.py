@@ -20,7 +20,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,8 @@ from labtest.testbed import load_testbed
 
 DEFAULT_DB = Path("reports/burnin/burnin.db")
 MAX_WORKERS = 8
+#: run time a round may start late before the operator is told the station cannot keep up
+BEHIND_S = 60.0
 #: chamber air this close to where it is going counts as settled (stepped clock)
 AIR_SETTLED_C = 0.05
 #: order of a device's readings within a round
@@ -178,9 +180,12 @@ def resume(run_id: str, options: Options) -> Outcome:
             raise RunError(f"{run.info['station_path']} changed since run {run_id} started; "
                            "the schedule would not be the same")
         limits = load_limits(station.limits)
-        options.emulate = bool(run.info["emulate"])
-        options.time_scale = run.info["time_scale"]
-        options.faults = [tuple(f) for f in run.info["faults"]]  # type: ignore[misc]
+        options = replace(  # the lab is rebuilt as it was: same emulation, same faults
+            options,
+            emulate=bool(run.info["emulate"]),
+            time_scale=run.info["time_scale"],
+            faults=[(str(k), str(t), dict(p)) for k, t, p in run.info["faults"]],
+        )
         streams = [Series(*s) for s in run.info["streams"]]
         done = store.done(run_id)
         first = next(merged(streams, run.duration_s, done), None)
@@ -301,6 +306,7 @@ class Runner:
         self.status = Status(run_id, station.station, 0.0, station.duration_s,
                              units=sum(u.under_test for u in plan.units))
         self._errors_seen: set[tuple[str, str]] = set()
+        self._said_behind = False
 
     def run(self, streams: list[Series]) -> str:
         done = self.store.done(self.run_id)
@@ -310,6 +316,7 @@ class Runner:
         start_s = first.t_s if first is not None else self.station.duration_s
         self.status.t_s = start_s
         self._start_load(start_s)
+        self.timebase.anchor(start_s)  # set-up took wall (or scaled virtual) time: not run time
         pending = [s for s in self.steps if s.t_s > start_s]
         finished = True
         with ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="burnin") as pool:
@@ -318,6 +325,7 @@ class Runner:
                 if not self._advance_to(t_s, pending):
                     finished = False
                     break
+                self._behind(t_s)
                 self._take(pool, batch)
                 self.store.update_run(self.run_id, position_s=t_s)
                 self._show()
@@ -374,6 +382,15 @@ class Runner:
         chamber.run()
         self.status.phase = step.phase
         self._note(t_s, "phase", f"chamber: {step.phase} at {step.rate_c_per_min:g} C/min")
+
+    def _behind(self, t_s: float) -> None:
+        """Readings are never taken early; when the station cannot keep up, say so."""
+        late_s = self.timebase.now_s() - t_s
+        self.status.behind_s = max(late_s, 0.0)
+        if late_s > BEHIND_S and not self._said_behind:
+            self._said_behind = True
+            self._note(t_s, "behind", f"readings are {late_s:.0f} s behind the schedule: the "
+                       "devices answer slower than the sample periods ask (or the time scale)")
 
     # --- readings ------------------------------------------------------------------------------
 

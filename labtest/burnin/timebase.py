@@ -31,6 +31,10 @@ MAX_STEP_S = 60.0
 class Timebase(Protocol):
     def now_s(self) -> float: ...
 
+    def anchor(self, start_s: float) -> None:
+        """Make the run time read ``start_s`` now (when monitoring begins)."""
+        ...
+
     def wait_until(self, t_s: float, stop: threading.Event) -> bool:
         """Return once the run time reaches ``t_s`` (True) or ``stop`` is set (False)."""
         ...
@@ -42,6 +46,9 @@ class WallTimebase:
 
     def now_s(self) -> float:
         return time.monotonic() - self._anchor
+
+    def anchor(self, start_s: float) -> None:
+        self._anchor = time.monotonic() - start_s
 
     def wait_until(self, t_s: float, stop: threading.Event) -> bool:
         while not stop.is_set():
@@ -73,6 +80,9 @@ class FabricTimebase:
     def now_s(self) -> float:
         return self.fabric.clock.now_s() - self._anchor
 
+    def anchor(self, start_s: float) -> None:
+        self._anchor = self.fabric.clock.now_s() - start_s
+
     def wait_until(self, t_s: float, stop: threading.Event) -> bool:
         if self.stepped:
             moving = self.after_step() if self.after_step is not None else False
@@ -97,6 +107,9 @@ class SteppedTimebase:
 
     def now_s(self) -> float:
         return self._now_s
+
+    def anchor(self, start_s: float) -> None:
+        self._now_s = start_s
 
     def wait_until(self, t_s: float, stop: threading.Event) -> bool:
         if not stop.is_set():

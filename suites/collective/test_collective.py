@@ -19,6 +19,7 @@ from fixtures.traffic import (
     LinkEvidence,
     fabric_deltas,
     fraction,
+    leaf_shift_pairs,
     link_evidence,
     load_settings,
     ring_orders,
@@ -110,8 +111,10 @@ def test_allreduce(ring: list[str], fabric_view: FabricView, measure: Any) -> No
             "bottleneck_host": bottleneck,
         }
         if limit.judge(ratio).value == "FAIL":
-            with allure.step("COLL-1.1/5: localise the straggler: probe every ring hop"):
-                labels.update(_localise(view, ring))
+            with allure.step(
+                "COLL-1.1/5: localise the straggler: saturate every link, read every counter"
+            ):
+                labels.update(_localise(view))
         measure(
             "collective.busbw_fraction_of_ceiling",
             ratio,
@@ -120,48 +123,35 @@ def test_allreduce(ring: list[str], fabric_view: FabricView, measure: Any) -> No
         )
 
 
-def _localise(view: FabricView, ring: list[str]) -> dict[str, str]:
-    """Run the ring's hops at once with perftest while reading every switch's counters;
-    return labels naming the most suspect link and its evidence."""
+def _localise(view: FabricView) -> dict[str, str]:
+    """Saturate every link (each host to its counterpart on the next leaf, all at once)
+    while reading every switch's counters; return labels naming the most suspect link."""
     cfg = SETTINGS["localise"]
-    hops = list(zip(ring, ring[1:] + ring[:1], strict=True))
+    pairs = leaf_shift_pairs(view.attachment)
     spec = PerftestSpec(
         test="ib_write_bw", size_bytes=65536, qps=int(cfg["qps"]), duration_s=cfg["duration_s"]
     )
     before = view.snapshot_switches(pfc=True, fec=True)
-    hosts_before = view.snapshot_hosts(ring)
-    outcomes = run_bandwidth_pairs(view.lab, hops, spec)
+    outcomes = run_bandwidth_pairs(view.lab, pairs, spec)
     after = view.snapshot_switches(pfc=True, fec=True)
-    hosts_after = view.snapshot_hosts(ring)
-    marked = {}
-    for client, server in hops:
-        a, b = hosts_after[server].rdma, hosts_before[server].rdma
-        if a is not None and b is not None and a.np_ecn_marked_roce_packets is not None:
-            marked[(client, server)] = (a.np_ecn_marked_roce_packets or 0) - (
-                b.np_ecn_marked_roce_packets or 0
-            )
     speeds = {
         f"{name}:{port}": st.speed_gbps
         for name in view.switches
         for port, st in _interfaces(view, name).items()
     }
-    evidence = link_evidence(view, fabric_deltas(before, after), speeds)
-    suspects = straggler_suspects(
-        evidence, hops, marked, view, util_below=float(cfg["congested_util_below"])
-    )
+    deltas = fabric_deltas(before, after)
+    evidence = link_evidence(view, deltas, speeds, float(cfg["duration_s"]))
+    suspects = straggler_suspects(evidence, view, util_below=float(cfg["congested_util_below"]))
     attach_json(
         "straggler localisation",
         {
-            "hop_bw_gbps": {
-                f"{c}->{s}": o.bw_gbps for (c, s), o in zip(hops, outcomes, strict=True)
-            },
-            "hop_ecn_marked": {f"{c}->{s}": n for (c, s), n in marked.items()},
-            "suspects": [e.__dict__ for e in suspects],
-            "links": [e.__dict__ for e in evidence],
+            "probe_bw_gbps": {o.pair: o.bw_gbps for o in outcomes},
+            "suspects": [{**e.__dict__, "util": e.util} for e in suspects],
+            "ports": [{**e.__dict__, "util": e.util} for e in evidence],
         },
     )
     if not suspects:
-        return {"link": "unlocalised", "why": "no link showed congestion or errors on the ring"}
+        return {"link": "unlocalised", "why": "no link showed congestion, errors or a shortfall"}
     top: LinkEvidence = suspects[0]
     device, _, port = top.endpoint.partition(":")
     return {"link": top.link, "device": device, "port": port, "evidence": top.summary()}

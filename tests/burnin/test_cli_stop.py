@@ -73,3 +73,20 @@ def test_a_stopped_run_is_saved_and_resumes_to_the_end(tmp_path: Path) -> None:
     assert [e.kind for e in store.events(first.run_id, ["stopped", "resumed", "complete"])] == [
         "stopped", "resumed", "complete"]
     store.close()
+
+
+def test_scaled_real_time_clock_keeps_the_schedule(tmp_path: Path) -> None:
+    """``--time-scale``: the virtual clock runs on its own; the runner waits for each slot."""
+    station = load_station(station_variant(
+        tmp_path, duration_h=0.1, chamber=None, load={"kind": "none"},
+        monitors={"dom": {"period_s": 60}, "fec": None, "counters": None}))
+    outcome = start(station, Options(emulate=True, time_scale=300.0, db=tmp_path / "b.db"))
+    assert outcome.status == "complete"
+    store = open_store(outcome.db)
+    key = next(k for k in store.series(outcome.run_id) if k.metric == "temperature_c")
+    idx, t_s, _ = store.points(key.series_id)
+    assert idx.tolist() == list(range(7))
+    lateness = t_s - idx * 60.0
+    assert lateness.min() >= 0.0  # never early
+    assert lateness[0] < 60.0  # the run time starts when monitoring does, not at lab start
+    store.close()

@@ -83,6 +83,8 @@ def test_outputs_and_the_signoff_hand_off(faulty: dict) -> None:
     drift = next(c for c in laser["criteria"] if c["criterion"] == "burnin.tx_bias_drift_pct")
     assert drift["verdict"] == "FAIL" and drift["value"] > 10 and "source" in drift
     assert laser["stats"]["sw1:Ethernet0"]["tx_bias_ma"]["1"]["slope_per_h"] > 10
+    eos = next(u for u in doc["units"] if u["port"] == "Ethernet2/1")  # EOS: lanes as ports
+    assert sorted(eos["stats"]["sw3:Ethernet2/1"]["tx_power_dbm"]) == ["1", "2", "3", "4"]
     assert {p.stem for p in written.plots} == {u.unit.serial for u in report.failed}
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in written.plots)
     bundle = signoff.build(written.allure_results, faulty["tmp"] / "signoff")

@@ -19,6 +19,7 @@ def test_the_example_stations_load() -> None:
     assert station.units.devices == ["spine1", "spine2", "leaf1", "leaf2", "leaf3", "leaf4"]
     assert station.testbed == root / "stations" / ".." / "testbeds/emulated/leafspine.yaml"
     assert len(station.sha256) == 64
+    assert load_station(root / "stations" / "example-lab.yaml").duration_h == 48
     mini = load_station(MINI_STATION)
     assert set(mini.monitors.enabled()) == {"dom", "fec", "counters", "prbs", "chamber"}
 

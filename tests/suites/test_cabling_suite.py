@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from conftest import LabRuns, outcomes
 
-RUNS = ("healthy", "link_faults", "optic_faults", "unreachable")
+RUNS = ("healthy", "link_faults", "optic_faults")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -36,13 +36,13 @@ def test_miswired_pair_fails_naming_both_ends(lab_runs: LabRuns) -> None:
 
 def test_other_families_faults_do_not_fail_the_cabling_suite(lab_runs: LabRuns) -> None:
     run = lab_runs.result("link_faults")  # the flapping link drops out of LLDP for a moment
-    got = outcomes(run.select("cabling"))
+    got = {n: o for n, o in outcomes(run.select("cabling")).items() if "leaf3" not in n}
     assert got and all(o == "passed" for o in got.values()), run.output[-4000:]
 
 
 def test_unreachable_switch_is_broken_not_failed(lab_runs: LabRuns) -> None:
-    run = lab_runs.result("unreachable")
-    tests = run.select("cabling")
+    run = lab_runs.result("link_faults")  # leaf3's management plane is dead there
+    tests = run.select("cabling", "leaf3")
     assert tests and not [t for t in tests if t["outcome"] == "failed"], run.output[-3000:]
     broken = [t for t in tests if t["outcome"] == "broken"]
     assert broken and all("leaf3" in (t["message"] or "") for t in broken)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from conftest import LabRuns, outcomes
 
-RUNS = ("healthy", "link_faults", "optic_faults", "unreachable")
+RUNS = ("healthy", "link_faults", "optic_faults")
 SONIC_LINKS = ("leaf1:Ethernet0--spine1:Ethernet0", "leaf2:Ethernet0--spine1:Ethernet8",
                "leaf4:Ethernet0--spine1:Ethernet24")
 BERT_LINK = "leaf4:Ethernet8--spine2:Ethernet4/1"
@@ -55,7 +55,7 @@ def test_link_faults_fail_and_name_the_culprit(lab_runs: LabRuns) -> None:
     }
     # a PRBS stage that overlaps a flap may also lose lock on the flapping link: also right
     assert expected <= failed <= expected | {f"test_prbs_ber[{SONIC_LINKS[2]}]"}, run.output[-4000:]
-    assert not [n for n, o in got.items() if o == "broken"]
+    assert not [n for n, o in got.items() if o == "broken" and "leaf3" not in n]
     culprits = {
         f"test_prbs_ber[{SONIC_LINKS[0]}]": "device=spine1 port=Ethernet0",  # the receiver
         f"test_fec_live[{SONIC_LINKS[0]}]": "device=spine1 port=Ethernet0",
@@ -77,8 +77,8 @@ def test_other_families_faults_do_not_fail_the_link_suite(lab_runs: LabRuns) -> 
 
 
 def test_unreachable_switch_is_broken_not_failed(lab_runs: LabRuns) -> None:
-    run = lab_runs.result("unreachable")
-    tests = run.select("link")
+    run = lab_runs.result("link_faults")  # leaf3's management plane is dead there
+    tests = run.select("link", "leaf3")
     assert tests, run.output[-3000:]
     assert not [t for t in tests if t["outcome"] == "failed"]
     broken = [t for t in tests if t["outcome"] == "broken"]

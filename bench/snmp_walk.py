@@ -1,0 +1,253 @@
+"""SNMP bulk walk of a 64-port switch's IF-MIB: our transport vs net-snmp's snmpbulkwalk.
+
+    python bench/snmp_walk.py [--ports 64] [--repeat 5] [--max-repetitions 50]
+
+Both clients walk the same subtrees (the ``interfaces`` group with ifTable, and
+ifXTable), v2c, GETBULK with the same max-repetitions, against the same agent,
+in one run; the bench prints the best of ``--repeat`` walks for each and the
+ratio. Two agents, because which side is slow depends on the agent:
+
+- **our SnmpAgent** serving the emulated SONiC switch's MIB (``SwitchMib`` on a
+  fabric with one switch of ``--ports`` cabled ports), in a child process so
+  the agent does not share a GIL with our client; a Python agent is the
+  bottleneck here, so both clients see similar times;
+- **net-snmp's snmpd** serving the real IF-MIB of a network namespace with
+  ``--ports`` dummy interfaces (needs root; skipped otherwise); a C agent
+  answers fast enough that the clients' own costs show.
+
+``snmpbulkwalk`` runs as a script would run it: one process per walk (its
+start-up is part of its time), numeric OIDs, no MIB loading (``-m ""``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import SecretStr
+
+from labtest import netns
+from labtest.testbed.model import SnmpSettings
+from labtest.transports.snmp import SnmpTransport
+
+WALKS = ("1.3.6.1.2.1.2", "1.3.6.1.2.1.31.1.1")  # interfaces (ifNumber, ifTable); ifXTable
+COMMUNITY = "bench-walk"
+SNMPBULKWALK = shutil.which("snmpbulkwalk") or "/usr/bin/snmpbulkwalk"
+
+
+@dataclass(frozen=True)
+class Agent:
+    name: str
+    port: int
+    netns: str | None = None  # where the agent (and so the clients) must run
+
+
+@dataclass(frozen=True)
+class Timing:
+    best_s: float
+    oids: int
+
+    @property
+    def oids_per_s(self) -> float:
+        return self.oids / self.best_s
+
+
+# --- agents -----------------------------------------------------------------------------
+
+
+def serve_switch_mib(ports: int) -> int:
+    """The child process: one emulated SONiC switch's MIB on an ephemeral UDP port."""
+    from labtest.emulation.model.fabric import Fabric
+    from labtest.emulation.personalities import sonic
+    from labtest.emulation.snmpagent import SnmpAgent
+    from labtest.testbed.model import Testbed
+
+    links = [
+        {"a": f"sw1:Ethernet{8 * i}", "b": f"sw2:Ethernet{8 * i}", "speed_gbps": 400,
+         "optic": "400G-DR4", "length_m": 3}
+        for i in range(ports)
+    ]  # fmt: skip
+    devices = {n: {"role": "leaf", "driver": "sonic"} for n in ("sw1", "sw2")}
+    testbed = Testbed.model_validate({"name": "walk", "devices": devices, "links": links})
+    fabric = Fabric(testbed)  # a stepped clock: the walk reads one instant
+    fabric.advance(60.0)
+    served = sonic.serve(fabric, "sw1", testbed.devices["sw1"])
+    agent = SnmpAgent(served.mib, community=COMMUNITY).start()
+    print(agent.port, flush=True)
+    try:
+        sys.stdin.read()  # until the parent closes our stdin
+    finally:
+        agent.stop()
+    return 0
+
+
+@contextmanager
+def switch_mib_agent(ports: int) -> Iterator[Agent]:
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--serve", "--ports", str(ports)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline()  # the child prints its port once the agent is up
+        if not line.strip().isdigit():
+            raise RuntimeError(f"the agent did not start (exit status {child.poll()})")
+        yield Agent("our SnmpAgent (emulated SONiC switch MIB)", int(line))
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        try:
+            child.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait(timeout=5)
+
+
+@contextmanager
+def snmpd_agent(ports: int, workdir: Path) -> Iterator[Agent]:
+    """net-snmp's snmpd in a namespace holding ``ports`` interfaces."""
+    with netns.namespace() as ns:
+        batch = workdir / "links.batch"
+        names = [f"Ethernet{8 * i}" for i in range(ports)]
+        pairs = list(zip(names[0::2], names[1::2], strict=False))  # veth: no dummy module needed
+        lines = ["link set lo up"]
+        lines += [f"link add {a} type veth peer name {b}" for a, b in pairs]
+        lines += [f"link set {name} up" for name in names[: 2 * len(pairs)]]
+        batch.write_text("\n".join(lines) + "\n")
+        netns.ip("-batch", str(batch), netns=ns, timeout_s=60)
+        port = 16161
+        conf = workdir / "snmpd.conf"
+        conf.write_text(f"agentAddress udp:127.0.0.1:{port}\nrocommunity {COMMUNITY} 127.0.0.1\n")
+        env = {**os.environ, "MIBS": "", "SNMP_PERSISTENT_DIR": str(workdir)}
+        command = ["ip", "netns", "exec", ns, "snmpd", "-f", "-Lf", str(workdir / "snmpd.log"),
+                   "-C", "-c", str(conf), "-p", str(workdir / "snmpd.pid")]  # fmt: skip
+        daemon = subprocess.Popen(command, env=env)
+        try:
+            agent = Agent(f"net-snmp snmpd ({2 * len(pairs)} veth interfaces + lo)", port, ns)
+            _wait_until(lambda: _answers(agent), 10.0, "snmpd did not answer")
+            yield agent
+        finally:
+            daemon.send_signal(signal.SIGTERM)
+            try:
+                daemon.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                daemon.kill()
+                daemon.wait(timeout=5)
+
+
+def _answers(agent: Agent) -> bool:
+    done = subprocess.run(
+        _bulkwalk_argv(agent, "1.3.6.1.2.1.1.1", 10), capture_output=True, text=True, timeout=10
+    )
+    return done.returncode == 0 and bool(done.stdout.strip())
+
+
+def _wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise RuntimeError(what)
+        time.sleep(0.2)
+
+
+# --- clients ----------------------------------------------------------------------------
+
+
+def _bulkwalk_argv(agent: Agent, oid: str, max_repetitions: int) -> list[str]:
+    argv = [SNMPBULKWALK, "-v2c", "-c", COMMUNITY, "-m", "", "-On", "-t", "2", "-r", "1",
+            f"-Cr{max_repetitions}", f"udp:127.0.0.1:{agent.port}", oid]  # fmt: skip
+    return ["nsenter", f"--net={netns.NETNS_DIR / agent.netns}", *argv] if agent.netns else argv
+
+
+def net_snmp_walk(agent: Agent, max_repetitions: int) -> int:
+    """One walk of every subtree with snmpbulkwalk; returns the number of OIDs."""
+    count = 0
+    for oid in WALKS:
+        done = subprocess.run(
+            _bulkwalk_argv(agent, oid, max_repetitions), capture_output=True, text=True,
+            timeout=60, check=True,
+        )  # fmt: skip
+        count += sum(1 for line in done.stdout.splitlines() if line.startswith("."))
+    return count
+
+
+def our_walk(transport: SnmpTransport, max_repetitions: int) -> int:
+    return sum(len(transport.walk(oid, max_repetitions)) for oid in WALKS)
+
+
+def best_of(repeat: int, walk: Callable[[], int]) -> Timing:
+    times, counts = [], set()
+    for _ in range(repeat):
+        start = time.perf_counter()
+        counts.add(walk())
+        times.append(time.perf_counter() - start)
+    if len(counts) != 1:
+        raise RuntimeError(f"walks returned different OID counts: {sorted(counts)}")
+    return Timing(min(times), counts.pop())
+
+
+def compare(agent: Agent, repeat: int, max_repetitions: int) -> float:
+    settings = SnmpSettings(
+        version="2c", port=agent.port, community=SecretStr(COMMUNITY), timeout_s=2.0, retries=1
+    )
+    transport = SnmpTransport("bench", "127.0.0.1", settings)
+    try:
+        # the first call starts the transport's loop thread, which opens its socket:
+        # inside the agent's namespace when there is one
+        netns.call_in_netns(agent.netns, lambda: transport.get("1.3.6.1.2.1.1.3.0"))
+        ours = best_of(repeat, lambda: our_walk(transport, max_repetitions))
+    finally:
+        transport.close()
+    theirs = best_of(repeat, lambda: net_snmp_walk(agent, max_repetitions))
+    if ours.oids != theirs.oids:
+        raise RuntimeError(f"our walk saw {ours.oids} OIDs, snmpbulkwalk {theirs.oids}")
+    ratio = ours.best_s / theirs.best_s
+    print(f"\nagent: {agent.name}; {ours.oids} OIDs per walk, best of {repeat}")
+    print(f"  labtest SnmpTransport : {ours.best_s * 1e3:8.1f} ms ({ours.oids_per_s:9,.0f} OIDs/s)")
+    print(f"  net-snmp snmpbulkwalk : {theirs.best_s * 1e3:8.1f} ms "
+          f"({theirs.oids_per_s:9,.0f} OIDs/s, one process per subtree)")  # fmt: skip
+    print(f"  ratio (ours / net-snmp): {ratio:.2f}x the time")
+    return ratio
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ports", type=int, default=64)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--max-repetitions", type=int, default=50)
+    ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.serve:
+        return serve_switch_mib(args.ports)
+    if not Path(SNMPBULKWALK).exists():
+        print("snmpbulkwalk not found: apt-get install snmp", file=sys.stderr)
+        return 2
+    print(f"IF-MIB walk ({', '.join(WALKS)}), v2c, GETBULK max-repetitions "
+          f"{args.max_repetitions}, {os.cpu_count()} CPUs")  # fmt: skip
+    with switch_mib_agent(args.ports) as agent:
+        compare(agent, args.repeat, args.max_repetitions)
+    if not netns.is_root() or shutil.which("snmpd") is None:
+        print("\nnet-snmp snmpd: skipped (needs root for a namespace, and snmpd)")
+        return 0
+    with (
+        tempfile.TemporaryDirectory(prefix="labtest-walk-") as tmp,
+        snmpd_agent(args.ports, Path(tmp)) as agent,
+    ):
+        compare(agent, args.repeat, args.max_repetitions)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
