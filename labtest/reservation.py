@@ -37,7 +37,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -507,11 +507,11 @@ def reserve(
     lock.acquire()
     with contextlib.suppress(OSError):
         lock_path.chmod(0o666)
-    member = Member(member_id, holder, lock_path)
     start = time.monotonic()
     seen: dict[str, Holder] = {}
     try:
         while True:
+            member = Member(member_id, replace(holder, since_s=time.time()), lock_path)
             blockers = store.try_acquire(keys, member, ttl_s)
             if not blockers:
                 return Lease(store, keys, member, lock, ttl_s)

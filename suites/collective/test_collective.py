@@ -146,8 +146,8 @@ def _localise(view: FabricView) -> dict[str, str]:
         "straggler localisation",
         {
             "probe_bw_gbps": {o.pair: o.bw_gbps for o in outcomes},
-            "suspects": [{**e.__dict__, "util": e.util} for e in suspects],
-            "ports": [{**e.__dict__, "util": e.util} for e in evidence],
+            "suspects": [{**e.__dict__, "util": e.util, "rx_util": e.rx_util} for e in suspects],
+            "ports": [{**e.__dict__, "util": e.util, "rx_util": e.rx_util} for e in evidence],
         },
     )
     if not suspects:

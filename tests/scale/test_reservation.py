@@ -51,7 +51,7 @@ def test_a_busy_device_names_its_holder_and_fail_fast_does_not_wait(store) -> No
         start = time.monotonic()
         with pytest.raises(r.DevicesBusy) as busy:
             r.reserve(BOTH, store=store, wait_s=0)
-        assert time.monotonic() - start < 0.5
+        assert time.monotonic() - start < 2.0  # no poll at all: a wait would sleep first
     text = str(busy.value)
     assert "lab/sw1 held by" in text and "lab/sw2" not in text.split("held by")[0]
     assert f"{getpass.getuser()}@{socket.gethostname()} pid {os.getpid()}" in text
@@ -100,8 +100,8 @@ def test_processes_of_one_run_share_the_hold_until_the_last_leaves(store) -> Non
 
 
 def test_the_heartbeat_keeps_a_short_lease_alive(store) -> None:
-    with r.reserve(SW1, store=store, ttl_s=0.6, host="far-away") as lease:
-        time.sleep(1.5)  # 2.5 lease times
+    with r.reserve(SW1, store=store, ttl_s=1.2, host="far-away") as lease:
+        time.sleep(3.0)  # 2.5 lease times
         assert lease.valid()
         with pytest.raises(r.DevicesBusy):
             r.reserve(SW1, store=store, wait_s=0)
@@ -164,8 +164,8 @@ def test_a_holder_killed_elsewhere_frees_the_lab_when_its_lease_expires(store) -
         r.reserve(SW1, store=store, wait_s=0)
     with r.reserve(SW1, store=store, wait_s=ttl_s + 5):
         freed_after_s = time.monotonic() - killed
-    # its last renewal was at most ttl/3 before the kill; we poll every POLL_S
-    assert ttl_s * 2 / 3 - 0.2 <= freed_after_s <= ttl_s + r.POLL_S + 0.5
+    # it renewed every 50 ms until the kill, so the lease ran out ~ttl later (polled)
+    assert ttl_s / 2 <= freed_after_s <= ttl_s + r.POLL_S + 0.5
 
 
 class FlakyStore:

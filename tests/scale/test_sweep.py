@@ -134,8 +134,8 @@ def test_a_hung_device_costs_one_deadline_and_the_rest_still_answer(fake_lab) ->
     assert isinstance(result.failed["sw3"], TransportTimeout)
     assert "within 0.5 s" in str(result.failed["sw3"])
     assert set(result.ok) == set(names) - {"sw3"}
-    # 11 devices at 0.05 s on 2 workers (one replaced after the deadline) plus one deadline
-    assert elapsed < 0.5 + 12 * TRACK.hold_s
+    # one deadline plus 11 x 0.05 s on the other worker: not a wait for the stuck one (10 s)
+    assert elapsed < 0.5 + 2.0
     assert lab.device("sw3").closed >= 1  # closed to free the stuck worker
 
 
