@@ -9,11 +9,13 @@ ratio. Two agents, because which side is slow depends on the agent:
 
 - **our SnmpAgent** serving the emulated SONiC switch's MIB (``SwitchMib`` on a
   fabric with one switch of ``--ports`` cabled ports), in a child process so
-  the agent does not share a GIL with our client; a Python agent is the
-  bottleneck here, so both clients see similar times;
+  the agent does not share a GIL with our client; the Python agent's time is
+  in both clients' walks (GETBULK round trips are sequential), the client's own
+  decoding adds to it;
 - **net-snmp's snmpd** serving the real IF-MIB of a network namespace with
-  ``--ports`` dummy interfaces (needs root; skipped otherwise); a C agent
-  answers fast enough that the clients' own costs show.
+  ``--ports`` interfaces (veth pairs; needs root, skipped otherwise); a C agent
+  answers fast enough that the clients' own costs show: pysnmp decodes BER in
+  pure Python (pyasn1), net-snmp in C.
 
 ``snmpbulkwalk`` runs as a script would run it: one process per walk (its
 start-up is part of its time), numeric OIDs, no MIB loading (``-m ""``).

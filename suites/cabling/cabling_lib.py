@@ -134,7 +134,7 @@ class Observed:
     def raise_for(self, *devices: str) -> None:
         for name in devices:
             if name in self.errors:
-                raise self.errors[name]
+                raise self.errors[name].with_traceback(None)  # fresh: no frames pile up
 
 
 def _lldp(lab: Any, device: str) -> dict[str, str | None]:

@@ -21,6 +21,7 @@ from fixtures.traffic import (
     jain_index,
     load_deviations,
     load_settings,
+    local_mac,
     poll_until,
     run_bandwidth_pairs,
 )
@@ -491,13 +492,20 @@ def test_pfc_watchdog_storm(fabric_view: FabricView, measure: Any) -> None:
         f"priority-{LOSSY[0]} flow from {other_port} to {storm_port}"
     ):
         rate = pause_refresh_pps(quanta, speed, cfg["refreshes_per_pause"])
-        storm = pfc_storm_flow("pfc-storm", "storm", priority=prio, quanta=quanta, rate_pps=rate)
+        storm = pfc_storm_flow(
+            "pfc-storm",
+            "storm",
+            priority=prio,
+            quanta=quanta,
+            rate_pps=rate,
+            src_mac=local_mac(f"{tg_name}:{storm_port}"),
+        )
         other = Flow(
             name="other-priority",
             tx_port="other",
             rx_ports=["storm"],
             packet=[
-                Ethernet(),
+                Ethernet(src_mac=local_mac(f"{tg_name}:{other_port}"), dst_mac=local_mac(sw_name)),
                 Ipv4(src="192.0.2.1", dst="192.0.2.2", dscp=LOSSY[0]),
                 Udp(dst_port=5000),
             ],

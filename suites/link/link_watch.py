@@ -92,7 +92,7 @@ class LinkWatch:
         """Re-raise the error of the first of ``devices`` that could not be read."""
         for name in devices:
             if name in self.errors:
-                raise self.errors[name]
+                raise self.errors[name].with_traceback(None)  # fresh: no frames pile up
 
 
 def watch_links(

@@ -192,7 +192,7 @@ def test_prbs_ber(
         pytest.skip(f"{link.name}: {plan.note}")
     with allure.step(f"LINK-1.1/1: {campaign.pattern} generator and checker ({plan.note})"):
         if outcome.error is not None:
-            raise outcome.error
+            raise outcome.error.with_traceback(None)  # shared by the campaign: fresh frames
     with allure.step("LINK-1.1/2: sequential stages until every lane is decided"):
         allure.attach("\n".join(campaign.log), name="stages")
         measure("prbs_run_time", outcome.run_time_s, key="link.prbs_max_s", link=link.name)

@@ -113,7 +113,7 @@ class Reading:
     def get(self, end: str) -> Transceiver:
         device = end.split(":", 1)[0]
         if device in self.errors:
-            raise self.errors[device]
+            raise self.errors[device].with_traceback(None)  # fresh: no frames pile up
         if end not in self.modules:
             raise LookupError(f"{end}: the device reported no transceiver on this port")
         return self.modules[end]

@@ -3,7 +3,10 @@
 The suite runs against an emulated lab with faults, so its verdicts are a mix
 (passed, failed, broken, skipped); device groups keep every device's tests on
 one worker. Verdicts are collected per test id from the reports, on the
-controller when xdist runs.
+controller when xdist runs. The lab is started once, here, and both runs
+drive it through the testbed file it writes; they reserve it, so the two xdist
+workers also show that they share one reservation instead of waiting for each
+other.
 """
 
 from __future__ import annotations
@@ -15,6 +18,9 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from labtest.emulation.lab import EmulatedLab
+from labtest.testbed import load_testbed
 
 TESTBED = """\
 name: verdicts
@@ -85,7 +91,8 @@ def test_host_prbs(lab):
 def run_suite(project: Path, out: Path, *args: str) -> tuple[dict[str, list[str]], str]:
     env = {**os.environ, "VERDICTS_OUT": str(out)}
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-               "--testbed", "tb.yaml", "--emulate", *args]  # fmt: skip
+               "--testbed", "emulated.yaml", "--lease-store", str(project / "leases.db"),
+               *args]  # fmt: skip
     done = subprocess.run(
         command, cwd=project, env=env, capture_output=True, text=True, timeout=120
     )
@@ -100,9 +107,16 @@ def test_two_workers_give_the_verdicts_of_a_serial_run(tmp_path: Path) -> None:
     (project / "tb.yaml").write_text(TESTBED)
     (project / "conftest.py").write_text(CONFTEST)
     (project / "test_fabric.py").write_text(SUITE)
-
-    serial, _ = run_suite(project, tmp_path / "serial.json")
-    parallel, output = run_suite(project, tmp_path / "xdist.json", "-n", "2", "--dist", "loadgroup")
+    lab = EmulatedLab(load_testbed(project / "tb.yaml"), workdir=tmp_path / "lab")
+    lab.start()
+    try:
+        lab.write_testbed(project / "emulated.yaml")
+        serial, _ = run_suite(project, tmp_path / "serial.json")
+        parallel, output = run_suite(
+            project, tmp_path / "xdist.json", "-n", "2", "--dist", "loadgroup"
+        )
+    finally:
+        lab.stop()
     assert "bringing up nodes" in output and "@spine1" in output  # two workers, device groups
 
     assert parallel == serial

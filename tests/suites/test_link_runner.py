@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import LabRuns
+from suite_runs import LabRuns
 
 from labtest import run as runner
 from labtest.cli import build_parser

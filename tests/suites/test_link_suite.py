@@ -5,7 +5,7 @@ unreachable switch is broken, not failed."""
 from __future__ import annotations
 
 import pytest
-from conftest import LabRuns, outcomes
+from suite_runs import LabRuns, outcomes
 
 RUNS = ("healthy", "link_faults", "optic_faults")
 SONIC_LINKS = ("leaf1:Ethernet0--spine1:Ethernet0", "leaf2:Ethernet0--spine1:Ethernet8",

@@ -5,7 +5,7 @@ and an unreachable switch is broken, not failed."""
 from __future__ import annotations
 
 import pytest
-from conftest import LabRuns, outcomes
+from suite_runs import LabRuns, outcomes
 
 RUNS = ("healthy", "link_faults", "optic_faults")
 

@@ -1,0 +1,569 @@
+"""The fault-detection matrix: each catalogued fault injected into the emulated lab, the
+suites run, and a judgement on whether the suite meant to catch it did, for the right reason.
+
+A case is one faulted copy of a testbed (or a healthy one with another seed).
+It runs through ``labtest run`` in a child process bounded by a timeout, and
+its ``labtest-results.json`` is judged per suite family:
+
+- a suite meant to catch the fault must fail, and every failure must name the
+  culprit (a ``device:port``, a link, a device) — a red suite that blames the
+  wrong port would pass an operator's eye but not this check;
+- every other suite must pass: a failure there is a false failure;
+- *broken* is allowed only where the fault makes a device unreachable, and
+  then every broken result must name that device; such a case expects no
+  failure at all (the lab could not be asked, so nothing was judged).
+
+``python -m labtest.matrix`` runs the whole matrix and writes the markdown
+table (``docs/detection-matrix.md``); ``tests/matrix`` runs it as a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from labtest.reports import results
+from labtest.run import DEFAULT_TESTBED, REPO, SUITE_ORDER, SUITES_DIR, culprit
+
+DEFAULT_CASES = REPO / "tests" / "matrix" / "matrix_data.py"
+DEFAULT_OUT = REPO / "docs" / "detection-matrix.md"
+DEFAULT_SEEDS = (1, 2, 3, 4, 5)
+CASE_TIMEOUT_S = 900.0
+STOP_GRACE_S = 30.0  # after a timeout: time for pytest's teardown before the kill
+
+PASS, CAUGHT, BROKEN_NAMED = "pass", "FAIL (culprit named)", "BROKEN (device named)"
+
+
+# --- cases ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    """One run of the matrix: a testbed with these faults (none: the healthy lab)."""
+
+    name: str
+    faults: tuple[dict[str, Any], ...] = ()
+    catches: tuple[str, ...] = ()  # suite families meant to fail on it
+    culprits: tuple[str, ...] = ()  # device:port, a-b link or device; a failure names one
+    unreachable: str | None = None  # a device whose management plane is dead
+    seed: int | None = None  # emulation.seed (None: the testbed's)
+    time_scale: float | None = None  # emulation.time_scale (None: the testbed's)
+    devices: dict[str, dict[str, Any]] = field(default_factory=dict)  # per-device overrides
+    pytest_args: tuple[str, ...] = ()
+    note: str = ""  # why this target and these parameters
+
+    @property
+    def healthy(self) -> bool:
+        return not self.faults
+
+    def describe(self) -> str:
+        """``kind@target k=v`` per fault, as a table cell."""
+        if self.healthy:
+            return f"no fault, seed {self.seed}" if self.seed is not None else "no fault"
+        parts = []
+        for f in self.faults:
+            params = " ".join(f"{k}={v}" for k, v in (f.get("params") or {}).items())
+            parts.append(f"`{f['kind']}@{f.get('target', '')}`" + (f" {params}" if params else ""))
+        if self.time_scale is not None:
+            parts.append(f"time_scale {self.time_scale:g}")
+        return ", ".join(parts)
+
+
+def healthy_case(seed: int) -> Case:
+    return Case(name=f"healthy-seed{seed}", seed=seed)
+
+
+def load_cases(path: Path = DEFAULT_CASES) -> dict[str, Case]:
+    """``CASES`` (fault kind -> Case) from a matrix data module, imported by path."""
+    spec = importlib.util.spec_from_file_location("labtest_matrix_data", path)
+    if spec is None or spec.loader is None:
+        raise FileNotFoundError(f"{path}: not a Python module")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return dict(module.CASES)
+
+
+def faulted_testbed(base: Path, case: Case, path: Path) -> Path:
+    """Write a copy of ``base`` carrying the case's faults, seed and overrides to ``path``.
+
+    The copy lives elsewhere, so its ``limits:`` is made absolute.
+    """
+    doc = yaml.safe_load(base.read_text(encoding="utf-8"))
+    if doc.get("limits"):
+        doc["limits"] = str((base.parent / doc["limits"]).resolve())
+    emulation = doc.setdefault("emulation", {}) or {}
+    doc["emulation"] = emulation
+    emulation["faults"] = [dict(f) for f in case.faults]
+    if case.seed is not None:
+        emulation["seed"] = case.seed
+    if case.time_scale is not None:
+        emulation["time_scale"] = case.time_scale
+    for name, override in case.devices.items():
+        doc["devices"][name].update(override)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return path
+
+
+# --- running --------------------------------------------------------------------------------
+
+
+@dataclass
+class TestResult:
+    name: str
+    outcome: str
+    text: str  # the failure message and the culprit labtest run derives from it
+    device: str | None = None
+
+
+@dataclass
+class SuiteResult:
+    passed: int = 0
+    failed: int = 0
+    broken: int = 0
+    skipped: int = 0
+    red: list[TestResult] = field(default_factory=list)  # failed and broken tests
+
+
+@dataclass
+class CaseRun:
+    case: Case
+    suites_run: list[str]
+    suites: dict[str, SuiteResult]
+    wall_s: float
+    returncode: int | None
+    error: str | None = None  # timeout, no results: the run itself went wrong
+    log: Path | None = None
+    pid: int | None = None  # the child's, also its process group's id
+
+
+def case_suites(result_tests: Iterable[dict[str, Any]]) -> dict[str, SuiteResult]:
+    """Per suite family: outcome counts and the red tests' messages."""
+    suites: dict[str, SuiteResult] = {}
+    for t in result_tests:
+        s = suites.setdefault(t.get("suite") or "?", SuiteResult())
+        outcome = t.get("outcome", results.PASSED)
+        setattr(s, outcome, getattr(s, outcome) + 1)
+        if outcome in (results.FAILED, results.BROKEN):
+            text = f"{t.get('message') or ''}\n{culprit(t)}"
+            s.red.append(TestResult(t.get("name", t["nodeid"]), outcome, text, t.get("device")))
+    return suites
+
+
+def _child_command(opts: dict[str, Any]) -> list[str]:
+    code = "import sys; from labtest.matrix import child_main; sys.exit(child_main(sys.argv[1]))"
+    return [sys.executable, "-c", code, json.dumps(opts)]
+
+
+def child_main(opts_json: str) -> int:
+    """In the child: one ``labtest run`` (kept out of the parent so a hang can be killed)."""
+    from labtest.run import RunOptions, run
+
+    raw = json.loads(opts_json)
+    opts = RunOptions(
+        testbed=Path(raw["testbed"]),
+        emulate=raw["emulate"],
+        suites=raw["suites"],
+        alluredir=Path(raw["alluredir"]),
+        pytest_args=raw["pytest_args"],
+        suites_dir=Path(raw["suites_dir"]),
+    )
+    return run(opts)
+
+
+class Runner:
+    """Runs cases in child processes, ``jobs`` at a time (each lab has its own ports)."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        base: Path = DEFAULT_TESTBED,
+        suites_dir: Path = SUITES_DIR,
+        jobs: int = 1,
+        timeout_s: float = CASE_TIMEOUT_S,
+        emulate: bool = True,
+        pytest_args: Sequence[str] = ("-q", "-p", "no:randomly"),
+    ) -> None:
+        self.workdir, self.base, self.suites_dir = workdir, base, suites_dir
+        self.timeout_s, self.emulate, self.pytest_args = timeout_s, emulate, list(pytest_args)
+        self._pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="matrix")
+        self._futures: dict[str, Future[CaseRun]] = {}
+        self._procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def start(self, case: Case, suites: Sequence[str] = ()) -> None:
+        """Queue ``case`` (once) over ``suites`` (empty: every suite)."""
+        if case.name not in self._futures:
+            self._futures[case.name] = self._pool.submit(self.run_case, case, list(suites))
+
+    def result(self, name: str) -> CaseRun:
+        return self._futures[name].result()
+
+    def run_case(self, case: Case, suites: list[str]) -> CaseRun:
+        workdir = self.workdir / case.name
+        workdir.mkdir(parents=True, exist_ok=True)
+        testbed = faulted_testbed(self.base, case, workdir / "testbed.yaml")
+        alluredir, log = workdir / "results", workdir / "run.log"
+        opts = {
+            "testbed": str(testbed),
+            "emulate": self.emulate,
+            "suites": suites,
+            "alluredir": str(alluredir),
+            "pytest_args": [*self.pytest_args, *case.pytest_args],
+            "suites_dir": str(self.suites_dir),
+        }
+        start = time.monotonic()
+        pid, returncode, error = self._run_child(case.name, _child_command(opts), log)
+        wall_s = time.monotonic() - start
+        found: dict[str, SuiteResult] = {}
+        if error is None:
+            try:
+                found = case_suites(results.load(alluredir).get("tests", []))
+            except results.ResultsError as exc:
+                error = f"no results (exit {returncode}): {exc}"
+        wanted = suites or _available(self.suites_dir)
+        return CaseRun(case, wanted, found, wall_s, returncode, error, log, pid)
+
+    def _run_child(
+        self, name: str, cmd: list[str], log: Path
+    ) -> tuple[int | None, int | None, str | None]:
+        """(pid, exit status, error) of one child in its own process group."""
+        with self._lock:
+            if self._closed:
+                return None, None, "runner closed before the case started"
+            with log.open("wb") as out:
+                proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+            self._procs[name] = proc
+        try:
+            return proc.pid, proc.wait(timeout=self.timeout_s), None
+        except subprocess.TimeoutExpired:
+            stop(proc)
+            return proc.pid, proc.returncode, f"timed out after {self.timeout_s:g} s"
+        finally:
+            with self._lock:
+                self._procs.pop(name, None)
+
+    def close(self) -> None:
+        """Cancel queued cases and stop running ones (their teardown restores devices)."""
+        with self._lock:
+            self._closed = True
+            running = list(self._procs.values())
+        for fut in self._futures.values():
+            fut.cancel()
+        for proc in running:
+            stop(proc)
+        self._pool.shutdown(wait=True)
+
+
+def stop(proc: subprocess.Popen[bytes], grace_s: float = STOP_GRACE_S) -> None:
+    """SIGINT to the child's process group (pytest tears down), then SIGKILL after grace_s."""
+    for sig, wait_s in ((signal.SIGINT, grace_s), (signal.SIGKILL, grace_s)):
+        if proc.poll() is not None:
+            return
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _available(suites_dir: Path) -> list[str]:
+    from labtest.run import available_suites
+
+    return available_suites(suites_dir)
+
+
+# --- judging --------------------------------------------------------------------------------
+
+
+@dataclass
+class Cell:
+    text: str  # what the matrix shows
+    ok: bool
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Verdict:
+    run: CaseRun
+    cells: dict[str, Cell]
+
+    @property
+    def ok(self) -> bool:
+        return self.run.error is None and all(c.ok for c in self.cells.values())
+
+    @property
+    def problems(self) -> list[str]:
+        head = [f"run: {self.run.error}"] if self.run.error else []
+        return head + [f"{s}: {p}" for s, c in self.cells.items() for p in c.problems]
+
+
+def names(text: str, who: str) -> bool:
+    """Does ``text`` name ``who`` (``dev:port``, link ``a--b`` either way round, or a device)?
+
+    A port matches as ``dev:port`` or as the measurement labels ``device=dev port=port``;
+    names match whole (``leaf1`` is not ``leaf10``, ``Ethernet1`` is not ``Ethernet1/1``).
+    """
+    forms = [who]
+    if "--" in who:
+        a, _, b = who.partition("--")
+        forms.append(f"{b}--{a}")
+    elif ":" in who:
+        device, _, port = who.partition(":")
+        forms.append(f"device={device} port={port}")
+    else:
+        forms.append(f"device={who}")
+    return any(re.search(rf"(?<![\w/]){re.escape(f)}(?![\w/])", text) for f in forms)
+
+
+def judge(run: CaseRun) -> Verdict:
+    case = run.case
+    cells: dict[str, Cell] = {}
+    for suite in run.suites_run:
+        if run.error is not None:
+            cells[suite] = Cell("ERROR", False)
+        elif suite not in run.suites:
+            cells[suite] = Cell("no results", False, ["the suite reported no test"])
+        elif case.unreachable:
+            cells[suite] = _judge_unreachable(case, suite, run.suites[suite])
+        elif suite in case.catches:
+            cells[suite] = _judge_catcher(case, run.suites[suite])
+        else:
+            cells[suite] = _judge_bystander(run.suites[suite])
+    return Verdict(run, cells)
+
+
+def _judge_catcher(case: Case, s: SuiteResult) -> Cell:
+    failed = [t for t in s.red if t.outcome == results.FAILED]
+    problems = [f"{t.name} broken: {_line(t.text)}" for t in s.red if t.outcome == results.BROKEN]
+    if not failed:
+        return Cell("pass (missed)", False, ["did not fail: the fault was missed", *problems])
+    blind = [t for t in failed if not any(names(t.text, c) for c in case.culprits)]
+    problems += [
+        f"{t.name} failed without naming {' / '.join(case.culprits)}: {_line(t.text)}"
+        for t in blind
+    ]
+    if blind and len(blind) == len(failed):
+        return Cell("FAIL (culprit not named)", False, problems)
+    text = CAUGHT if not problems else f"{CAUGHT}, also {_red_counts(s)}"
+    return Cell(text, not problems, problems)
+
+
+def _judge_bystander(s: SuiteResult) -> Cell:
+    if not s.red:
+        return Cell(PASS if s.passed else "skipped", True)
+    problems = [f"{t.name} {t.outcome} (false {t.outcome}): {_line(t.text)}" for t in s.red]
+    return Cell(_red_counts(s).upper(), False, problems)
+
+
+def _judge_unreachable(case: Case, suite: str, s: SuiteResult) -> Cell:
+    device = case.unreachable or ""
+    problems = [
+        f"{t.name} {t.outcome}: " + ("must be broken, not failed" if t.outcome == results.FAILED
+                                    else f"does not name {device}") + f": {_line(t.text)}"
+        for t in s.red
+        if t.outcome == results.FAILED or not (t.device == device or names(t.text, device))
+    ]
+    if suite in case.catches and not s.broken:
+        problems.insert(0, f"no test was broken by unreachable {device}")
+    if not s.red:
+        return Cell(PASS, not problems, problems)
+    text = BROKEN_NAMED.replace("device", device) if not problems else _red_counts(s).upper()
+    return Cell(text, not problems, problems)
+
+
+def _red_counts(s: SuiteResult) -> str:
+    parts = [f"{n} {what}" for n, what in ((s.failed, "failed"), (s.broken, "broken")) if n]
+    return ", ".join(parts)
+
+
+def _line(text: str) -> str:
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return line if len(line) <= 200 else line[:197] + "..."
+
+
+# --- the markdown table ---------------------------------------------------------------------
+
+
+def render(verdicts: Sequence[Verdict], *, title_note: str = "") -> str:
+    """The matrix: a row per case, a column per suite family, then the evidence."""
+    suites = _columns(verdicts)
+    lines = [
+        "# Fault-detection matrix",
+        "",
+        "Generated by `python -m labtest.matrix` (the engine is `labtest/matrix.py`, the",
+        "injected faults `tests/matrix/matrix_data.py`); do not edit by hand.",
+        "Each row is a copy of the default emulated lab (`testbeds/emulated/leafspine.yaml`)",
+        "with one fault from the catalogue (`docs/faults.md`) injected, run through",
+        "`labtest run`. A suite meant to catch the fault must fail and every one of its",
+        "failures must name the culprit; every other suite must pass; *broken* is allowed",
+        "only for an unreachable device, and must name it.",
+        "",
+    ]
+    if title_note:
+        lines += [title_note, ""]
+    head = ["fault", "injected", "meant to catch", *suites, "verdict", "wall s"]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for v in verdicts:
+        case = v.run.case
+        label = case.name if not case.healthy else f"healthy lab (seed {case.seed})"
+        row = [
+            f"`{label}`" if not case.healthy else label,
+            case.describe(),
+            ", ".join(case.catches) or "—",
+            *(_cell(v.cells.get(s)) for s in suites),
+            "ok" if v.ok else "**WRONG**",
+            f"{v.run.wall_s:.0f}",
+        ]
+        lines.append("| " + " | ".join(row) + " |")
+    total_s = sum(v.run.wall_s for v in verdicts)
+    good = sum(v.ok for v in verdicts)
+    lines += ["", f"{good} of {len(verdicts)} rows as designed; {total_s:.0f} s of runs in all.", ""]
+    lines += _evidence(verdicts)
+    wrong = [v for v in verdicts if not v.ok]
+    if wrong:
+        lines += ["## What went wrong", ""]
+        for v in wrong:
+            lines += [f"- `{v.run.case.name}`: " + "; ".join(v.problems)]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _columns(verdicts: Sequence[Verdict]) -> list[str]:
+    seen = {s for v in verdicts for s in v.run.suites_run}
+    rank = {name: i for i, name in enumerate(SUITE_ORDER)}
+    return sorted(seen, key=lambda n: (rank.get(n, len(rank)), n))
+
+
+def _cell(cell: Cell | None) -> str:
+    if cell is None:
+        return "—"
+    text = cell.text.replace("|", "/")
+    return f"**{text}**" if text.startswith(("FAIL", "BROKEN", "ERROR")) else text
+
+
+def _evidence(verdicts: Sequence[Verdict]) -> list[str]:
+    """The failure text behind every red cell: what an operator would read."""
+    lines = ["## Evidence", "", "What the red cells' tests said (first failing line; the",
+             "culprit `labtest run` derives from the failing measurements).", ""]
+    for v in verdicts:
+        red = [(s, t) for s, r in v.run.suites.items() for t in r.red]
+        if not red:
+            continue
+        lines.append(f"**{v.run.case.name}** — {v.run.case.note or v.run.case.describe()}")
+        lines.append("")
+        for suite, t in red[:6]:
+            first, _, who = t.text.rpartition("\n")
+            lines.append(f"- {suite} `{t.name}` {t.outcome}: {_line(first)[:160]}"
+                         + (f" — culprit: {who}" if who else ""))
+        if len(red) > 6:
+            lines.append(f"- … and {len(red) - 6} more")
+        lines.append("")
+    return lines
+
+
+# --- the command line -----------------------------------------------------------------------
+
+
+def run_matrix(
+    cases: Sequence[Case],
+    workdir: Path,
+    *,
+    suites_for: Callable[[Case], Sequence[str]] = lambda case: (),
+    jobs: int = 1,
+    timeout_s: float = CASE_TIMEOUT_S,
+    progress: Callable[[Verdict], None] | None = None,
+    **runner_kw: Any,
+) -> list[Verdict]:
+    runner = Runner(workdir, jobs=jobs, timeout_s=timeout_s, **runner_kw)
+    try:
+        for case in cases:
+            runner.start(case, suites_for(case))
+        verdicts = []
+        for case in cases:
+            verdict = judge(runner.result(case.name))
+            if progress is not None:
+                progress(verdict)
+            verdicts.append(verdict)
+        return verdicts
+    finally:
+        runner.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m labtest.matrix",
+        description="Inject each catalogued fault into the emulated lab, run the suites, "
+                    "judge who caught it, and write the matrix as markdown.",
+    )
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="markdown file to write")
+    ap.add_argument("--faults", nargs="*", metavar="KIND",
+                    help="only these faults (default: every case; none with --faults alone)")
+    ap.add_argument("--seeds", nargs="*", type=int, default=list(DEFAULT_SEEDS),
+                    help="healthy-lab seeds (default: 1 2 3 4 5)")
+    ap.add_argument("--suite", action="append", default=[], dest="suites", metavar="NAME",
+                    help="run only these suite families (default: all)")
+    ap.add_argument("--cases", type=Path, default=DEFAULT_CASES, help="matrix data module")
+    ap.add_argument("--testbed", type=Path, default=DEFAULT_TESTBED, help="base testbed")
+    ap.add_argument("--jobs", type=int, default=2, help="cases run at once (default 2)")
+    ap.add_argument("--timeout-s", type=float, default=CASE_TIMEOUT_S, help="per case")
+    ap.add_argument("--workdir", type=Path, help="where runs go (default: a temp dir)")
+    args = ap.parse_args(argv)
+
+    table = load_cases(args.cases)
+    kinds = list(table) if args.faults is None else args.faults
+    unknown = [k for k in kinds if k not in table]
+    if unknown:
+        ap.error(f"no case for {', '.join(unknown)}; known: {', '.join(table)}")
+    cases = [table[k] for k in kinds] + [healthy_case(s) for s in args.seeds]
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="labtest-matrix-"))
+    started = time.monotonic()
+
+    def progress(v: Verdict) -> None:
+        state = "ok" if v.ok else "WRONG: " + "; ".join(v.problems)[:300]
+        print(f"matrix: {v.run.case.name:<22} {v.run.wall_s:6.0f} s  {state}", flush=True)
+
+    verdicts = run_matrix(cases, workdir, suites_for=lambda c: args.suites, jobs=args.jobs,
+                          timeout_s=args.timeout_s, progress=progress, base=args.testbed)
+    elapsed_s = time.monotonic() - started
+    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    suites = ", ".join(args.suites) or "every suite"
+    note = (f"Run {when}: {suites} per row, {args.jobs} rows at a time, "
+            f"{elapsed_s / 60:.1f} min wall in all (a 2-core machine). Runs and logs: {workdir}.")
+    args.out.write_text(render(verdicts, title_note=note), encoding="utf-8")
+    (workdir / "verdicts.json").write_text(
+        json.dumps([_record(v) for v in verdicts], indent=2, default=str), encoding="utf-8")
+    print(f"matrix: wrote {args.out} ({sum(v.ok for v in verdicts)}/{len(verdicts)} ok, "
+          f"{elapsed_s:.0f} s)")
+    return 0 if all(v.ok for v in verdicts) else 1
+
+
+def _record(v: Verdict) -> dict[str, Any]:
+    return {"case": asdict(v.run.case), "ok": v.ok, "problems": v.problems,
+            "cells": {s: c.text for s, c in v.cells.items()}, "wall_s": v.run.wall_s}
+
+
+if __name__ == "__main__":
+    sys.exit(main())
