@@ -125,7 +125,7 @@ def faulted_testbed(base: Path, case: Case, path: Path) -> Path:
 
 
 @dataclass
-class TestResult:
+class RedTest:
     name: str
     outcome: str
     text: str  # the failure message and the culprit labtest run derives from it
@@ -138,7 +138,7 @@ class SuiteResult:
     failed: int = 0
     broken: int = 0
     skipped: int = 0
-    red: list[TestResult] = field(default_factory=list)  # failed and broken tests
+    red: list[RedTest] = field(default_factory=list)  # failed and broken tests
 
 
 @dataclass
@@ -162,7 +162,7 @@ def case_suites(result_tests: Iterable[dict[str, Any]]) -> dict[str, SuiteResult
         setattr(s, outcome, getattr(s, outcome) + 1)
         if outcome in (results.FAILED, results.BROKEN):
             text = f"{t.get('message') or ''}\n{culprit(t)}"
-            s.red.append(TestResult(t.get("name", t["nodeid"]), outcome, text, t.get("device")))
+            s.red.append(RedTest(t.get("name", t["nodeid"]), outcome, text, t.get("device")))
     return suites
 
 
@@ -440,7 +440,8 @@ def render(verdicts: Sequence[Verdict], *, title_note: str = "") -> str:
         lines.append("| " + " | ".join(row) + " |")
     total_s = sum(v.run.wall_s for v in verdicts)
     good = sum(v.ok for v in verdicts)
-    lines += ["", f"{good} of {len(verdicts)} rows as designed; {total_s:.0f} s of runs in all.", ""]
+    lines += ["", f"{good} of {len(verdicts)} rows as designed; {total_s:.0f} s of runs in all.",
+              ""]
     lines += _evidence(verdicts)
     wrong = [v for v in verdicts if not v.ok]
     if wrong:

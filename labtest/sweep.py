@@ -14,8 +14,8 @@ Rules that keep it safe on a real lab:
 - commands to one device are serialised: a per-device lock (shared by every
   sweep on the same lab) is held while the function runs, so two sweeps never
   interleave on one switch;
-- every device has a deadline (``timeout_s``, counted from when its turn
-  starts): a device that has not answered by then is recorded as
+- every device has a deadline (``timeout_s``, counted from when it is free to
+  be asked): a device that has not answered by then is recorded as
   ``TransportTimeout``, its driver is closed to free the stuck thread, and a
   fresh worker takes the stuck one's place, so a hung switch costs one
   deadline, never the whole sweep.
@@ -152,10 +152,10 @@ class _Run(Generic[T]):
                 if not self.pending:
                     return
                 name = self.pending.pop()
-                self.started[name] = time.monotonic()
-            value, error = self._ask(name)
+            value, error, began = self._ask(name)
             with self.cond:
-                elapsed = time.monotonic() - self.started.pop(name)
+                self.started.pop(name, None)
+                elapsed = time.monotonic() - began
                 if name in self.abandoned:
                     return  # a replacement worker has taken this one's place
                 self.result.elapsed_s[name] = elapsed
@@ -165,15 +165,19 @@ class _Run(Generic[T]):
                     self.result.failed[name] = error
                 self.cond.notify_all()
 
-    def _ask(self, name: str) -> tuple[T | None, Exception | None]:
+    def _ask(self, name: str) -> tuple[T | None, Exception | None, float]:
+        """``fn`` on the device once it is free; the deadline starts when it is."""
         lock = device_lock(self.lab, name)
+        began = time.monotonic()
         if not lock.acquire(timeout=self.timeout_s):
             busy = f"busy: another operation on it did not finish within {self.timeout_s:g} s"
-            return None, TransportTimeout(name, busy)
+            return None, TransportTimeout(name, busy), began
         try:
-            return self.fn(self.lab.device(name)), None
+            with self.cond:
+                began = self.started[name] = time.monotonic()
+            return self.fn(self.lab.device(name)), None, began
         except Exception as exc:  # a sweep reports per device; it never stops for one
-            return None, exc
+            return None, exc, began
         finally:
             lock.release()
 

@@ -18,6 +18,7 @@ from fixtures.traffic import (
     counter_delta,
     fabric_deltas,
     fraction,
+    hosts_by_switch,
     jain_index,
     load_deviations,
     load_settings,
@@ -57,7 +58,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     lab = plugin.lab_of(metafunc.config)
     if "receiver" in metafunc.fixturenames:
-        metafunc.parametrize("receiver", FabricView.of(lab).hosts)
+        view = FabricView.of(lab)
+        hosts = view.hosts
+        if SETTINGS["incast"].get("receivers", "all") == "one-per-leaf":
+            hosts = [
+                h
+                for h in hosts
+                if h == hosts_by_switch(view.attachment)[view.attachment[h].switch][0]
+            ]
+        metafunc.parametrize("receiver", hosts)
     if "wd_switch" in metafunc.fixturenames:
         metafunc.parametrize("wd_switch", lab.names(capability="PfcQueues"))
 
@@ -417,6 +426,7 @@ def test_no_pause_storm(fabric_view: FabricView, measure: Any) -> None:
                 key="congestion.idle_pfc_rx_frames",
                 device=device,
                 port=port,
+                peer=_peer(view, endpoint),
                 priorities=",".join(map(str, prios)),
             )
     with allure.step("CONG-3.2/4: no watchdog reports a stormed queue"):
@@ -428,14 +438,26 @@ def test_no_pause_storm(fabric_view: FabricView, measure: Any) -> None:
                 s for s in switch.pfc_watchdog().values() if (s.status or "").lower() == "stormed"
             ]
             first = stormed[0].port if stormed else ""
+            peer = _peer(view, f"{name}:{first}") if first else ""
             measure(
                 "congestion.stormed_queues",
                 len(stormed),
                 key="congestion.stormed_queues",
                 device=name,
                 port=first,
+                peer=peer,
                 queues=" ".join(f"{s.port}:{s.queue}" for s in stormed[:8]),
             )
+
+
+def _peer(view: FabricView, endpoint: str) -> str:
+    """The far end of a switch port in the cabling plan (the device pausing it)."""
+    for link in view.lab.testbed.links:
+        if endpoint == link.a:
+            return link.b
+        if endpoint == link.b:
+            return link.a
+    return ""
 
 
 def _tg_ports(view: FabricView) -> tuple[str, str, str, str, str, float] | None:

@@ -21,26 +21,38 @@ from fixtures.traffic import (
     host_pairs,
     load_settings,
     pair_id,
+    ring_pairs,
     run_bandwidth_pairs,
     run_latency_pair,
     share_deviation,
 )
 from labtest import plugin
-from labtest.capabilities.host import PerftestSpec
+from labtest.capabilities.host import PerftestSpec, RdmaDevices
+from labtest.capabilities.switch import Interfaces
 from labtest.errors import InfraError
 from labtest.reports import plots
 from labtest.reports.attach import attach_json, attach_png
+from labtest.testbed.model import Link
 
 SETTINGS = load_settings("roce")
 pytestmark = pytest.mark.needs("Perftest", count=2)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    lab = plugin.lab_of(metafunc.config) if plugin.testbed_of(metafunc.config) else None
     if "host_pair" in metafunc.fixturenames:
         pairs: list[tuple[str, str]] = []
-        if plugin.testbed_of(metafunc.config) is not None:
-            pairs = host_pairs(FabricView.of(plugin.lab_of(metafunc.config)).hosts)
+        if lab is not None:
+            hosts = FabricView.of(lab).hosts
+            pairs = host_pairs(hosts) if SETTINGS["pairs"] == "all" else ring_pairs(hosts)
         metafunc.parametrize("host_pair", pairs, ids=[pair_id(p) for p in pairs])
+    if "mtu_link" in metafunc.fixturenames:
+        links: list[Link] = []
+        if lab is not None:
+            view = FabricView.of(lab)
+            data = set(view.hosts) | set(view.switches)
+            links = [lk for lk in lab.testbed.links if {e.device for e in lk.ends} <= data]
+        metafunc.parametrize("mtu_link", links, ids=[lk.name for lk in links])
 
 
 def _spec(section: str) -> PerftestSpec:
@@ -90,21 +102,61 @@ def _judge_pair(
         )
 
 
-def _judge_drops(measure: Any, view: FabricView, before: Any, after: Any, pair: str) -> None:
+def _judge_drops(measure: Any, before: Any, after: Any) -> None:
     """Any switch port that discarded frames during the run is named (RoCE is lossless)."""
     dropped = {k: d.drops() for k, d in fabric_deltas(before, after).items() if d.drops() > 0}
     if not dropped:
-        measure("roce.lossless_drops", 0, key="roce.lossless_drops", pair=pair)
+        measure("roce.lossless_drops", 0, key="roce.lossless_drops")
     for endpoint, drops in sorted(dropped.items()):
         device, _, port = endpoint.partition(":")
         measure(
             "roce.lossless_drops",
             drops,
             key="roce.lossless_drops",
-            pair=pair,
             device=device,
             port=port,
         )
+
+
+@pytest.mark.plan("ROCE-0.1")
+def test_link_mtu(mtu_link: Link, fabric_view: FabricView, measure: Any) -> None:
+    """ROCE-0.1: both ends of every data link carry the IP MTU a 4096-byte RoCE MTU needs."""
+    with allure.step(f"ROCE-0.1/1: MTU of both ends of {mtu_link.name}"):
+        ends = {str(e): _port_mtu(fabric_view, e.device, e.port) for e in mtu_link.ends}
+        attach_json(f"MTU of {mtu_link.name}", ends)
+    with allure.step("ROCE-0.1/2: each end against the limit"):
+        judged = 0
+        for endpoint, mtu in ends.items():
+            if mtu is None:
+                continue
+            device, _, port = endpoint.partition(":")
+            measure(
+                "roce.port_mtu_bytes",
+                mtu,
+                key="roce.port_mtu_bytes",
+                device=device,
+                port=port,
+                link=mtu_link.name,
+            )
+            judged += 1
+        if not judged:
+            pytest.skip(f"neither end of {mtu_link.name} reports its MTU")
+
+
+_MTU_CACHE: dict[str, dict[str, int | None]] = {}
+
+
+def _port_mtu(view: FabricView, device: str, port: str) -> int | None:
+    """A port's MTU from its switch (Interfaces) or host (RdmaDevices), read once per device."""
+    if device not in _MTU_CACHE:
+        driver = view.lab.device(device)
+        if isinstance(driver, Interfaces):
+            _MTU_CACHE[device] = {p: st.mtu_bytes for p, st in driver.interfaces().items()}
+        elif isinstance(driver, RdmaDevices):
+            _MTU_CACHE[device] = {ln.ifname: ln.mtu_bytes for ln in driver.links()}
+        else:
+            _MTU_CACHE[device] = {}
+    return _MTU_CACHE[device].get(port)
 
 
 @pytest.mark.plan("ROCE-1.1")
@@ -114,20 +166,15 @@ def test_pair_bandwidth(host_pair: tuple[str, str], fabric_view: FabricView, mea
     spec = _spec("pair_bandwidth")
     with allure.step("ROCE-1.1/1: planned line rate of both hosts' links"):
         line = min(_line_gbps(fabric_view, client), _line_gbps(fabric_view, server))
-    with allure.step("ROCE-1.1/2: switch counters before the run"):
-        before = fabric_view.snapshot_switches()
     with allure.step(
-        f"ROCE-1.1/3: ib_write_bw -b -q {spec.qps} -s {spec.size_bytes} -D {spec.duration_s}"
+        f"ROCE-1.1/2: ib_write_bw -b -q {spec.qps} -s {spec.size_bytes} -D {spec.duration_s}"
     ):
         (outcome,) = run_bandwidth_pairs(fabric_view.lab, [host_pair], spec)
         if outcome.bandwidth is not None:
             attach_json(f"ib_write_bw {outcome.pair}", outcome.bandwidth)
-    with allure.step("ROCE-1.1/4: switch counters after the run"):
-        after = fabric_view.snapshot_switches()
-    with allure.step("ROCE-1.1/5: bandwidth, RoCE MTU and drops against the limits"):
+    with allure.step("ROCE-1.1/3: bandwidth and the run's RoCE MTU against the limits"):
         directions = 2 if spec.bidirectional else 1
         _judge_pair(measure, outcome, line, directions, client=client, server=server)
-        _judge_drops(measure, fabric_view, before, after, outcome.pair)
 
 
 @pytest.mark.plan("ROCE-1.2")
@@ -171,11 +218,15 @@ def test_bisection_bandwidth(fabric_view: FabricView, measure: Any) -> None:
     ):
         lines = {p: min(_line_gbps(view, p[0]), _line_gbps(view, p[1])) for p in pairs}
     with allure.step(f"ROCE-2.1/2: all pairs at once, ib_write_bw -b -q {spec.qps}"):
+        before = view.snapshot_switches()
         outcomes = run_bandwidth_pairs(view.lab, pairs, spec)
+        after = view.snapshot_switches()
     with allure.step("ROCE-2.1/3: each pair's bandwidth against line rate"):
         directions = 2 if spec.bidirectional else 1
         for outcome, pair in zip(outcomes, pairs, strict=True):
             _judge_pair(measure, outcome, lines[pair], directions, scope="bisection")
+    with allure.step("ROCE-2.1/4: no switch port dropped frames during the run"):
+        _judge_drops(measure, before, after)
         line = min(lines.values()) * directions
         attach_png(
             "bisection bandwidth per pair",

@@ -15,7 +15,7 @@ from matrix_data import CASES
 
 from labtest import matrix
 from labtest.emulation.model import Fabric, load_catalogue
-from labtest.matrix import Case, CaseRun, SuiteResult, TestResult, judge, names
+from labtest.matrix import Case, CaseRun, RedTest, SuiteResult, judge, names
 from labtest.testbed import load_testbed
 
 REPO = Path(__file__).resolve().parents[2]
@@ -83,7 +83,7 @@ def _run(case: Case, **suites: list[tuple[str, str, str | None]]) -> CaseRun:
         s = SuiteResult(passed=3)
         for i, (outcome, text, device) in enumerate(tests):
             setattr(s, outcome, getattr(s, outcome) + 1)
-            s.red.append(TestResult(f"test_{i}", outcome, text, device))
+            s.red.append(RedTest(f"test_{i}", outcome, text, device))
         found[suite] = s
     return CaseRun(case, list(suites), found, wall_s=1.0, returncode=1)
 

@@ -88,7 +88,7 @@ class PolarisationParams(FaultParams):
     PolarisationParams,
     "switches (target, or all) hash with one seed on IPs only: QPs of a host pair share one "
     "uplink and successive tiers repeat the same choice",
-    "congestion",
+    "roce",
 )
 def ecmp_polarisation(fabric: HasTraffic, target: str, params: PolarisationParams) -> Undo:
     devices = [target] if target else None
@@ -143,7 +143,20 @@ class MtuMismatchParams(FaultParams):
     "roce",
 )
 def mtu_mismatch(fabric: HasTraffic, target: str, params: MtuMismatchParams) -> Undo:
-    return fabric.traffic.set_mtu(_need(target, "dev:port"), params.mtu)
+    endpoint = _need(target, "dev:port")
+    undo_traffic = fabric.traffic.set_mtu(endpoint, params.mtu)
+    set_port = getattr(fabric, "set_mtu", None)  # the port as the device CLIs show it
+    if set_port is None:
+        return undo_traffic
+    device, port = fabric.resolve_port(endpoint)  # type: ignore[attr-defined]
+    was = fabric.interface(device, port).mtu_bytes  # type: ignore[attr-defined]
+    set_port(device, port, params.mtu)
+
+    def undo() -> None:
+        undo_traffic()
+        set_port(device, port, was)
+
+    return undo
 
 
 class StragglerParams(FaultParams):

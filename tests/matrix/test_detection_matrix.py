@@ -1,0 +1,77 @@
+"""The fault-detection matrix (issue 8 acceptance): for every fault in the catalogue,
+inject it into the emulated lab, run the suites, and require that the suite meant to
+catch it fails naming the culprit while the others pass; the healthy lab, over five
+seeds, fails nothing.
+
+Every case is a real ``labtest run`` (see ``labtest.matrix``). To fit CI, a fault
+case runs the suite(s) meant to catch it plus one other suite (``BYSTANDER``, the
+cheapest that is not a catcher), and the healthy lab runs every suite; the full
+matrix (every suite on every row) is ``python -m labtest.matrix``, which writes
+``docs/detection-matrix.md``. ``LABTEST_MATRIX_FULL=1`` runs every suite here too.
+Cases run ``JOBS`` at a time, each its own emulated lab on its own ports.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from matrix_data import CASES
+
+from labtest import matrix
+from labtest.matrix import Case, Runner
+
+SEEDS = matrix.DEFAULT_SEEDS
+JOBS = 2
+#: the cheap "other" suites, cheapest first: each fault case also runs the first of
+#: these that is not meant to catch it, so a false failure there is seen
+BYSTANDERS = ("cabling", "link")
+FULL = os.environ.get("LABTEST_MATRIX_FULL") == "1"
+TIMEOUT_S = 900.0 if FULL else 480.0
+
+CASE_LIST: list[Case] = [*CASES.values(), *(matrix.healthy_case(s) for s in SEEDS)]
+
+pytestmark = pytest.mark.slow
+
+
+def suites_for(case: Case) -> list[str]:
+    """Every suite for the healthy lab (and with LABTEST_MATRIX_FULL=1); else the
+    catchers plus one bystander."""
+    if FULL or case.healthy:
+        return []
+    bystander = next(s for s in BYSTANDERS if s not in case.catches)
+    return [*case.catches, bystander]
+
+
+@pytest.fixture(scope="module")
+def runner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runner]:
+    runs = Runner(tmp_path_factory.mktemp("matrix"), jobs=JOBS, timeout_s=TIMEOUT_S)
+    for case in CASE_LIST:  # all queued at once: JOBS labs run side by side
+        runs.start(case, suites_for(case))
+    yield runs
+    runs.close()
+
+
+@pytest.mark.parametrize("case", CASE_LIST, ids=[c.name for c in CASE_LIST])
+def test_detection_matrix(case: Case, runner: Runner) -> None:
+    run = runner.result(case.name)
+    verdict = matrix.judge(run)
+    cells = {s: c.text for s, c in verdict.cells.items()}
+    log = _tail(run.log)
+    assert verdict.ok, f"{case.name}: {cells}\n" + "\n".join(verdict.problems) + f"\n{log}"
+    # the judgement is about the suites it was asked to run: none may be missing
+    assert set(cells) == set(run.suites_run) and cells, f"{case.name}: {cells}\n{log}"
+    if case.healthy:
+        assert all(c in (matrix.PASS, "skipped") for c in cells.values()), cells
+    elif case.unreachable:
+        assert cells[case.catches[0]] == f"BROKEN ({case.unreachable} named)", cells
+    else:
+        assert all(cells[s] == matrix.CAUGHT for s in case.catches), cells
+
+
+def _tail(log: Path | None, chars: int = 3000) -> str:
+    if log is None or not log.is_file():
+        return ""
+    return log.read_text(errors="replace")[-chars:]
