@@ -275,7 +275,7 @@ def test_incast(receiver: str, fabric_view: FabricView, measure: Any) -> None:
                 title=f"{len(senders)}:1 incast into {receiver}: rate per sender",
             ),
         )
-        line = view.attachment[receiver].speed_gbps
+        line = view.negotiated_gbps(receiver) or view.attachment[receiver].speed_gbps
         if line:
             measure(
                 "congestion.incast_goodput_fraction",

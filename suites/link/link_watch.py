@@ -2,10 +2,11 @@
 
 The watch observes every switch-switch link at once for ``link.watch_s``: FEC
 counters and histograms at both ends before and after, and the oper state of
-every end sampled all along (one thread per switch, so a round costs one
-command time). Each link's test then judges its own share, so the whole
-fabric pays for one watch, not one per link. A device that cannot be read is
-kept as its error and re-raised by the tests of its links (broken, not failed).
+every end sampled all along (one thread per switch, each at its own pace, so a
+slow switch does not thin out the others' samples). Each link's test then
+judges its own share, so the whole fabric pays for one watch, not one per
+link. A device that cannot be read is kept as its error and re-raised by the
+tests of its links (broken, not failed).
 """
 
 from __future__ import annotations
@@ -109,16 +110,8 @@ def watch_links(
             watch.ports[f"{device}:{port}"] = PortWatch()
     before = _per_device(watch, ends, lambda d, ps: _fec_read(lab, d, ps, fec_capable))
     start = time.monotonic()
-    while True:
-        round_start = time.monotonic()
-        states = _per_device(watch, ends, lambda d, ps: _oper_states(lab, d, ps))
-        for device, up in states.items():
-            for port, is_up in up.items():
-                watch.ports[f"{device}:{port}"].add(is_up)
-        elapsed = time.monotonic() - start
-        if elapsed >= duration_s:
-            break
-        time.sleep(max(0.0, min(poll_s - (time.monotonic() - round_start), duration_s - elapsed)))
+    deadline = start + duration_s
+    _per_device(watch, ends, lambda d, ps: _sample_until(lab, d, ps, watch, deadline, poll_s))
     watch.duration_s = time.monotonic() - start
     after = _per_device(watch, ends, lambda d, ps: _fec_read(lab, d, ps, fec_capable))
     for device, stats in after.items():
@@ -150,6 +143,20 @@ def _per_device(
         else:
             out[device] = future.result()
     return out
+
+
+def _sample_until(lab: Any, device: str, ports: list[str], watch: LinkWatch,
+                  deadline: float, poll_s: float) -> None:
+    """Sample one switch's ports on its own pace (at most every ``poll_s``) until ``deadline``:
+    a slow switch does not slow the others' sampling, so short flaps are still seen."""
+    while True:
+        sampled = time.monotonic()
+        for port, up in _oper_states(lab, device, ports).items():
+            watch.ports[f"{device}:{port}"].add(up)
+        if sampled >= deadline:
+            return
+        time.sleep(max(0.0, min(poll_s - (time.monotonic() - sampled),
+                                deadline - time.monotonic())))
 
 
 def _oper_states(lab: Any, device: str, ports: list[str]) -> dict[str, bool]:

@@ -99,14 +99,10 @@ def test_link_stability(link: Link, watch: LinkWatch, measure: Any) -> None:
                 port=end.port,
                 link=link.name,
             )
-            measure(
-                "oper_down_samples",
-                pw.down_samples,
-                unit="samples",
-                device=end.device,
-                port=end.port,
-                link=link.name,
-            )
+            for name, value in (("oper_samples", pw.samples),
+                                ("oper_down_samples", pw.down_samples)):
+                measure(name, value, unit="samples", device=end.device, port=end.port,
+                        link=link.name)
 
 
 @pytest.mark.plan("LINK-3.1")

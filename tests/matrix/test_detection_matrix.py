@@ -4,8 +4,8 @@ catch it fails naming the culprit while the others pass; the healthy lab, over f
 seeds, fails nothing.
 
 Every case is a real ``labtest run`` (see ``labtest.matrix``). To fit CI, a fault
-case runs the suite(s) meant to catch it plus one other suite (``BYSTANDER``, the
-cheapest that is not a catcher), and the healthy lab runs every suite; the full
+case runs the suite(s) meant to catch it plus one other suite (``matrix.BYSTANDERS``:
+the cheapest that is not a catcher), and the healthy lab runs every suite; the full
 matrix (every suite on every row) is ``python -m labtest.matrix``, which writes
 ``docs/detection-matrix.md``. ``LABTEST_MATRIX_FULL=1`` runs every suite here too.
 Cases run ``JOBS`` at a time, each its own emulated lab on its own ports.
@@ -25,9 +25,6 @@ from labtest.matrix import Case, Runner
 
 SEEDS = matrix.DEFAULT_SEEDS
 JOBS = 2
-#: the cheap "other" suites, cheapest first: each fault case also runs the first of
-#: these that is not meant to catch it, so a false failure there is seen
-BYSTANDERS = ("cabling", "link")
 FULL = os.environ.get("LABTEST_MATRIX_FULL") == "1"
 TIMEOUT_S = 900.0 if FULL else 480.0
 
@@ -37,12 +34,9 @@ pytestmark = pytest.mark.slow
 
 
 def suites_for(case: Case) -> list[str]:
-    """Every suite for the healthy lab (and with LABTEST_MATRIX_FULL=1); else the
-    catchers plus one bystander."""
-    if FULL or case.healthy:
-        return []
-    bystander = next(s for s in BYSTANDERS if s not in case.catches)
-    return [*case.catches, bystander]
+    """With LABTEST_MATRIX_FULL=1 every suite; else the catchers plus one bystander
+    (``matrix.BYSTANDERS``) per fault, and every suite for the healthy lab."""
+    return [] if FULL else matrix.reduced_suites(case)
 
 
 @pytest.fixture(scope="module")

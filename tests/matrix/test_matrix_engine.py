@@ -83,7 +83,7 @@ def _run(case: Case, **suites: list[tuple[str, str, str | None]]) -> CaseRun:
         s = SuiteResult(passed=3)
         for i, (outcome, text, device) in enumerate(tests):
             setattr(s, outcome, getattr(s, outcome) + 1)
-            s.red.append(RedTest(f"test_{i}", outcome, text, device))
+            s.red.append(RedTest(f"test_{i}", outcome, text, device=device))
         found[suite] = s
     return CaseRun(case, list(suites), found, wall_s=1.0, returncode=1)
 

@@ -1,0 +1,105 @@
+"""Pure parts behind the collective suite: the saturating probe's pairs and the ranking of
+straggler suspects from per-port evidence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from fixtures.traffic import (
+    FabricView,
+    PortDelta,
+    attachments,
+    leaf_shift_pairs,
+    link_evidence,
+    straggler_suspects,
+    uplinks,
+)
+from labtest.testbed import load_testbed
+
+REPO = Path(__file__).resolve().parents[2]
+HOSTS = [f"host{i}" for i in range(1, 9)]
+SWITCHES = ["spine1", "spine2", "leaf1", "leaf2", "leaf3", "leaf4"]
+SECONDS = 10.0
+LINE_BYTES = 400e9 / 8 * SECONDS  # one 400G direction, full, over the probe
+
+
+@pytest.fixture(scope="module")
+def view() -> FabricView:
+    tb = load_testbed(REPO / "testbeds" / "emulated" / "leafspine.yaml")
+    lab = SimpleNamespace(testbed=tb)
+    att = attachments(tb, HOSTS, SWITCHES)
+    return FabricView(lab, HOSTS, SWITCHES, att, uplinks(tb, SWITCHES))  # type: ignore[arg-type]
+
+
+def test_leaf_shift_pairs_send_every_host_across_the_spines(view):
+    pairs = leaf_shift_pairs(view.attachment)
+    assert len(pairs) == 8 and sorted(a for a, _ in pairs) == HOSTS
+    assert sorted(b for _, b in pairs) == HOSTS  # a permutation: every host receives once
+    assert all(view.attachment[a].switch != view.attachment[b].switch for a, b in pairs)
+
+
+def _deltas(view, shares: dict[str, tuple[float, float]], **extra) -> dict[str, PortDelta]:
+    """Every uplink and host-facing port full both ways unless ``shares`` says otherwise
+    (tx share of line, rx share of line)."""
+    ports = [u.endpoint for ups in view.uplinks.values() for u in ups]
+    ports += [f"{a.switch}:{a.switch_port}" for a in view.attachment.values()]
+    out = {}
+    for endpoint in ports:
+        tx, rx = shares.get(endpoint, (0.98, 0.98))
+        device, _, port = endpoint.partition(":")
+        out[endpoint] = PortDelta(
+            device, port, 1.0, tx_packets=int(tx * 1e6), rx_packets=int(rx * 1e6),
+            tx_octets=int(tx * LINE_BYTES), **extra.get(endpoint, {}),
+        )  # fmt: skip
+    return out
+
+
+def _speeds(deltas):
+    return dict.fromkeys(deltas, 400.0)
+
+
+def test_a_congested_port_below_line_rate_is_the_straggler(view):
+    deltas = _deltas(
+        view,
+        {"spine1:Ethernet0": (0.5, 0.5), "leaf1:Ethernet0": (0.5, 0.5)},
+        **{"spine1:Ethernet0": {"queue_ecn_marked": {3: 12345}}},
+    )
+    evidence = link_evidence(view, deltas, _speeds(deltas), SECONDS)
+    top = straggler_suspects(evidence, view, util_below=0.9)[0]
+    assert (top.endpoint, top.score, top.link) == (
+        "spine1:Ethernet0", 2, "leaf1:Ethernet0--spine1:Ethernet0",
+    )  # fmt: skip
+    assert top.util == pytest.approx(0.5)
+
+
+def test_without_ecn_counters_the_link_short_both_ways_wins_over_the_one_downstream(view):
+    # host6's link runs at half rate both ways; host8's downlink is short only because
+    # host6 (sending to host8) is held back by it
+    deltas = _deltas(view, {"leaf3:Ethernet4/1": (0.5, 0.5), "leaf4:Ethernet24": (0.5, 0.98)})
+    evidence = link_evidence(view, deltas, _speeds(deltas), SECONDS)
+    suspects = straggler_suspects(evidence, view, util_below=0.9)
+    assert [e.endpoint for e in suspects] == ["leaf3:Ethernet4/1"]
+    assert suspects[0].link == "host6:eth0--leaf3:Ethernet4/1" and suspects[0].score == 1
+
+
+def test_errors_outrank_congestion_and_a_healthy_bottleneck_is_no_suspect(view):
+    deltas = _deltas(
+        view,
+        {},
+        **{
+            "leaf2:Ethernet8": {"fec_uncorrectable": 3},
+            "leaf4:Ethernet8": {"queue_ecn_marked": {3: 99}},  # marked, but at line rate
+        },
+    )
+    evidence = link_evidence(view, deltas, _speeds(deltas), SECONDS)
+    suspects = straggler_suspects(evidence, view, util_below=0.9)
+    assert [(e.endpoint, e.score) for e in suspects] == [("leaf2:Ethernet8", 3)]
+
+
+def test_a_healthy_saturated_fabric_has_no_suspects(view):
+    deltas = _deltas(view, {})
+    evidence = link_evidence(view, deltas, _speeds(deltas), SECONDS)
+    assert straggler_suspects(evidence, view, util_below=0.9) == []

@@ -1,0 +1,112 @@
+"""Pure parts behind the failover suite: RFC 6412 loss-derived convergence, the
+binary-weighted path mapping, loss accounting while traffic runs."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from fixtures.traffic import (
+    binary_weighted_packets,
+    convergence_ms,
+    decode_binary_weights,
+    delayed_onset_convergence_ms,
+    frames_lost,
+    poll_until,
+    wait_loss_settled,
+)
+from labtest.capabilities.traffic import FlowMetrics
+
+
+def test_loss_derived_convergence_is_loss_over_offered_load():
+    # RFC 6412 eq. 6: 6,500 frames lost at 10,000 frames/s is 650 ms
+    assert convergence_ms(6500, 10_000) == pytest.approx(650.0)
+    assert convergence_ms(0, 10_000) == 0.0
+    assert convergence_ms(-3, 10_000) == 0.0  # more received than sent is not negative loss
+    with pytest.raises(ValueError):
+        convergence_ms(1, 0)
+
+
+def test_delayed_onset_subtracts_the_time_before_the_event():
+    # RFC 6412 eq. 7: loss counted from traffic start 2 s before the event
+    assert delayed_onset_convergence_ms(26_500, 10_000, event_s=12.0, traffic_start_s=10.0) == (
+        pytest.approx(650.0)
+    )
+
+
+def test_binary_weights_name_every_set_of_flows():
+    unit, flows = 1000, 4
+    sizes = [binary_weighted_packets(i, unit) for i in range(flows)]
+    assert sizes == [1000, 2000, 4000, 8000]
+    for split in itertools.product((0, 1), repeat=flows):  # every way 2 ports share 4 flows
+        moved = {
+            "Ethernet0": sum(s for s, p in zip(sizes, split, strict=True) if p == 0) + 7,  # LLDP
+            "Ethernet8": sum(s for s, p in zip(sizes, split, strict=True) if p == 1),
+        }
+        decoded = decode_binary_weights(moved, unit, flows)
+        assert decoded == {
+            "Ethernet0": [i for i in range(flows) if split[i] == 0],
+            "Ethernet8": [i for i in range(flows) if split[i] == 1],
+        }
+
+
+@pytest.mark.parametrize(
+    "moved",
+    [
+        {"Ethernet0": 3000, "Ethernet8": 3000},  # flow 1 claimed twice, flow 2 by no one
+        {"Ethernet0": 3000, "Ethernet8": 12_400},  # 400 frames of noise: ambiguous
+        {"Ethernet0": 7000, "Ethernet8": 0},  # flow 3 seen nowhere (lost)
+    ],
+)
+def test_ambiguous_counts_do_not_decode(moved):
+    assert decode_binary_weights(moved, 1000, 4) is None
+
+
+def _m(name: str, tx: int, rx: int) -> FlowMetrics:
+    return FlowMetrics(name=name, transmit="started", frames_tx=tx, bytes_tx=tx * 512,
+                       frames_tx_rate_pps=10_000.0, frames_rx=rx)  # fmt: skip
+
+
+def test_frames_lost_while_running():
+    assert frames_lost([_m("a", 100, 90), _m("b", 100, 100), _m("c", 5, 7)]) == {
+        "a": 10, "b": 0, "c": 0,
+    }  # fmt: skip
+
+
+class _FakeTg:
+    """Replays metrics: an outage on flow a, then steady traffic."""
+
+    def __init__(self, script: list[list[FlowMetrics]]) -> None:
+        self.script = script
+        self.reads = 0
+
+    def metrics(self, flows=None):
+        self.reads += 1
+        return self.script[min(self.reads - 1, len(self.script) - 1)]
+
+
+def test_loss_settles_only_once_no_flow_loses_more():
+    script = [
+        [_m("a", 1000, 1000), _m("b", 1000, 1000)],
+        [_m("a", 2000, 1500), _m("b", 2000, 2000)],  # a loses 500
+        [_m("a", 3000, 1900), _m("b", 3000, 3000)],  # and 600 more
+        [_m("a", 4000, 2900), _m("b", 4000, 4000)],  # converged: 1,100 lost in all
+        [_m("a", 5000, 3900), _m("b", 5000, 5000)],
+    ]
+    tg = _FakeTg(script)
+    assert wait_loss_settled(tg, timeout_s=5.0, poll_s=0.0) == {"a": 1100, "b": 0}
+    assert tg.reads == 4  # stopped at the first interval without new loss
+
+
+def test_loss_never_settles_while_a_flow_stops_sending():
+    frozen = [_m("a", 1000, 900)]
+    assert wait_loss_settled(_FakeTg([frozen]), timeout_s=0.05, poll_s=0.01) is None
+
+
+def test_poll_until_reports_when_and_gives_up():
+    calls = iter([0, 0, 3])
+    value, took = poll_until(lambda: next(calls), timeout_s=5.0, interval_s=0.0)
+    assert value == 3 and took < 5.0
+    value, took = poll_until(lambda: 0, timeout_s=0.05, interval_s=0.01)
+    assert value == 0 and took == float("inf")

@@ -1,0 +1,280 @@
+"""The roce, congestion, failover and collective suites against the emulated lab.
+
+Each scenario is a copy of the default leaf-spine testbed, healthy or with one fault,
+run by a child pytest on the suites (a shortened smoke setting: ring pairs, one incast
+per leaf, 10-second runs at time scale 25). A healthy lab must pass; each fault must
+fail the suite meant to catch it, naming the culprit; and suites of other families
+must pass beside it. Scenarios run three at a time, started when the module starts.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+LEAFSPINE = REPO / "testbeds" / "emulated" / "leafspine.yaml"
+LIMITS = REPO / "suites" / "limits" / "acceptance-400g.yaml"
+RUN_TIMEOUT_S = 600.0
+PARALLEL = 2
+SMOKE = {
+    "roce": {
+        "pairs": "ring",
+        "pair_bandwidth": {"duration_s": 10},
+        "pair_latency": {"iterations": 2000},
+        "bisection": {"duration_s": 10},
+        "ecmp_balance": {"duration_s": 5},
+    },
+    "congestion": {
+        "incast": {"receivers": "one-per-leaf", "duration_s": 10},
+        "victim": {"duration_s": 10},
+        "idle_window_s": 0.5,
+        "pfc_storm": {"storm_s": 0.5},
+    },
+    "collective": {"allreduce": {"max_bytes": 268435456}, "localise": {"duration_s": 5}},
+}
+
+
+def _fault(kind: str, target: str, **params: Any) -> dict[str, Any]:
+    return {"kind": kind, "target": target, "params": params}
+
+
+#: name -> (time scale, faults, suites, -k expression). Faults that do not interact share a
+#: lab (each names a different device); incasts run at time scale 5 so that the senders'
+#: start skew under load stays small beside the run, the rest at 25.
+SCENARIOS: dict[str, tuple[float, list[dict[str, Any]], list[str], str]] = {
+    "healthy": (
+        25,
+        [],
+        ["roce", "failover", "collective"],
+        "not reboot",
+    ),
+    "healthy_incast": (5, [], ["congestion"], ""),
+    "nic_watchdog_convergence": (
+        25,
+        [
+            _fault("degraded_nic", "host8", speed_gbps=200),
+            _fault("pfcwd_disabled", "leaf2"),
+            _fault("slow_convergence", "leaf4"),
+        ],
+        ["roce", "congestion", "failover", "collective"],
+        "pair_bandwidth or pfcwd_armed or shut:leaf4:Ethernet0 or pull:voa1 or by-leaf]",
+    ),
+    "mtu_host_polarisation": (
+        25,
+        [_fault("mtu_mismatch", "host1:eth0"), _fault("ecmp_polarisation", "")],
+        ["roce", "collective"],
+        "link_mtu or pair_bandwidth or ecmp_balance or bisection or by-leaf]",
+    ),
+    "mtu_switch_storm": (
+        25,
+        [_fault("mtu_mismatch", "leaf1:Ethernet0"), _fault("pfc_storm", "host3")],
+        ["roce", "congestion"],
+        "link_mtu or no_pause_storm or pfcwd_armed",
+    ),
+    "pfc_ecn_incast": (
+        5,
+        [_fault("pfc_disabled", "leaf2"), _fault("ecn_disabled", "leaf4")],
+        ["congestion"],
+        "incast and (host3 or host7 or host1)",
+    ),
+    "straggler_link": (
+        25,
+        [_fault("straggler_link", "leaf1:Ethernet0", rate_fraction=0.5)],
+        ["collective", "failover", "congestion"],
+        "allreduce or pull:osw1 or pfcwd_armed",
+    ),
+}
+
+
+@dataclass
+class Run:
+    name: str
+    returncode: int
+    output: str
+    tests: dict[str, dict[str, Any]]  # test name -> labtest-results entry
+    wall_s: float
+
+    def failed(self) -> dict[str, str]:
+        """Tests that failed or broke (skips are not verdicts)."""
+        return {
+            n: t["message"] or ""
+            for n, t in self.tests.items()
+            if t["outcome"] not in ("passed", "skipped")
+        }
+
+    def passed(self, *parts: str) -> list[str]:
+        return [
+            n
+            for n, t in self.tests.items()
+            if t["outcome"] == "passed" and any(p in n for p in parts)
+        ]
+
+    def context(self) -> str:
+        return f"{self.name} (exit {self.returncode}, {self.wall_s:.0f} s):\n{self.output[-3000:]}"
+
+
+def _launch(workdir: Path, name: str) -> Run:
+    time_scale, faults, suites, keyword = SCENARIOS[name]
+    doc = yaml.safe_load(LEAFSPINE.read_text())
+    doc["limits"] = str(LIMITS)
+    doc["emulation"].update(faults=faults, time_scale=time_scale)
+    testbed = workdir / f"{name}.yaml"
+    testbed.write_text(yaml.safe_dump(doc, sort_keys=False))
+    results = workdir / f"{name}-results"
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "--no-inventory"]
+    cmd += ["--testbed", str(testbed), "--emulate", "--alluredir", str(results)]
+    cmd += ["-k", keyword] if keyword else []
+    cmd += [str(REPO / "suites" / family) for family in suites]
+    env = {**_environ(), "LABTEST_SUITE_SETTINGS": str(workdir / "smoke.yaml")}
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.run(
+            cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S
+        )
+    except subprocess.TimeoutExpired as exc:
+        return Run(name, -1, f"timed out after {RUN_TIMEOUT_S:g} s\n{exc.stdout or ''}", {}, 0.0)
+    doc_path = results / "labtest-results.json"
+    tests = {}
+    if doc_path.is_file():
+        tests = {t["name"]: t for t in json.loads(doc_path.read_text())["tests"]}
+    return Run(name, proc.returncode, proc.stdout + proc.stderr, tests, time.monotonic() - t0)
+
+
+def _environ() -> dict[str, str]:
+    import os
+
+    return dict(os.environ)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Every scenario, started at once (three running at a time); ``runs(name)`` waits."""
+    workdir = tmp_path_factory.mktemp("roce-congestion-failover-collective")
+    (workdir / "smoke.yaml").write_text(yaml.safe_dump(SMOKE))
+    pool = ThreadPoolExecutor(max_workers=PARALLEL, thread_name_prefix="suite-run")
+    futures: dict[str, Future[Run]] = {n: pool.submit(_launch, workdir, n) for n in SCENARIOS}
+
+    def result(name: str) -> Run:
+        run = futures[name].result(timeout=RUN_TIMEOUT_S * len(SCENARIOS) / PARALLEL)
+        assert run.tests, f"no results from {run.context()}"
+        return run
+
+    yield result
+    for f in futures.values():
+        f.cancel()
+    pool.shutdown(wait=True)
+
+
+def _failing(run: Run, part: str) -> dict[str, str]:
+    return {n: m for n, m in run.failed().items() if part in n}
+
+
+def _expect_ran(run: Run, *prefixes: str) -> None:
+    for prefix in prefixes:
+        assert any(n.startswith(prefix) for n in run.tests), f"{prefix} did not run"
+
+
+def test_healthy_lab_passes_roce_failover_and_collective(runs):
+    run = runs("healthy")
+    assert not run.failed(), run.context()
+    _expect_ran(
+        run,
+        "test_link_mtu[",
+        "test_pair_bandwidth[",
+        "test_pair_latency[",
+        "test_bisection_bandwidth",
+        "test_ecmp_balance",
+        "test_failover[shut:",
+        "test_failover[pull:",
+        "test_allreduce[",
+    )
+    skipped = [n for n, t in run.tests.items() if t["outcome"] == "skipped"]
+    # only links whose two ends both keep their MTU to themselves (EOS-EOS) may skip
+    assert all(n.startswith("test_link_mtu[leaf3:") for n in skipped), skipped
+
+
+def test_healthy_lab_passes_congestion(runs):
+    run = runs("healthy_incast")
+    assert not run.failed(), run.context()
+    _expect_ran(
+        run,
+        "test_incast[",
+        "test_victim_flow",
+        "test_pfcwd_armed[",
+        "test_no_pause_storm",
+        "test_pfc_watchdog_storm",
+    )
+
+
+def test_nic_watchdog_and_convergence_faults_each_fail_their_own_suite(runs):
+    run = runs("nic_watchdog_convergence")
+    failed = run.failed()
+    pairs = {n for n in failed if n.startswith("test_pair_bandwidth[")}
+    assert pairs and all("host8" in n for n in pairs), run.context()
+    assert all("roce.bw_fraction_of_line" in failed[n] for n in pairs)
+    assert "congestion.pfcwd_unarmed_queues device=leaf2" in failed["test_pfcwd_armed[leaf2]"]
+    message = failed["test_failover[shut:leaf4:Ethernet0]"]
+    assert "failover.convergence_ms link=leaf4:Ethernet0--spine1:Ethernet24 device=leaf4" in (
+        message
+    )
+    assert "2650 ms is FAIL" in message  # BFD 600 + 50 + the fault's 2000
+    expected = {*pairs, "test_pfcwd_armed[leaf2]", "test_failover[shut:leaf4:Ethernet0]"}
+    assert set(failed) == expected, run.context()  # the others, collectives too, pass
+    assert run.passed("test_allreduce[by-leaf]", "test_failover[pull:voa1:1]")
+
+
+def test_mtu_on_a_host_and_polarised_hashing_are_named(runs):
+    run = runs("mtu_host_polarisation")
+    failed = run.failed()
+    assert "device=host1 port=eth0" in failed["test_link_mtu[host1:eth0--leaf1:Ethernet16]"]
+    pairs = {n for n in failed if n.startswith("test_pair_bandwidth[")}
+    assert pairs and all("host1" in n and "roce.active_mtu_bytes" in failed[n] for n in pairs)
+    assert failed["test_ecmp_balance"].count("roce.ecmp_share_deviation device=leaf") >= 2
+    assert "roce.active_mtu_bytes pair=host1--host5" in failed["test_bisection_bandwidth"]
+    expected = {"test_link_mtu[host1:eth0--leaf1:Ethernet16]", "test_ecmp_balance", *pairs}
+    assert set(failed) == {*expected, "test_bisection_bandwidth"}, run.context()
+    assert run.passed("test_allreduce[by-leaf]")
+
+
+def test_mtu_on_a_switch_port_and_a_pause_storm_are_named(runs):
+    run = runs("mtu_switch_storm")
+    failed = run.failed()
+    assert set(failed) == {
+        "test_link_mtu[leaf1:Ethernet0--spine1:Ethernet0]",
+        "test_no_pause_storm",
+    }, run.context()
+    mtu = failed["test_link_mtu[leaf1:Ethernet0--spine1:Ethernet0]"]
+    assert "device=leaf1 port=Ethernet0" in mtu and "1500 bytes is FAIL" in mtu
+    storm = failed["test_no_pause_storm"]
+    assert "device=leaf2 port=Ethernet16 peer=host3:eth0" in storm
+    assert "congestion.stormed_queues device=leaf2 port=Ethernet16" in storm
+
+
+def test_pfc_and_ecn_disabled_fail_the_incasts_into_their_switches(runs):
+    run = runs("pfc_ecn_incast")
+    failed = run.failed()
+    assert "congestion.lossless_drops device=leaf2 port=Ethernet16" in failed["test_incast[host3]"]
+    assert (
+        "congestion.ecn_marked_packets device=leaf4 port=Ethernet16"
+        in (failed["test_incast[host7]"])
+    )
+    assert run.passed("test_incast[host1]"), run.context()
+
+
+def test_straggler_link_is_localised_by_the_collective(runs):
+    run = runs("straggler_link")
+    failed = run.failed()
+    assert failed and all("test_allreduce[" in n for n in failed), run.context()
+    for message in failed.values():
+        assert "link=leaf1:Ethernet0--spine1:Ethernet0" in message, message
+    assert run.passed("test_failover[pull:osw1:1]", "test_pfcwd_armed[")
