@@ -14,11 +14,11 @@ familiar N = 3 / BER rule).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from labtest.capabilities.switch import PrbsResult
+from labtest.stats import ber_upper_bound, bits_required
 
 __all__ = [
     "BERT_PATTERNS",
@@ -155,48 +155,4 @@ class Pdu(Protocol):
 
 
 # --- BER statistics --------------------------------------------------------------
-
-
-def _chi2_even_cdf(x: float, k: int) -> float:
-    """CDF of chi-square with 2k degrees of freedom: 1 - P(Poisson(x/2) < k)."""
-    half = x / 2.0
-    term, total = 1.0, 1.0
-    for i in range(1, k):
-        term *= half / i
-        total += term
-    return 1.0 - math.exp(-half) * total
-
-
-def _chi2_even_ppf(confidence: float, k: int) -> float:
-    """Inverse of ``_chi2_even_cdf`` by bisection (monotone; no scipy needed)."""
-    lo, hi = 0.0, 2.0 * k + 100.0
-    while _chi2_even_cdf(hi, k) < confidence:
-        hi *= 2.0
-    for _ in range(200):
-        mid = (lo + hi) / 2.0
-        if _chi2_even_cdf(mid, k) < confidence:
-            lo = mid
-        else:
-            hi = mid
-    return hi
-
-
-def _check_confidence(confidence: float) -> None:
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-
-
-def ber_upper_bound(bits: int, errors: int, confidence: float = 0.95) -> float:
-    """The BER that ``errors`` in ``bits`` proves not exceeded, with ``confidence``."""
-    _check_confidence(confidence)
-    if bits <= 0 or errors < 0:
-        raise ValueError(f"need bits > 0 and errors >= 0, got bits={bits}, errors={errors}")
-    return _chi2_even_ppf(confidence, errors + 1) / (2.0 * bits)
-
-
-def bits_required(target_ber: float, errors: int = 0, confidence: float = 0.95) -> int:
-    """Bits to compare so that ``errors`` errors still prove BER <= ``target_ber``."""
-    _check_confidence(confidence)
-    if target_ber <= 0 or errors < 0:
-        raise ValueError(f"need target_ber > 0 and errors >= 0, got {target_ber}, {errors}")
-    return math.ceil(_chi2_even_ppf(confidence, errors + 1) / (2.0 * target_ber))
+# One implementation (scipy's chi-square) in labtest.stats; re-exported for BERT users.
