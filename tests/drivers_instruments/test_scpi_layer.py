@@ -217,8 +217,9 @@ def test_ber_confidence_bounds() -> None:
     assert bound == pytest.approx(1e-9, rel=1e-6)
     # many errors: the bound stays above the observed rate (a Poisson sum underflowed here)
     assert ber_upper_bound(5e8, 1200) > 1200 / 5e8
+    assert ber_upper_bound(0, 0) == math.inf  # no bits compared proves nothing
     with pytest.raises(ValueError):
-        ber_upper_bound(0, 0)
+        ber_upper_bound(1e9, -1)
 
 
 # --- emulator-side parsing --------------------------------------------------------------------

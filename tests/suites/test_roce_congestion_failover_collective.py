@@ -25,7 +25,6 @@ REPO = Path(__file__).resolve().parents[2]
 LEAFSPINE = REPO / "testbeds" / "emulated" / "leafspine.yaml"
 LIMITS = REPO / "suites" / "limits" / "acceptance-400g.yaml"
 RUN_TIMEOUT_S = 600.0
-PARALLEL = 2
 SMOKE = {
     "roce": {
         "pairs": "ring",
@@ -56,7 +55,7 @@ SCENARIOS: dict[str, tuple[float, list[dict[str, Any]], list[str], str]] = {
         25,
         [],
         ["roce", "failover", "collective"],
-        "not reboot",
+        "not reboot and not shut:leaf4 and not shut:leaf1:Ethernet8",
     ),
     "healthy_incast": (5, [], ["congestion"], ""),
     "nic_watchdog_convergence": (
@@ -85,7 +84,7 @@ SCENARIOS: dict[str, tuple[float, list[dict[str, Any]], list[str], str]] = {
         5,
         [_fault("pfc_disabled", "leaf2"), _fault("ecn_disabled", "leaf4")],
         ["congestion"],
-        "incast and (host3 or host7 or host1)",
+        "incast and (host3 or host7)",
     ),
     "straggler_link": (
         25,
@@ -94,6 +93,9 @@ SCENARIOS: dict[str, tuple[float, list[dict[str, Any]], list[str], str]] = {
         "allreduce or pull:osw1 or pfcwd_armed",
     ),
 }
+
+
+PARALLEL = len(SCENARIOS)  # all at once: the runs mostly wait on the emulated clock
 
 
 @dataclass
@@ -268,7 +270,7 @@ def test_pfc_and_ecn_disabled_fail_the_incasts_into_their_switches(runs):
         "congestion.ecn_marked_packets device=leaf4 port=Ethernet16"
         in (failed["test_incast[host7]"])
     )
-    assert run.passed("test_incast[host1]"), run.context()
+    assert set(failed) == {"test_incast[host3]", "test_incast[host7]"}, run.context()
 
 
 def test_straggler_link_is_localised_by_the_collective(runs):
