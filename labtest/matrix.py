@@ -55,6 +55,7 @@ CI_NOTE = (
     "the full table above, every suite on every row, is this command's."
 )
 EVIDENCE_LINES = 4  # red tests quoted per row in the doc
+RUN_META = "run.json"  # per case directory: suites, exit status, error, wall time
 
 PASS, CAUGHT, BROKEN_NAMED = "pass", "FAIL (culprit named)", "BROKEN (device named)"
 
@@ -129,8 +130,7 @@ def faulted_testbed(base: Path, case: Case, path: Path) -> Path:
     doc = yaml.safe_load(base.read_text(encoding="utf-8"))
     if doc.get("limits"):
         doc["limits"] = str((base.parent / doc["limits"]).resolve())
-    emulation = doc.setdefault("emulation", {}) or {}
-    doc["emulation"] = emulation
+    emulation = doc["emulation"] = doc.get("emulation") or {}
     emulation["faults"] = [dict(f) for f in case.faults]
     if case.seed is not None:
         emulation["seed"] = case.seed
@@ -143,6 +143,9 @@ def faulted_testbed(base: Path, case: Case, path: Path) -> Path:
 
 
 # --- running --------------------------------------------------------------------------------
+
+
+_HEADER = re.compile(r"\d+ measurement\(s\) outside limits:$")  # LimitFailure's first line
 
 
 @dataclass
@@ -162,7 +165,8 @@ class RedTest:
         """The first informative line: a failing measurement, or the error itself."""
         for line in self.message.splitlines():
             line = line.strip().removeprefix("labtest.errors.")
-            if line and not re.fullmatch(r"\w+: \d+ measurement\(s\) outside limits:", line):
+            line = re.sub(r" \(source: .*$", "", line)  # the limit's source: in the report
+            if line and not _HEADER.search(line):
                 return line if len(line) <= 220 else line[:217] + "..."
         return self.culprit
 
@@ -199,6 +203,19 @@ def case_suites(result_tests: Iterable[dict[str, Any]]) -> dict[str, SuiteResult
             s.red.append(RedTest(t.get("name", t["nodeid"]), outcome, t.get("message") or "",
                                  culprit(t), t.get("device")))
     return suites
+
+
+def load_run(case: Case, workdir: Path, pid: int | None = None) -> CaseRun:
+    """A finished case from its directory (``RUN_META`` and the results), to judge again."""
+    meta = json.loads((workdir / RUN_META).read_text(encoding="utf-8"))
+    error, found = meta["error"], {}
+    if error is None:
+        try:
+            found = case_suites(results.load(workdir / "results").get("tests", []))
+        except results.ResultsError as exc:
+            error = f"no results (exit {meta['returncode']}): {exc}"
+    return CaseRun(case, meta["suites"], found, meta["wall_s"], meta["returncode"], error,
+                   workdir / "run.log", pid)
 
 
 def _child_command(opts: dict[str, Any]) -> list[str]:
@@ -267,15 +284,10 @@ class Runner:
         }
         start = time.monotonic()
         pid, returncode, error = self._run_child(case.name, _child_command(opts), log)
-        wall_s = time.monotonic() - start
-        found: dict[str, SuiteResult] = {}
-        if error is None:
-            try:
-                found = case_suites(results.load(alluredir).get("tests", []))
-            except results.ResultsError as exc:
-                error = f"no results (exit {returncode}): {exc}"
-        wanted = suites or _available(self.suites_dir)
-        return CaseRun(case, wanted, found, wall_s, returncode, error, log, pid)
+        meta = {"suites": suites or _available(self.suites_dir), "returncode": returncode,
+                "error": error, "wall_s": time.monotonic() - start}
+        (workdir / RUN_META).write_text(json.dumps(meta), encoding="utf-8")
+        return load_run(case, workdir, pid)
 
     def _run_child(
         self, name: str, cmd: list[str], log: Path
@@ -506,7 +518,9 @@ def _evidence(verdicts: Sequence[Verdict]) -> list[str]:
         lines.append(f"**{v.run.case.name}** — {v.run.case.note or v.run.case.describe()}")
         lines.append("")
         for suite, t in red[:EVIDENCE_LINES]:
-            named = f" — culprit: {t.culprit}" if t.culprit and t.culprit not in t.gist else ""
+            # the culprit `labtest run` derives from measurement labels, when it adds something
+            derived = "labtest.errors." not in t.culprit and t.culprit not in t.gist
+            named = f" — culprit: {t.culprit}" if t.culprit and derived else ""
             lines.append(f"- {suite} `{t.name}` {t.outcome}: {t.gist}{named}")
         if len(red) > EVIDENCE_LINES:
             lines.append(f"- … and {len(red) - EVIDENCE_LINES} more")
@@ -562,7 +576,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2, help="cases run at once (default 2)")
     ap.add_argument("--timeout-s", type=float, default=CASE_TIMEOUT_S, help="per case")
     ap.add_argument("--workdir", type=Path, help="where runs go (default: a temp dir)")
+    ap.add_argument("--rejudge", action="store_true",
+                    help="do not run: judge the finished runs in --workdir again")
     args = ap.parse_args(argv)
+    if args.reduced and args.suites:
+        ap.error("--reduced chooses the suites itself; drop --suite")
+    if args.rejudge and args.workdir is None:
+        ap.error("--rejudge needs the --workdir of a finished matrix")
 
     table = load_cases(args.cases)
     kinds = list(table) if args.faults is None else args.faults
@@ -571,35 +591,42 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error(f"no case for {', '.join(unknown)}; known: {', '.join(table)}")
     cases = [table[k] for k in kinds] + [healthy_case(s) for s in args.seeds]
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="labtest-matrix-"))
-    started = time.monotonic()
 
     def progress(v: Verdict) -> None:
         state = "ok" if v.ok else "WRONG: " + "; ".join(v.problems)[:300]
         print(f"matrix: {v.run.case.name:<22} {v.run.wall_s:6.0f} s  {state}", flush=True)
 
-    if args.reduced and args.suites:
-        ap.error("--reduced chooses the suites itself; drop --suite")
-
     def suites_for(case: Case) -> list[str]:
         return reduced_suites(case) if args.reduced else args.suites
 
-    verdicts = run_matrix(cases, workdir, suites_for=suites_for, jobs=args.jobs,
-                          timeout_s=args.timeout_s, progress=progress, base=args.testbed)
-    elapsed_s = time.monotonic() - started
+    if args.rejudge:
+        verdicts = [judge(load_run(c, workdir / c.name)) for c in cases]
+        saved = workdir / "note.md"
+        note = saved.read_text(encoding="utf-8") if saved.is_file() else ""
+    else:
+        started = time.monotonic()
+        verdicts = run_matrix(cases, workdir, suites_for=suites_for, jobs=args.jobs,
+                              timeout_s=args.timeout_s, progress=progress, base=args.testbed)
+        note = _run_note(args, time.monotonic() - started)
+        (workdir / "note.md").write_text(note, encoding="utf-8")
+    args.out.write_text(render(verdicts, title_note=note), encoding="utf-8")
+    (workdir / "verdicts.json").write_text(
+        json.dumps([_record(v) for v in verdicts], indent=2, default=str), encoding="utf-8")
+    print(f"matrix: wrote {args.out} ({sum(v.ok for v in verdicts)}/{len(verdicts)} ok); "
+          f"runs and logs in {workdir}")
+    return 0 if all(v.ok for v in verdicts) else 1
+
+
+def _run_note(args: argparse.Namespace, elapsed_s: float) -> str:
+    """When, which suites, how long, and how busy the machine was."""
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     suites = ", ".join(args.suites) or "every suite"
     if args.reduced:
         suites = "the catching suite(s) and one other (reduced, as CI)"
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
-    note = (f"Run {when}: {suites} on each row, {args.jobs} rows at a time, "
+    return (f"Run {when}: {suites} on each row, {args.jobs} rows at a time, "
             f"{elapsed_s / 60:.1f} min wall in all on a {os.cpu_count()}-core machine "
             f"(load average {load} at the end: other jobs shared it).\n\n{CI_NOTE}")
-    args.out.write_text(render(verdicts, title_note=note), encoding="utf-8")
-    (workdir / "verdicts.json").write_text(
-        json.dumps([_record(v) for v in verdicts], indent=2, default=str), encoding="utf-8")
-    print(f"matrix: wrote {args.out} ({sum(v.ok for v in verdicts)}/{len(verdicts)} ok, "
-          f"{elapsed_s:.0f} s); runs and logs in {workdir}")
-    return 0 if all(v.ok for v in verdicts) else 1
 
 
 def _record(v: Verdict) -> dict[str, Any]:

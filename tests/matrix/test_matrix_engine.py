@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import textwrap
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -60,8 +61,7 @@ def test_matrix_data_covers_the_catalogue_and_every_fault_injects() -> None:
 
 def test_faulted_testbed_is_a_loadable_copy(tmp_path: Path) -> None:
     case = CASES["unreachable_device"]
-    path = matrix.faulted_testbed(LEAFSPINE, Case(**{**case.__dict__, "seed": 7}),
-                                  tmp_path / "tb.yaml")
+    path = matrix.faulted_testbed(LEAFSPINE, replace(case, seed=7), tmp_path / "tb.yaml")
     doc = yaml.safe_load(path.read_text())
     assert Path(doc["limits"]).is_absolute() and Path(doc["limits"]) == LIMITS.resolve()
     testbed = load_testbed(path)
@@ -243,6 +243,23 @@ def test_engine_runs_labtest_run_children_and_judges_them(
     assert healthy.ok and healthy.run.returncode == 0, healthy.problems
     seed = yaml.safe_load((tmp_path / "runs" / "healthy-seed2" / "testbed.yaml").read_text())
     assert seed["emulation"]["seed"] == 2
+    # the command line judges the finished runs again and writes the markdown
+    module = tmp_path / "cases.py"
+    module.write_text("from labtest.matrix import Case\n"
+                      f"CASES = {{'caught': Case(**{_fields(cases[0])!r})}}\n")
+    out = tmp_path / "matrix.md"
+    status = matrix.main(["--rejudge", "--workdir", str(tmp_path / "runs"), "--cases",
+                          str(module), "--seeds", "2", "--out", str(out)])
+    assert status == 0
+    rows = [ln for ln in out.read_text().splitlines() if ln.startswith("| ")]
+    assert len(rows) == 3 and "| **FAIL (culprit named)** | pass | ok |" in rows[1]
+    assert "fec.uncorrectable_codewords device=leaf1 port=Ethernet0: 3 codewords is FAIL" in (
+        out.read_text())
+
+
+def _fields(case: Case) -> dict[str, object]:
+    return {k: v for k, v in case.__dict__.items() if k in ("name", "faults", "catches",
+                                                            "culprits")}
 
 
 def test_engine_kills_a_hung_run_at_its_timeout(
