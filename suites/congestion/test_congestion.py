@@ -6,6 +6,7 @@ settings.yaml. Pass criteria: ``congestion.*`` in the limits profile.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -23,7 +24,6 @@ from fixtures.traffic import (
     load_deviations,
     load_settings,
     local_mac,
-    poll_until,
     run_bandwidth_pairs,
 )
 from labtest import plugin
@@ -48,6 +48,7 @@ SETTINGS = load_settings("congestion")
 DEVIATIONS = load_deviations("congestion")
 LOSSLESS = tuple(SETTINGS["lossless_priorities"])
 LOSSY = tuple(p for p in range(8) if p not in LOSSLESS)
+DEFAULT_ROCE_MTU = 4096  # when a run's output does not say
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -205,7 +206,7 @@ def _leaf_port(view: FabricView, host: str) -> str:
 
 def _sent_packets(view: FabricView, deltas: dict[str, PortDelta], hosts: list[str]) -> dict:
     """Packets each host put on the wire: rx packets of its leaf port (every switch counts
-    packets; the hosts' frames are alike, so packets compare like bytes)."""
+    packets; not every switch counts bytes per port)."""
     out: dict[str, float] = {}
     for h in hosts:
         d = deltas.get(_leaf_port(view, h))
@@ -253,11 +254,15 @@ def test_incast(receiver: str, fabric_view: FabricView, measure: Any) -> None:
         _judge_ecn(measure, view, deltas, receiver, hosts_before, hosts_after, senders)
     with allure.step("CONG-1.1/7: per-sender fairness (Jain) and aggregate goodput"):
         goodput = sum(o.bw_gbps for o in outcomes)
-        sent = _sent_packets(view, deltas, senders)
+        packets = _sent_packets(view, deltas, senders)
+        # payload per packet is the run's RoCE MTU (64 KiB messages cut into whole MTUs),
+        # so packets x MTU compares senders whose NICs run different MTUs
+        mtu = {o.client: (o.bandwidth.mtu_bytes if o.bandwidth else None) for o in outcomes}
+        sent = {h: n * (mtu.get(h) or DEFAULT_ROCE_MTU) for h, n in packets.items()}
         total = sum(sent.values())
         share = {h: fraction(v, total) for h, v in sent.items()}
         rates = {h: goodput * x for h, x in share.items()}  # the aggregate, split as sent
-        attach_json("sender shares of the incast (leaf port rx packets)", share)
+        attach_json("sender shares of the incast (leaf port rx packets x RoCE MTU)", share)
         slowest = min(share, key=share.__getitem__)
         measure(
             "congestion.jain_fairness_index",
@@ -545,19 +550,23 @@ def test_pfc_watchdog_storm(fabric_view: FabricView, measure: Any) -> None:
         )
         before = switch.pfc_watchdog().get(queue_key)
         tg.start_traffic()
+        started = time.monotonic()  # the storm runs by now: the latest it can have begun
         try:
-            _, detected_s = poll_until(
-                lambda: _stormed(switch, queue_key),
+            detected = _when(
+                switch,
+                queue_key,
+                stormed=True,
+                since=started,
                 timeout_s=detect_bound_ms / 1000 + cfg["timeout_margin_s"],
             )
             measure(
                 "congestion.pfcwd_detect_excess_ms",
-                detected_s * 1000 - detect_bound_ms,
+                detected[0] * 1000 - detect_bound_ms,
                 key="congestion.pfcwd_detect_excess_ms",
                 device=sw_name,
                 port=sw_port,
                 queue=str(prio),
-                detected_ms=f"{detected_s * 1000:.0f}",
+                detected_ms=_window_ms(detected),
                 bound_ms=str(detect_bound_ms),
             )
             held = time.monotonic()
@@ -565,6 +574,7 @@ def test_pfc_watchdog_storm(fabric_view: FabricView, measure: Any) -> None:
                 time.sleep(0.05)  # the storm lasts storm_s: an observation window
         finally:
             tg.stop_traffic()
+            stopped = time.monotonic()
     with allure.step("CONG-3.3/3: the other priority lost nothing during the storm"):
         tg.wait_done(timeout_s=10.0)
         metrics = {m.name: m for m in tg.metrics()}
@@ -580,22 +590,50 @@ def test_pfc_watchdog_storm(fabric_view: FabricView, measure: Any) -> None:
             priority=str(LOSSY[0]),
         )
     with allure.step("CONG-3.3/4: the queue is restored within restore + poll"):
-        _, restored_s = poll_until(
-            lambda: not _stormed(switch, queue_key),
+        restored = _when(
+            switch,
+            queue_key,
+            stormed=False,
+            since=stopped,
             timeout_s=restore_bound_ms / 1000 + cfg["timeout_margin_s"],
         )
         measure(
             "congestion.pfcwd_restore_excess_ms",
-            restored_s * 1000 - restore_bound_ms,
+            restored[0] * 1000 - restore_bound_ms,
             key="congestion.pfcwd_restore_excess_ms",
             device=sw_name,
             port=sw_port,
             queue=str(prio),
-            restored_ms=f"{restored_s * 1000:.0f}",
+            restored_ms=_window_ms(restored),
             bound_ms=str(restore_bound_ms),
         )
         after = switch.pfc_watchdog().get(queue_key)
         attach_json("pfcwd queue state before/after", {"before": before, "after": after})
+
+
+def _when(
+    switch: PfcQueues, queue_key: str, *, stormed: bool, since: float, timeout_s: float
+) -> tuple[float, float]:
+    """When the queue's watchdog state became ``stormed`` (or left it), in seconds after
+    ``since``: (earliest, latest). The change happened after the last read that did not
+    show it began and before the first read that did ended; the earliest is judged (a
+    device is late only when it is certainly late), inf when it never changed."""
+    last_start = since
+    deadline = since + timeout_s
+    while True:
+        start = time.monotonic()
+        seen = _stormed(switch, queue_key) == stormed
+        end = time.monotonic()
+        if seen:
+            return max(last_start - since, 0.0), end - since
+        if end >= deadline:
+            return math.inf, math.inf
+        last_start = start
+        time.sleep(0.02)
+
+
+def _window_ms(window: tuple[float, float]) -> str:
+    return f"{window[0] * 1000:.0f}..{window[1] * 1000:.0f}"
 
 
 def _stormed(switch: PfcQueues, queue_key: str) -> bool:
