@@ -267,7 +267,7 @@ class SnmpAgent:
 
     # --- lifecycle ------------------------------------------------------------
 
-    def start(self, timeout_s: float = 5.0) -> SnmpAgent:
+    def start(self, timeout_s: float = 30.0) -> SnmpAgent:
         """Bind the socket, start the thread; returns once requests are served."""
         if self.running:
             return self

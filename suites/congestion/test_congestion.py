@@ -62,18 +62,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         view = FabricView.of(lab)
         hosts = view.hosts
         if SETTINGS["incast"].get("receivers", "all") == "one-per-leaf":
-            hosts = [
-                h
-                for h in hosts
-                if h == hosts_by_switch(view.attachment)[view.attachment[h].switch][0]
-            ]
+            hosts = [group[0] for group in hosts_by_switch(view.attachment).values()]
         metafunc.parametrize("receiver", hosts)
     if "wd_switch" in metafunc.fixturenames:
         metafunc.parametrize("wd_switch", lab.names(capability="PfcQueues"))
 
 
-def _spec(section: str, **over: Any) -> PerftestSpec:
-    s = {**SETTINGS["incast"], **SETTINGS.get(section, {}), **over}
+def _spec(section: str) -> PerftestSpec:
+    """The incast's perftest options, with ``section``'s overrides (e.g. the victim's)."""
+    s = {**SETTINGS["incast"], **SETTINGS.get(section, {})}
     return PerftestSpec(
         test=s["test"], size_bytes=s["size_bytes"], qps=s["qps"], duration_s=s["duration_s"]
     )
@@ -141,30 +138,12 @@ def _judge_ecn(
     hosts_after: dict[str, Any],
     senders: list[str],
 ) -> None:
-    """ECN marks at the congested port, CNPs from the receiver, CNPs handled by each sender."""
-    att = view.attachment[receiver]
-    congested = deltas.get(f"{att.switch}:{att.switch_port}")
-    waived = _waived("congestion.ecn_marked_packets", att.switch, view)
-    if congested is not None and congested.queue_ecn_marked and not waived:
-        marked = sum(congested.queue_ecn_marked.get(p, 0) for p in LOSSLESS)
-        measure(
-            "congestion.ecn_marked_packets",
-            marked,
-            key="congestion.ecn_marked_packets",
-            device=att.switch,
-            port=att.switch_port,
-            receiver=receiver,
-        )
-    else:
-        why = waived or f"{att.switch} reports no per-queue ECN-marked counters"
-        measure(
-            "congestion.ecn_marked_packets_switch_unobserved",
-            1,
-            unit="",
-            device=att.switch,
-            port=att.switch_port,
-            why=why,
-        )
+    """ECN marks at the congested port, CNPs from the receiver, CNPs handled by each sender.
+
+    Where the switch does not count ECN marks per queue (or a deviation waives it), the
+    marks the receiving NIC saw stand in for the port's: the congested port is the last
+    switch queue the incast crosses.
+    """
 
     def hw(host: str, name: str) -> int | None:
         b, a = hosts_before[host].rdma, hosts_after[host].rdma
@@ -172,11 +151,27 @@ def _judge_ecn(
             return None
         return max(getattr(a, name) - getattr(b, name), 0)
 
+    att = view.attachment[receiver]
+    congested = deltas.get(f"{att.switch}:{att.switch_port}")
+    waived = _waived("congestion.ecn_marked_packets", att.switch, view)
+    where = {"device": att.switch, "port": att.switch_port, "receiver": receiver}
     marked_rx = hw(receiver, "np_ecn_marked_roce_packets")
-    if marked_rx is not None:
+    if congested is not None and congested.queue_ecn_marked and not waived:
+        marked = sum(congested.queue_ecn_marked.get(p, 0) for p in LOSSLESS)
         measure(
-            "congestion.receiver_ecn_marked_packets", marked_rx, unit="packets", host=receiver
-        )  # evidence: what the receiver NIC saw
+            "congestion.ecn_marked_packets", marked, key="congestion.ecn_marked_packets", **where
+        )
+    elif marked_rx is not None:
+        measure(
+            "congestion.ecn_marked_packets",
+            marked_rx,
+            key="congestion.ecn_marked_packets",
+            **where,
+            seen_by=f"{receiver} NIC",
+            why=waived or "no per-queue switch counter",
+        )
+    if marked_rx is not None:
+        measure("congestion.receiver_ecn_marked_packets", marked_rx, unit="packets", host=receiver)
     cnp_sent = hw(receiver, "np_cnp_sent")
     if cnp_sent is not None:
         measure(
