@@ -30,7 +30,14 @@ TIMEOUT_S = 900.0 if FULL else 480.0
 
 CASE_LIST: list[Case] = [*CASES.values(), *(matrix.healthy_case(s) for s in SEEDS)]
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    # ~35 min of emulated-lab runs: opt in with LABTEST_MATRIX=1 (see docs/detection-matrix.md)
+    pytest.mark.skipif(
+        os.environ.get("LABTEST_MATRIX") != "1",
+        reason="the fault-detection matrix runs with LABTEST_MATRIX=1 (about 35 min)",
+    ),
+]
 
 
 def suites_for(case: Case) -> list[str]:
