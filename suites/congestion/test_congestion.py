@@ -212,6 +212,23 @@ def _sent_packets(view: FabricView, deltas: dict[str, PortDelta], hosts: list[st
     return out
 
 
+def _require_overlap(view: FabricView, receiver: str, outcomes: list[Any]) -> None:
+    """An incast proves nothing if a sender ran alone: one that reports more than twice its
+    share of the receiver's rate did not share it (its client started after the others
+    ended, or before they began). That is a broken run, not a product failure."""
+    line = view.negotiated_gbps(receiver) or view.attachment[receiver].speed_gbps
+    if not line or len(outcomes) < 2:
+        return
+    alone = [o for o in outcomes if o.bw_gbps > 2 * line / len(outcomes)]
+    if alone:
+        names = ", ".join(f"{o.client} at {o.bw_gbps:.0f} Gb/s" for o in alone)
+        raise InfraError(
+            receiver,
+            f"the incast's senders did not run together ({names}, share "
+            f"{line / len(outcomes):.0f} Gb/s): rerun it",
+        )
+
+
 @pytest.mark.plan("CONG-1.1")
 @pytest.mark.needs("Perftest", count=3)
 def test_incast(receiver: str, fabric_view: FabricView, measure: Any) -> None:
@@ -228,6 +245,7 @@ def test_incast(receiver: str, fabric_view: FabricView, measure: Any) -> None:
         f"-s {spec.size_bytes} -D {spec.duration_s} from every sender at once"
     ):
         outcomes = run_bandwidth_pairs(view.lab, [(s, receiver) for s in senders], spec)
+        _require_overlap(view, receiver, outcomes)
     with allure.step("CONG-1.1/3: switch and host counters after the incast"):
         after = view.snapshot_switches(pfc=True)
         hosts_after = view.snapshot_hosts(everyone)
@@ -248,31 +266,31 @@ def test_incast(receiver: str, fabric_view: FabricView, measure: Any) -> None:
     with allure.step("CONG-1.1/6: ECN marks at the congested port, CNPs sent and handled"):
         _judge_ecn(measure, view, deltas, receiver, hosts_before, hosts_after, senders)
     with allure.step("CONG-1.1/7: per-sender fairness (Jain) and aggregate goodput"):
-        goodput = sum(o.bw_gbps for o in outcomes)
-        packets = _sent_packets(view, deltas, senders)
-        # payload per packet is the run's RoCE MTU (64 KiB messages cut into whole MTUs),
-        # so packets x MTU compares senders whose NICs run different MTUs
-        mtu = {o.client: (o.bandwidth.mtu_bytes if o.bandwidth else None) for o in outcomes}
-        sent = {h: n * (mtu.get(h) or DEFAULT_ROCE_MTU) for h, n in packets.items()}
-        total = sum(sent.values())
-        share = {h: fraction(v, total) for h, v in sent.items()}
-        rates = {h: goodput * x for h, x in share.items()}  # the aggregate, split as sent
-        attach_json("sender shares of the incast (leaf port rx packets x RoCE MTU)", share)
-        slowest = min(share, key=share.__getitem__)
+        rates = {o.client: o.bw_gbps for o in outcomes}  # each sender's goodput, per perftest
+        goodput = sum(rates.values())
+        slowest = min(rates, key=rates.__getitem__)
         measure(
             "congestion.jain_fairness_index",
-            jain_index(list(share.values())),
+            jain_index(list(rates.values())),
             key="congestion.jain_fairness_index",
             receiver=receiver,
             host=slowest,
-            slowest_share=f"{share[slowest]:.3f}",
+            slowest_gbps=f"{rates[slowest]:.1f}",
+        )
+        # what each sender's leaf port received (packets x RoCE MTU): the switches' view
+        packets = _sent_packets(view, deltas, senders)
+        mtu = {o.client: (o.bandwidth.mtu_bytes if o.bandwidth else None) for o in outcomes}
+        sent = {h: n * (mtu.get(h) or DEFAULT_ROCE_MTU) for h, n in packets.items()}
+        attach_json(
+            "sender shares of the incast (leaf port rx packets x RoCE MTU)",
+            {h: fraction(v, sum(sent.values())) for h, v in sent.items()},
         )
         attach_png(
             "incast sender rates",
             plots.throughput_per_flow(
                 rates,
                 expected_gbps=goodput / len(senders),
-                title=f"{len(senders)}:1 incast into {receiver}: rate per sender",
+                title=f"{len(senders)}:1 incast into {receiver}: goodput per sender",
             ),
         )
         line = view.negotiated_gbps(receiver) or view.attachment[receiver].speed_gbps

@@ -53,6 +53,11 @@ class Event:
     links: tuple[str, ...]  # the testbed links that lose light or forwarding
 
     @property
+    def label(self) -> str:
+        """The failed link for a message; a reboot names its switch (all its links fail)."""
+        return f"{self.device} (all links)" if self.kind == "reboot" else ",".join(self.links)
+
+    @property
     def id(self) -> str:
         return f"{self.kind}:{self.device}" + (f":{self.target}" if self.target else "")
 
@@ -315,7 +320,7 @@ def test_failover(event: Event, probe: Probe, lab: Lab, measure: Any, config_gua
                     "failover.convergence_ms",
                     float("inf"),
                     key="failover.convergence_ms",
-                    link=",".join(event.links),
+                    link=event.label,
                     device=event.device,
                     why="never converged",
                 )
@@ -333,7 +338,7 @@ def test_failover(event: Event, probe: Probe, lab: Lab, measure: Any, config_gua
                 "failover.restoration_convergence_ms",
                 convergence_ms(worst, probe.rate_pps),
                 key="failover.restoration_convergence_ms",
-                link=",".join(event.links),
+                link=event.label,
                 device=event.device,
             )
             in_use_after = _members_in_use(lab, probe)
@@ -369,7 +374,7 @@ def _judge_failure(
 ) -> None:
     lost = {f: loss1[f] - loss0.get(f, 0) for f in probe.paths}
     attach_json("frames lost per flow", lost)
-    link = ",".join(event.links)
+    link = event.label
     device, port = (event.device, event.target) if event.kind == "shut" else (event.device, "")
     if on_path:
         worst = max(on_path, key=lambda f: lost[f])

@@ -22,3 +22,23 @@ def lab_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabRuns]:
     runs = LabRuns(tmp_path_factory.mktemp("suite-runs"))
     yield runs
     runs.close()
+
+
+#: suite runs on the emulated lab (minutes each, timing-sensitive under load): opt in
+E2E_FILES = {
+    "test_link_suite.py",
+    "test_transceiver_suite.py",
+    "test_cabling_suite.py",
+    "test_roce_congestion_failover_collective.py",
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    import os
+
+    if os.environ.get("LABTEST_SUITE_E2E") == "1":
+        return
+    skip = pytest.mark.skip(reason="suite runs on the emulated lab: set LABTEST_SUITE_E2E=1")
+    for item in items:
+        if item.path.name in E2E_FILES or "lab_runs" in getattr(item, "fixturenames", ()):
+            item.add_marker(skip)
