@@ -190,6 +190,7 @@ class CaseRun:
     error: str | None = None  # timeout, no results: the run itself went wrong
     log: Path | None = None
     pid: int | None = None  # the child's, also its process group's id
+    cpu_s: float | None = None  # CPU time of the run (pytest included)
 
 
 def case_suites(result_tests: Iterable[dict[str, Any]]) -> dict[str, SuiteResult]:
@@ -215,7 +216,7 @@ def load_run(case: Case, workdir: Path, pid: int | None = None) -> CaseRun:
         except results.ResultsError as exc:
             error = f"no results (exit {meta['returncode']}): {exc}"
     return CaseRun(case, meta["suites"], found, meta["wall_s"], meta["returncode"], error,
-                   workdir / "run.log", pid)
+                   workdir / "run.log", pid, meta.get("cpu_s"))
 
 
 def _child_command(opts: dict[str, Any]) -> list[str]:
@@ -261,15 +262,21 @@ class Runner:
         self._lock = threading.Lock()
         self._closed = False
 
-    def start(self, case: Case, suites: Sequence[str] = ()) -> None:
+    def start(
+        self, case: Case, suites: Sequence[str] = (), timeout_s: float | None = None
+    ) -> None:
         """Queue ``case`` (once) over ``suites`` (empty: every suite)."""
         if case.name not in self._futures:
-            self._futures[case.name] = self._pool.submit(self.run_case, case, list(suites))
+            self._futures[case.name] = self._pool.submit(
+                self.run_case, case, list(suites), timeout_s
+            )
 
     def result(self, name: str) -> CaseRun:
         return self._futures[name].result()
 
-    def run_case(self, case: Case, suites: list[str]) -> CaseRun:
+    def run_case(
+        self, case: Case, suites: list[str], timeout_s: float | None = None
+    ) -> CaseRun:
         workdir = self.workdir / case.name
         workdir.mkdir(parents=True, exist_ok=True)
         testbed = faulted_testbed(self.base, case, workdir / "testbed.yaml")
@@ -283,28 +290,31 @@ class Runner:
             "suites_dir": str(self.suites_dir),
         }
         start = time.monotonic()
-        pid, returncode, error = self._run_child(case.name, _child_command(opts), log)
+        pid, returncode, error, cpu_s = self._run_child(
+            case.name, _child_command(opts), log, timeout_s or self.timeout_s
+        )
         meta = {"suites": suites or _available(self.suites_dir), "returncode": returncode,
-                "error": error, "wall_s": time.monotonic() - start}
+                "error": error, "wall_s": time.monotonic() - start, "cpu_s": cpu_s}
         (workdir / RUN_META).write_text(json.dumps(meta), encoding="utf-8")
         return load_run(case, workdir, pid)
 
     def _run_child(
-        self, name: str, cmd: list[str], log: Path
-    ) -> tuple[int | None, int | None, str | None]:
-        """(pid, exit status, error) of one child in its own process group."""
+        self, name: str, cmd: list[str], log: Path, timeout_s: float
+    ) -> tuple[int | None, int | None, str | None, float | None]:
+        """(pid, exit status, error, CPU seconds) of one child in its own process group."""
         with self._lock:
             if self._closed:
-                return None, None, "runner closed before the case started"
+                return None, None, "runner closed before the case started", None
             with log.open("wb") as out:
                 proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
                                         start_new_session=True)
             self._procs[name] = proc
         try:
-            return proc.pid, proc.wait(timeout=self.timeout_s), None
-        except subprocess.TimeoutExpired:
+            returncode, cpu_s = _wait(proc, timeout_s)
+            if returncode is not None:
+                return proc.pid, returncode, None, cpu_s
             stop(proc)
-            return proc.pid, proc.returncode, f"timed out after {self.timeout_s:g} s"
+            return proc.pid, proc.returncode, f"timed out after {timeout_s:g} s", None
         finally:
             with self._lock:
                 self._procs.pop(name, None)
@@ -319,6 +329,23 @@ class Runner:
         for proc in running:
             stop(proc)
         self._pool.shutdown(wait=True)
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout_s: float) -> tuple[int | None, float | None]:
+    """(exit status, CPU seconds of the child and the pytest it waited for), or (None, None)
+    at the timeout. CPU time does not depend on how busy the machine is; wall time does."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        except ChildProcessError:  # reaped elsewhere (close() stopping it)
+            return proc.wait(), None
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return proc.returncode, usage.ru_utime + usage.ru_stime
+        if time.monotonic() >= deadline:
+            return None, None
+        time.sleep(0.2)
 
 
 def stop(proc: subprocess.Popen[bytes], grace_s: float = STOP_GRACE_S) -> None:
@@ -466,7 +493,7 @@ def render(verdicts: Sequence[Verdict], *, title_note: str = "") -> str:
     ]
     if title_note:
         lines += [title_note, ""]
-    head = ["fault", "injected", "meant to catch", *suites, "verdict", "wall s"]
+    head = ["fault", "injected", "meant to catch", *suites, "verdict", "wall / CPU s"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for v in verdicts:
         case = v.run.case
@@ -477,13 +504,15 @@ def render(verdicts: Sequence[Verdict], *, title_note: str = "") -> str:
             ", ".join(case.catches) or "—",
             *(_cell(v.cells.get(s)) for s in suites),
             "ok" if v.ok else "**WRONG**",
-            f"{v.run.wall_s:.0f}",
+            f"{v.run.wall_s:.0f} / " + (f"{v.run.cpu_s:.0f}" if v.run.cpu_s is not None else "?"),
         ]
         lines.append("| " + " | ".join(row) + " |")
-    total_s = sum(v.run.wall_s for v in verdicts)
+    wall_s = sum(v.run.wall_s for v in verdicts)
+    cpu_s = sum(v.run.cpu_s or 0.0 for v in verdicts)
     good = sum(v.ok for v in verdicts)
-    lines += ["", f"{good} of {len(verdicts)} rows as designed; {total_s:.0f} s of runs in all.",
-              ""]
+    lines += ["", f"{good} of {len(verdicts)} rows as designed. The runs took {wall_s:.0f} s "
+              f"of wall time and {cpu_s:.0f} CPU-seconds (CPU time does not depend on what "
+              "else shares the machine; wall time does).", ""]
     lines += _evidence(verdicts)
     wrong = [v for v in verdicts if not v.ok]
     if wrong:

@@ -232,6 +232,7 @@ def test_engine_runs_labtest_run_children_and_judges_them(
         emulate=False, pytest_args=("-q", "-p", "no:randomly", "--no-inventory"))}
     caught = verdicts["caught"]
     assert caught.ok, caught.problems
+    assert caught.run.cpu_s is not None and caught.run.cpu_s > 0.2  # pytest's CPU counted
     assert {s: c.text for s, c in caught.cells.items()} == {"alpha": matrix.CAUGHT, "beta": "pass"}
     assert "without naming leaf1:Ethernet0" in " ".join(verdicts["blamed-wrong"].problems)
     assert verdicts["false-failure"].cells["beta"].text == "1 FAILED"
@@ -276,7 +277,7 @@ def test_engine_kills_a_hung_run_at_its_timeout(
     finally:
         runner.close()
     assert time.monotonic() - began < 6 + 2 * matrix.STOP_GRACE_S
-    assert run.error is not None and "timed out after 6 s" in run.error
+    assert run.error is not None and "timed out after 6 s" in run.error and run.cpu_s is None
     verdict = judge(run)
     assert not verdict.ok and verdict.cells == {"alpha": matrix.Cell("ERROR", False)}
     assert run.pid is not None
