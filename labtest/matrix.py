@@ -49,10 +49,11 @@ CASE_TIMEOUT_S = 900.0
 STOP_GRACE_S = 30.0  # after a timeout: time for pytest's teardown before the kill
 
 CI_NOTE = (
-    "In CI, `tests/matrix/test_detection_matrix.py` runs the same rows with less: each "
-    "fault row runs the suite(s) meant to catch it plus one other suite (cabling, or link "
-    "for a cabling fault) to see a false failure, and the healthy rows run every suite; "
-    "the full table above, every suite on every row, is this command's."
+    "`tests/matrix/test_detection_matrix.py` (opt-in: `LABTEST_MATRIX=1`) runs the same rows "
+    "with less: each fault row runs the suite(s) meant to catch it plus one other suite "
+    "(cabling, or link for a cabling fault) to see a false failure, and the healthy rows run "
+    "every suite (`python -m labtest.matrix --reduced` does the same); the table above is "
+    "the full matrix, every suite on every row."
 )
 EVIDENCE_LINES = 4  # red tests quoted per row in the doc
 RUN_META = "run.json"  # per case directory: suites, exit status, error, wall time
