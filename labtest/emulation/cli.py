@@ -6,10 +6,13 @@ import argparse
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+SIGNAL_POLL_S = 0.2
 
 
 def register(sub: Any) -> None:
@@ -87,13 +90,22 @@ def _emulate(args: argparse.Namespace) -> int:
         lab.start()
         path = lab.write_testbed(out or (lab._workdir() / "emulated.yaml"))
         _print_summary(lab, path)
-        done.wait(args.duration_s)
+        _wait(done, args.duration_s)
     finally:
         lab.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     print("emulated lab stopped", flush=True)
     return 0
+
+
+def _wait(done: threading.Event, duration_s: float | None) -> None:
+    """Wake often: the kernel may hand SIGINT to a server thread, and then a long
+    ``Event.wait`` in the main thread would not return until its timeout."""
+    deadline = None if duration_s is None else time.monotonic() + duration_s
+    while not done.wait(SIGNAL_POLL_S):
+        if deadline is not None and time.monotonic() >= deadline:
+            return
 
 
 def _print_summary(lab: Any, path: Path) -> None:
