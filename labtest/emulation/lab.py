@@ -32,6 +32,9 @@ from labtest.testbed.model import Device, SnmpSettings, SshSettings, Testbed, Vi
 
 log = logging.getLogger("labtest.emulation")
 
+#: how often the servers' silence follows the model's unreachable devices (wall seconds)
+REACHABILITY_POLL_S = 0.05
+
 
 @dataclass
 class Served:
@@ -164,9 +167,10 @@ class EmulatedLab:
         (``drop``, ``slow``) while its device stays reachable.
         """
         silent_now: dict[str, bool] = {}
-        while not self._stop.wait(0.05):
+        while not self._stop.wait(REACHABILITY_POLL_S):
+            dark = self.fabric.unreachable()  # one model step per poll, not one per device
             for name, dev in self._devices.items():
-                silent = not self.fabric.reachable(name)
+                silent = name in dark
                 if silent_now.get(name, False) == silent:
                     continue
                 silent_now[name] = silent

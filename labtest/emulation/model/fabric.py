@@ -1212,6 +1212,12 @@ class Fabric:
             self._sync()
             return device not in self._unreachable
 
+    def unreachable(self) -> frozenset[str]:
+        """Every device an unreachable_device fault holds now (one model step for all)."""
+        with self._lock:
+            self._sync()
+            return frozenset(self._unreachable)
+
     def set_reachable(self, device: str, reachable: bool) -> None:
         if device not in self.testbed.devices:
             raise ModelError(f"no device {device!r} in the model")

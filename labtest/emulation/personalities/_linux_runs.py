@@ -8,10 +8,14 @@ for the pair's result (``run_bandwidth``: max-min shares of the fabric as it
 is now; ``run_latency``), lets the run's time pass, prints its side and
 appends the server's side to the server's log before the server exits.
 
-Clients that start within ``GATHER_S`` of each other with the same test shape
-are computed together, as one ``run_bandwidth`` call over all their pairs: a
-driver starting an incast's clients in parallel gets fair shares for all of
-them, not full rate for whoever came first. Each run also starts its queue
+Clients with the same test shape that start together are computed together, as
+one ``run_bandwidth`` call over all their pairs: a driver starting an incast's
+clients in parallel gets fair shares for all of them, not full rate for whoever
+came first. "Together" does not depend on how busy the machine is: drivers start
+every server of a parallel run before any client (as a lab engineer does), so a
+batch stays open while a bandwidth server of the same tool still waits for its
+client, and for ``GATHER_S`` after the last arrival; ``GATHER_MAX_S`` bounds it
+for a server whose client never comes. Each run also starts its queue
 pairs in the model for the run's duration, so switch and NIC counters move
 (a size sweep drives its largest size for the whole sweep).
 
@@ -40,7 +44,7 @@ from typing import Any
 
 from labtest.emulation.model.fabric import Fabric
 from labtest.emulation.model.traffic import roce as roce_model
-from labtest.emulation.personalities._linux_host import HostState, Proc, in_model
+from labtest.emulation.personalities._linux_host import HostState, Proc, hosts_of, in_model
 from labtest.emulation.personalities._linux_nic import (
     NicPort,
     gid_bytes_text,
@@ -72,7 +76,8 @@ from labtest.emulation.personalities._linux_tools import (
     settings_block,
 )
 
-GATHER_S = 0.1  # clients starting this close together are computed as one run
+GATHER_S = 0.1  # a batch closes this long after its last client, when no server waits
+GATHER_MAX_S = 5.0  # and at the latest this long after it opened
 BATCH_WAIT_S = 30.0
 LAT_SAMPLES_DURATION_MODE = 1000
 INTRA_NODE_GBYTES_S = 150.0  # [emulator assumption] NVLink-class bus bandwidth on one host
@@ -127,7 +132,7 @@ class _Coordinator:
             index = len(batch.requests)
             batch.requests.append((client, server))
         if leader:
-            time.sleep(GATHER_S)
+            self._gather(fabric, batch, opts.tool)
             with self.lock:
                 del self.open[key]
             try:
@@ -140,6 +145,29 @@ class _Coordinator:
         if batch.error is not None:
             raise batch.error
         return batch.outcomes[index]
+
+
+    def _gather(self, fabric: Fabric, batch: _Batch, tool: str) -> None:
+        opened = time.monotonic()
+        seen = 0
+        while time.monotonic() - opened < GATHER_MAX_S:
+            time.sleep(GATHER_S)
+            with self.lock:
+                arrived, seen = len(batch.requests) > seen, len(batch.requests)
+            if not arrived and not _waiting_servers(fabric, tool):
+                return
+
+
+def _waiting_servers(fabric: Fabric, tool: str) -> bool:
+    """Whether a bandwidth server of ``tool`` somewhere on the fabric waits for its client."""
+    for host in hosts_of(fabric).values():
+        with host.lock:
+            for proc in host.procs.values():
+                opts = proc.perftest
+                if (opts is not None and not opts.is_client and opts.kind == "bw"
+                        and opts.tool == tool and not proc.claimed and not proc.done.is_set()):
+                    return True
+    return False
 
 
 _COORDINATORS: weakref.WeakKeyDictionary[Fabric, _Coordinator] = weakref.WeakKeyDictionary()

@@ -258,8 +258,10 @@ class FluidNet:
         # DCQCN flows restart from their max-min share when the model provides one: the
         # converged state, without the start-up transient (see ``DcqcnParams``)
         fair = np.array([float(f.meta.get("fair_bps", math.inf)) / 8 for f in fl], dtype=float)
-        unmarked = ~self.ecn_q[self.seg_q] & ~self.seg_first  # a hop that cannot mark
-        marks = np.bincount(self.seg_flow, unmarked, minlength=n) == 0
+        # a flow some hop can mark: one switch that does not mark (ecn_disabled) leaves the
+        # others to cut it, so it converges like the rest and starts at its share
+        markable = self.ecn_q[self.seg_q] & ~self.seg_first
+        marks = np.bincount(self.seg_flow, markable, minlength=n) > 0
         seeded = self.f_dcqcn & self.f_ect & self.f_np & marks & np.isfinite(fair)
         start = np.clip(fair * SEED_ABOVE_FAIR, self.dc.min_rate_bps / 8, self.f_max)
         self.rc = np.where(seeded, start, self.rc)
