@@ -235,8 +235,7 @@ def test_incast(receiver: str, fabric_view: FabricView, measure: Any) -> None:
     attempts = int(SETTINGS["incast"].get("attempts", 1))
     for attempt in range(1, attempts + 1):
         with allure.step("CONG-1.1/1: switch and host counters before the incast"):
-            before = view.snapshot_switches(pfc=True)
-            hosts_before = view.snapshot_hosts(everyone)
+            before, hosts_before = view.snapshot(everyone, pfc=True)
         with allure.step(
             f"CONG-1.1/2: {len(senders)}:1 incast into {receiver}, ib_write_bw -q {spec.qps} "
             f"-s {spec.size_bytes} -D {spec.duration_s} from every sender at once "
@@ -249,8 +248,7 @@ def test_incast(receiver: str, fabric_view: FabricView, measure: Any) -> None:
         if attempt == attempts:
             raise InfraError(receiver, f"the incast's senders did not run together: {alone}")
     with allure.step("CONG-1.1/3: switch and host counters after the incast"):
-        after = view.snapshot_switches(pfc=True)
-        hosts_after = view.snapshot_hosts(everyone)
+        after, hosts_after = view.snapshot(everyone, pfc=True)
         deltas = fabric_deltas(before, after)
     with allure.step("CONG-1.1/4: zero drops on the lossless priorities"):
         _judge_drops(measure, deltas, receiver)

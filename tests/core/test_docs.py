@@ -20,3 +20,13 @@ def test_every_fault_names_a_suite_family() -> None:
     families = {"link", "transceiver", "cabling", "roce", "congestion", "failover", "collective"}
     odd = {k: f.caught_by for k, f in CATALOGUE.items() if f.caught_by not in families}
     assert not odd
+
+
+def test_fault_catalogue_doc_names_each_faults_catching_suite() -> None:
+    text = (ROOT / "docs/faults.md").read_text()
+    wrong = {
+        kind: fault.caught_by
+        for kind, fault in CATALOGUE.items()
+        if f"| `{kind}` | {fault.caught_by} |" not in text
+    }
+    assert not wrong, f"docs/faults.md: the 'caught by' column should read {wrong}"

@@ -4,10 +4,10 @@ catch it fails naming the culprit while the others pass; the healthy lab, over f
 seeds, fails nothing.
 
 Every case is a real ``labtest run`` (see ``labtest.matrix``). To fit CI, a fault
-case runs the suite(s) meant to catch it plus one other suite (``matrix.BYSTANDERS``:
-the cheapest that is not a catcher), and the healthy lab runs every suite; the full
-matrix (every suite on every row) is ``python -m labtest.matrix``, which writes
-``docs/detection-matrix.md``. ``LABTEST_MATRIX_FULL=1`` runs every suite here too.
+case runs the suite(s) meant to catch it plus every cheap other suite
+(``matrix.BYSTANDERS``), and the healthy lab runs every suite; the full matrix
+(every suite on every row) is ``python -m labtest.matrix``.
+``LABTEST_MATRIX_FULL=1`` runs every suite here too.
 Cases run ``JOBS`` at a time, each its own emulated lab on its own ports.
 """
 
@@ -47,7 +47,7 @@ pytestmark = [
 
 
 def suites_for(case: Case) -> list[str]:
-    """With LABTEST_MATRIX_FULL=1 every suite; else the catchers plus one bystander
+    """With LABTEST_MATRIX_FULL=1 every suite; else the catchers plus the cheap others
     (``matrix.BYSTANDERS``) per fault, and every suite for the healthy lab."""
     return [] if FULL else matrix.reduced_suites(case)
 

@@ -126,6 +126,25 @@ def test_judge_flags_what_is_wrong(
     assert not v.cells[cell].ok and any(problem in p for p in v.cells[cell].problems), v.problems
 
 
+def test_a_suite_the_fault_may_also_fail_passes_or_fails_naming_the_culprit() -> None:
+    flap = replace(DIRTY, also=("roce",))
+    quiet = judge(_run(flap, link=[("failed", "device=spine1 port=Ethernet0", None)], roce=[]))
+    named = judge(_run(flap, link=[("failed", "device=spine1 port=Ethernet0", None)],
+                       roce=[("failed", "bw pair=host1--host2 via spine1:Ethernet0", None)]))
+    blind = judge(_run(flap, link=[("failed", "device=spine1 port=Ethernet0", None)],
+                       roce=[("failed", "bw pair=host1--host2: FAIL", None)]))
+    assert quiet.ok and named.ok, (quiet.problems, named.problems)
+    assert not blind.ok and "without naming" in blind.cells["roce"].problems[0]
+
+
+def test_reduced_runs_add_every_cheap_suite_in_run_order() -> None:
+    assert matrix.reduced_suites(CASES["pfc_disabled"]) == [
+        "link", "transceiver", "cabling", "congestion", "collective"]
+    assert matrix.reduced_suites(CASES["miswired"]) == [
+        "link", "transceiver", "cabling", "collective"]
+    assert matrix.reduced_suites(matrix.healthy_case(1)) == []  # every suite
+
+
 UNREACHABLE = Case("unreachable", ({"kind": "unreachable_device", "target": "leaf3"},),
                    catches=("link",), culprits=("leaf3",), unreachable="leaf3")
 
