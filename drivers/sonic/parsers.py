@@ -759,11 +759,20 @@ def _pm_key(name: str) -> str:
 
 @_sonic("show interfaces transceiver pm")
 def parse_transceiver_pm(text: str) -> dict[str, TransceiverPm]:
-    """Coherent-module PM (min/avg/max with thresholds), one table per port."""
+    """Coherent-module PM (min/avg/max with thresholds), one table per port.
+
+    A module without PM (anything but C-CMIS) is one line, ``Ethernet0: Transceiver
+    performance monitoring not applicable`` (sonic-utilities sfpshow): an empty record.
+    """
     out: dict[str, TransceiverPm] = {}
+    without_pm: set[str] = set()
     port: str | None = None
     in_rows = False
     for line in text.splitlines():
+        if m := re.match(r"^(\S+):\s*Transceiver performance monitoring not applicable", line):
+            out[m.group(1)], port = TransceiverPm(params={}), None
+            without_pm.add(m.group(1))
+            continue
         if m := re.match(r"^(\S+):\s*$", line):
             port, in_rows = m.group(1), False
             out[port] = TransceiverPm(params={})
@@ -790,7 +799,7 @@ def parse_transceiver_pm(text: str) -> dict[str, TransceiverPm]:
             low_warn=_float(cells[9]),
             low_alert=_alert(cells[10]),
         )
-    if not out or not all(pm.params for pm in out.values()):
+    if not out or not all(pm.params for p, pm in out.items() if p not in without_pm):
         raise _Garbled("no PM table under a 'PORT:' line")
     return out
 

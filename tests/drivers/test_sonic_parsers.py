@@ -268,6 +268,13 @@ def test_transceiver_pm_coherent():
     assert other["Ethernet44"].params["cd_short_link"].unit == "ps/nm"
 
 
+
+def test_transceiver_pm_not_applicable_is_an_empty_record_per_port():
+    pm = sonic("show interfaces transceiver pm", "transceiver_pm__sfp_test_not_applicable")
+    assert set(pm) == {"Ethernet0", "Ethernet4", "Ethernet64"}
+    assert all(not p.params for p in pm.values())
+
+
 # --- FEC ---------------------------------------------------------------------
 
 
