@@ -20,7 +20,7 @@ from labtest.emulation.lab import personality
 from labtest.emulation.model.fabric import Fabric
 from labtest.emulation.sshserver import SshServer
 from labtest.testbed.model import Device, Link
-from labtest.testbed.model import Testbed as TestbedModel
+from labtest.testbed.model import Testbed as _TestbedModel
 
 GOOD_PW = "Leak-Check-Pw-7731"
 BAD_PW = "Wrong-Pw-Also-Secret-5521"
@@ -47,7 +47,7 @@ def test_limit_fails(measure, device):
 
 @pytest.fixture
 def sonic_server():
-    tb = TestbedModel(
+    tb = _TestbedModel(
         name="leak",
         devices={"leaf1": Device(role="leaf", driver="sonic"),
                  "spine1": Device(role="spine", driver="sonic")},
