@@ -40,8 +40,11 @@ _CASES = [
          "lane 1 of leaf2:Ethernet0 keeps 1 dB of margin (BER ~6.5e-6): PRBS fails on that lane",
          params={"lane": 1, "margin_db": 1.0}),
     case("flapping_link", LEAF4_SPINE1, ("leaf4:Ethernet0", "spine1:Ethernet24", LEAF4_SPINE1),
-         "1 s of darkness every 10 s: the link-stability watch sees it go down",
-         params={"period_s": 10, "down_s": 1}),
+         "1 s of darkness every 10 s: the link-stability watch sees it go down. Not run "
+         "beside it: collective (the dark second kills the NCCL job; nccl-tests exits with a "
+         "network error, which the collective suite reports as broken without naming the "
+         "link: a known gap)",
+         params={"period_s": 10, "down_s": 1}, not_run=("collective",)),
     case("unreachable_device", "leaf3", ("leaf3",),
          "leaf3's management plane is dead: every test that asks it is broken, none failed",
          unreachable="leaf3",

@@ -143,6 +143,7 @@ def test_reduced_runs_add_every_cheap_suite_in_run_order() -> None:
     assert matrix.reduced_suites(CASES["miswired"]) == [
         "link", "transceiver", "cabling", "collective"]
     assert matrix.reduced_suites(matrix.healthy_case(1)) == []  # every suite
+    assert "collective" not in matrix.reduced_suites(CASES["flapping_link"])  # its note says why
 
 
 UNREACHABLE = Case("unreachable", ({"kind": "unreachable_device", "target": "leaf3"},),
