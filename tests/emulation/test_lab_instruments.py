@@ -44,9 +44,13 @@ def test_voa_step_lowers_far_rx_power_by_the_same_db(lab) -> None:
     after = far_rx_dbm(lab)
     assert voa.attenuation_db() == pytest.approx(4.0)
     for b, a in zip(before, after, strict=True):
-        assert b - a == pytest.approx(4.0, abs=0.15)  # DOM readings carry ~0.05 dB noise
+        # each DOM reading carries ~0.05 dB of noise: a difference of two, 0.3 dB is ~4 sigma
+        assert b - a == pytest.approx(4.0, abs=0.3)
     voa.set_attenuation_db(0.0)
-    assert far_rx_dbm(lab) == pytest.approx(before, abs=0.15)
+    # back up by the same 4 dB; compared step by step, since the modules still warm up
+    # after the lab starts and Tx power drifts by a tenth of a dB over the whole test
+    for a, r in zip(after, far_rx_dbm(lab), strict=True):
+        assert r - a == pytest.approx(4.0, abs=0.3)
 
 
 def test_optical_switch_disconnect_is_a_cable_pull(lab) -> None:
