@@ -1208,9 +1208,7 @@ class Fabric:
 
     def reachable(self, device: str) -> bool:
         """False while an unreachable_device fault holds: emulators stop answering."""
-        with self._lock:
-            self._sync()
-            return device not in self._unreachable
+        return device not in self.unreachable()
 
     def unreachable(self) -> frozenset[str]:
         """Every device an unreachable_device fault holds now (one model step for all)."""

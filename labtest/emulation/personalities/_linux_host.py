@@ -181,13 +181,19 @@ class HostState:
     def listener(self, port: int, tool: str | None = None) -> Proc | None:
         """The perftest server waiting on ``port`` (any tool unless ``tool`` is given)."""
         with self.lock:
-            for proc in self.procs.values():
-                opts = proc.perftest
-                if opts is None or opts.is_client or proc.claimed or opts.port != port:
-                    continue
-                if tool is None or opts.tool == tool:
-                    return proc
-            return None
+            return next(
+                (p for p in self.procs.values()
+                 if _awaits_client(p, tool) and p.perftest is not None and p.perftest.port == port),
+                None,
+            )
+
+    def awaits_bandwidth_client(self, tool: str) -> bool:
+        """Whether a perftest bandwidth server of ``tool`` here still waits for its client."""
+        with self.lock:
+            return any(
+                _awaits_client(p, tool) and p.perftest is not None and p.perftest.kind == "bw"
+                for p in self.procs.values()
+            )
 
     def stop(self) -> None:
         """The lab is going away: end every process and leave the registry."""
@@ -219,6 +225,13 @@ class HostState:
 def register(host: HostState) -> None:
     with _REGISTRY_LOCK:
         _REGISTRY.setdefault(host.fabric, {})[host.name] = host
+
+
+def _awaits_client(proc: Proc, tool: str | None) -> bool:
+    """A perftest server (of ``tool``, when given) that no client has claimed yet."""
+    opts = proc.perftest
+    return (opts is not None and not opts.is_client and not proc.claimed
+            and (tool is None or opts.tool == tool))
 
 
 def hosts_of(fabric: Fabric) -> dict[str, HostState]:

@@ -160,14 +160,7 @@ class _Coordinator:
 
 def _waiting_servers(fabric: Fabric, tool: str) -> bool:
     """Whether a bandwidth server of ``tool`` somewhere on the fabric waits for its client."""
-    for host in hosts_of(fabric).values():
-        with host.lock:
-            for proc in host.procs.values():
-                opts = proc.perftest
-                if (opts is not None and not opts.is_client and opts.kind == "bw"
-                        and opts.tool == tool and not proc.claimed and not proc.done.is_set()):
-                    return True
-    return False
+    return any(host.awaits_bandwidth_client(tool) for host in hosts_of(fabric).values())
 
 
 _COORDINATORS: weakref.WeakKeyDictionary[Fabric, _Coordinator] = weakref.WeakKeyDictionary()
