@@ -606,7 +606,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--suite", action="append", default=[], dest="suites", metavar="NAME",
                     help="run only these suite families (default: all)")
     ap.add_argument("--reduced", action="store_true",
-                    help="per fault only the catching suite(s) and one other (as CI does)")
+                    help="per fault the catching suite(s) and the cheap others (as CI does)")
     ap.add_argument("--cases", type=Path, default=DEFAULT_CASES, help="matrix data module")
     ap.add_argument("--testbed", type=Path, default=DEFAULT_TESTBED, help="base testbed")
     ap.add_argument("--jobs", type=int, default=2, help="cases run at once (default 2)")
@@ -658,7 +658,7 @@ def _run_note(args: argparse.Namespace, elapsed_s: float) -> str:
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     suites = ", ".join(args.suites) or "every suite"
     if args.reduced:
-        suites = "the catching suite(s) and one other (reduced, as CI)"
+        suites = "the catching suite(s) and the cheap others (reduced, as CI)"
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     return (f"Run {when}: {suites} on each row, {args.jobs} rows at a time, "
             f"{elapsed_s / 60:.1f} min wall in all on a {os.cpu_count()}-core machine "
