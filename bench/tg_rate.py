@@ -20,7 +20,8 @@ import json
 import sys
 from dataclasses import asdict, dataclass
 
-from drivers.tg.scapy_tg import ScapyTrafficGenerator
+from labtest.drivers.tg.scapy_tg import ScapyTrafficGenerator
+
 from labtest import netns
 from labtest.capabilities.traffic import Ethernet, Flow, Ipv4, Port, TrafficConfig, Udp
 from labtest.testbed.model import Testbed

@@ -1,7 +1,7 @@
 """Drivers and capabilities: which class drives a device, and what it can do.
 
 Driver classes are found by name through the ``labtest.drivers`` entry-point
-group (``sonic = "drivers.sonic:SonicSwitch"``), so a third-party driver is a
+group (``sonic = "labtest.drivers.sonic:SonicSwitch"``), so a third-party driver is a
 pip install away and there is no if/elif factory to grow. A driver's
 capabilities are the capability Protocols its class satisfies.
 """

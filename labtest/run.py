@@ -23,12 +23,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+import labtest.suites
+import labtest.testbeds
 from labtest.reports import results
 
+#: the source checkout (only meaningful there: the matrix and tests use it)
 REPO = Path(__file__).resolve().parent.parent
-SUITES_DIR = REPO / "suites"
-DEFAULT_TESTBED = REPO / "testbeds" / "emulated" / "leafspine.yaml"
-DEFAULT_RESULTS = REPO / "reports" / "allure-results"
+#: the built-in suites and testbeds ship inside the package (``suites/`` in the checkout)
+SUITES_DIR = Path(labtest.suites.__file__).resolve().parent
+DEFAULT_TESTBED = Path(labtest.testbeds.__file__).resolve().parent / "emulated" / "leafspine.yaml"
+#: relative to where ``labtest run`` is started, like pytest's own outputs
+DEFAULT_RESULTS = Path("reports") / "allure-results"
 #: the order suites run in: the physical layer first, then traffic
 SUITE_ORDER = ("link", "transceiver", "cabling", "roce", "congestion", "failover", "collective")
 INTERRUPT_GRACE_S = 300.0  # how long an interrupted pytest may take to restore devices
@@ -83,7 +88,7 @@ def run(opts: RunOptions, out: TextIO = sys.stdout) -> int:
     cmd = pytest_command(opts)
     print(f"labtest run: {' '.join(cmd[3:])}", file=out, flush=True)
     start = time.monotonic()
-    status = _run_child(cmd, cwd=REPO)
+    status = _run_child(cmd, cwd=Path.cwd())
     elapsed_s = time.monotonic() - start
     try:
         doc = results.load(opts.alluredir)

@@ -1,7 +1,7 @@
 """Arista EOS switch driver: ``show ... | json`` over SSH, configuration in a CLI session.
 
 EOS renders every show command it can as JSON, whose keys are stable across
-releases, so reads use ``| json`` (``drivers.eos.parsers`` reads it). The
+releases, so reads use ``| json`` (``labtest.drivers.eos.parsers`` reads it). The
 account needs privilege 15, so that each SSH session starts in enable mode.
 
 Config snapshot and restore use EOS's own mechanism: ``copy running-config
@@ -19,8 +19,9 @@ against): PFC and queue counters, FEC statistics and histogram, PRBS.
 
 from __future__ import annotations
 
-from drivers.common.cli import CliSwitch, new_snapshot_token, port_name, snapshot_token
-from drivers.eos import parsers as p
+from labtest.drivers.common.cli import CliSwitch, new_snapshot_token, port_name, snapshot_token
+from labtest.drivers.eos import parsers as p
+
 from labtest.capabilities.switch import Facts, InterfaceCounters, InterfaceStatus, LldpNeighbor
 from labtest.capabilities.transceiver import Transceiver
 

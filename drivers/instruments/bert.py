@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import re
 
-from drivers.instruments.scpi import BoolSetting, EnumSetting, Measurement, ScpiInstrument
+from labtest.drivers.instruments.scpi import BoolSetting, EnumSetting, Measurement, ScpiInstrument
+
 from labtest.capabilities.instruments import BERT_PATTERNS, PrbsResult
 from labtest.testbed.model import Device, Testbed
 from labtest.transports.visa import VisaTransport

@@ -23,7 +23,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from drivers.instruments.scpi import EnumSetting, FloatSetting, Measurement, ScpiInstrument
+from labtest.drivers.instruments.scpi import EnumSetting, FloatSetting, Measurement, ScpiInstrument
+
 from labtest.capabilities.instruments import ChamberStatus
 from labtest.errors import InfraError
 

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from drivers.instruments.scpi import SettingRefused
+from labtest.drivers.instruments.scpi import SettingRefused
+
 from labtest.capabilities.instruments import OutletStatus
 from labtest.errors import ConfigError, ProtocolError
 from labtest.testbed.model import Device, Testbed

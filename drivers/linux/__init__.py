@@ -1,5 +1,5 @@
 """Linux host driver family: RDMA NICs, perftest, nccl-tests, ethtool, iproute2.
 
-``drivers.linux.parsers`` turns the tools' text into the records of
+``labtest.drivers.linux.parsers`` turns the tools' text into the records of
 ``labtest.capabilities.host``; the SSH-backed driver builds on them.
 """

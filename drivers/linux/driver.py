@@ -5,7 +5,7 @@ with their netdevs and GID tables, NIC and RDMA hardware counters, module DOM,
 perftest between two hosts and nccl-tests across hosts. Everything is read
 with the standard tools (iproute2 ``ip``/``rdma``/``ss``, rdma-core
 ``ibv_devinfo``, ``ethtool``, perftest, nccl-tests with Open MPI) and sysfs,
-and parsed by ``drivers.linux.parsers``. Counter names come from a NIC
+and parsed by ``labtest.drivers.linux.parsers``. Counter names come from a NIC
 flavour table (``counters.py``), mlx5/ConnectX by default. The device's
 ``vars`` are documented in docs/hosts.md.
 """
@@ -19,26 +19,26 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from drivers.linux.counters import PfcCounters, flavour, hw_counters, pfc_counters
-from drivers.linux.nccl import run_collective
-from drivers.linux.parsers.ethtool import parse_ethtool_module, parse_ethtool_stats
-from drivers.linux.parsers.iproute import parse_ip_link
-from drivers.linux.parsers.rdma import (
+from labtest.drivers.linux.counters import PfcCounters, flavour, hw_counters, pfc_counters
+from labtest.drivers.linux.nccl import run_collective
+from labtest.drivers.linux.parsers.ethtool import parse_ethtool_module, parse_ethtool_stats
+from labtest.drivers.linux.parsers.iproute import parse_ip_link
+from labtest.drivers.linux.parsers.rdma import (
     parse_ibv_devinfo,
     parse_rdma_link,
     parse_rdma_statistic,
     parse_show_counters,
 )
-from drivers.linux.perftest import (
+from labtest.drivers.linux.perftest import (
     PerftestPair,
     RdmaEndpoint,
     default_timeout_s,
     is_latency,
     run_pairs,
 )
-from drivers.linux.shell import HostShell
+from labtest.drivers.linux.shell import HostShell
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from labtest import connect
 from labtest.capabilities.host import (
     GidEntry,

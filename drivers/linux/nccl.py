@@ -18,8 +18,9 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 
-from drivers.linux.parsers.nccl import parse_nccl_tests
-from drivers.linux.shell import HostShell, ToolMissing
+from labtest.drivers.linux.parsers.nccl import parse_nccl_tests
+from labtest.drivers.linux.shell import HostShell, ToolMissing
+
 from labtest.capabilities.host import NcclResult, NcclSpec
 from labtest.errors import ParseError
 

@@ -35,8 +35,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from drivers.linux.parsers.perftest import parse_perftest_bw, parse_perftest_lat
-from drivers.linux.shell import HostShell
+from labtest.drivers.linux.parsers.perftest import parse_perftest_bw, parse_perftest_lat
+from labtest.drivers.linux.shell import HostShell
+
 from labtest.capabilities.host import (
     PerftestBandwidth,
     PerftestBandwidthPair,

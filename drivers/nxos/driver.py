@@ -23,8 +23,9 @@ from __future__ import annotations
 import re
 from dataclasses import fields, replace
 
-from drivers.common.cli import CliSwitch, new_snapshot_token, port_name, snapshot_token
-from drivers.nxos import parsers as p
+from labtest.drivers.common.cli import CliSwitch, new_snapshot_token, port_name, snapshot_token
+from labtest.drivers.nxos import parsers as p
+
 from labtest.capabilities.switch import (
     Facts,
     InterfaceCounters,

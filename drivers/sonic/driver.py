@@ -1,7 +1,7 @@
 """SONiC switch driver: sonic-utilities ``show``/``config`` commands over SSH.
 
 Every method is one or two real SONiC commands (``docs/drivers.md`` lists them
-all) whose text the parsers in ``drivers.sonic.parsers`` read. Configuration
+all) whose text the parsers in ``labtest.drivers.sonic.parsers`` read. Configuration
 goes through ``sudo config ...``, as on any SONiC box, and takes effect in
 CONFIG_DB at once (it is not saved to ``/etc/sonic/config_db.json``).
 
@@ -29,13 +29,14 @@ import json
 import re
 from dataclasses import fields, replace
 
-from drivers.common.cli import (
+from labtest.drivers.common.cli import (
     CliSwitch,
     new_snapshot_token,
     port_name,
     snapshot_token,
 )
-from drivers.sonic import parsers as p
+from labtest.drivers.sonic import parsers as p
+
 from labtest.capabilities.switch import (
     Facts,
     FecHistogram,

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
-from drivers.tg.frames import SIGNATURE, locate_signature
+from labtest.drivers.tg.frames import SIGNATURE, locate_signature
+
 from labtest import netns as ns
 from labtest.errors import TransportError
 

@@ -29,8 +29,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from drivers.tg.frames import FrameTemplate, build_template
-from drivers.tg.receiver import RxFlowStats, RxPort
+from labtest.drivers.tg.frames import FrameTemplate, build_template
+from labtest.drivers.tg.receiver import RxFlowStats, RxPort
+
 from labtest import netns as ns
 from labtest.capabilities.traffic import (
     MAX_PAUSE_QUANTA,

@@ -1,7 +1,7 @@
 """A chamber profile as a timeline of setpoint commands on the run's clock.
 
 The chamber itself ramps its air at the commanded rate (ESPEC operating model,
-``drivers.instruments.chamber``), so a profile is just "at run time t, set ramp
+``labtest.drivers.instruments.chamber``), so a profile is just "at run time t, set ramp
 rate r and setpoint T": no polling loop waits for a temperature, and the same
 timeline works on wall time, on a scaled virtual clock and on a stepped one.
 A ramp's duration is the temperature change over the rate, starting from where

@@ -20,8 +20,8 @@ from cabling_lib import (
     speed_fec_mismatches,
     unplanned_neighbours,
 )
+from labtest.fixtures.traffic import load_settings
 
-from fixtures.traffic import load_settings
 from labtest import plugin
 from labtest.capabilities.switch import Interfaces, Lldp
 

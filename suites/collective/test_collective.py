@@ -14,8 +14,7 @@ from typing import Any
 
 import allure
 import pytest
-
-from fixtures.traffic import (
+from labtest.fixtures.traffic import (
     FabricView,
     LinkEvidence,
     fabric_deltas,
@@ -27,6 +26,7 @@ from fixtures.traffic import (
     run_bandwidth_pairs,
     straggler_suspects,
 )
+
 from labtest import plugin
 from labtest.capabilities.host import Collectives, NcclSpec, PerftestSpec
 from labtest.capabilities.switch import Interfaces

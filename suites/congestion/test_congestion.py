@@ -12,8 +12,7 @@ from typing import Any
 
 import allure
 import pytest
-
-from fixtures.traffic import (
+from labtest.fixtures.traffic import (
     FabricView,
     PortDelta,
     counter_delta,
@@ -26,6 +25,7 @@ from fixtures.traffic import (
     local_mac,
     run_bandwidth_pairs,
 )
+
 from labtest import plugin
 from labtest.capabilities.host import PerftestSpec
 from labtest.capabilities.switch import PfcQueues

@@ -14,8 +14,7 @@ from typing import Any
 
 import allure
 import pytest
-
-from fixtures.traffic import (
+from labtest.fixtures.traffic import (
     FabricView,
     TgPort,
     convergence_ms,
@@ -28,6 +27,7 @@ from fixtures.traffic import (
     tg_ports,
     wait_loss_settled,
 )
+
 from labtest import plugin
 from labtest.capabilities.instruments import Attenuator, OpticalSwitch
 from labtest.capabilities.switch import Interfaces, PortAdmin, Reboot

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 import allure
 import pytest
+from labtest.fixtures.traffic import load_deviations, load_settings
 from link_prbs import Campaign, LinkOutcome, plan_links
 from link_watch import LinkWatch, switch_links, switch_names, watch_links
 
-from fixtures.traffic import load_deviations, load_settings
 from labtest import plugin
 from labtest.capabilities.switch import Fec
 from labtest.measure import Verdict

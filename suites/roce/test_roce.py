@@ -11,8 +11,7 @@ from typing import Any
 
 import allure
 import pytest
-
-from fixtures.traffic import (
+from labtest.fixtures.traffic import (
     FabricView,
     PairOutcome,
     bisection_pairs,
@@ -26,6 +25,7 @@ from fixtures.traffic import (
     run_latency_pair,
     share_deviation,
 )
+
 from labtest import plugin
 from labtest.capabilities.host import PerftestSpec, RdmaDevices
 from labtest.capabilities.switch import Interfaces

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import allure
 import pytest
+from labtest.fixtures.traffic import load_deviations, load_settings
 from transceiver_lib import (
     LANE_QUANTITIES,
     UNITS,
@@ -32,7 +33,6 @@ from transceiver_lib import (
     warning_margin,
 )
 
-from fixtures.traffic import load_deviations, load_settings
 from labtest import plugin
 from labtest.capabilities.host import RdmaDevices
 from labtest.capabilities.switch import SwitchFacts

@@ -7,9 +7,8 @@ import math
 from typing import Any
 
 import pytest
-
-from drivers.instruments.bert import PATTERN_TOKENS, parse_bit_count
-from drivers.instruments.scpi import (
+from labtest.drivers.instruments.bert import PATTERN_TOKENS, parse_bit_count
+from labtest.drivers.instruments.scpi import (
     BoolSetting,
     EnumSetting,
     FloatSetting,
@@ -21,6 +20,7 @@ from drivers.instruments.scpi import (
     SettingRefused,
     steps,
 )
+
 from labtest.capabilities.instruments import BERT_PATTERNS, ber_upper_bound, bits_required
 from labtest.emulation.instruments import BERT_SEQUENCES, match_header, split_args
 from labtest.errors import ProtocolError

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from labtest.drivers.linux.driver import LinuxHost
+from labtest.drivers.linux.perftest import PerftestPair, run_pairs
+from labtest.drivers.linux.shell import ToolMissing
 
-from drivers.linux.driver import LinuxHost
-from drivers.linux.perftest import PerftestPair, run_pairs
-from drivers.linux.shell import ToolMissing
 from labtest.capabilities.host import (
     Collectives,
     ModuleDom,

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import pytest
-
-from drivers.linux.parsers.iproute import parse_ip_link
-from drivers.linux.parsers.rdma import (
+from labtest.drivers.linux.parsers.iproute import parse_ip_link
+from labtest.drivers.linux.parsers.rdma import (
     parse_ibv_devinfo,
     parse_rdma_link,
     parse_rdma_statistic,
     parse_show_counters,
     parse_show_gids,
 )
+
 from labtest.errors import ParseError
 from labtest.parsing import lookup
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from labtest.drivers.tg import frames
+from labtest.drivers.tg.receiver import RxFlowStats
 from pydantic import ValidationError
 from scapy.contrib.roce import BTH
 from scapy.layers.inet import IP, UDP
@@ -10,8 +12,6 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Raw
 
-from drivers.tg import frames
-from drivers.tg.receiver import RxFlowStats
 from labtest.capabilities import traffic as tr
 from labtest.registry import capabilities_of, driver_class
 

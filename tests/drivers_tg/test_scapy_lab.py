@@ -14,10 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from labtest.drivers.tg import receiver
+from labtest.drivers.tg.scapy_tg import ScapyTrafficGenerator
 from tglab import CE_MARKED_UDP_PORT, NEEDS_ROOT, TgLab
 
-from drivers.tg import receiver
-from drivers.tg.scapy_tg import ScapyTrafficGenerator
 from labtest.capabilities.traffic import (
     Ethernet,
     Flow,

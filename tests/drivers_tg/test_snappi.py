@@ -17,7 +17,7 @@ pytest.importorskip(
     "snappi", reason="the snappi extra is not installed (pip install labtest[snappi])"
 )
 
-from drivers.tg.snappi_tg import SnappiTrafficGenerator, bth_bytes
+from labtest.drivers.tg.snappi_tg import SnappiTrafficGenerator, bth_bytes
 
 MAC_A, MAC_B = "02:00:00:00:00:0a", "02:00:00:00:00:0b"
 PORTS = [tr.Port(name="p1", location="p1"), tr.Port(name="p2", location="p2", speed_gbps=100)]
@@ -217,7 +217,7 @@ def test_silent_otg_server_times_out_instead_of_hanging(tmp_path) -> None:
         vars={"otg_location": f"http://127.0.0.1:{port}", "otg_timeout_s": 0.5},
     )
     tb = TestbedModel(name="t", devices={"tg1": device})
-    from drivers.tg.snappi_tg import SnappiTrafficGenerator
+    from labtest.drivers.tg.snappi_tg import SnappiTrafficGenerator
 
     tg = SnappiTrafficGenerator("tg1", device, tb)
     start = time.monotonic()

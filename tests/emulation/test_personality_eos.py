@@ -6,9 +6,9 @@ import time
 
 import pytest
 import switch_helpers as h
+from labtest.drivers.common.cli import check_answer
+from labtest.drivers.eos import parsers as p
 
-from drivers.common.cli import check_answer
-from drivers.eos import parsers as p
 from labtest.emulation.lab import EmulatedLab
 from labtest.emulation.personalities import eos
 from labtest.errors import CommandNotSupported
@@ -256,7 +256,7 @@ def test_ssh_shell_and_the_real_driver(lab) -> None:
         assert shell.prompt == "spine1#"
         found = p.parse_interfaces_status(shell.send("show interfaces status | json"))
         assert found["Ethernet1/1"].oper_up is True
-    driver_module = pytest.importorskip("drivers.eos.driver")
+    driver_module = pytest.importorskip("labtest.drivers.eos.driver")
     switch = driver_module.EosSwitch(SPINE, device, tb)
     try:
         assert switch.facts().model == eos.DEFAULT_MODEL

@@ -19,17 +19,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from drivers.linux.parsers.ethtool import parse_ethtool_module, parse_ethtool_stats
-from drivers.linux.parsers.iproute import parse_ip_link
-from drivers.linux.parsers.nccl import parse_nccl_tests
-from drivers.linux.parsers.perftest import parse_perftest_bw, parse_perftest_lat
-from drivers.linux.parsers.rdma import (
+from labtest.drivers.linux.parsers.ethtool import parse_ethtool_module, parse_ethtool_stats
+from labtest.drivers.linux.parsers.iproute import parse_ip_link
+from labtest.drivers.linux.parsers.nccl import parse_nccl_tests
+from labtest.drivers.linux.parsers.perftest import parse_perftest_bw, parse_perftest_lat
+from labtest.drivers.linux.parsers.rdma import (
     parse_ibv_devinfo,
     parse_rdma_link,
     parse_rdma_statistic,
     parse_show_gids,
 )
+
 from labtest.emulation.lab import EmulatedLab, Served
 from labtest.emulation.model.fabric import Fabric
 from labtest.emulation.personalities import linux
@@ -551,7 +551,8 @@ def emulated(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[EmulatedLab, tb.
 
 
 def test_linux_host_driver_end_to_end(emulated: tuple[EmulatedLab, tb.Testbed]) -> None:
-    from drivers.linux.driver import LinuxHost
+    from labtest.drivers.linux.driver import LinuxHost
+
     from labtest.errors import CommandFailed, ProtocolError
 
     lab, testbed = emulated

@@ -1,7 +1,7 @@
 """The SONiC personality: real layouts, read back by our parsers, equal to the fabric.
 
 Every command is checked three ways: its structure against a real published
-output of the same command, its values (through ``drivers.sonic.parsers``)
+output of the same command, its values (through ``labtest.drivers.sonic.parsers``)
 against the fabric model, and faults or config changes showing through.
 The last tests run the lab: SSH to the emulated switch, and the real driver.
 """
@@ -14,9 +14,9 @@ import time
 
 import pytest
 import switch_helpers as h
+from labtest.drivers.common.cli import check_answer
+from labtest.drivers.sonic import parsers as p
 
-from drivers.common.cli import check_answer
-from drivers.sonic import parsers as p
 from labtest.emulation.lab import EmulatedLab
 from labtest.emulation.personalities import sonic
 from labtest.errors import CommandFailed, CommandNotSupported, PermissionDenied
@@ -398,7 +398,7 @@ def test_ssh_exec_and_shell_answer_in_sonic_format(lab) -> None:
 
 
 def test_sonic_driver_runs_unchanged_against_the_emulator(lab) -> None:
-    driver_module = pytest.importorskip("drivers.sonic.driver")
+    driver_module = pytest.importorskip("labtest.drivers.sonic.driver")
     _, tb = lab
     switch = driver_module.SonicSwitch(LEAF, tb.devices[LEAF], tb)
     try:

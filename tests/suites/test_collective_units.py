@@ -7,8 +7,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-
-from fixtures.traffic import (
+from labtest.fixtures.traffic import (
     FabricView,
     PortDelta,
     attachments,
@@ -17,6 +16,7 @@ from fixtures.traffic import (
     straggler_suspects,
     uplinks,
 )
+
 from labtest.testbed import load_testbed
 
 REPO = Path(__file__).resolve().parents[2]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from labtest.fixtures.traffic import SwitchSample, fabric_deltas, jain_index, port_deltas
 
-from fixtures.traffic import SwitchSample, fabric_deltas, jain_index, port_deltas
 from labtest.capabilities.switch import (
     InterfaceCounters,
     PfcCounters,

@@ -6,8 +6,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-
-from fixtures.traffic import (
+from labtest.fixtures.traffic import (
     binary_weighted_packets,
     convergence_ms,
     decode_binary_weights,
@@ -16,6 +15,7 @@ from fixtures.traffic import (
     poll_until,
     wait_loss_settled,
 )
+
 from labtest.capabilities.traffic import FlowMetrics
 
 

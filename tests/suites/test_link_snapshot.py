@@ -7,8 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from fixtures.snapshot import config_difference
+from labtest.fixtures.snapshot import config_difference
 
 CONFTEST = '''
 import json

@@ -6,9 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from fixtures import traffic
-from fixtures.traffic import (
+from labtest.fixtures import traffic
+from labtest.fixtures.traffic import (
     PairOutcome,
     attachments,
     bisection_pairs,
@@ -22,6 +21,7 @@ from fixtures.traffic import (
     share_deviation,
     uplinks,
 )
+
 from labtest.capabilities.host import PerftestBandwidth, PerftestBwRow
 from labtest.errors import CommandFailed, TransportTimeout
 from labtest.testbed import load_testbed

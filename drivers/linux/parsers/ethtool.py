@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import re
 
-from drivers.linux.parsers._common import parse_error
+from labtest.drivers.linux.parsers._common import parse_error
+
 from labtest.capabilities.transceiver import NEG_INF_DBM, LaneDom, Threshold, Transceiver
 from labtest.parsing import parser
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 import re
 
-from drivers.linux.parsers._common import parse_error
+from labtest.drivers.linux.parsers._common import parse_error
+
 from labtest.capabilities.host import LinkInfo
 from labtest.parsing import parser
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import re
 
-from drivers.linux.parsers._common import parse_error, to_int
+from labtest.drivers.linux.parsers._common import parse_error, to_int
+
 from labtest.capabilities.host import NcclResult, NcclRow, NcclTiming
 from labtest.parsing import parser
 

@@ -19,7 +19,8 @@ import json
 import re
 from typing import Any
 
-from drivers.linux.parsers._common import parse_error
+from labtest.drivers.linux.parsers._common import parse_error
+
 from labtest.capabilities.host import (
     PerftestBandwidth,
     PerftestBwRow,

@@ -1,0 +1,1 @@
+"""Package data: see setup.py (shipped as labtest.testbeds)."""
