@@ -63,14 +63,23 @@ def _counted(counts: Counter[str]) -> str:
 
 
 def _parse(args: argparse.Namespace) -> int:
-    from labtest.parsing import lookup, to_jsonable
+    from labtest.parsing import InputError, decode, lookup, read_input, to_jsonable
 
     try:
         fn = lookup(args.driver, args.command)
     except LookupError as exc:
         print(f"labtest parse: {exc}", file=sys.stderr)
         return 2
-    text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text()
+    try:
+        if args.file == "-":
+            text, warning = decode(sys.stdin.buffer.read(), "<stdin>")
+        else:
+            text, warning = read_input(args.file)
+    except InputError as exc:
+        print(f"labtest parse: {exc}", file=sys.stderr)
+        return 2
+    if warning:
+        print(f"labtest parse: warning: {warning}", file=sys.stderr)
     try:
         record = fn(text)
     except LabtestError as exc:

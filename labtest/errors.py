@@ -65,6 +65,10 @@ class HostKeyMismatch(TransportError):
     pass
 
 
+class HostKeyRevoked(TransportError):
+    """The host presented a key that known_hosts marks ``@revoked``."""
+
+
 class LegacyAlgorithms(TransportError):
     """The peer offers only algorithms (e.g. SHA-1 key exchange) we refuse."""
 
@@ -82,7 +86,29 @@ class InstrumentError(InfraError):
 
 
 class ParseError(InfraError):
-    """Device output did not match what the parser understands."""
+    """Device output did not match what the parser understands.
+
+    ``command``, ``line`` (1-based, in the text the parser was given) and
+    ``expected`` locate the refusal, so an engineer can find the spot in a
+    capture without rereading the parser.
+    """
+
+    def __init__(
+        self,
+        device: str,
+        message: str,
+        raw: str | None = None,
+        *,
+        command: str | None = None,
+        line: int | None = None,
+        expected: str | None = None,
+    ) -> None:
+        self.command = command
+        self.line = line
+        self.expected = expected
+        where = f"line {line}: " if line is not None and f"line {line}" not in message else ""
+        wanted = f" (expected {expected})" if expected and expected not in message else ""
+        super().__init__(device, f"{where}{message}{wanted}", raw)
 
 
 # --- verdicts ---------------------------------------------------------------

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import importlib
 import math
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -20,9 +22,193 @@ from typing import Any
 
 from pydantic import BaseModel
 
-Parser = Callable[[str], Any]
+from labtest.errors import LabtestError, ParseError
+
+Parser = Callable[..., Any]
 
 _registry: dict[tuple[str, str], Parser] = {}
+
+PARSE_DEVICE = "<parse>"  # device name in errors when a parser runs outside a driver
+
+
+# --- decoding policy ----------------------------------------------------------------
+
+
+class InputError(LabtestError):
+    """A file could not be read at all (missing, a directory, no permission): one line."""
+
+
+def decode(data: bytes, source: str = "<input>") -> tuple[str, str | None]:
+    """Bytes as text under the one policy labtest applies to every input.
+
+    UTF-8 (a BOM is dropped); anything else is decoded with U+FFFD in place of
+    each undecodable byte and a warning naming the first one. Replacement rather
+    than latin-1 because a wrong byte then stays visible: parsers refuse a value
+    that contains U+FFFD instead of returning a plausible but wrong string.
+    """
+    try:
+        return data.decode("utf-8-sig"), None
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        byte = data[exc.start : exc.start + 1].hex()
+        text = data.decode("utf-8-sig", errors="replace")
+        return text, (
+            f"{source}:{line}:{col}: not UTF-8 (byte 0x{byte}); undecodable bytes read as "
+            "U+FFFD, and a value containing one is refused"
+        )
+
+
+def read_input(path: str | Path) -> tuple[str, str | None]:
+    """A file's text and the decoding warning, or InputError with a one-line reason."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, not a file") from None
+    except PermissionError:
+        raise InputError(f"{path}: permission denied") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return decode(data, str(path))
+
+
+# --- command fingerprints -----------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Fingerprint:
+    """Text that only one command (family) prints, e.g. perftest's ``RDMA_Read BW Test``."""
+
+    label: str  # the command as a user would name it
+    pattern: re.Pattern[str]
+    commands: frozenset[tuple[str, str]]  # (driver, normalised command) it belongs to
+
+
+_fingerprints: list[Fingerprint] = []
+
+
+def fingerprint(driver: str, label: str, pattern: str, *commands: str) -> None:
+    """Declare that text matching ``pattern`` is output of ``commands`` (``label``)."""
+    _fingerprints.append(
+        Fingerprint(
+            label,
+            re.compile(pattern, re.MULTILINE),
+            frozenset((driver, normalise(c)) for c in commands or (label,)),
+        )
+    )
+
+
+def _check_fingerprint(key: tuple[str, str], command: str, text: str) -> None:
+    own = [f for f in _fingerprints if key in f.commands]
+    if any(f.pattern.search(text) for f in own):
+        return
+    for f in _fingerprints:
+        if key not in f.commands and f.pattern.search(text):
+            m = f.pattern.search(text)
+            line = text.count("\n", 0, m.start()) + 1 if m else None
+            raise ParseError(
+                PARSE_DEVICE,
+                f"this looks like {f.label!r} output, not {command!r}",
+                raw=text,
+                command=command,
+                line=line,
+                expected=f"{command!r} output",
+            )
+
+
+# --- the contract every registered parser gets --------------------------------------
+
+_BAD_CHAR = re.compile("[\ufffd\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield str(k)
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def _check_values(command: str, text: str, record: Any) -> None:
+    """Refuse a record carrying an undecodable byte or a control character."""
+    for s in _strings(to_jsonable(record)):
+        if m := _BAD_CHAR.search(s):
+            at = text.find(m.group())
+            line = text.count("\n", 0, at) + 1 if at >= 0 else None
+            raise ParseError(
+                PARSE_DEVICE,
+                f"{command}: value {s!r} contains an undecodable byte or control character",
+                raw=text,
+                command=command,
+                line=line,
+                expected="printable text",
+            )
+
+
+def _check_cut(command: str, text: str, record: Any, again: Callable[[str], Any]) -> None:
+    """A capture whose last line has no line end may be cut mid-line: that line
+    must not have contributed anything (a cut ``out_octets: 5834192580`` reads 5)."""
+    if not text or text.endswith(("\n", "\r")):
+        return
+    start = max(text.rfind("\n"), text.rfind("\r")) + 1
+    last = text[start:]
+    if not last.strip():
+        return
+    try:
+        without = again(text[:start])
+    except LabtestError:
+        return  # the last line is structurally needed (a closing bracket): it is complete
+    if to_jsonable(without) != to_jsonable(record):
+        raise ParseError(
+            PARSE_DEVICE,
+            f"{command}: the last line {last.strip()[:60]!r} has no line end; the capture "
+            "looks cut mid-line",
+            raw=text,
+            command=command,
+            line=text.count("\n") + 1,
+            expected="a complete last line",
+        )
+
+
+def guarded(driver: str, command: str, fn: Parser) -> Parser:
+    """``fn`` with the contract of ``labtest parse``: bytes decoded by the policy,
+    another command's output refused, a cut last line refused, no undecodable
+    value returned, and any unexpected exception turned into a ParseError."""
+    key = (driver, normalise(command))
+
+    @functools.wraps(fn)
+    def run(text: str | bytes, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(text, bytes):
+            text, _ = decode(text)
+        _check_fingerprint(key, command, text)
+
+        def call(t: str) -> Any:
+            try:
+                return fn(t, *args, **kwargs)
+            except LabtestError:
+                raise
+            except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+                raise ParseError(
+                    kwargs.get("device", PARSE_DEVICE), f"{command}: {exc!r}", raw=t,
+                    command=command,
+                ) from exc
+            except RecursionError:
+                raise ParseError(
+                    PARSE_DEVICE, f"{command}: input nested too deeply", raw=t, command=command
+                ) from None
+
+        record = call(text)
+        _check_values(command, text, record)
+        _check_cut(command, text, record, call)
+        return record
+
+    return run
 
 
 def normalise(command: str) -> str:
@@ -41,10 +227,18 @@ def parser(driver: str, *commands: str) -> Callable[[Parser], Parser]:
 
 
 def load_driver_parsers(driver: str) -> None:
+    found = False
     for ep in entry_points(group="labtest.parsers"):
-        if ep.name == driver:
+        # every family's fingerprints, so another driver's output is recognised too
+        try:
             importlib.import_module(ep.value)
-            return
+        except ImportError:
+            if ep.name == driver:
+                raise
+            continue
+        found = found or ep.name == driver
+    if found:
+        return
     known = sorted(ep.name for ep in entry_points(group="labtest.parsers"))
     raise LookupError(f"no parsers for driver {driver!r}; known drivers: {', '.join(known)}")
 
@@ -53,7 +247,7 @@ def lookup(driver: str, command: str) -> Parser:
     load_driver_parsers(driver)
     key = (driver, normalise(command))
     if key in _registry:
-        return _registry[key]
+        return guarded(driver, key[1], _registry[key])
     # the longest registered command that prefixes what was typed ("ib_write_bw -d mlx5_0")
     matches = [c for (d, c) in _registry if d == driver and key[1].startswith(c + " ")]
     if not matches:  # a wrapper in front: "mpirun -np 8 ... all_reduce_perf -b 8"
@@ -66,7 +260,8 @@ def lookup(driver: str, command: str) -> Parser:
             and " ".join(words[words.index(c.split()[0]) :]).startswith(c)
         ]
     if matches:
-        return _registry[(driver, max(matches, key=len))]
+        best = max(matches, key=len)
+        return guarded(driver, best, _registry[(driver, best)])
     known = sorted(c for (d, c) in _registry if d == driver)
     raise LookupError(
         f"driver {driver!r} has no parser for {command!r}; it parses: " + "; ".join(known)
@@ -76,6 +271,11 @@ def lookup(driver: str, command: str) -> Parser:
 def commands(driver: str) -> list[str]:
     load_driver_parsers(driver)
     return sorted(c for (d, c) in _registry if d == driver)
+
+
+def drivers() -> list[str]:
+    """Driver families with parsers (the ``labtest.parsers`` entry points)."""
+    return sorted(ep.name for ep in entry_points(group="labtest.parsers"))
 
 
 def to_jsonable(record: Any) -> Any:

@@ -447,4 +447,4 @@ def test_absent_module_is_reported_absent():
 
 def test_lookup_by_typed_command_with_port_argument():
     fn = lookup("sonic", "show interfaces transceiver eeprom Ethernet0 -d")
-    assert fn is lookup("sonic", "show interfaces transceiver eeprom")
+    assert fn.__wrapped__ is lookup("sonic", "show interfaces transceiver eeprom").__wrapped__

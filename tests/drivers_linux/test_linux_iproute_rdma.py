@@ -234,7 +234,7 @@ def test_ibv_devinfo_two_ports(sample):
 
 
 def test_lookup_as_typed():
-    assert lookup("linux", "ip -j link show dev ens1f0np0") is parse_ip_link
-    assert lookup("linux", "rdma statistic show link mlx5_0/1") is parse_rdma_statistic
-    assert lookup("linux", "ibv_devinfo -v -d mlx5_0") is parse_ibv_devinfo
-    assert lookup("linux", "show_gids mlx5_0") is parse_show_gids
+    assert lookup("linux", "ip -j link show dev ens1f0np0").__wrapped__ is parse_ip_link
+    assert lookup("linux", "rdma statistic show link mlx5_0/1").__wrapped__ is parse_rdma_statistic
+    assert lookup("linux", "ibv_devinfo -v -d mlx5_0").__wrapped__ is parse_ibv_devinfo
+    assert lookup("linux", "show_gids mlx5_0").__wrapped__ is parse_show_gids

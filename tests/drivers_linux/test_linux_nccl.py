@@ -149,4 +149,4 @@ def test_every_collective_resolves():
         "alltoall_perf",
         "reduce_scatter_perf",
     ):
-        assert lookup("linux", command) is parse_nccl_tests
+        assert lookup("linux", command).__wrapped__ is parse_nccl_tests
