@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import getpass
 import os
+import re
 import socket
 import sqlite3
 import tempfile
@@ -46,7 +47,9 @@ from typing import Any, Protocol
 import pytest
 from filelock import FileLock, Timeout
 
+from labtest import safefs
 from labtest.errors import InfraError
+from labtest.safefs import UnsafePath
 from labtest.testbed.model import Device, Testbed
 
 DEFAULT_TTL_S = 60.0
@@ -74,6 +77,10 @@ class LeaseLost(InfraError):
 
 class StoreUnavailable(InfraError):
     """The lease store cannot be read or written (unreachable, or locked too long)."""
+
+
+class StoreUnusable(StoreUnavailable):
+    """The lease store can never work as it is (corrupt, unsafe): waiting will not help."""
 
 
 # --- who holds what --------------------------------------------------------------
@@ -170,11 +177,29 @@ class LeaseStore(Protocol):
 
 @dataclass(frozen=True)
 class Member:
-    """One process of a run in the store, and the lock file that says it is alive."""
+    """One process of a run in the store, and the lock file that says it is alive.
+
+    The lock file's path is derived from ``member_id`` (:func:`member_lock_path`),
+    never read back from the store: a row anybody could write must not name a
+    file that the purge then locks and deletes.
+    """
 
     member_id: str
     holder: Holder
-    lock_path: Path
+
+    @property
+    def lock_path(self) -> Path:
+        return member_lock_path(self.member_id)
+
+
+_MEMBER_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+def member_lock_path(member_id: str) -> Path:
+    """``<shared dir>/member-<id>.lock``; refuses an id that is not one of ours (hex)."""
+    if not _MEMBER_ID.match(member_id):
+        raise ValueError(f"not a member id: {member_id!r}")
+    return _shared_dir() / f"member-{member_id}.lock"
 
 
 _SCHEMA = """
@@ -206,14 +231,24 @@ class SqliteLeaseStore:
     """
 
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path).expanduser()
+        self.path = Path(path).expanduser().absolute()
         self.host = socket.gethostname()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:  # own, private (or lab-group) directory and file: nobody else may write them
+            if not self.path.parent.exists():
+                safefs.private_dir(self.path.parent)
+            safefs.check_existing(self.path.parent, "directory")
+            os.close(safefs.open_private(self.path))
+            for suffix in ("-journal", "-wal", "-shm"):  # SQLite's side files, if any
+                safefs.check_existing(f"{self.path}{suffix}")
+        except UnsafePath as exc:
+            raise StoreUnusable(str(self.path), f"unsafe lease store: {exc}") from None
+        except OSError as exc:
+            raise StoreUnusable(
+                str(self.path), f"cannot open the lease store: {exc.strerror or exc}"
+            ) from None
         with self._transaction() as db:
             for statement in _SCHEMA.split(";"):
                 db.execute(statement)
-        with contextlib.suppress(OSError):  # several users of one host share the file
-            self.path.chmod(0o666)
 
     def __repr__(self) -> str:
         return f"SqliteLeaseStore({str(self.path)!r})"
@@ -234,7 +269,13 @@ class SqliteLeaseStore:
                 raise
             db.execute("COMMIT")
         except sqlite3.OperationalError as exc:  # "database is locked", I/O errors
-            raise StoreUnavailable(str(self.path), f"lease store unavailable: {exc}") from exc
+            raise StoreUnavailable(str(self.path), f"lease store unavailable: {exc}") from None
+        except sqlite3.DatabaseError as exc:  # not a database, malformed
+            raise StoreUnusable(
+                str(self.path),
+                f"the lease store is corrupt ({exc}); move it away (no run holds anything "
+                "once it is gone, so stop the lab's runs first)",
+            ) from None
         finally:
             db.close()
 
@@ -258,7 +299,7 @@ class SqliteLeaseStore:
                     h.pid,
                     h.since_s,
                     now + ttl_s,
-                    str(member.lock_path),
+                    "",  # legacy column: lock paths are derived, never read back
                 ),
             )
             db.executemany(
@@ -312,11 +353,11 @@ class SqliteLeaseStore:
     def _purge(self, db: sqlite3.Connection, now: float) -> None:
         """Forget expired members, dead members of this host, and holds nobody keeps."""
         db.execute("DELETE FROM members WHERE expires_s < ?", (now,))
-        local = db.execute(
-            "SELECT member_id, lock_path FROM members WHERE host = ?", (self.host,)
-        ).fetchall()
-        for member_id, lock_path in local:
-            if _lock_abandoned(Path(lock_path)):
+        local = db.execute("SELECT member_id FROM members WHERE host = ?", (self.host,))
+        for (member_id,) in local.fetchall():
+            if not _MEMBER_ID.match(str(member_id)):
+                continue  # not written by labtest: leave it to expiry
+            if _lock_abandoned(member_lock_path(member_id)):
                 db.execute("DELETE FROM members WHERE member_id = ?", (member_id,))
         self._drop_orphans(db)
 
@@ -346,11 +387,16 @@ def _lock_abandoned(path: Path) -> bool:
     """True when ``path`` is a member lock file whose owner is gone (the lock is free).
 
     A missing file proves nothing (the member may live in another mount
-    namespace), so only an existing, unlocked file counts.
+    namespace), so only an existing, unlocked file counts. Only a regular file
+    (not a symlink) in our own directory is ever locked or removed.
     """
+    try:
+        safefs.check_existing(path)
+    except (UnsafePath, OSError):
+        return False
     if not path.exists():
         return False
-    probe = FileLock(path, timeout=0)
+    probe = FileLock(path, timeout=0, mode=safefs.file_mode())
     try:
         probe.acquire()
     except Timeout:
@@ -373,11 +419,16 @@ def default_store_path() -> Path:
 
 
 def _shared_dir() -> Path:
+    """This host's lease directory, 0700 (2770 with a lab group); never a planted one.
+
+    A symlink, a directory of another user (outside the lab group) or one
+    writable by everybody is refused (:class:`StoreUnusable`), not chmod-ed.
+    """
     path = Path(tempfile.gettempdir()) / "labtest-leases"
-    path.mkdir(exist_ok=True)
-    with contextlib.suppress(OSError):
-        path.chmod(0o1777)
-    return path
+    try:
+        return safefs.private_dir(path)
+    except UnsafePath as exc:
+        raise StoreUnusable(str(path), f"unsafe lease directory: {exc}") from None
 
 
 def open_store(url: str | None = None) -> LeaseStore:
@@ -497,21 +548,21 @@ def reserve(
     they change. ``host`` overrides the host name recorded (tests use it to play a
     runner on another host, whose crash only expiry can detect).
     """
+    __tracebackhide__ = True  # a busy lab is one line, not a traceback
     if ttl_s <= 0:
         raise ValueError("ttl_s must be > 0")
     store = store or open_store()
     holder = Holder.me(run_id or uuid.uuid4().hex[:12], host)
     member_id = uuid.uuid4().hex
-    lock_path = _shared_dir() / f"member-{member_id}.lock"
-    lock = FileLock(lock_path, timeout=0)
+    lock_path = member_lock_path(member_id)
+    os.close(safefs.open_private(lock_path))  # ours, mode set, no symlink followed
+    lock = FileLock(lock_path, timeout=0, mode=safefs.file_mode())
     lock.acquire()
-    with contextlib.suppress(OSError):
-        lock_path.chmod(0o666)
     start = time.monotonic()
     seen: dict[str, Holder] = {}
     try:
         while True:
-            member = Member(member_id, replace(holder, since_s=time.time()), lock_path)
+            member = Member(member_id, replace(holder, since_s=time.time()))
             blockers = store.try_acquire(keys, member, ttl_s)
             if not blockers:
                 return Lease(store, keys, member, lock, ttl_s)
@@ -565,6 +616,7 @@ class _RunReservation:
         self.error: InfraError | None = None
 
     def check(self) -> None:
+        __tracebackhide__ = True  # a busy lab is one line, not a traceback
         if self.error is not None:
             raise self.error
         try:
@@ -577,6 +629,7 @@ class _RunReservation:
             raise
 
     def _reserve(self) -> Lease:
+        __tracebackhide__ = True  # a busy lab is one line, not a traceback
         from labtest.plugin import testbed_of  # the plugin imports this module
 
         testbed = testbed_of(self.config)
@@ -622,6 +675,7 @@ def before_test(item: pytest.Item) -> None:
     On a busy lab (after the wait) or a lost lease, the test errors as *broken*
     and the session stops after it, so no later test touches a device.
     """
+    __tracebackhide__ = True  # a busy lab is one line, not a traceback
     config = item.config
     if not _enabled(config):
         return
@@ -631,6 +685,8 @@ def before_test(item: pytest.Item) -> None:
         config.add_cleanup(state.release)
     try:
         state.check()
+    except StoreUnusable as exc:  # corrupt or unsafe: one clear error, not one per test
+        pytest.exit(f"labtest: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
     except InfraError as exc:
         item.session.shouldstop = f"labtest: {exc}"
         raise

@@ -263,6 +263,9 @@ def test_a_busy_lab_fails_fast_naming_the_holder(touch_project, tmp_path) -> Non
         assert time.monotonic() - start < 10
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines([f"*DevicesBusy*tb/sw1*held by *pid {os.getpid()}*the-other-run*"])
+    section = str(result.stdout).split("ERROR at setup of test_touch")[1].split("=====")[0]
+    assert "reservation.py" not in section, section  # the holder, not the reservation's frames
+    assert len(section.strip().splitlines()) <= 12, section
     assert touched(touch_project) == []
     # with the lab free again, the same run goes ahead
     again = touch_project.runpytest_inprocess(
@@ -270,3 +273,19 @@ def test_a_busy_lab_fails_fast_naming_the_holder(touch_project, tmp_path) -> Non
     )
     again.assert_outcomes(passed=1)
     assert touched(touch_project) == ["sw1"]
+
+
+def test_a_corrupt_lease_store_stops_the_session_once(touch_project, tmp_path) -> None:
+    store = tmp_path / "leases.db"
+    store.write_bytes(b"this is not a database at all" * 100)
+    store.chmod(0o600)
+    touch_project.makepyfile(
+        test_corrupt="def test_1(lab):\n    lab.device('sw1').touch()\n"
+        "def test_2(lab):\n    lab.device('sw2').touch()\n"
+    )
+    result = touch_project.runpytest_inprocess("--testbed", "tb.yaml", "--lease-store", str(store))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    out = str(result.stdout)
+    assert out.count("lease store is corrupt") == 1, out
+    assert "sqlite3.DatabaseError" not in out and "Traceback" not in out
+    assert touched(touch_project) == []
