@@ -44,7 +44,9 @@ def _replay(name: str, device: Device) -> Any:
     return Replay(name, device.replay)
 
 
-def cli(name: str, device: Device) -> CommandRunner:
+def cli(name: str, device: Device, *, posix_shell: bool = False) -> CommandRunner:
+    """``posix_shell``: the device runs commands in a POSIX shell, so a command that
+    times out can be killed there with its process group (see transports/ssh.py)."""
     if device.replay is not None:
         return _replay(name, device)
     if device.ssh is None or device.address is None:
@@ -53,7 +55,11 @@ def cli(name: str, device: Device) -> CommandRunner:
 
     recorder = _recorder(name)
     return SshTransport(
-        name, device.address, device.ssh, recorder=recorder.ssh if recorder else None
+        name,
+        device.address,
+        device.ssh,
+        recorder=recorder.ssh if recorder else None,
+        process_group=posix_shell,
     )
 
 

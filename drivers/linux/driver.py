@@ -103,7 +103,9 @@ class LinuxHost:
         self.testbed = testbed
         self.vars = host_vars(name, device)
         self.nic = flavour(self.vars.flavour, self.vars.counter_names, device=name)
-        self.shell = HostShell(name, connect.cli(name, device), self.vars.tool_paths)
+        self.shell = HostShell(
+            name, connect.cli(name, device, posix_shell=True), self.vars.tool_paths
+        )
         self.tmp_dir = self.vars.tmp_dir
         self.server_start_timeout_s = self.vars.server_start_timeout_s
         self._endpoint: RdmaEndpoint | None = None

@@ -16,6 +16,18 @@ Why the code looks the way it does:
 - Host keys are checked here rather than through ``SSHClient``: ``accept-new``
   appends one line to known_hosts (``SSHClient`` would rewrite the whole user
   file), and a changed key is refused whatever the policy.
+- known_hosts is read line by line here: paramiko raises a bare ``Exception``
+  on valid OpenSSH lines it does not know (``@cert-authority``, ``@revoked``),
+  which would break every device. Such lines are skipped with one warning per
+  file; a key on a ``@revoked`` line is refused for every host.
+- Every paramiko failure becomes a typed :class:`TransportError` (the test is
+  *broken*, not *failed*); paramiko's own thread tracebacks go to the log at
+  debug level instead of the terminal.
+- OpenSSH does not signal a command started without a terminal when its
+  channel closes, so a timed-out command would keep running. On a POSIX shell
+  (``process_group=True``) each command first reports its shell's PID, which
+  sshd made a session and process-group leader, and a timeout kills that
+  group through a second channel.
 - paramiko 5 dropped SHA-1 key exchange; old switches that offer nothing else
   get :class:`LegacyAlgorithms` naming what they offered and the fix.
 - Every message goes through :func:`labtest.secrets.redact` and settings are
@@ -24,14 +36,17 @@ Why the code looks the way it does:
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import logging
 import re
+import secrets
 import select
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -42,6 +57,7 @@ from labtest.errors import (
     AuthFailed,
     ConnectionRefused,
     HostKeyMismatch,
+    HostKeyRevoked,
     HostKeyUnknown,
     LegacyAlgorithms,
     ProtocolError,
@@ -53,6 +69,23 @@ from labtest.testbed.model import SshSettings
 
 log = logging.getLogger("labtest.transport.ssh")
 
+
+class _QuietParamiko(logging.Filter):
+    """Demote paramiko's transport records to DEBUG: its thread tracebacks and "Socket
+    exception" lines belong in the log file, and the failure reaches the caller typed."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.DEBUG:
+            record.msg = f"({record.levelname.lower()}) {record.msg}"
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return True
+
+
+for _name in ("paramiko.transport", "paramiko.transport.sftp", "paramiko.hostkeys"):
+    _paramiko_log = logging.getLogger(_name)
+    if not any(isinstance(f, _QuietParamiko) for f in _paramiko_log.filters):
+        _paramiko_log.addFilter(_QuietParamiko())
+
 #: called after every command: (command, output, exit_status, duration_s, stderr); for
 #: record/replay (stderr matters: refusals such as "Error: No such command" arrive there)
 Recorder = Callable[[str, str, int | None, float, str], None]
@@ -63,6 +96,7 @@ _KnownKeys = Mapping[str, paramiko.PKey]  # key type -> key, for one host in kno
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _PSEUDO_KEX = ("ext-info-", "kex-strict-")
 _PTY_WIDTH, _PTY_HEIGHT = 511, 1000  # wide and tall: no wrapped lines, fewer pagers
+_STOP_TIMEOUT_S = 5.0  # bound on killing a timed-out command's process group
 
 
 @dataclass(frozen=True)
@@ -85,11 +119,15 @@ class SshTransport:
         settings: SshSettings,
         *,
         recorder: Recorder | None = None,
+        process_group: bool = False,
     ) -> None:
         self.device = device_name
         self.address = address
         self.settings = settings
         self.recorder = recorder
+        #: the device runs exec commands in a POSIX shell: kill a timed-out one's process group
+        self.process_group = process_group
+        self._marker = f"labtest-pgid-{secrets.token_hex(4)}:"
         self.prompt_re = re.compile(settings.prompt)
         self._transport: paramiko.Transport | None = None
         self._lock = threading.RLock()
@@ -147,16 +185,31 @@ class SshTransport:
                 log.info("%s: connection to %s lost, reconnecting", self.device, self.endpoint)
                 self._transport.close()
                 self._transport = None
-            self._transport = self._open()
+            with self._typed_errors("connecting"):
+                self._transport = self._open()
             return self._transport
+
+    @contextlib.contextmanager
+    def _typed_errors(self, doing: str) -> Iterator[None]:
+        """Turn any untyped paramiko (or socket) failure into a typed TransportError."""
+        try:
+            yield
+        except TransportError:
+            raise
+        except Exception as exc:
+            if not _from_paramiko(exc):
+                raise  # our own bug: keep its traceback
+            kind, what = paramiko_error(exc)
+            raise self._error(kind, f"{doing} {self.endpoint}: {what}") from exc
 
     def _open(self) -> paramiko.Transport:
         start = time.monotonic()
         deadline = start + self.settings.timeout_s
-        known = self._known_hosts().lookup(self.host_key_name)
+        hosts = self._known_hosts()
+        known = hosts.keys.lookup(self.host_key_name)
         transport = self._handshake(self._tcp(deadline), deadline, known)
         try:
-            self._check_host_key(transport, known)
+            self._check_host_key(transport, known, hosts.revoked)
             self._authenticate(transport, deadline)
         except BaseException:
             transport.close()
@@ -233,19 +286,34 @@ class SshTransport:
 
     # --- host keys -------------------------------------------------------------------
 
-    def _known_hosts(self) -> paramiko.HostKeys:
-        keys = paramiko.HostKeys()
+    def _known_hosts(self) -> KnownHosts:
         path = self.known_hosts_path
-        if path.exists():
-            try:
-                keys.load(str(path))
-            except (OSError, paramiko.SSHException) as exc:
-                raise self._error(HostKeyUnknown, f"cannot read {path}: {exc}") from None
-        return keys
+        if not path.exists():
+            return KnownHosts(paramiko.HostKeys(), [], [])
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise self._error(
+                HostKeyUnknown, f"cannot read {path}: {exc.strerror or exc}"
+            ) from None
+        hosts = parse_known_hosts(text)
+        _warn_skipped(path, hosts.skipped)
+        return hosts
 
-    def _check_host_key(self, transport: paramiko.Transport, recorded: _KnownKeys | None) -> None:
+    def _check_host_key(
+        self,
+        transport: paramiko.Transport,
+        recorded: _KnownKeys | None,
+        revoked: list[paramiko.PKey] | tuple[paramiko.PKey, ...] = (),
+    ) -> None:
         key = transport.get_remote_server_key()
         name, path = self.host_key_name, self.known_hosts_path
+        if key in revoked:
+            raise self._error(
+                HostKeyRevoked,
+                f"host key of {name} ({key.get_name()} {key.fingerprint}) is marked @revoked "
+                f"in {path}; refusing to connect",
+            )
         if recorded is None:
             if self.settings.host_key_policy != "accept-new":
                 raise self._error(
@@ -336,6 +404,10 @@ class SshTransport:
 
     def exec(self, command: str, timeout_s: float | None = None) -> CommandResult:
         """Run one command in its own channel; the timeout bounds the whole exchange."""
+        with self._typed_errors(f"exec {command!r} on"):
+            return self._exec(command, timeout_s, self.process_group)
+
+    def _exec(self, command: str, timeout_s: float | None, grouped: bool) -> CommandResult:
         timeout = timeout_s if timeout_s is not None else self.settings.command_timeout_s
         transport = self._connected()
         start = time.monotonic()
@@ -343,10 +415,11 @@ class SshTransport:
         stdout, stderr = bytearray(), bytearray()
         channel = self._open_channel(transport, timeout)
         failed: Exception | None = None
+        wire = f"echo {self._marker}$$ >&2; {command}" if grouped else command
         with channel:
             with _Watchdog(channel, _remaining(deadline)) as dog:
                 try:
-                    channel.exec_command(command)
+                    channel.exec_command(wire)
                 except (paramiko.SSHException, EOFError, OSError) as exc:
                     failed = exc  # refused, dropped or timed out: judged below
             # read what arrived (even before a close); after a failed request, don't wait
@@ -354,10 +427,15 @@ class SshTransport:
             if channel.eof_received:
                 channel.status_event.wait(_remaining(deadline))
         duration = time.monotonic() - start
+        leader: int | None = None
+        if grouped:
+            leader, stderr = _take_marker(stderr, self._marker)
         if failed is not None or not channel.eof_received:
             raw = _text(stdout) + _text(stderr)
             if dog.fired or time.monotonic() >= deadline:
                 kind, what = TransportTimeout, f"no complete answer within {timeout:g} s"
+                if leader is not None:
+                    what += self._stop_group(transport, leader)
             elif isinstance(failed, paramiko.SSHException) and transport.is_active() and not raw:
                 # a refusal closes the channel politely; a drop surfaces as EOFError/OSError
                 kind, what = ProtocolError, "the device refused the exec request (use shell())"
@@ -373,8 +451,37 @@ class SshTransport:
     def shell(self, timeout_s: float | None = None) -> ShellSession:
         """Open an interactive session (pty + shell) and wait for the first prompt."""
         session = ShellSession(self)
-        session.open(timeout_s)
+        with self._typed_errors("shell on"):
+            session.open(timeout_s)
         return session
+
+    def _stop_group(self, transport: paramiko.Transport, leader: int) -> str:
+        """Kill a timed-out command's process group (and session) on the device.
+
+        TERM first so tools such as mpirun can stop their children, KILL what is
+        left after about a second. Returns a note for the timeout message.
+        """
+        p = int(leader)
+        script = (
+            f"kill -TERM -{p} 2>/dev/null; pkill -TERM -s {p} 2>/dev/null; i=0; "
+            f"while [ $i -lt 10 ] && kill -0 -{p} 2>/dev/null; do sleep 0.1; i=$((i+1)); done; "
+            f"kill -KILL -{p} 2>/dev/null; pkill -KILL -s {p} 2>/dev/null; "
+            f"if kill -0 -{p} 2>/dev/null; then echo alive; else echo gone; fi"
+        )
+        try:
+            if not transport.is_active():
+                raise ProtocolError(self.device, "connection lost")
+            result = self._exec(script, _STOP_TIMEOUT_S, grouped=False)
+        except (TransportError, paramiko.SSHException, EOFError, OSError) as exc:
+            log.warning(
+                "%s: could not stop process group %d after a timeout: %s", self.device, p, exc
+            )
+            return f"; could not stop its process group {p} on the device"
+        if result.stdout.strip() != "gone":
+            log.warning("%s: process group %d still alive after SIGKILL", self.device, p)
+            return f"; its process group {p} survived SIGKILL"
+        log.info("%s: stopped process group %d after a timeout", self.device, p)
+        return f"; stopped its process group {p} on the device"
 
     def _open_channel(self, transport: paramiko.Transport, timeout: float) -> paramiko.Channel:
         try:
@@ -468,7 +575,8 @@ class ShellSession:
         start = time.monotonic()
         deadline = start + timeout  # one budget for reopening and answering
         if self._channel is None or self._channel.closed:
-            self.open(timeout)
+            with owner._typed_errors("shell on"):
+                self.open(timeout)
         channel = self._channel
         assert channel is not None
         while channel.recv_ready():  # stale output from an earlier command
@@ -500,6 +608,124 @@ class ShellSession:
         output = _strip_echo(body, command)
         owner._done("shell", command, output, None, duration)
         return output
+
+
+@dataclass(frozen=True)
+class KnownHosts:
+    """What a known_hosts file holds that we can use, and the lines we could not."""
+
+    keys: paramiko.HostKeys
+    revoked: list[paramiko.PKey]
+    skipped: list[tuple[int, str]]  # (line number, why)
+
+
+def parse_known_hosts(text: str) -> KnownHosts:
+    """Read OpenSSH known_hosts text line by line; never raises on a line.
+
+    Plain and hashed (``|1|...``) lines become host keys; ``@revoked`` keys are
+    collected; ``@cert-authority`` lines (host certificates, which paramiko
+    cannot verify), unknown key types and malformed lines are skipped with why.
+    """
+    keys, revoked, skipped = paramiko.HostKeys(), [], []
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        fields = line.split()
+        marker = fields.pop(0) if fields[0].startswith("@") else None
+        if marker not in (None, "@revoked"):
+            why = "host certificates are not supported" if marker == "@cert-authority" else ""
+            skipped.append((number, f"{marker} line{': ' + why if why else ''}"))
+            continue
+        if len(fields) < 3:
+            skipped.append((number, "fewer than 3 fields (hosts, key type, key)"))
+            continue
+        names, key_type, blob = fields[:3]
+        key, why = _host_key(key_type, blob)
+        if key is None:
+            skipped.append((number, why))
+        elif marker == "@revoked":
+            revoked.append(key)
+        else:
+            for name in names.split(","):
+                keys.add(name, key.get_name(), key)
+    return KnownHosts(keys, revoked, skipped)
+
+
+def _host_key(key_type: str, blob: str) -> tuple[paramiko.PKey | None, str]:
+    try:
+        data = base64.b64decode(blob, validate=True)
+    except (binascii.Error, ValueError):
+        return None, "the key is not valid base64"
+    try:
+        return paramiko.PKey.from_type_string(key_type, data), ""
+    except paramiko.UnknownKeyType:
+        return None, f"key type {key_type!r} is not supported"
+    except Exception:  # paramiko raises many kinds on a damaged key blob
+        return None, f"the {key_type} key cannot be parsed"
+
+
+_warned: set[tuple[str, tuple[tuple[int, str], ...]]] = set()
+_warned_lock = threading.Lock()
+
+
+def _warn_skipped(path: Path, skipped: Sequence[tuple[int, str]]) -> None:
+    """One warning per file (and per distinct set of skipped lines) per process."""
+    if not skipped:
+        return
+    key = (str(path), tuple(skipped))
+    with _warned_lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    lines = "; ".join(f"line {n}: {why}" for n, why in skipped)
+    log.warning("%s: skipped %d line(s) SSH cannot use: %s", path, len(skipped), lines)
+
+
+def paramiko_error(exc: BaseException) -> tuple[type[TransportError], str]:
+    """The typed error (and a short reason) for an exception paramiko or a socket raised."""
+    what = f"{type(exc).__name__}: {exc}".rstrip(": ")
+    if isinstance(exc, paramiko.BadHostKeyException):
+        return HostKeyMismatch, what
+    if isinstance(exc, paramiko.ssh_exception.InvalidHostKey):
+        return HostKeyUnknown, what
+    if isinstance(exc, paramiko.AuthenticationException):
+        return AuthFailed, what
+    if isinstance(exc, paramiko.IncompatiblePeer):
+        return LegacyAlgorithms, what
+    if isinstance(exc, TimeoutError) or "timeout" in str(exc).lower():
+        return TransportTimeout, what
+    if isinstance(exc, ConnectionRefusedError | paramiko.ssh_exception.NoValidConnectionsError):
+        return ConnectionRefused, what
+    if isinstance(exc, paramiko.ProxyCommandFailure):
+        return ConnectionRefused, what
+    return ProtocolError, what  # SSHException, ChannelException, EOFError, resets, the rest
+
+
+def _from_paramiko(exc: BaseException) -> bool:
+    """Raised by paramiko or the network, not by a bug of ours."""
+    if isinstance(exc, paramiko.SSHException | EOFError | OSError):
+        return True
+    if type(exc).__module__.startswith("paramiko"):
+        return True
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_globals.get("__name__", "").startswith("paramiko"):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _take_marker(stderr: bytearray, marker: str) -> tuple[int | None, bytearray]:
+    """Split the ``<marker><pid>`` line the group wrapper writes first from stderr."""
+    head = marker.encode()
+    if not stderr.startswith(head):
+        return None, stderr
+    end = stderr.find(b"\n")
+    if end < 0:
+        return None, bytearray()  # the marker line itself was cut: nothing else arrived
+    pid = stderr[len(head) : end].decode(errors="replace")
+    return (int(pid) if pid.isdigit() and int(pid) > 1 else None), stderr[end + 1 :]
 
 
 class _ClientTransport(paramiko.Transport):
