@@ -24,9 +24,12 @@ from transceiver_lib import (
     dom_values,
     firmware_matches,
     is_dark,
+    judge_firmware,
+    lane_losses,
+    link_loss_limit,
     load_approved,
+    load_approved_firmware,
     media_type_of,
-    odd_ones,
     raised_flags,
     read_lit,
     read_modules,
@@ -37,7 +40,7 @@ from labtest import plugin
 from labtest.capabilities.host import RdmaDevices
 from labtest.capabilities.switch import SwitchFacts
 from labtest.errors import InfraError
-from labtest.measure import Limit
+from labtest.measure import Limit, Verdict
 from labtest.parsing import to_jsonable
 
 if TYPE_CHECKING:  # names pytest must not collect
@@ -48,6 +51,8 @@ if TYPE_CHECKING:  # names pytest must not collect
 SETTINGS = load_settings("transceiver")
 DEVIATIONS = load_deviations("transceiver")
 APPROVED = load_approved()
+APPROVED_FIRMWARE = load_approved_firmware()
+Fleet = tuple[str, str, str | None]  # group, version, platform
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -163,15 +168,18 @@ def test_optic_firmware(
             )
     with allure.step("TRANSCEIVER-1.2/2: same firmware as the fleet's modules of that part"):
         peers = _firmware_of_part(first_reading, module.part_number, testbed)
-        odd = odd_ones(peers)
+        fleet = judge_firmware(module_end, f"optic/{module.part_number}", None, peers, [])
+        if fleet.ok is None:  # two modules that disagree say nothing about either
+            allure.attach(fleet.basis, name="fleet comparison not decided")
+            return
         measure(
             "optic_firmware_differs_from_fleet",
-            1 if module_end in odd else 0,
+            0 if fleet.ok else 1,
             key="transceiver.firmware_mismatch",
             device=device,
             port=port,
             firmware=module.firmware,
-            fleet=_most_common(peers),
+            fleet=fleet.expected,
         )
 
 
@@ -186,13 +194,6 @@ def _firmware_of_part(reading: Reading, part: str | None, testbed: Testbed) -> d
     }
     short = any(_waived("firmware_build", end.split(":", 1)[0], testbed) for end in members)
     return {e: ".".join(v.split(".")[:2]) if short else v for e, v in members.items() if v}
-
-
-def _most_common(values: dict[str, str]) -> str:
-    counts: dict[str, int] = {}
-    for v in values.values():
-        counts[v] = counts.get(v, 0) + 1
-    return max(counts, key=lambda v: counts[v]) if counts else "none"
 
 
 def _inventory(module: Transceiver) -> dict[str, Any]:
@@ -225,48 +226,123 @@ def test_link_optics_match(link: Link, first_reading: Reading, measure: Any) -> 
         )
 
 
+@pytest.mark.plan("TRANSCEIVER-1.5")
+def test_link_loss(
+    link: Link,
+    first_reading: Reading,
+    lab: Any,
+    testbed: Testbed,
+    profile: LimitsProfile,
+    measure: Any,
+) -> None:
+    """Optical link budget: what each lane loses between the far Tx and the near Rx, both
+    from DOM, against the channel's budget for its length. Vendor-neutral: it finds a dirty
+    connector where no FEC counters or PRBS exist, and names the receiving end and lane."""
+    connectors = int(SETTINGS["link_budget"]["connectors_per_link"])
+    a, b = link.ends
+    with allure.step("TRANSCEIVER-1.5/1: DOM of both ends (re-read while a receiver is dark)"):
+        modules = {str(e): _lit(lab, testbed, str(e), _get(first_reading, str(e))) for e in (a, b)}
+        media = {media_type_of(m, APPROVED) for m in modules.values()} - {None}
+        budget = link_loss_limit(
+            profile.limits, next(iter(media)) if len(media) == 1 else None,
+            link.length_m, connectors,
+        )
+        allure.attach(budget.source, name="loss budget")
+    with allure.step("TRANSCEIVER-1.5/2: per lane, far-end Tx minus near-end Rx within budget"):
+        holes, judged = [], []
+        for far, near in ((a, b), (b, a)):
+            losses, unpaired = lane_losses(modules[str(far)], modules[str(near)])
+            if not losses:
+                holes.append(f"{far} -> {near}: no lane reports both Tx and Rx power")
+            elif unpaired:
+                holes.append(f"{far} -> {near}: lanes {unpaired} lack Tx or Rx power")
+            for ll in losses:
+                judged.append(measure(
+                    "link_loss",
+                    ll.loss_db,
+                    key="transceiver.link_loss_db",
+                    limit=budget,
+                    device=near.device,
+                    port=near.port,
+                    lane=ll.lane,
+                    link=link.name,
+                    far_end=str(far),
+                    far_tx_dbm=round(ll.tx_dbm, 2),
+                    rx_dbm=round(ll.rx_dbm, 2),
+                ))
+        if holes:
+            reason = f"{link.name}: loss not measured: {'; '.join(holes)}"
+            measure.not_proven("transceiver.link_loss_db", reason, link=link.name)
+            if not any(m.verdict is Verdict.FAIL for m in judged):
+                pytest.skip(reason)
+
+
 @pytest.fixture(scope="module")
-def fleet_firmware(lab: Any) -> tuple[dict[str, tuple[str, str]], dict[str, InfraError]]:
-    """``{device: (group, version)}``: switches by vendor (OS version), hosts by NIC firmware."""
-    found: dict[str, tuple[str, str]] = {}
+def fleet_firmware(lab: Any) -> tuple[dict[str, Fleet], dict[str, InfraError]]:
+    """``{device: (group, version, platform)}``: switches by vendor (OS version), hosts by
+    NIC firmware (platform: the switch model; None for a NIC)."""
+    found: dict[str, Fleet] = {}
     errors: dict[str, InfraError] = {}
     for name in _fleet(lab):
         driver = lab.device(name)
         try:
             if isinstance(driver, SwitchFacts):
                 facts = driver.facts()
-                found[name] = (f"switch/{facts.vendor}", facts.os_version or "unknown")
+                found[name] = (f"switch/{facts.vendor}", facts.os_version or "unknown",
+                               facts.model)
             else:
                 nic = driver.rdma_devices()[0]
-                found[name] = (f"nic/{nic.name.rstrip('0123456789_')}", nic.fw_version or "unknown")
+                found[name] = (f"nic/{nic.name.rstrip('0123456789_')}",
+                               nic.fw_version or "unknown", None)
         except InfraError as exc:
             errors[name] = exc
     return found, errors
 
 
+def _declared_firmware(testbed: Testbed, device: str) -> tuple[tuple[str, ...], str] | None:
+    """The testbed's own expectation for a device: ``vars.approved_firmware`` (+ source)."""
+    dev = testbed.devices[device]
+    raw = dev.vars.get("approved_firmware")
+    if not raw:
+        return None
+    versions = tuple(str(v) for v in (raw if isinstance(raw, list) else [raw]))
+    where = f"testbed {testbed.source or testbed.name}: devices.{device}.vars.approved_firmware"
+    return versions, str(dev.vars.get("approved_firmware_source") or where)
+
+
 @pytest.mark.plan("TRANSCEIVER-1.4")
-def test_device_firmware(fleet_device: str, fleet_firmware: Any, measure: Any) -> None:
+def test_device_firmware(
+    fleet_device: str, fleet_firmware: Any, testbed: Testbed, measure: Any
+) -> None:
     found, errors = fleet_firmware
     with allure.step("TRANSCEIVER-1.4/1: read the firmware of every device of the fleet"):
         if fleet_device in errors:
             raise errors[fleet_device].with_traceback(None)
-        group, version = found[fleet_device]
-        peers = {n: v for n, (g, v) in found.items() if g == group}
+        group, version, platform = found[fleet_device]
+        peers = {n: v for n, (g, v, _) in found.items() if g == group}
         allure.attach(
             json.dumps(peers, indent=2),
             name=f"firmware of {group}",
             attachment_type=allure.attachment_type.JSON,
         )
-    with allure.step("TRANSCEIVER-1.4/2: the same version as the rest of its group"):
-        odd = odd_ones(peers)
+    with allure.step("TRANSCEIVER-1.4/2: an approved version (else the group majority)"):
+        verdict = judge_firmware(
+            fleet_device, group, platform, peers, APPROVED_FIRMWARE,
+            _declared_firmware(testbed, fleet_device),
+        )
+        if verdict.ok is None:
+            reason = f"{fleet_device} firmware {version} not judged: {verdict.basis}"
+            measure.not_proven("transceiver.device_firmware", reason, device=fleet_device)
+            pytest.skip(reason)
         measure(
-            "device_firmware_differs_from_fleet",
-            1 if fleet_device in odd else 0,
-            key="transceiver.firmware_mismatch",
+            "device_firmware_not_approved",
+            0 if verdict.ok else 1,
+            key="transceiver.device_firmware",
             device=fleet_device,
             firmware=version,
-            fleet=_most_common(peers),
+            expected=verdict.expected,
             group=group,
+            basis=verdict.basis,
         )
 
 

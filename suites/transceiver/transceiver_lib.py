@@ -23,6 +23,7 @@ from labtest.capabilities.host import ModuleDom
 from labtest.capabilities.switch import Transceivers
 from labtest.capabilities.transceiver import LaneDom, Threshold, Transceiver
 from labtest.errors import InfraError
+from labtest.measure import Limit
 from labtest.testbed.model import Testbed
 
 HERE = Path(__file__).resolve().parent
@@ -244,3 +245,139 @@ def odd_ones(values: dict[str, str]) -> dict[str, str]:
         return dict(values)  # no majority: nobody can be called the odd one out
     common = counts[0][0]
     return {k: v for k, v in values.items() if v != common}
+
+
+# --- optical link budget -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LaneLoss:
+    """One lane of one direction: the far end's launch power against what arrives here."""
+
+    lane: int
+    tx_dbm: float  # far end's Tx average power (its DOM)
+    rx_dbm: float  # this end's Rx average power (its DOM)
+
+    @property
+    def loss_db(self) -> float:
+        return self.tx_dbm - self.rx_dbm
+
+
+def lane_losses(far: Transceiver, near: Transceiver) -> tuple[list[LaneLoss], list[int]]:
+    """Per lane, far Tx against near Rx (lane N feeds lane N: a parallel fibre or a CWDM
+    wavelength); and the lanes one of the two modules does not report."""
+    tx = {lane.lane: lane.tx_power_dbm for lane in far.lanes if lane.tx_power_dbm is not None}
+    rx = {lane.lane: lane.rx_power_dbm for lane in near.lanes if lane.rx_power_dbm is not None}
+    found = [LaneLoss(n, tx[n], rx[n]) for n in sorted(set(tx) & set(rx))]
+    return found, sorted(set(tx) ^ set(rx))
+
+
+def link_loss_limit(
+    limits: dict[str, Any], media: str | None, length_m: float | None, connectors: int
+) -> Limit:
+    """The loss a healthy channel of this length may show on DOM, with every term's source.
+
+    Plant budget: fibre attenuation x length + ``connectors`` mated pairs at the connector
+    allowance, never more than the PMD's maximum channel insertion loss; a link of unknown
+    length gets the PMD's whole channel budget (the IEEE figure assumes its maximum reach).
+    Two DOM monitors take part (the far Tx, the near Rx), so their calibration allowance is
+    added on top.
+    """
+    def pick(key: str) -> tuple[str, Limit]:
+        for k in ([f"{key}@{media}"] if media else []) + [key]:
+            if k in limits:
+                return k, limits[k]
+        raise KeyError(f"limits profile has no {key!r} (the link loss budget needs it)")
+
+    ch_key, channel = pick("transceiver.channel_insertion_loss_db")
+    _, fibre = pick("transceiver.fibre_attenuation_db_per_km")
+    _, conn = pick("transceiver.connector_loss_db")
+    _, monitor = pick("transceiver.link_loss_monitor_allowance_db")
+    channel_db = float(channel.high or 0.0)
+    if length_m is None:
+        plant_db, how = channel_db, f"length unknown: the whole channel budget {channel_db:g} dB"
+    else:
+        built = length_m / 1000.0 * float(fibre.high or 0.0) + connectors * float(conn.high or 0.0)
+        plant_db = min(built, channel_db)
+        how = (f"{length_m:g} m x {fibre.high:g} dB/km + {connectors} x {conn.high:g} dB "
+               f"(capped at {ch_key} {channel_db:g} dB) = {plant_db:.3g} dB")
+    allowance = float(monitor.high or 0.0)
+    return Limit(
+        high=round(plant_db + allowance, 4),
+        unit="dB",
+        source=(f"{how}, + {allowance:g} dB DOM monitor allowance; sources: {channel.source}; "
+                f"{fibre.source}; {conn.source}; {monitor.source}"),
+        description="far-end Tx power minus near-end Rx power per lane (DOM)",
+    )
+
+
+# --- device firmware against a declared expectation ------------------------------------------
+
+
+@dataclass(frozen=True)
+class ApprovedFirmware:
+    group: str  # "switch/<vendor>" or "nic/<driver>"
+    platform: str | None  # a model to narrow to; None: every platform of the group
+    versions: tuple[str, ...]
+    source: str
+
+
+def load_approved_firmware(path: Path = HERE / "approved-firmware.yaml") -> list[ApprovedFirmware]:
+    data = yaml.safe_load(path.read_text()) or {}
+    return [
+        ApprovedFirmware(
+            group=str(raw["group"]),
+            platform=str(raw["platform"]) if raw.get("platform") else None,
+            versions=tuple(str(v) for v in raw["versions"]),
+            source=str(raw["source"]),
+        )
+        for raw in data.get("approved") or []
+    ]
+
+
+@dataclass(frozen=True)
+class FirmwareVerdict:
+    """``ok`` True/False when judged, None when nothing can decide (not proven)."""
+
+    ok: bool | None
+    expected: str
+    basis: str  # the expectation's source, or why nothing could decide
+
+
+def judge_firmware(
+    device: str,
+    group: str,
+    platform: str | None,
+    peers: dict[str, str],
+    approved: list[ApprovedFirmware],
+    declared: tuple[tuple[str, ...], str] | None = None,
+) -> FirmwareVerdict:
+    """Device firmware against, in order: the testbed's declaration for the device
+    (``declared``: versions, source), the approved list for its group and platform, else
+    the group's strict majority of at least three. Two devices that disagree (or a tie)
+    prove nothing about either: not proven, never a failure of the healthy one."""
+    version = peers[device]
+    if declared is not None:
+        versions, source = declared
+        return FirmwareVerdict(version in versions, "/".join(versions), source)
+    rows = [a for a in approved if a.group == group and a.platform in (None, platform)]
+    rows.sort(key=lambda a: a.platform is None)  # a platform's own row first
+    if rows:
+        row = rows[0]
+        return FirmwareVerdict(version in row.versions, "/".join(row.versions), row.source)
+    counts = Counter(peers.values()).most_common()
+    if len(counts) == 1 and len(peers) >= 2:
+        return FirmwareVerdict(True, version, f"all {len(peers)} members of {group} run {version}")
+    if len(peers) >= 3 and counts[0][1] > counts[1][1]:
+        common = counts[0][0]
+        return FirmwareVerdict(
+            version == common, common,
+            f"no approved firmware declared for {group}; the group's majority "
+            f"({counts[0][1]} of {len(peers)}) runs {common}",
+        )
+    return FirmwareVerdict(
+        None, "undecided",
+        f"no approved firmware declared for {group} (approved-firmware.yaml or the testbed's "
+        f"vars.approved_firmware) and its {len(peers)} member(s) have no majority to compare "
+        f"with ({', '.join(f'{n}={v}' for n, v in sorted(peers.items()))})",
+    )

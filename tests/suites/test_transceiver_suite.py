@@ -23,7 +23,9 @@ def test_healthy_lab_passes_every_transceiver_test(lab_runs: LabRuns) -> None:
     # switch cages, host NICs (ethtool -m) and EOS lane-merged modules are all judged
     for name in ("test_dom[leaf1:Ethernet0]", "test_dom[host1:eth0]",
                  "test_dom[spine2:Ethernet1/1]", "test_dom_stable[host8:eth0]",
-                 "test_optic_approved[host5:eth0]", "test_device_firmware[leaf3]"):
+                 "test_optic_approved[host5:eth0]", "test_device_firmware[leaf3]",
+                 "test_link_loss[leaf3:Ethernet2/1--spine2:Ethernet3/1]",
+                 "test_link_loss[host1:eth0--leaf1:Ethernet16]"):
         assert got[name] == "passed", name
     eos = run.one("test_dom[spine2:Ethernet1/1]")
     lanes = {m["labels"].get("lane") for m in eos["measurements"] if m["name"] == "rx_power_dbm"}
@@ -55,10 +57,18 @@ def test_optics_faults_fail_and_name_the_culprit(lab_runs: LabRuns) -> None:
             assert where in message, message
 
 
+#: the 3 dB dirty connector at leaf1:Ethernet0 (its Tx side) is seen by the link budget
+#: at the receiving end, spine1:Ethernet0, on every lane (TRANSCEIVER-1.5)
+DIRTY = "test_link_loss[leaf1:Ethernet0--spine1:Ethernet0]"
+
+
 def test_other_families_faults_do_not_fail_the_transceiver_suite(lab_runs: LabRuns) -> None:
     run = lab_runs.result("link_faults")  # dirty connector, marginal lane, flapping link
     got = {n: o for n, o in outcomes(run.select("transceiver")).items() if "leaf3" not in n}
+    assert got.pop(DIRTY) == "failed", run.output[-4000:]
     assert got and all(o in ("passed", "skipped") for o in got.values()), run.output[-4000:]
+    message = run.one(DIRTY)["message"]
+    assert "link_loss device=spine1 port=Ethernet0 lane=1" in message, message
 
 
 def test_unreachable_switch_is_broken_not_failed(lab_runs: LabRuns) -> None:
