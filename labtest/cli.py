@@ -129,6 +129,7 @@ SUBCOMMAND_MODULES = [
     "labtest.reports.cli",
     "labtest.burnin.cli",
     "labtest.runner_cli",
+    "labtest.project",
 ]
 
 

@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -34,6 +35,11 @@ SUITES_DIR = Path(labtest.suites.__file__).resolve().parent
 DEFAULT_TESTBED = Path(labtest.testbeds.__file__).resolve().parent / "emulated" / "leafspine.yaml"
 #: relative to where ``labtest run`` is started, like pytest's own outputs
 DEFAULT_RESULTS = Path("reports") / "allure-results"
+#: a lab project's own testbed and suites (``labtest init``), relative to where it runs
+PROJECT_TESTBED = Path("testbed.yaml")
+PROJECT_SUITES = Path("suites")
+#: packages whose sub-folders are suite families (``labtest.suites`` ships the built-in ones)
+SUITES_GROUP = "labtest.suites"
 #: the order suites run in: the physical layer first, then traffic
 SUITE_ORDER = ("link", "transceiver", "cabling", "roce", "congestion", "failover", "collective")
 INTERRUPT_GRACE_S = 300.0  # how long an interrupted pytest may take to restore devices
@@ -53,19 +59,47 @@ class RunOptions:
     limits: Path | None = None
     alluredir: Path = DEFAULT_RESULTS
     pytest_args: list[str] = field(default_factory=list)
-    suites_dir: Path = SUITES_DIR
+    #: one folder of suite families; None: every installed suite package plus ./suites
+    suites_dir: Path | None = None
 
 
-def available_suites(suites_dir: Path = SUITES_DIR) -> list[str]:
-    """Suite families (folders with test modules), physical layer first."""
-    found = sorted(p.parent.name for p in suites_dir.glob("*/test_*.py"))
-    names = list(dict.fromkeys(found))
+def default_testbed() -> Path:
+    """The lab project's ``testbed.yaml`` where there is one, else the emulated default lab."""
+    return PROJECT_TESTBED if PROJECT_TESTBED.is_file() else DEFAULT_TESTBED
+
+
+def suite_roots() -> list[Path]:
+    """Folders whose sub-folders are suite families: installed suite packages, then ./suites."""
+    roots: list[Path] = []
+    for ep in entry_points(group=SUITES_GROUP):
+        package = ep.load()
+        roots.append(Path(package.__file__).resolve().parent)
+    local = PROJECT_SUITES.resolve()
+    if local.is_dir():
+        roots.append(local)
+    return list(dict.fromkeys(roots))
+
+
+def suite_folders(suites_dir: Path | None = None) -> dict[str, Path]:
+    """Suite family -> its folder (one holding ``test_*.py``), physical layer first."""
+    found: dict[str, Path] = {}
+    for root in [suites_dir] if suites_dir is not None else suite_roots():
+        for folder in sorted({p.parent for p in root.glob("*/test_*.py")}):
+            other = found.setdefault(folder.name, folder)
+            if other != folder:
+                raise RunError(f"suite {folder.name!r} is defined twice: {other} and {folder}")
     rank = {name: i for i, name in enumerate(SUITE_ORDER)}
-    return sorted(names, key=lambda n: (rank.get(n, len(rank)), n))
+    return dict(sorted(found.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
+
+
+def available_suites(suites_dir: Path | None = None) -> list[str]:
+    """Suite family names, physical layer first."""
+    return list(suite_folders(suites_dir))
 
 
 def pytest_command(opts: RunOptions) -> list[str]:
-    known = available_suites(opts.suites_dir)
+    folders = suite_folders(opts.suites_dir)
+    known = list(folders)
     wanted = opts.suites or known
     unknown = [s for s in wanted if s not in known]
     if unknown:
@@ -73,7 +107,7 @@ def pytest_command(opts: RunOptions) -> list[str]:
     if not opts.testbed.is_file():
         raise RunError(f"testbed {opts.testbed} does not exist")
     ordered = [s for s in known if s in wanted]
-    cmd = [sys.executable, "-m", "pytest", *(str(opts.suites_dir / s) for s in ordered)]
+    cmd = [sys.executable, "-m", "pytest", *(str(folders[s]) for s in ordered)]
     cmd += ["--testbed", str(opts.testbed), "--alluredir", str(opts.alluredir)]
     cmd.append("--clean-alluredir")  # one run per results directory
     if opts.emulate:

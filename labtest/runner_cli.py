@@ -9,27 +9,31 @@ from typing import Any
 
 from labtest.run import (
     DEFAULT_RESULTS,
-    DEFAULT_TESTBED,
+    EXIT_OK,
     EXIT_USAGE,
     RunError,
     RunOptions,
-    available_suites,
+    default_testbed,
     run,
+    suite_folders,
 )
 
 
 def register(subparsers: Any) -> None:
-    suites = ", ".join(available_suites()) or "none found"
     ap = subparsers.add_parser(
         "run",
         help="run the suites (default: all, on the emulated leaf-spine lab) with a verdict table",
         description=(
-            "Run the acceptance suites with pytest and print passed/failed/broken/skipped "
-            f"per suite. Suites: {suites}. Arguments after -- go to pytest (e.g. -- -k leaf1)."
+            "Run the acceptance suites with pytest and print the verdict per suite. Suites: the "
+            "built-in ones, those of installed packages (entry point group labtest.suites) and "
+            "the folders under ./suites (--list shows them). Arguments after -- go to pytest "
+            "(e.g. -- -k leaf1)."
         ),
     )
-    ap.add_argument("--testbed", type=Path, default=DEFAULT_TESTBED, metavar="FILE",
-                    help="testbed YAML (default: testbeds/emulated/leafspine.yaml)")
+    ap.add_argument("--testbed", type=Path, default=None, metavar="FILE",
+                    help="testbed YAML (default: ./testbed.yaml if there is one, else the "
+                         "built-in emulated leaf-spine lab)")
+    ap.add_argument("--list", action="store_true", help="list the suites found and exit")
     ap.add_argument("--emulate", action=argparse.BooleanOptionalAction, default=True,
                     help="run against the emulated lab built from the testbed (default: on; "
                          "--no-emulate for a real lab)")
@@ -48,8 +52,16 @@ def _run(args: argparse.Namespace) -> int:
     extra = list(args.pytest_args)
     if extra and extra[0] == "--":
         extra = extra[1:]
+    if args.list:
+        try:
+            for name, folder in suite_folders().items():
+                print(f"{name:<14} {folder}")
+        except RunError as exc:
+            print(f"labtest run: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        return EXIT_OK
     opts = RunOptions(
-        testbed=args.testbed,
+        testbed=args.testbed or default_testbed(),
         emulate=args.emulate,
         suites=list(args.suites),
         limits=args.limits,
