@@ -84,28 +84,41 @@ class Fingerprint:
     label: str  # the command as a user would name it
     pattern: re.Pattern[str]
     commands: frozenset[tuple[str, str]]  # (driver, normalised command) it belongs to
+    strength: int  # 2: names the command (a banner); 1: a header only it prints
 
 
 _fingerprints: list[Fingerprint] = []
 
 
-def fingerprint(driver: str, label: str, pattern: str, *commands: str) -> None:
-    """Declare that text matching ``pattern`` is output of ``commands`` (``label``)."""
+def fingerprint(
+    driver: str, label: str, pattern: str, *commands: str, strength: int = 1
+) -> None:
+    """Declare that text matching ``pattern`` is output of ``commands`` (``label``).
+
+    The strongest level at which any fingerprint matches decides: if none of
+    the requested command's fingerprints match there, the text is refused as
+    the other command's output.
+    """
     _fingerprints.append(
         Fingerprint(
             label,
             re.compile(pattern, re.MULTILINE),
             frozenset((driver, normalise(c)) for c in commands or (label,)),
+            strength,
         )
     )
 
 
 def _check_fingerprint(key: tuple[str, str], command: str, text: str) -> None:
-    own = [f for f in _fingerprints if key in f.commands]
-    if any(f.pattern.search(text) for f in own):
+    matching = [f for f in _fingerprints if f.pattern.search(text)]
+    if not matching:
         return
-    for f in _fingerprints:
-        if key not in f.commands and f.pattern.search(text):
+    top = max(f.strength for f in matching)
+    matching = [f for f in matching if f.strength == top]
+    if any(key in f.commands for f in matching):
+        return
+    for f in matching:
+        if key not in f.commands:
             m = f.pattern.search(text)
             line = text.count("\n", 0, m.start()) + 1 if m else None
             raise ParseError(

@@ -40,7 +40,7 @@ from labtest.capabilities.switch import (
 )
 from labtest.capabilities.transceiver import LaneDom, Threshold, Transceiver
 from labtest.errors import ParseError
-from labtest.parsing import parser
+from labtest.parsing import fingerprint, parser
 
 DRIVER = "sonic"
 PARSE_DEVICE = "<parse>"  # device name in errors when a parser runs outside a driver
@@ -54,6 +54,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 class _Garbled(ValueError):
     """Raised inside a parser; the registration wrapper turns it into ParseError."""
 
+    def __init__(self, message: str, line: int | None = None, expected: str | None = None):
+        super().__init__(message)
+        self.line = line
+        self.expected = expected
+
 
 def _sonic(*commands: str) -> Callable[[F], F]:
     """Register a parser for ``commands`` and give it the ParseError contract."""
@@ -63,8 +68,19 @@ def _sonic(*commands: str) -> Callable[[F], F]:
         def wrapper(text: str, *args: Any, device: str = PARSE_DEVICE, **kwargs: Any) -> Any:
             try:
                 return fn(text, *args, **kwargs)
+            except _Garbled as exc:
+                raise ParseError(
+                    device,
+                    f"{commands[0]}: {exc}",
+                    raw=text,
+                    command=commands[0],
+                    line=exc.line,
+                    expected=exc.expected,
+                ) from exc
             except (ValueError, KeyError, IndexError) as exc:
-                raise ParseError(device, f"{commands[0]}: {exc}", raw=text) from exc
+                raise ParseError(
+                    device, f"{commands[0]}: {exc}", raw=text, command=commands[0]
+                ) from exc
 
         parser(DRIVER, *commands)(wrapper)
         return wrapper  # type: ignore[return-value]
@@ -122,6 +138,7 @@ class _Table:
     headers: list[str]
     rows: list[dict[str, str | None]]
     title: str | None  # the non-blank line just above the header, if any
+    lines: list[int]  # 1-based line number of each row in the text
 
     def column(self, *names: str) -> str | None:
         """The first of ``names`` present (case-insensitive), else None."""
@@ -156,25 +173,48 @@ def _columns(line: str, spans: list[tuple[int, int]]) -> list[str | None]:
 
 
 def _tables(text: str) -> list[_Table]:
+    """Every tabulate table, in one pass over the lines (O(n): no list copies)."""
     lines = text.splitlines()
     tables: list[_Table] = []
-    for i, line in enumerate(lines):
-        if i == 0 or not _SEPARATOR.match(line):
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if i == 0 or "-" not in line or not _SEPARATOR.match(line):
+            i += 1
             continue
         spans = [(m.start(), m.end()) for m in re.finditer(r"-+", line)]
         headers = [h or "" for h in _columns(lines[i - 1], spans)]
-        title = None
-        for above in reversed(lines[: i - 1]):
-            if above.strip():
-                title = above.strip()
-                break
-        rows = []
-        for row in lines[i + 1 :]:
+        rows: list[dict[str, str | None]] = []
+        numbers: list[int] = []
+        j = i + 1
+        while j < len(lines):
+            row = lines[j]
             if not row.strip() or _RULE.match(row) or _SEPARATOR.match(row) or _PROMPT.match(row):
                 break
             rows.append(dict(zip(headers, _columns(row, spans), strict=True)))
-        tables.append(_Table(headers, rows, title))
+            numbers.append(j + 1)
+            j += 1
+        tables.append(_Table(headers, rows, _title_above(lines, i - 1), numbers))
+        i = max(j, i + 1)
     return tables
+
+
+def _title_above(lines: list[str], header: int, reach: int = 64) -> str | None:
+    """The nearest non-blank line above ``header`` (bounded look-back keeps _tables linear)."""
+    for k in range(header - 1, max(-1, header - 1 - reach), -1):
+        if lines[k].strip():
+            return lines[k].strip()
+    return None
+
+
+def _unique(seen: dict[Any, Any], key: Any, table: _Table, index: int) -> None:
+    """Refuse a row whose key an earlier row already gave (the last one would win)."""
+    if key in seen:
+        raise _Garbled(
+            f"duplicated row for {key!r}",
+            line=table.lines[index],
+            expected="one row per key",
+        )
 
 
 def _tables_named(text: str, first_header: str, *must_have: str) -> list[_Table]:
@@ -315,10 +355,11 @@ def _lanes(cell: str | None) -> list[int]:
 def parse_interfaces_status(text: str) -> dict[str, InterfaceStatus]:
     out: dict[str, InterfaceStatus] = {}
     for table in _tables_named(text, "Interface", "Oper", "Admin"):
-        for row in table.rows:
+        for i, row in enumerate(table.rows):
             name = _text(row["Interface"])
             if not name:
-                raise _Garbled("row without an interface name")
+                raise _Garbled("row without an interface name", line=table.lines[i])
+            _unique(out, name, table, i)
             out[name] = InterfaceStatus(
                 name=name,
                 admin_up=_updown(table.cell(row, "Admin")),
@@ -359,10 +400,11 @@ def parse_interface_counters(text: str) -> dict[str, InterfaceCounters]:
     out: dict[str, InterfaceCounters] = {}
     for table in _tables_named(text, "IFACE", "RX_ERR"):
         present = {c: f for c, f in _COUNTER_COLUMNS.items() if table.column(c)}
-        for row in table.rows:
+        for i, row in enumerate(table.rows):
             port = _text(row["IFACE"])
             if not port:
-                raise _Garbled("row without an IFACE")
+                raise _Garbled("row without an IFACE", line=table.lines[i])
+            _unique(out, port, table, i)
             out[port] = InterfaceCounters(**{f: _int(row[c]) for c, f in present.items()})
     return out
 
@@ -374,24 +416,31 @@ _PFC = [f"PFC{i}" for i in range(8)]
 
 @_sonic("show pfc counters", "pfcstat")
 def parse_pfc_counters(text: str) -> dict[str, PfcCounters]:
+    """Rx and Tx pause frames per priority. A capture holding only one of the two
+    tables (``| grep Rx -A10``, or cut after the Rx table) gives that direction
+    and ``None`` per priority for the other: missing, not zero."""
     per_dir: dict[str, dict[str, list[int | None]]] = {"rx": {}, "tx": {}}
     for table in _tables(text):
         first = table.headers[0].lower() if table.headers else ""
         if first not in ("port rx", "port tx"):
             continue
         if not all(table.column(p) for p in _PFC):
-            raise _Garbled(f"{table.headers[0]} table lacks PFC0..PFC7")
+            raise _Garbled(f"{table.headers[0]} table lacks PFC0..PFC7", expected="PFC0..PFC7")
         direction = first[-2:]
-        for row in table.rows:
+        for i, row in enumerate(table.rows):
             port = _text(row[table.headers[0]])
             if not port:
-                raise _Garbled("row without a port")
+                raise _Garbled("row without a port", line=table.lines[i])
+            _unique(per_dir[direction], port, table, i)
             per_dir[direction][port] = [_int(row[p]) for p in _PFC]
-    if not per_dir["rx"] or not per_dir["tx"]:
-        raise _Garbled("expected both a 'Port Rx' and a 'Port Tx' table")
-    if per_dir["rx"].keys() != per_dir["tx"].keys():
-        raise _Garbled("Rx and Tx tables list different ports")
-    return {p: PfcCounters(rx=per_dir["rx"][p], tx=per_dir["tx"][p]) for p in per_dir["rx"]}
+    if not per_dir["rx"] and not per_dir["tx"]:
+        raise _Garbled("no 'Port Rx' or 'Port Tx' table", expected="a 'Port Rx  PFC0 ...' table")
+    missing: list[int | None] = [None] * len(_PFC)
+    ports = list(dict.fromkeys([*per_dir["rx"], *per_dir["tx"]]))
+    return {
+        p: PfcCounters(rx=per_dir["rx"].get(p, missing), tx=per_dir["tx"].get(p, missing))
+        for p in ports
+    }
 
 
 _QUEUE_KINDS = {"UC": "unicast", "MC": "multicast", "ALL": "all"}
@@ -413,15 +462,18 @@ _QUEUE_COLUMNS = {
 def parse_queue_counters(text: str) -> dict[str, QueueCounters]:
     """Per-queue packets/bytes/drops, or WRED drops and ECN marks (``wredcounters``)."""
     queues: dict[str, list[QueueCounter]] = {}
+    seen: dict[tuple[str, str, str], bool] = {}
     for table in _tables_named(text, "Port", "TxQ"):
         present = {c: f for c, f in _QUEUE_COLUMNS.items() if table.column(c)}
         if not present:
             raise _Garbled(f"queue table without counter columns: {table.headers}")
-        for row in table.rows:
+        for i, row in enumerate(table.rows):
             port, txq = _text(row["Port"]), _text(row["TxQ"])
             m = re.fullmatch(r"(UC|MC|ALL)(\d+)", txq or "")
             if not port or not m:
-                raise _Garbled(f"queue row {port!r} {txq!r}")
+                raise _Garbled(f"queue row {port!r} {txq!r}", line=table.lines[i])
+            _unique(seen, (port, txq, table.headers[2]), table, i)
+            seen[(port, txq, table.headers[2])] = True
             queues.setdefault(port, []).append(
                 QueueCounter(
                     queue=m.group(0),
@@ -446,10 +498,11 @@ def _flr(cell: str | None) -> float | None:
 def parse_fec_stats(text: str) -> dict[str, FecStats]:
     out: dict[str, FecStats] = {}
     for table in _tables_named(text, "IFACE", "FEC_CORR", "FEC_UNCORR"):
-        for row in table.rows:
+        for i, row in enumerate(table.rows):
             port = _text(row["IFACE"])
             if not port:
-                raise _Garbled("row without an IFACE")
+                raise _Garbled("row without an IFACE", line=table.lines[i])
+            _unique(out, port, table, i)
             out[port] = FecStats(
                 corrected_cw=_int(table.cell(row, "FEC_CORR")),
                 uncorrectable_cw=_int(table.cell(row, "FEC_UNCORR")),
@@ -495,10 +548,11 @@ def parse_fec_histogram(text: str, port: str | None = None) -> dict[str, FecHist
             out[key] = FecHistogram(bins=bins)
         elif table.headers and table.headers[0] == "IFACE" and table.column("BIN0"):
             bin_columns = [h for h in table.headers if _BIN.fullmatch(h)]
-            for row in table.rows:
+            for i, row in enumerate(table.rows):
                 name = _text(row["IFACE"])
                 if not name:
-                    raise _Garbled("row without an IFACE")
+                    raise _Garbled("row without an IFACE", line=table.lines[i])
+                _unique(out, name, table, i)
                 out[name] = FecHistogram(bins=_bins([(c, row[c]) for c in bin_columns]))
     if not out:
         raise _Garbled("no 'Symbol Errors Per Codeword' or IFACE/BIN table")
@@ -512,10 +566,11 @@ def parse_fec_histogram(text: str, port: str | None = None) -> dict[str, FecHist
 def parse_lldp_table(text: str) -> dict[str, LldpNeighbor]:
     out: dict[str, LldpNeighbor] = {}
     for table in _tables_named(text, "LocalPort", "RemoteDevice", "RemotePortID"):
-        for row in table.rows:
+        for i, row in enumerate(table.rows):
             local = _text(row["LocalPort"])
             if not local:
-                raise _Garbled("row without a LocalPort")
+                raise _Garbled("row without a LocalPort", line=table.lines[i])
+            _unique(out, local, table, i)
             out.setdefault(
                 local,
                 LldpNeighbor(
@@ -548,11 +603,14 @@ def _pair(
 def parse_pfcwd_stats(text: str) -> dict[str, PfcWatchdogState]:
     out: dict[str, PfcWatchdogState] = {}
     for table in _tables_named(text, "QUEUE", "STATUS"):
-        for row in table.rows:
+        for i, row in enumerate(table.rows):
             key = _text(row["QUEUE"]) or ""
             port, sep, queue = key.rpartition(":")
             if not sep or not queue.isdigit():
-                raise _Garbled(f"queue {key!r} is not PORT:QUEUE")
+                raise _Garbled(
+                    f"queue {key!r} is not PORT:QUEUE", line=table.lines[i], expected="PORT:QUEUE"
+                )
+            _unique(out, key, table, i)
             detected, restored = _pair(
                 table, row, "STORM DETECTED/RESTORED", "STORM DETECTED", "STORM RESTORED"
             )
@@ -584,10 +642,11 @@ def parse_pfcwd_config(text: str) -> dict[str, PfcWatchdogConfig]:
     poll_ms = int(poll.group(1)) if poll else None
     out: dict[str, PfcWatchdogConfig] = {}
     for table in _tables_named(text, "PORT", "ACTION", "DETECTION TIME"):
-        for row in table.rows:
+        for i, row in enumerate(table.rows):
             port = _text(row["PORT"])
             if not port:
-                raise _Garbled("row without a PORT")
+                raise _Garbled("row without a PORT", line=table.lines[i])
+            _unique(out, port, table, i)
             hist = _text(table.cell(row, "HISTORY"))
             out[port] = PfcWatchdogConfig(
                 action=_text(row["ACTION"]),
@@ -730,6 +789,8 @@ def parse_transceiver_eeprom(text: str) -> dict[str, Transceiver]:
             rest = header["rest"].lower()
             present = "detected" in rest and "not" not in rest
             current = _Module(present, {}, {}, {})
+            if header["port"] in modules:
+                raise _Garbled(f"port {header['port']!r} twice", expected="one block per port")
             modules[header["port"]] = current
             section = None
             continue
@@ -768,13 +829,15 @@ def parse_transceiver_pm(text: str) -> dict[str, TransceiverPm]:
     without_pm: set[str] = set()
     port: str | None = None
     in_rows = False
-    for line in text.splitlines():
-        if m := re.match(r"^(\S+):\s*Transceiver performance monitoring not applicable", line):
+    for n, line in enumerate(text.splitlines(), start=1):
+        if m := re.match(r"^\s*(\S+):\s*Transceiver performance monitoring not applicable", line):
             out[m.group(1)], port = TransceiverPm(params={}), None
             without_pm.add(m.group(1))
             continue
-        if m := re.match(r"^(\S+):\s*$", line):
+        if m := re.match(r"^\s*(\S+):\s*$", line):
             port, in_rows = m.group(1), False
+            if port in out:
+                raise _Garbled(f"port {port!r} twice", line=n, expected="one PM block per port")
             out[port] = TransceiverPm(params={})
             continue
         if port is None:
@@ -786,7 +849,11 @@ def parse_transceiver_pm(text: str) -> dict[str, TransceiverPm]:
             continue
         cells = re.split(r"\s{2,}", line.strip())
         if len(cells) != 11:
-            raise _Garbled(f"PM row with {len(cells)} cells: {line.strip()!r}")
+            raise _Garbled(
+                f"PM row with {len(cells)} cells: {line.strip()!r}", line=n, expected="11 cells"
+            )
+        if _pm_key(cells[0]) in out[port].params:
+            raise _Garbled(f"{port}: PM parameter {cells[0]!r} twice", line=n)
         out[port].params[_pm_key(cells[0])] = PmParameter(
             unit=_text(cells[1]),
             min=_float(cells[2]),
@@ -866,3 +933,77 @@ def parse_prbs_status(text: str) -> dict[str, list[PrbsResult]]:
             )
         )
     return {port: out}
+
+
+# --- what each command's output looks like (labtest parse refuses another's) -----------
+
+for _label, _pattern, _commands in (
+    ("show version", r"^SONiC Software Version:", ("show version",)),
+    (
+        "show interfaces status",
+        r"^\s*Interface\s+Lanes\s+Speed\s+MTU",
+        ("show interfaces status", "show interface status"),
+    ),
+    (
+        "show interfaces counters",
+        r"^\s*IFACE\s+STATE\s+RX_(?:OK|ERR)\b",
+        (
+            "show interfaces counters",
+            "show interfaces counters -a",
+            "show interfaces counters --printall",
+            "show interfaces counters errors",
+            "show interface counters",
+            "show interface counters errors",
+            "portstat",
+        ),
+    ),
+    ("show pfc counters", r"^\s*Port (?:Rx|Tx)\s+PFC0", ("show pfc counters", "pfcstat")),
+    (
+        "show queue counters",
+        r"^\s*Port\s+TxQ\s+(?:Counter|WredDrp|EcnMarked)/",
+        ("show queue counters", "show queue wredcounters", "queuestat"),
+    ),
+    (
+        "show interfaces counters fec-stats",
+        r"^\s*IFACE\s+STATE\s+FEC_CORR",
+        ("show interfaces counters fec-stats", "portstat -f"),
+    ),
+    (
+        "show interfaces counters fec-histogram",
+        r"^\s*(?:Symbol Errors Per Codeword|IFACE\s+STATE\s+BIN0|IFACE\s+BIN0)",
+        ("show interfaces counters fec-histogram", "portstat -fh"),
+    ),
+    ("show lldp table", r"^\s*LocalPort\s+RemoteDevice", ("show lldp table",)),
+    (
+        "show pfcwd stats",
+        r"^\s*QUEUE\s+STATUS\s+STORM",
+        ("show pfcwd stats", "pfcwd show stats"),
+    ),
+    (
+        "show pfcwd config",
+        r"^\s*PORT\s+ACTION\s+DETECTION TIME",
+        ("show pfcwd config", "pfcwd show config"),
+    ),
+    (
+        "show interfaces transceiver eeprom",
+        r"^\S+: SFP EEPROM",
+        (
+            "show interfaces transceiver eeprom --dom",
+            "show interfaces transceiver eeprom -d",
+            "show interfaces transceiver eeprom",
+            "sfputil show eeprom -d",
+            "sfputil show eeprom",
+        ),
+    ),
+    (
+        "show interfaces transceiver pm",
+        r"^\s*Parameter\s+Unit\s+Min\s+Avg\s+Max|Transceiver performance monitoring",
+        ("show interfaces transceiver pm",),
+    ),
+    (
+        "show interfaces prbs status",
+        r"^Interface:\s*\S+\s*\|",
+        ("show interfaces prbs status", "show interface prbs status"),
+    ),
+):
+    fingerprint(DRIVER, _label, _pattern, *_commands)

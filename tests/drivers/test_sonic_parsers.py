@@ -413,10 +413,29 @@ def test_unknown_output_raises_parse_error_with_raw_text(command):
     assert command in str(info.value)
 
 
-def test_pfc_with_only_the_rx_table_is_rejected():
-    text = sample("sonic", "show_pfc_counters__pfcstat_test").split("\n\n")[0]
-    with pytest.raises(ParseError, match="Port Tx"):
-        lookup("sonic", "show pfc counters")(text)
+def test_pfc_with_only_the_rx_table_reads_rx_and_marks_tx_missing():
+    """A capture cut after the Rx table: Rx as read, Tx None per priority (not zero)."""
+    full = lookup("sonic", "show pfc counters")(sample("sonic", "show_pfc_counters__pfcstat_test"))
+    text = sample("sonic", "show_pfc_counters__pfcstat_test").split("\n\n")[0] + "\n"
+    rx_only = lookup("sonic", "show pfc counters")(text)
+    assert set(rx_only) == set(full)
+    for port, counters in rx_only.items():
+        assert counters.rx == full[port].rx
+        assert counters.tx == [None] * 8
+
+
+def test_pfc_tx_only_grep_capture_from_issue_9430():
+    pfc = sonic("show pfc counters", "show_pfc_counters__issue9430_tx_only_grep")
+    assert list(pfc) == [f"Ethernet{n}" for n in (0, 2, 4, 6, 8, 10)]
+    assert pfc["Ethernet6"].tx == [0, 0, 0, 15437, 0, 0, 0, 0]
+    assert pfc["Ethernet6"].rx == [None] * 8
+
+
+def test_transceiver_pm_with_leading_indentation_as_published():
+    indented = sonic("show interfaces transceiver pm", "transceiver_pm__cmdref_400zr_indented")
+    flush = sonic("show interfaces transceiver pm", "transceiver_pm__cmdref_400zr")
+    assert to_jsonable(indented) == to_jsonable(flush)
+    assert indented["Ethernet100"].params["tx_power"].min == -8.22
 
 
 def test_corrupted_number_is_rejected_not_zeroed():
