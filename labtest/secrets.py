@@ -8,11 +8,14 @@ it, whatever path it took to get there.
 
 from __future__ import annotations
 
+import html
+import json
 import logging
 import os
 import re
 import threading
 from pathlib import Path
+from typing import Any
 
 from labtest.errors import SecretError
 
@@ -51,19 +54,57 @@ def resolve(text: str, base_dir: Path) -> str:
 
 
 def register(value: str) -> None:
-    """Remember a secret so that :func:`redact` scrubs it."""
+    """Remember a secret so that :func:`redact` scrubs it (in every encoding it may be written)."""
     if len(value) >= 3:
         with _lock:
-            _known.add(value)
+            _known.update(_forms(value))
+
+
+def _forms(secret: str) -> set[str]:
+    """The secret as written raw, in JSON (ASCII or not), and in HTML/XML text or attributes."""
+    forms = {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]}
+    forms |= {html.escape(f, quote=q) for f in set(forms) for q in (True, False)}
+    return {f for f in forms if len(f) >= 3}
 
 
 def redact(text: str) -> str:
+    """``text`` with every known secret replaced by :data:`MASK`."""
     with _lock:
         known = sorted(_known, key=len, reverse=True)
     for secret in known:
         if secret in text:
             text = text.replace(secret, MASK)
     return text
+
+
+def redact_bytes(data: bytes) -> bytes:
+    """Bytes as written to a file: scrub their UTF-8 text (binary data passes unchanged)."""
+    with _lock:
+        known = sorted(_known, key=len, reverse=True)
+    for secret in known:
+        raw = secret.encode()
+        if raw in data:
+            data = data.replace(raw, MASK.encode())
+    return data
+
+
+def redact_data(value: Any) -> Any:
+    """A JSON-like value (dicts, lists, strings) with every string scrubbed, keys included."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, bytes):
+        return redact_bytes(value)
+    if isinstance(value, dict):
+        return {redact_data(k): redact_data(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(redact_data(v) for v in value)
+    return value
+
+
+def known() -> bool:
+    """Whether any secret is registered (nothing to scrub otherwise)."""
+    with _lock:
+        return bool(_known)
 
 
 class RedactingFilter(logging.Filter):

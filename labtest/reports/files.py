@@ -6,11 +6,18 @@ import contextlib
 import hashlib
 from pathlib import Path
 
+from labtest import secrets
+
 CHUNK_BYTES = 1 << 20
 
 
 def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write ``path`` through a temporary sibling and a rename; raises ``OSError``."""
+    """Write ``path`` through a temporary sibling and a rename; raises ``OSError``.
+
+    Known secrets are scrubbed first (:mod:`labtest.secrets`): every report file
+    goes through here.
+    """
+    data = secrets.redact(data) if isinstance(data, str) else secrets.redact_bytes(data)
     tmp = path.with_name(path.name + ".tmp")
     try:
         if isinstance(data, str):

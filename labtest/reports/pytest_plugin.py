@@ -33,7 +33,7 @@ import labtest
 from labtest import secrets
 from labtest.errors import ConfigError, InfraError, LabtestError
 from labtest.plugin import RECORDER_ATTR
-from labtest.reports import allure_env, inventory, provenance, results
+from labtest.reports import allure_env, inventory, provenance, results, scrub
 from labtest.testbed import Testbed, load_testbed
 
 DEFAULT_RESULTS_DIR = Path("reports") / "allure-results"
@@ -67,6 +67,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "emulation_deviation(reason): the emulated lab does not model what this test checks; "
         "with --emulate a failure is an emulation deviation, not a product failure",
     )
+    scrub.install_allure()  # allure-pytest's files are scrubbed of secrets as they are written
     run = _Run(config=config, results_dir=_results_dir(config))
     config.stash[_key] = run
     if run.active:
@@ -198,6 +199,7 @@ def _run(config: pytest.Config) -> _Run | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    scrub.redact_item_ids(items)  # a secret as a parameter id: test_x[********]
     run = _run(config)
     if run is None:
         return

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import labtest
-from labtest.reports import provenance, results
+from labtest.reports import provenance, results, scrub
 from labtest.reports.files import sha256_file, write_atomic
 
 SCHEMA = "labtest-signoff/1"
@@ -80,7 +80,9 @@ def build(
     run = results.load(results_dir)
     _prepare_out(results_dir, out_dir)
     evidence = out_dir / EVIDENCE_DIR
-    shutil.copytree(results_dir, evidence, ignore=_ignore_temporary)
+    shutil.copytree(
+        results_dir, evidence, ignore=_ignore_temporary, copy_function=scrub.copy_scrubbed
+    )
     allure_path, allure_error = None, None
     if allure is not None:
         try:

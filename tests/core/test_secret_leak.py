@@ -3,7 +3,12 @@
 A real run: the plugin drives a SONiC emulator over SSH with a known password,
 fails authentication on a second device with another known password, records
 the session, and writes Allure results, JUnit XML, a DEBUG log file and the
-terminal output. Every byte of it is scanned for the secrets.
+terminal output. The tests also plant the password where a careless test or a
+chatty device would: an exception message, a test parameter (its value and its
+id), device output (an attachment, an error's raw output, stdout, a log line)
+and a measurement's name and labels. Then ``labtest report`` builds the
+sign-off from those results. Every byte of every file, and the terminal, is
+scanned for the secrets.
 """
 
 from __future__ import annotations
@@ -27,7 +32,15 @@ BAD_PW = "Wrong-Pw-Also-Secret-5521"
 COMMUNITY = "community-secret-8842"
 
 TESTS = """
-from labtest.errors import LimitFailure
+import logging
+import os
+
+import allure
+import pytest
+
+from labtest.errors import InfraError, LimitFailure
+
+PW = os.environ["LT_GOOD"]
 
 
 def test_facts(device):
@@ -42,6 +55,34 @@ def test_limit_fails(measure, device):
     ports = device("leaf1").interfaces()
     measure("ports", len(ports), unit="count",
             limit=__import__("labtest.measure").measure.Limit(high=0, source="leak test"))
+
+
+def test_exception_message(device):
+    device("leaf1").facts()
+    raise RuntimeError("device said: " + PW)
+
+
+@pytest.mark.parametrize("secret", [PW], ids=["given-id"])
+def test_parameter_value(device, secret):
+    assert device("leaf1").facts().os_version and secret
+
+
+@pytest.mark.parametrize("secret", [PW])
+def test_parameter_as_id(device, secret):
+    assert device("leaf1").facts().os_version and secret
+
+
+def test_device_output(device):
+    device("leaf1").facts()
+    allure.attach("show running-config\\n  password " + PW, name="running config " + PW)
+    print("device echoed", PW)
+    logging.getLogger("dut").warning("device echoed %s", PW)
+    raise InfraError("leaf1", "could not parse the prompt", raw="login: admin " + PW)
+
+
+def test_measurement_label(measure, device):
+    device("leaf1").facts()
+    measure("rx " + PW, 1.0, unit="count", port="Ethernet" + PW)
 """
 
 
@@ -92,11 +133,24 @@ def test_no_secret_in_any_output(tmp_path: Path, sonic_server: SshServer) -> Non
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180,
     )
     out = run.stdout + run.stderr
-    assert "1 passed" in out and "1 failed" in out and "1 broken" in out, out[-3000:]
+    assert "4 passed" in out and "2 failed" in out and "2 broken" in out, out[-3000:]
+    report = subprocess.run(
+        [sys.executable, "-c", "import sys; from labtest.cli import main; sys.exit(main())",
+         "report", "allure", "--output", "signoff",
+         "--no-allure", "--exit-zero"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180,
+    )
+    out += report.stdout + report.stderr
+    assert report.returncode == 0, out[-3000:]
+    assert (tmp_path / "signoff" / "signoff.html").is_file()
+    assert any((tmp_path / "signoff" / "evidence").glob("*-result.json"))
     written = [p for p in tmp_path.rglob("*") if p.is_file() and p.name != "tb.yaml"]
     assert any(p.parent.name == "recording" for p in written)  # the session was recorded
     assert (tmp_path / "run.log").stat().st_size > 1000  # DEBUG logging did run
+    leaks = []
     for secret in (GOOD_PW, BAD_PW, COMMUNITY):
-        assert secret not in out, f"secret in terminal output: {secret}"
-        for path in written:
-            assert secret.encode() not in path.read_bytes(), f"secret in {path}"
+        if secret in out:
+            leaks.append(f"terminal: {secret}")
+        leaks += [f"{p.relative_to(tmp_path)}: {secret}"
+                  for p in written if secret.encode() in p.read_bytes()]
+    assert leaks == [], "\n".join(leaks)

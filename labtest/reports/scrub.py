@@ -1,0 +1,91 @@
+"""Every byte the reports write goes through :mod:`labtest.secrets` first.
+
+labtest's own writers call :func:`labtest.reports.files.write_atomic`, which
+scrubs. Two writers are not ours: allure-pytest's file logger (results,
+containers, attachments: a test's exception message, its parameters, whatever
+it attaches) and pytest itself (node ids in the terminal, JUnit and logs, where
+a parameter's value becomes the test's id). :func:`install_allure` makes the
+first scrub what it writes; :func:`redact_item_ids` renames the tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from labtest import secrets
+from labtest.reports.files import write_atomic
+
+_INSTALLED = "_labtest_scrubbing"
+
+
+def install_allure() -> None:
+    """Make allure-pytest's file logger write scrubbed results and attachments."""
+    try:
+        from allure_commons.logger import AllureFileLogger
+    except ImportError:  # allure-pytest not installed: nothing writes Allure files
+        return
+    if getattr(AllureFileLogger, _INSTALLED, False):
+        return
+    AllureFileLogger._report_item = _report_item  # type: ignore[method-assign]
+    AllureFileLogger.report_attached_data = _attached_data(AllureFileLogger.report_attached_data)
+    AllureFileLogger.report_attached_file = _attached_file(AllureFileLogger.report_attached_file)
+    setattr(AllureFileLogger, _INSTALLED, True)
+
+
+def _report_item(self: Any, item: Any) -> None:
+    """A result, container or globals file, as allure-pytest writes it, scrubbed first."""
+    from attr import asdict
+
+    data = asdict(item, filter=lambda _, v: v or v is False)
+    name = item.file_pattern.format(prefix=uuid.uuid4())
+    indent = 4 if os.environ.get("ALLURE_INDENT_OUTPUT") else None
+    write_atomic(Path(self._report_dir) / name, json.dumps(data, indent=indent, ensure_ascii=False))
+
+
+def _attached_data(original: Any) -> Any:
+    def report_attached_data(self: Any, body: Any, file_name: str) -> None:
+        clean = secrets.redact(body) if isinstance(body, str) else secrets.redact_bytes(body)
+        original(self, clean, file_name)
+
+    report_attached_data.__wrapped__ = original  # type: ignore[attr-defined]
+    return report_attached_data
+
+
+def _attached_file(original: Any) -> Any:
+    def report_attached_file(self: Any, source: Any, file_name: str) -> None:
+        write_atomic(Path(self._report_dir) / file_name, Path(source).read_bytes())
+
+    report_attached_file.__wrapped__ = original  # type: ignore[attr-defined]
+    return report_attached_file
+
+
+def redact_item_ids(items: list[pytest.Item]) -> None:
+    """Rename tests whose id carries a secret (``test_x[<password>]``) before anything prints it.
+
+    pytest keeps the id in a private attribute; it is read everywhere after
+    collection (terminal, JUnit, Allure, xdist), so renaming it here is enough.
+    """
+    if not secrets.known():
+        return
+    for item in items:
+        nodeid = secrets.redact(item.nodeid)
+        if nodeid != item.nodeid:
+            item._nodeid = nodeid
+            item.name = secrets.redact(item.name)
+
+
+def copy_scrubbed(src: str, dst: str) -> str:
+    """``shutil.copytree``'s copy function: a file's bytes, scrubbed (evidence copies)."""
+    data = Path(src).read_bytes()
+    clean = secrets.redact_bytes(data)
+    if clean is data:
+        return shutil.copy2(src, dst)
+    write_atomic(Path(dst), clean)
+    return dst
