@@ -687,7 +687,7 @@ def paramiko_error(exc: BaseException) -> tuple[type[TransportError], str]:
     what = f"{type(exc).__name__}: {exc}".rstrip(": ")
     if isinstance(exc, paramiko.BadHostKeyException):
         return HostKeyMismatch, what
-    if isinstance(exc, paramiko.ssh_exception.InvalidHostKey):
+    if isinstance(exc, paramiko.hostkeys.InvalidHostKey):
         return HostKeyUnknown, what
     if isinstance(exc, paramiko.AuthenticationException):
         return AuthFailed, what

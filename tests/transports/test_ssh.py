@@ -28,14 +28,16 @@ from labtest.errors import (
     AuthFailed,
     ConnectionRefused,
     HostKeyMismatch,
+    HostKeyRevoked,
     HostKeyUnknown,
+    InfraError,
     LegacyAlgorithms,
     ProtocolError,
     TransportError,
     TransportTimeout,
 )
 from labtest.testbed.model import SshSettings
-from labtest.transports.ssh import SshTransport
+from labtest.transports.ssh import SshTransport, _take_marker, paramiko_error, parse_known_hosts
 
 PASSWORD = "Pw-9f3LabSecret-Alpha"
 WRONG_PASSWORD = "Pw-wrongSecret-Bravo"
@@ -349,29 +351,33 @@ def test_legacy_kex_peer_is_legacy_algorithms(settings, server, no_leaks) -> Non
 SSHD = shutil.which("sshd") or ("/usr/sbin/sshd" if os.path.exists("/usr/sbin/sshd") else None)
 
 
-@pytest.fixture
-def legacy_sshd(tmp_path: Path) -> Iterator[int]:
-    """Debian's OpenSSH sshd on a free 127.0.0.1 port, offering only SHA-1 key exchange."""
+@contextlib.contextmanager
+def openssh_sshd(directory: Path, config: str = "") -> Iterator[tuple[int, Path]]:
+    """Debian's OpenSSH sshd on a free 127.0.0.1 port; yields (port, host key path).
+
+    ``config`` adds sshd_config lines. Skips (naming the package) when sshd is
+    missing or cannot run; the daemon is stopped by its PID.
+    """
     if SSHD is None or shutil.which("ssh-keygen") is None:
         pytest.skip("OpenSSH sshd not installed (apt-get install openssh-server)")
     privsep = Path("/run/sshd")  # sshd refuses to start without its privilege-separation dir
     if os.geteuid() != 0 and not privsep.exists():
-        pytest.skip("sshd needs /run/sshd, which only root can create")
+        pytest.skip("sshd (openssh-server) needs /run/sshd, which only root can create")
     made_privsep = os.geteuid() == 0 and not privsep.exists()
     if made_privsep:
         privsep.mkdir(mode=0o755)
-    host_key = tmp_path / "ssh_host_ed25519_key"
+    host_key = directory / "ssh_host_ed25519_key"
     subprocess.run(
         ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(host_key)], check=True, timeout=10
     )
     port = free_port()
-    config = tmp_path / "sshd_config"
-    config.write_text(
+    sshd_config = directory / "sshd_config"
+    sshd_config.write_text(
         f"Port {port}\nListenAddress 127.0.0.1\nHostKey {host_key}\n"
-        f"PidFile {tmp_path / 'sshd.pid'}\nKexAlgorithms diffie-hellman-group14-sha1\n"
-        "UsePAM no\nStrictModes no\nPasswordAuthentication no\n"
+        f"PidFile {directory / 'sshd.pid'}\nUsePAM no\nStrictModes no\n"
+        f"PasswordAuthentication no\n{config}"
     )
-    proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stderr=subprocess.PIPE)
+    proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(sshd_config)], stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 5
         while True:
@@ -380,7 +386,7 @@ def legacy_sshd(tmp_path: Path) -> Iterator[int]:
             if proc.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"sshd did not start: {proc.stderr.read().decode()[-500:]}")  # type: ignore[union-attr]
             time.sleep(0.02)
-        yield port
+        yield port, host_key
     finally:
         proc.terminate()
         try:
@@ -389,7 +395,15 @@ def legacy_sshd(tmp_path: Path) -> Iterator[int]:
             proc.kill()
             proc.wait(timeout=5)
         if made_privsep:
-            privsep.rmdir()
+            with contextlib.suppress(OSError):  # another sshd of this run may still use it
+                privsep.rmdir()
+
+
+@pytest.fixture
+def legacy_sshd(tmp_path: Path) -> Iterator[int]:
+    """OpenSSH sshd offering only SHA-1 key exchange."""
+    with openssh_sshd(tmp_path, "KexAlgorithms diffie-hellman-group14-sha1\n") as (port, _):
+        yield port
 
 
 def test_openssh_with_only_sha1_kex_is_legacy_algorithms(settings, legacy_sshd, no_leaks) -> None:
@@ -432,3 +446,154 @@ def test_leak_check_is_live(settings, caplog: pytest.LogCaptureFixture) -> None:
         ssh.exec("echo x")
     names = {r.name for r in caplog.records}
     assert "labtest.transport.ssh" in names and "paramiko.transport" in names
+
+
+# --- known_hosts as OpenSSH writes it ---------------------------------------------------
+
+
+def _line(name: str, key: paramiko.PKey, marker: str = "") -> str:
+    return f"{marker + ' ' if marker else ''}{name} {key.get_name()} {key.get_base64()}\n"
+
+
+def test_known_hosts_reader_keeps_usable_lines_and_says_why_it_skipped_the_rest() -> None:
+    plain, hashed, revoked, ca = (generate_key()[0] for _ in range(4))
+    hashed_name = paramiko.HostKeys.hash_host("[10.0.0.2]:2222")
+    text = (
+        "# comment\n\n"  # lines 1-2
+        + _line("sw1,10.0.0.1", plain)  # 3
+        + _line(hashed_name, hashed)  # 4
+        + _line("*.lab.example", ca, "@cert-authority")  # 5
+        + _line("*", revoked, "@revoked")  # 6
+        + "sw9 sk-ssh-ed25519@openssh.com AAAAGnNrLXNzaC1lZDI1NTE5QG9wZW5zc2guY29t\n"  # 7
+        + "sw8 ssh-ed25519 not*base64\n"  # 8
+        + "sw7 ssh-ed25519\n"  # 9
+        + f"sw6 ssh-rsa {plain.get_base64()}\n"  # 10: the blob is not the type named
+        + "@future-marker sw5 ssh-ed25519 AAAA\n"  # 11
+    )
+    hosts = parse_known_hosts(text)
+    assert hosts.keys.lookup("sw1")["ssh-ed25519"] == plain
+    assert hosts.keys.lookup("10.0.0.1")["ssh-ed25519"] == plain
+    assert hosts.keys.lookup("[10.0.0.2]:2222")["ssh-ed25519"] == hashed
+    assert hosts.keys.lookup("sw9") is None and hosts.keys.lookup("sw6") is None
+    assert hosts.revoked == [revoked]
+    reasons = dict(hosts.skipped)
+    assert sorted(reasons) == [5, 7, 8, 9, 10, 11]
+    assert "@cert-authority" in reasons[5] and "certificates" in reasons[5]
+    assert "sk-ssh-ed25519@openssh.com" in reasons[7]
+    assert "base64" in reasons[8] and "fields" in reasons[9] and "parsed" in reasons[10]
+    assert "@future-marker" in reasons[11]
+
+
+def test_cert_authority_line_is_skipped_with_one_warning_and_plain_key_works(
+    settings, server: SshServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "known_hosts_ca"
+    path.write_text(_line("*", generate_key()[0], "@cert-authority") + server.known_hosts_line())
+    for _ in range(2):  # a second connection does not repeat the warning
+        with SshTransport("sw1", "127.0.0.1", settings(known_hosts=path)) as ssh:
+            assert ssh.exec("echo ok").stdout == "ok\n"
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1, warnings
+    assert str(path) in warnings[0] and "line 1" in warnings[0]
+
+
+def test_revoked_host_key_is_refused_whatever_the_policy(
+    settings, server: SshServer, tmp_path: Path, no_leaks
+) -> None:
+    path = tmp_path / "known_hosts_revoked"
+    path.write_text(_line("*", server.host_key, "@revoked") + server.known_hosts_line())
+    error = raises(
+        HostKeyRevoked,
+        no_leaks,
+        SshTransport("sw1", "127.0.0.1", settings(known_hosts=path)).connect,
+    )
+    assert "@revoked" in str(error) and server.host_key.fingerprint in str(error)
+
+    path.write_text(
+        _line("*", server.host_key, "@revoked")
+    )  # not recorded: accept-new may not add it
+    config = settings(known_hosts=path, host_key_policy="accept-new")
+    raises(HostKeyRevoked, no_leaks, SshTransport("sw1", "127.0.0.1", config).connect)
+    assert path.read_text().count("\n") == 1
+
+
+# --- every paramiko failure is typed ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("exc", "expected"),
+    [
+        (paramiko.hostkeys.InvalidHostKey("@revoked x", ValueError()), HostKeyUnknown),
+        (paramiko.BadHostKeyException("h", generate_key()[0], generate_key()[0]), HostKeyMismatch),
+        (paramiko.AuthenticationException("no"), AuthFailed),
+        (paramiko.BadAuthenticationType("no", ["password"]), AuthFailed),
+        (paramiko.PasswordRequiredException("key is encrypted"), AuthFailed),
+        (paramiko.IncompatiblePeer("no kex"), LegacyAlgorithms),
+        (paramiko.SSHException("Timeout opening channel."), TransportTimeout),
+        (TimeoutError("timed out"), TransportTimeout),
+        (paramiko.SSHException("Error reading SSH protocol banner"), ProtocolError),
+        (paramiko.ChannelException(2, "Connect failed"), ProtocolError),
+        (paramiko.ssh_exception.MessageOrderError(), ProtocolError),
+        (EOFError(), ProtocolError),
+        (ConnectionResetError(104, "Connection reset by peer"), ProtocolError),
+        (ConnectionRefusedError(111, "refused"), ConnectionRefused),
+        (
+            paramiko.ssh_exception.NoValidConnectionsError({("127.0.0.1", 22): OSError()}),
+            ConnectionRefused,
+        ),
+        (paramiko.ProxyCommandFailure("nc", "exit 1"), ConnectionRefused),
+    ],
+    ids=lambda v: type(v).__name__ if isinstance(v, BaseException) else "",
+)
+def test_paramiko_exceptions_map_to_typed_errors(exc: BaseException, expected: type) -> None:
+    kind, what = paramiko_error(exc)
+    assert kind is expected and issubclass(kind, InfraError)
+    assert type(exc).__name__ in what
+
+
+def test_untyped_paramiko_exception_becomes_typed_but_our_bugs_do_not(
+    settings, monkeypatch: pytest.MonkeyPatch, no_leaks
+) -> None:
+    ssh = SshTransport("sw1", "127.0.0.1", settings())
+
+    def invalid_line(self: SshTransport) -> None:  # what paramiko's own loader raised
+        raise paramiko.hostkeys.InvalidHostKey("@cert-authority * ssh-ed25519", ValueError())
+
+    monkeypatch.setattr(SshTransport, "_known_hosts", invalid_line)
+    error = raises(HostKeyUnknown, no_leaks, ssh.connect)
+    assert "InvalidHostKey" in str(error)
+
+    def bug(self: SshTransport) -> None:
+        raise KeyError("a labtest bug")
+
+    monkeypatch.setattr(SshTransport, "_known_hosts", bug)
+    with pytest.raises(KeyError):
+        ssh.connect()
+
+
+def test_paramiko_log_noise_is_demoted_to_debug(caplog: pytest.LogCaptureFixture) -> None:
+    terminal = logging.Handler(logging.WARNING)
+    shown: list[logging.LogRecord] = []
+    terminal.emit = shown.append  # type: ignore[method-assign]
+    logging.getLogger().addHandler(terminal)
+    try:
+        logging.getLogger("paramiko.transport").error("Socket exception: Connection reset (104)")
+    finally:
+        logging.getLogger().removeHandler(terminal)
+    assert shown == []
+    kept = [r for r in caplog.records if "Socket exception" in r.getMessage()]
+    assert [r.levelno for r in kept] == [logging.DEBUG]
+    assert kept[0].getMessage().startswith("(error) ")
+
+
+def test_group_marker_is_split_from_stderr() -> None:
+    mark = "labtest-pgid-0a1b2c3d:"
+    assert _take_marker(bytearray(f"{mark}4242\nwarn\n".encode()), mark) == (
+        4242,
+        bytearray(b"warn\n"),
+    )
+    assert _take_marker(bytearray(f"{mark}$$\n".encode()), mark) == (None, bytearray())  # no $$
+    assert _take_marker(bytearray(b"bash: x: not found\n"), mark) == (
+        None,
+        bytearray(b"bash: x: not found\n"),
+    )
