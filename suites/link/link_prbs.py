@@ -8,7 +8,10 @@ not once per link. Each receiving end is a *checker*:
 - ``switch``: both ends offer the ``Prbs`` capability: generator and checker
   at both ends, both directions measured;
 - ``bert``: otherwise, a BERT whose testbed ``vars.port`` is one end measures
-  that end's receiver while the link stays in service.
+  that end's receiver while the link stays in service (the other receiver is
+  then recorded *not proven*);
+- neither: the link's PRBS requirement is recorded *not proven* with the
+  reason (which device lacks the capability), never skipped silently.
 
 The run is a series of stages (enable, wait, disable, read), because some
 switches (SONiC) report results only once PRBS is disabled. Counts add up
@@ -31,7 +34,7 @@ from labtest.capabilities.instruments import Bert
 from labtest.capabilities.switch import Interfaces, Prbs, PrbsResult
 from labtest.errors import InfraError
 from labtest.stats import BerStatement, Decision, SequentialBerTest
-from labtest.testbed.model import Link, Testbed
+from labtest.testbed.model import Endpoint, Link, Testbed
 
 
 @dataclass
@@ -69,6 +72,12 @@ class LinkPlan:
     @property
     def name(self) -> str:
         return self.link.name
+
+    @property
+    def unmeasured(self) -> list[Endpoint]:
+        """Receivers of the link that no checker reads (the coverage holes of this plan)."""
+        read = {c.end for c in self.checkers}
+        return [e for e in self.link.ends if str(e) not in read]
 
 
 @dataclass
@@ -115,9 +124,12 @@ def plan_links(lab: Any, testbed: Testbed, links: list[Link], lane_rate_factor: 
             plans[lk.name] = LinkPlan(lk, "bert", checkers, note)
             continue
         missing = [e.device for e in (a, b) if e.device not in prbs]
+        able = [str(e) for e in (a, b) if e.device in prbs]
         note = (
-            f"no PRBS: {', '.join(sorted(set(missing)))} offer(s) no Prbs capability "
-            "and no BERT sits on either end"
+            f"PRBS not proven: {', '.join(sorted(set(missing)))} offer(s) no Prbs capability "
+            "(generator and checker), no BERT sits on either end"
+            + (f", and {able[0]} alone has no PRBS partner (no loopback or checker-only "
+               "mode is offered by any driver)" if able else "")
         )
         plans[lk.name] = LinkPlan(lk, None, [], note)
     return plans

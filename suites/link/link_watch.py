@@ -1,8 +1,9 @@
 """Which links the link suite tests, and the live watch behind LINK-2 and LINK-3.
 
-The watch observes every switch-switch link at once for ``link.watch_s``: FEC
-counters and histograms at both ends before and after, and the oper state of
-every end sampled all along (one thread per switch, each at its own pace, so a
+The watch observes every selected link at once for ``link.watch_s``: FEC
+counters and histograms at both ends of switch-switch links before and after,
+and the oper state of every end that reports it (a switch; the switch end of a
+host or traffic-generator link) sampled all along (one thread per switch, each at its own pace, so a
 slow switch does not thin out the others' samples). Each link's test then
 judges its own share, so the whole fabric pays for one watch, not one per
 link. A device that cannot be read is kept as its error and re-raised by the
@@ -97,13 +98,21 @@ class LinkWatch:
 
 
 def watch_links(
-    lab: Any, links: list[Link], duration_s: float, poll_s: float, fec_capable: set[str]
+    lab: Any,
+    links: list[Link],
+    duration_s: float,
+    poll_s: float,
+    fec_capable: set[str],
+    watchable: set[str],
 ) -> LinkWatch:
-    """Watch ``links`` for ``duration_s`` (bounded); see the module docstring."""
+    """Watch ``links`` for ``duration_s`` (bounded) through their ends on ``watchable``
+    devices (those reporting link state: the switch end of a host or TG link); see the
+    module docstring."""
     ends: dict[str, list[str]] = {}
     for lk in links:
         for e in lk.ends:
-            ends.setdefault(e.device, []).append(e.port)
+            if e.device in watchable:
+                ends.setdefault(e.device, []).append(e.port)
     watch = LinkWatch(duration_s=0.0)
     for device, ports in ends.items():
         for port in ports:

@@ -42,6 +42,20 @@ LABS: dict[str, dict[str, Any]] = {
         "suites": ["link", "transceiver", "cabling"],
         "args": ["--no-inventory"],
     },
+    # faults placed where the matrix does not place them (issues 14 and 23): a 2.5 dB dirty
+    # connector on an EOS-EOS link, a flapping host link, a downgraded switch of a
+    # two-member vendor group
+    "placed_faults": {
+        "faults": [
+            {"kind": "dirty_connector", "target": "leaf3:Ethernet2/1--spine2:Ethernet3/1",
+             "params": {"loss_db": 2.5}},
+            {"kind": "flapping_link", "target": "host2:eth0",
+             "params": {"period_s": 15, "down_s": 2}},
+            {"kind": "firmware_mismatch", "target": "leaf3", "params": {"version": "4.1.0"}},
+        ],
+        "suites": ["link", "transceiver"],
+        "args": ["--no-inventory"],
+    },
     # optics faults need virtual time to show (drift, heating): time_scale 10
     "optic_faults": {
         "time_scale": 10,

@@ -191,3 +191,62 @@ def test_fec_window_judges_what_happened_during_the_watch() -> None:
     assert w.tail_bin == 3 and w.uncorrectable_cw == 0 and w.pre_fec_ber == 3e-9
     cleared = FecWindow(_fec(5, 1e-9), _fec(1, 1e-9), after, FecHistogram([10, 1]))
     assert cleared.uncorrectable_cw == 1 and cleared.tail_bin == 1
+
+
+def test_one_sided_prbs_is_a_stated_hole_and_a_bert_leaves_the_other_receiver_open() -> None:
+    """Issue 14 case 2: a SONiC port whose far end cannot generate PRBS: the plan says
+    which device lacks what; with a BERT on one end the other receiver stays unmeasured."""
+    lab = FakeLab({"sonic1": FakeSwitch("sonic1"), "eos1": object()})
+    tb = _testbed(("sonic1:Ethernet0", "eos1:Ethernet1/1"))
+    plan = plan_links(lab, tb, tb.links, 1.0625)["sonic1:Ethernet0--eos1:Ethernet1/1"]
+    assert plan.mode is None and "eos1" in plan.note and "sonic1:Ethernet0 alone" in plan.note
+    assert [str(e) for e in plan.unmeasured] == ["sonic1:Ethernet0", "eos1:Ethernet1/1"]
+
+    class Bert:  # what the Bert capability asks for
+        def set_pattern(self, pattern: str, lanes: list[int] | None = None) -> None: ...
+        def start(self, lanes: list[int] | None = None) -> None: ...
+        def stop(self, lanes: list[int] | None = None) -> None: ...
+        def results(self, lanes: list[int] | None = None) -> list[PrbsResult]: return []
+
+    bert = Bert()
+    devices = dict(tb.devices)
+    devices["bert1"] = model.Device(role="bert", driver="bert",
+                                    vars={"port": "sonic1:Ethernet0"})
+    tb2 = tb.model_copy(update={"devices": devices})
+    lab2 = FakeLab({"sonic1": object(), "eos1": object(), "bert1": bert})
+    plan2 = plan_links(lab2, tb2, tb2.links, 1.0625)["sonic1:Ethernet0--eos1:Ethernet1/1"]
+    assert plan2.mode == "bert" and [c.end for c in plan2.checkers] == ["sonic1:Ethernet0"]
+    assert [str(e) for e in plan2.unmeasured] == ["eos1:Ethernet1/1"]
+
+
+class LinkStateSwitch:
+    """Reports oper state (Interfaces) from a script of samples; the last one repeats."""
+
+    def __init__(self, script: list[bool], port: str) -> None:
+        self.script, self.port, self.reads = list(script), port, 0
+
+    def interfaces(self) -> dict[str, Any]:
+        from labtest.capabilities.switch import InterfaceStatus
+
+        up = self.script[min(self.reads, len(self.script) - 1)]
+        self.reads += 1
+        return {self.port: InterfaceStatus(name=self.port, admin_up=True, oper_up=up)}
+
+    def counters(self) -> dict[str, Any]:
+        return {}
+
+
+def test_host_link_is_watched_through_its_switch_end() -> None:
+    """Issue 23 case 2: a flapping host link is seen (and named) at the switch port."""
+    from link_watch import watch_links
+
+    leaf = LinkStateSwitch([True, False, True, False, True], "Ethernet24")
+    lab = FakeLab({"leaf1": leaf, "host2": object()})
+    tb = _testbed(("host2:eth0", "leaf1:Ethernet24"))
+    watch = watch_links(lab, tb.links, duration_s=0.05, poll_s=0.005, fec_capable=set(),
+                        watchable={"leaf1"})
+    assert set(watch.ports) == {"leaf1:Ethernet24"}  # the host reports no link state
+    assert watch.ports["leaf1:Ethernet24"].down_events == 2
+    quiet = watch_links(lab, tb.links, duration_s=0.0, poll_s=0.005, fec_capable=set(),
+                        watchable=set())
+    assert quiet.ports == {}  # nothing to watch it through: the test says not proven

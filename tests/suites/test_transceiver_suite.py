@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from suite_runs import LabRuns, outcomes
 
-RUNS = ("healthy", "link_faults", "optic_faults")
+RUNS = ("healthy", "link_faults", "optic_faults", "placed_faults")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -77,3 +77,18 @@ def test_unreachable_switch_is_broken_not_failed(lab_runs: LabRuns) -> None:
     assert tests and not [t for t in tests if t["outcome"] == "failed"], run.output[-3000:]
     broken = [t for t in tests if t["outcome"] == "broken"]
     assert broken and all("leaf3" in (t["message"] or "") for t in broken)
+
+
+def test_firmware_of_a_two_switch_group_fails_only_the_odd_one(lab_runs: LabRuns) -> None:
+    """Issue 23 case 1: leaf3 downgraded to 4.1.0, spine2 (the only other Arista) healthy."""
+    run = lab_runs.result("placed_faults")
+    leaf3, spine2 = (run.one(f"test_device_firmware[{d}]") for d in ("leaf3", "spine2"))
+    assert leaf3["outcome"] == "failed" and "firmware=4.1.0" in leaf3["message"]
+    assert spine2["outcome"] in ("passed", "skipped"), spine2["message"]
+    failed = {n for n, o in outcomes(run.select("transceiver")).items() if o == "failed"}
+    # the dirty connector fails the budget at spine2's receiver; the flapping host link may
+    # read dark at host2/leaf1:Ethernet24; nothing else fails
+    allowed = {"test_device_firmware[leaf3]",
+               "test_link_loss[leaf3:Ethernet2/1--spine2:Ethernet3/1]"}
+    assert {"test_device_firmware[leaf3]"} <= failed, run.output[-4000:]
+    assert all(n in allowed or "host2" in n or "leaf1:Ethernet24" in n for n in failed), failed
