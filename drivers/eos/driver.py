@@ -10,8 +10,17 @@ flash:TOKEN.cfg`` makes the running config exactly that file again (a replace,
 not a merge). The startup config is never touched; snapshot files stay on
 flash until someone removes them.
 
-Not offered yet (no real published JSON of these commands to build parsers
-against): PFC and queue counters, FEC statistics and histogram, PRBS.
+Read as well, from the JSON shapes ANTA's tests use: FEC codeword counters and
+pre-FEC BER per port (``show interfaces phy detail``), PFC frame totals per port
+(``show priority-flow-control counters``), egress drops per traffic class
+(``show interfaces counters queue detail``) with ECN marks merged in (``show qos
+interfaces ecn counters queue``).
+
+Not offered (no real published output to build a parser against, see
+docs/drivers.md): the FEC codeword histogram, PRBS, PFC counters per priority
+and the PFC watchdog. So the driver has ``fec_stats``, ``pfc_counters`` and
+``queue_counters`` but not the whole ``Fec``/``PfcQueues``/``Prbs`` capabilities;
+a suite needing them reports the EOS end as not proven.
 
 ``vars`` understood: ``reboot_command`` (``reload now``), ``reboot_poll_s`` (5),
 ``reboot_command_timeout_s`` (30).
@@ -19,10 +28,20 @@ against): PFC and queue counters, FEC statistics and histogram, PRBS.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from labtest.drivers.common.cli import CliSwitch, new_snapshot_token, port_name, snapshot_token
 from labtest.drivers.eos import parsers as p
 
-from labtest.capabilities.switch import Facts, InterfaceCounters, InterfaceStatus, LldpNeighbor
+from labtest.capabilities.switch import (
+    Facts,
+    FecStats,
+    InterfaceCounters,
+    InterfaceStatus,
+    LldpNeighbor,
+    PfcCounters,
+    QueueCounters,
+)
 from labtest.capabilities.transceiver import Transceiver
 
 
@@ -47,6 +66,32 @@ class EosSwitch(CliSwitch):
 
     def lldp_neighbors(self) -> dict[str, LldpNeighbor]:
         return self.show("show lldp neighbors detail | json", p.parse_lldp_neighbors)
+
+    # --- FEC, PFC and queues --------------------------------------------------------
+
+    def fec_stats(self) -> dict[str, FecStats]:
+        """Corrected/uncorrected codewords and pre-FEC BER of the line-side PHY."""
+        return self.show("show interfaces phy detail | json", p.parse_phy_detail)
+
+    def pfc_counters(self) -> dict[str, PfcCounters]:
+        """PFC frames per port; EOS totals the priorities (``rx``/``tx`` lists stay None)."""
+        return self.show("show priority-flow-control counters | json", p.parse_pfc_counters)
+
+    def queue_counters(self) -> dict[str, QueueCounters]:
+        """Drops per traffic class, with the ECN-marked packets of each unicast queue."""
+        drops = self.show("show interfaces counters queue detail | json", p.parse_queue_drops)
+        marks = self.show("show qos interfaces ecn counters queue | json", p.parse_ecn_counters)
+        return {
+            port: QueueCounters(
+                queues=[
+                    replace(q, ecn_marked_packets=marks.get(port, {}).get(q.index))
+                    if q.kind == "unicast"
+                    else q
+                    for q in counters.queues
+                ]
+            )
+            for port, counters in drops.items()
+        }
 
     def set_admin(self, port: str, up: bool) -> None:
         self.configure([f"interface {port_name(port)}", "no shutdown" if up else "shutdown"])

@@ -2,10 +2,16 @@
 
 EOS renders the same model as text or JSON; the JSON keys are stable across
 releases, so each parser reads JSON when the text is JSON and falls back to the
-text table for the few commands where that is useful (version, interface
-status, LLDP). Both ``"show version"`` and ``"show version | json"`` reach the
-same parser. Records and ``None`` conventions follow ``labtest.capabilities.switch``;
-samples under ``tests/drivers/samples/eos``.
+text table where EOS prints one (version, interface status, LLDP, transceiver
+DOM and thresholds). Both ``"show version"`` and ``"show version | json"`` reach
+the same parser. Records and ``None`` conventions follow
+``labtest.capabilities.switch``; samples under ``tests/drivers/samples/eos``.
+
+Every parser checks before it reads: a JSON document must close, hold no
+duplicated key and be the answer of its own command (``show interfaces | json``
+given as transceiver data is refused, naming what it looks like); a text row
+must carry every column its header promises. What fails is a ParseError naming
+the command and, where there is one, the line.
 """
 
 from __future__ import annotations
@@ -16,7 +22,16 @@ import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from labtest.capabilities.switch import Facts, InterfaceCounters, InterfaceStatus, LldpNeighbor
+from labtest.capabilities.switch import (
+    Facts,
+    FecStats,
+    InterfaceCounters,
+    InterfaceStatus,
+    LldpNeighbor,
+    PfcCounters,
+    QueueCounter,
+    QueueCounters,
+)
 from labtest.capabilities.transceiver import LaneDom, Threshold, Transceiver
 from labtest.errors import ParseError
 from labtest.parsing import parser
@@ -30,6 +45,28 @@ F = TypeVar("F", bound=Callable[..., Any])
 class _Garbled(ValueError):
     """Raised inside a parser; the registration wrapper turns it into ParseError."""
 
+    def __init__(self, message: str, line: int | None = None, expected: str | None = None):
+        super().__init__(message)
+        self.line = line
+        self.expected = expected
+
+
+def _parse_error(
+    device: str, command: str, message: str, raw: str, line: int | None, expected: str | None
+) -> ParseError:
+    where = f" (line {line})" if line is not None else ""
+    try:
+        return ParseError(
+            device,
+            f"{command}{where}: {message}",
+            raw=raw,
+            command=command,
+            line=line,
+            expected=expected,
+        )
+    except TypeError:  # a ParseError without the location keywords
+        return ParseError(device, f"{command}{where}: {message}", raw=raw)
+
 
 def _eos(*commands: str) -> Callable[[F], F]:
     """Register ``fn`` for each command and its ``| json`` form, with the ParseError contract."""
@@ -39,8 +76,12 @@ def _eos(*commands: str) -> Callable[[F], F]:
         def wrapper(text: str, *args: Any, device: str = PARSE_DEVICE, **kwargs: Any) -> Any:
             try:
                 return fn(text, *args, **kwargs)
+            except _Garbled as exc:
+                raise _parse_error(
+                    device, commands[0], str(exc), text, exc.line, exc.expected
+                ) from exc
             except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
-                raise ParseError(device, f"{commands[0]}: {exc}", raw=text) from exc
+                raise _parse_error(device, commands[0], repr(exc), text, None, None) from exc
 
         parser(DRIVER, *commands, *(f"{c} | json" for c in commands))(wrapper)
         return wrapper  # type: ignore[return-value]
@@ -51,37 +92,133 @@ def _eos(*commands: str) -> Callable[[F], F]:
 _PROMPT = re.compile(r"^\S+[#>]")  # "switch#show version | json" echoed before the output
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json`` keeps the last of two equal keys silently; EOS never prints one twice."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Garbled(f"duplicated key {key!r}", expected="each key once")
+        out[key] = value
+    return out
+
+
 def _as_json(text: str) -> dict[str, Any] | None:
-    """The JSON document in ``text`` (leading prompt/comment lines allowed), else None."""
-    lines = text.strip().splitlines()
-    while (
-        lines
-        and not lines[0].lstrip().startswith("{")
-        and (_PROMPT.match(lines[0]) or lines[0].startswith("#"))
+    """The JSON document in ``text`` (leading prompt/comment lines allowed), else None.
+
+    The whole rest must be that one document: a second document, a cut one or a
+    duplicated key is refused with the line it happens on."""
+    lines = text.splitlines()
+    skipped = 0
+    while lines and (
+        not lines[0].strip()
+        or (
+            not lines[0].lstrip().startswith("{")
+            and (_PROMPT.match(lines[0]) or lines[0].startswith("#"))
+        )
     ):
         lines.pop(0)
-    body = "\n".join(lines).strip()
-    if not body.startswith("{"):
+        skipped += 1
+    body = "\n".join(lines).rstrip()
+    if not body.lstrip().startswith("{"):
         return None
     try:
-        doc = json.loads(body)
+        doc = json.loads(body, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
-        raise _Garbled(f"broken JSON: {exc}") from None
+        what = "a JSON document that closes" if exc.pos >= len(body) else "one JSON document"
+        raise _Garbled(
+            f"broken JSON: {exc.msg}", line=exc.lineno + skipped, expected=what
+        ) from None
     if not isinstance(doc, dict):
-        raise _Garbled("JSON output is not an object")
+        raise _Garbled("JSON output is not an object", expected="a JSON object")
     return doc
 
 
-def _require_json(text: str, command: str) -> dict[str, Any]:
+#: top-level key -> the command whose answer carries it, to name a wrong capture
+_JSON_KEYS = {
+    "modelName": "show version",
+    "interfaceStatuses": "show interfaces status",
+    "interfaceErrorCounters": "show interfaces counters errors",
+    "lldpNeighbors": "show lldp neighbors",
+    "interfacePhyStatuses": "show interfaces phy detail",
+    "egressQueueCounters": "show interfaces counters queue detail",
+    "intfQueueCounters": "show qos interfaces ecn counters queue",
+    "interfaceCounters": "show priority-flow-control counters",
+}
+_TRANSCEIVER_KEYS = {
+    "txPower",
+    "rxPower",
+    "temperature",
+    "voltage",
+    "txBias",
+    "vendorSn",
+    "mediaType",
+    "updateTime",
+}
+
+
+def _looks_like(doc: dict[str, Any]) -> str:
+    """The command ``doc`` most likely answers, for a refusal message."""
+    for key, command in _JSON_KEYS.items():
+        if key in doc:
+            return command
+    entries = doc.get("interfaces")
+    if isinstance(entries, dict):
+        first = next((e for e in entries.values() if isinstance(e, dict) and e), {})
+        if "interfaceCounters" in first or "lineProtocolStatus" in first:
+            return "show interfaces"
+        if "inOctets" in first:
+            return "show interfaces counters"
+        if _TRANSCEIVER_KEYS & set(first):
+            return "show interfaces transceiver"
+    return "another command"
+
+
+def _require_json(text: str, command: str, key: str, kind: type = dict) -> dict[str, Any]:
+    """The JSON answer of ``command``, which must carry ``key`` of type ``kind``."""
     doc = _as_json(text)
     if doc is None:
-        raise _Garbled(f"expected JSON output (run '{command} | json')")
+        raise _Garbled(
+            f"expected JSON output (run '{command} | json')", line=1, expected="a JSON document"
+        )
+    _own_key(doc, command, key, kind)
     return doc
+
+
+def _own_key(doc: dict[str, Any], command: str, key: str, kind: Any = dict) -> None:
+    if not isinstance(doc.get(key), kind):
+        looks = _looks_like(doc)
+        name = getattr(kind, "__name__", "value")
+        raise _Garbled(
+            f"this looks like '{looks} | json' output, not '{command} | json'"
+            if looks != command
+            else f"no {key!r} {name}",
+            expected=f"a {key!r} {name}",
+        )
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    """``value`` when it is an object, ``{}`` when absent; anything else is refused."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _Garbled(f"{where} is {type(value).__name__}, not an object")
+    return value
+
+
+def _entries(doc: dict[str, Any], key: str) -> dict[str, dict[str, Any]]:
+    """``doc[key]`` as port -> object; a non-object entry is refused."""
+    out = doc[key]
+    for port, entry in out.items():
+        if not isinstance(entry, dict):
+            raise _Garbled(f"{key}.{port} is {type(entry).__name__}, not an object")
+    return out
 
 
 def _str(value: Any) -> str | None:
     if value is None:
         return None
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise _Garbled(f"expected a string, got {value!r}")
     value = str(value).strip()
     return value or None
 
@@ -127,8 +264,9 @@ def uptime_seconds(text: str) -> float | None:
 def parse_version(text: str) -> Facts:
     doc = _as_json(text)
     if doc is not None:
-        if "version" not in doc or "modelName" not in doc:
-            raise _Garbled("no 'version'/'modelName' keys")
+        _own_key(doc, "show version", "modelName", str)
+        if not isinstance(doc.get("version"), str):
+            raise _Garbled("no 'version' string", expected="a 'version' string")
         return Facts(
             vendor=_str(doc.get("mfgName")) or "Arista",
             model=_str(doc["modelName"]),
@@ -169,6 +307,23 @@ def _admin_oper(link_status: str | None) -> tuple[bool | None, bool | None]:
     return status != "disabled", status == "connected"
 
 
+_PORT = re.compile(r"(?:Et|Ethernet|Po|Port-Channel|Ma|Management|Lo|Loopback|Vl|Vlan)\d[\d/.]*")
+#: EOS link status words (``show interfaces status``; errdisabled etc. as printed)
+_LINK_STATUSES = {
+    "connected",
+    "notconnect",
+    "disabled",
+    "errdisabled",
+    "inactive",
+    "sfpAbsent",
+    "xcvrAbsent",
+    "monitoring",
+    "linkwait",
+    "notpresent",
+    "adminDown",
+}
+
+
 def _speed_gbps_text(cell: str) -> float | None:
     m = re.fullmatch(r"(?:a-)?(\d+(?:\.\d+)?)([GM])", cell.strip())
     if not m:
@@ -184,8 +339,8 @@ def _status_text(text: str) -> dict[str, InterfaceStatus]:
     names = re.findall(r"\S+", lines[header])
     starts = [m.start() for m in re.finditer(r"\S+", lines[header])]
     out: dict[str, InterfaceStatus] = {}
-    for row in lines[header + 1 :]:
-        if not row.strip():
+    for number, row in enumerate(lines[header + 1 :], start=header + 2):
+        if not row.strip() or _PROMPT.match(row):
             break
         if set(row.strip()) <= {"-", " "}:
             continue
@@ -194,8 +349,20 @@ def _status_text(text: str) -> dict[str, InterfaceStatus]:
             for i, (name, start) in enumerate(zip(names, starts, strict=True))
         }
         port, status = long_name(cells["Port"]), cells["Status"]
-        if not port or not status:
-            raise _Garbled(f"row without port or status: {row!r}")
+        if not _PORT.fullmatch(cells["Port"]) or status not in _LINK_STATUSES:
+            raise _Garbled(
+                f"row {row.strip()!r} has no port and link status",
+                line=number,
+                expected="PORT [NAME] STATUS VLAN DUPLEX SPEED TYPE",
+            )
+        if not all(cells.get(c) for c in ("Duplex", "Speed", "Type") if c in cells):
+            raise _Garbled(
+                f"row {row.strip()!r} stops before its Duplex/Speed/Type cells",
+                line=number,
+                expected="every column of the header",
+            )
+        if port in out:
+            raise _Garbled(f"port {port} listed twice", line=number, expected="one row per port")
         admin, oper = _admin_oper(status)
         out[port] = InterfaceStatus(
             name=port,
@@ -217,9 +384,9 @@ def parse_interfaces_status(text: str) -> dict[str, InterfaceStatus]:
     doc = _as_json(text)
     if doc is None:
         return _status_text(text)
-    statuses = doc["interfaceStatuses"]
+    _own_key(doc, "show interfaces status", "interfaceStatuses")
     out: dict[str, InterfaceStatus] = {}
-    for name, st in statuses.items():
+    for name, st in _entries(doc, "interfaceStatuses").items():
         admin, oper = _admin_oper(st.get("linkStatus"))
         vlan_info = st.get("vlanInformation") or {}
         vlan = vlan_info.get("vlanId", vlan_info.get("interfaceMode"))
@@ -276,13 +443,29 @@ def _counters(c: dict[str, Any]) -> InterfaceCounters:
 
 @_eos("show interfaces", "show interfaces counters", "show interfaces counters errors")
 def parse_interface_counters(text: str) -> dict[str, InterfaceCounters]:
-    doc = _require_json(text, "show interfaces")
+    doc = _as_json(text)
+    if doc is None:
+        raise _Garbled(
+            "expected JSON output (run 'show interfaces | json')",
+            line=1,
+            expected="a JSON document",
+        )
     if "interfaceErrorCounters" in doc:
-        return {p: _counters(c) for p, c in doc["interfaceErrorCounters"].items()}
+        _own_key(doc, "show interfaces counters errors", "interfaceErrorCounters")
+        return {p: _counters(c) for p, c in _entries(doc, "interfaceErrorCounters").items()}
+    _own_key(doc, "show interfaces", "interfaces")
+    if _looks_like(doc) == "show interfaces transceiver":
+        raise _Garbled(
+            "this looks like 'show interfaces transceiver | json' output, not "
+            "'show interfaces | json'",
+            expected="interfaces with counters",
+        )
     out: dict[str, InterfaceCounters] = {}
-    for port, entry in doc["interfaces"].items():
+    for port, entry in _entries(doc, "interfaces").items():
         counters = entry.get("interfaceCounters", entry if "inOctets" in entry else None)
         if counters is not None:  # Loopback/Vlan interfaces carry no counters
+            if not isinstance(counters, dict):
+                raise _Garbled(f"interfaces.{port}.interfaceCounters is not an object")
             out[port] = _counters(counters)
     if not out:
         raise _Garbled("no interface carries counters")
@@ -304,9 +487,23 @@ _DETAIL_QUANTITY = {
 def parse_transceivers(text: str) -> dict[str, Transceiver]:
     """One record per EOS interface; EOS lists each lane of a breakout/multi-lane
     optic as its own interface (Ethernet1/1..1/4), so every record has lane 1."""
-    doc = _require_json(text, "show interfaces transceiver")
+    doc = _as_json(text)
+    if doc is None:
+        return _transceiver_text(text)
+    _own_key(doc, "show interfaces transceiver", "interfaces")
+    looks = _looks_like(doc)
+    if looks not in ("show interfaces transceiver", "another command"):
+        raise _Garbled(
+            f"this looks like '{looks} | json' output, not 'show interfaces transceiver | json'",
+            expected="transceiver DOM entries",
+        )
     out: dict[str, Transceiver] = {}
-    for port, t in doc["interfaces"].items():
+    for port, t in _entries(doc, "interfaces").items():
+        if t and not _TRANSCEIVER_KEYS & set(t):
+            raise _Garbled(
+                f"interfaces.{port} carries no transceiver reading",
+                expected="txPower/rxPower/temperature/vendorSn keys",
+            )
         if not any(k in t for k in ("temperature", "txPower", "rxPower", "vendorSn")):
             out[port] = Transceiver(present=False)
             continue
@@ -318,7 +515,7 @@ def parse_transceivers(text: str) -> dict[str, Transceiver]:
                 high_alarm=_num(levels.get("highAlarm")),
             )
             for key, quantity in _DETAIL_QUANTITY.items()
-            if (levels := (t.get("details") or {}).get(key))
+            if (levels := _object(t.get("details"), f"{port}.details").get(key))
         }
         out[port] = Transceiver(
             temperature_c=_num(t.get("temperature")),
@@ -356,12 +553,18 @@ def _lldp_text(text: str) -> dict[str, LldpNeighbor]:
     if header is None:
         raise _Garbled("no 'Port  Neighbor Device ID ...' header")
     out: dict[str, LldpNeighbor] = {}
-    for row in lines[header + 1 :]:
+    for number, row in enumerate(lines[header + 1 :], start=header + 2):
+        if _PROMPT.match(row):
+            break
         if not row.strip() or set(row.strip()) <= {"-", " "}:
             continue
         tokens = row.split()
-        if len(tokens) < 4 or not tokens[-1].isdigit():
-            raise _Garbled(f"LLDP row {row!r}")
+        if len(tokens) < 4 or not tokens[-1].isdigit() or not _PORT.fullmatch(tokens[0]):
+            raise _Garbled(
+                f"LLDP row {row.strip()!r}",
+                line=number,
+                expected="PORT NEIGHBOR-DEVICE NEIGHBOR-PORT TTL",
+            )
         out.setdefault(
             long_name(tokens[0]),
             LldpNeighbor(
@@ -378,6 +581,7 @@ def parse_lldp_neighbors(text: str) -> dict[str, LldpNeighbor]:
     doc = _as_json(text)
     if doc is None:
         return _lldp_text(text)
+    _own_key(doc, "show lldp neighbors", "lldpNeighbors", list | dict)
     neighbors = doc["lldpNeighbors"]
     out: dict[str, LldpNeighbor] = {}
     if isinstance(neighbors, list):  # "show lldp neighbors | json"
@@ -408,4 +612,250 @@ def parse_lldp_neighbors(text: str) -> dict[str, LldpNeighbor]:
             ttl_s=_int(n.get("ttl")),
             remote_mgmt_address=_str(mgmt[0].get("address")) if mgmt else None,
         )
+    return out
+
+
+# --- transceivers as text ------------------------------------------------------------
+
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
+
+
+def _cell(token: str, number: int) -> float | None:
+    if token in ("N/A", "NA"):
+        return None
+    if not _NUMBER.fullmatch(token):
+        raise _Garbled(f"{token!r} is not a number or N/A", line=number, expected="a reading")
+    return float(token)
+
+
+def _transceiver_text(text: str) -> dict[str, Transceiver]:
+    """``show interfaces transceiver`` (one DOM row per port) or ``... detail`` (one
+    table per quantity with its four thresholds), as EOS prints them as text."""
+    lines = text.splitlines()
+    if any(re.match(r"^\s+High Alarm\s+High Warn", ln) for ln in lines):
+        return _transceiver_detail_text(lines)
+    header = next((i for i, ln in enumerate(lines) if re.match(r"^Port\s+\(Celsius\)", ln)), None)
+    if header is None:
+        raise _Garbled(
+            "no 'Port (Celsius) (Volts) (mA) (dBm) (dBm) Last Update' header",
+            expected="'show interfaces transceiver' text or JSON",
+        )
+    out: dict[str, Transceiver] = {}
+    for number, row in enumerate(lines[header + 1 :], start=header + 2):
+        if _PROMPT.match(row) or not row.strip():
+            break
+        if set(row.strip()) <= {"-", " "}:
+            continue
+        tokens = row.split()
+        updated = " ".join(tokens[6:])
+        if (
+            len(tokens) < 7
+            or not _PORT.fullmatch(tokens[0])
+            or not (updated in ("N/A", "never") or updated.endswith(" ago"))
+        ):
+            raise _Garbled(
+                f"row {row.strip()!r} is not a complete DOM row",
+                line=number,
+                expected="PORT TEMP VOLTAGE BIAS TX-POWER RX-POWER LAST-UPDATE",
+            )
+        port = long_name(tokens[0])
+        if port in out:
+            raise _Garbled(f"port {port} listed twice", line=number, expected="one row per port")
+        temp, volt, bias, tx, rx = (_cell(t, number) for t in tokens[1:6])
+        if all(v is None for v in (temp, volt, bias, tx, rx)):
+            out[port] = Transceiver(lanes=[LaneDom(lane=1)])  # no DOM readout on this port
+            continue
+        out[port] = Transceiver(
+            temperature_c=temp,
+            voltage_v=volt,
+            lanes=[LaneDom(lane=1, tx_bias_ma=bias, tx_power_dbm=tx, rx_power_dbm=rx)],
+        )
+    if not out:
+        raise _Garbled("transceiver table has no rows", expected="one row per port")
+    return out
+
+
+_DETAIL_TEXT_QUANTITY = {
+    "Temperature": "temperature_c",
+    "Voltage": "voltage_v",
+    "Current": "tx_bias_ma",
+    "Tx Power": "tx_power_dbm",
+    "Rx Power": "rx_power_dbm",
+}
+
+
+def _transceiver_detail_text(lines: list[str]) -> dict[str, Transceiver]:
+    """One table per quantity: ``PORT VALUE HIGH-ALARM HIGH-WARN LOW-ALARM LOW-WARN``."""
+    readings: dict[str, dict[str, float | None]] = {}
+    limits: dict[str, dict[str, Threshold]] = {}
+    quantity: str | None = None
+    in_rows = False
+    for number, line in enumerate(lines, start=1):
+        if _PROMPT.match(line):
+            break
+        if m := re.match(r"^\s+(Temperature|Voltage|Current|Tx Power|Rx Power)\s+Threshold", line):
+            quantity, in_rows = _DETAIL_TEXT_QUANTITY[m.group(1)], False
+            continue
+        if quantity is None or re.match(r"^\s|^Port\s", line) or not line.strip():
+            continue
+        if set(line.strip()) <= {"-", " "}:
+            in_rows = True
+            continue
+        tokens = line.split()
+        flag = tokens.pop(2) if len(tokens) == 7 and tokens[2] in ("++", "+", "-", "--") else None
+        if not in_rows or len(tokens) != 6 or not _PORT.fullmatch(tokens[0]):
+            raise _Garbled(
+                f"row {line.strip()!r} is not a complete threshold row",
+                line=number,
+                expected="PORT VALUE HIGH-ALARM HIGH-WARN LOW-ALARM LOW-WARN",
+            )
+        del flag  # the level is recomputed from the thresholds by Threshold.state
+        port = long_name(tokens[0])
+        value, hi_alarm, hi_warn, lo_alarm, lo_warn = (_cell(t, number) for t in tokens[1:])
+        if quantity in readings.setdefault(port, {}):
+            raise _Garbled(f"port {port} listed twice", line=number, expected="one row per port")
+        readings[port][quantity] = value
+        limits.setdefault(port, {})[quantity] = Threshold(lo_alarm, lo_warn, hi_warn, hi_alarm)
+    if not readings:
+        raise _Garbled("no threshold table rows", expected="'show interfaces transceiver detail'")
+    return {
+        port: Transceiver(
+            temperature_c=r.get("temperature_c"),
+            voltage_v=r.get("voltage_v"),
+            lanes=[
+                LaneDom(
+                    lane=1,
+                    tx_bias_ma=r.get("tx_bias_ma"),
+                    tx_power_dbm=r.get("tx_power_dbm"),
+                    rx_power_dbm=r.get("rx_power_dbm"),
+                )
+            ],
+            thresholds=limits[port],
+        )
+        for port, r in readings.items()
+    }
+
+
+# --- FEC -----------------------------------------------------------------------------
+
+
+def _attr_value(entry: dict[str, Any], key: str, where: str) -> Any:
+    """EOS PHY attributes are ``{"value": V, "changes": N, "lastChange": T}``."""
+    attr = entry.get(key)
+    if attr is None:
+        return None
+    return _object(attr, f"{where}.{key}").get("value")
+
+
+@_eos("show interfaces phy detail")
+def parse_phy_detail(text: str) -> dict[str, FecStats]:
+    """FEC codeword counters and pre-FEC BER per port, from the PHY that terminates
+    the line side (the ``fec`` of the first ``phyStatuses`` entry that has one, as
+    ANTA's VerifyInterfacesBER reads it). Symbol errors are the sum of the per-lane
+    ``correctedSymbols`` where EOS prints them. EOS prints no codeword histogram
+    here: ``bins`` stays empty."""
+    doc = _require_json(text, "show interfaces phy detail", "interfacePhyStatuses")
+    out: dict[str, FecStats] = {}
+    for port, entry in _entries(doc, "interfacePhyStatuses").items():
+        statuses = entry.get("phyStatuses")
+        if not isinstance(statuses, list):
+            raise _Garbled(f"{port}: no phyStatuses list", expected="a 'phyStatuses' list")
+        for i, status in enumerate(statuses):
+            where = f"{port}.phyStatuses[{i}]"
+            fec = _object(_object(status, where).get("fec"), f"{where}.fec")
+            corrected = _int(_attr_value(fec, "correctedCodewords", where))
+            uncorrected = _int(_attr_value(fec, "uncorrectedCodewords", where))
+            if corrected is None and uncorrected is None:
+                continue
+            symbols = _object(fec.get("correctedSymbols"), f"{where}.fec.correctedSymbols")
+            lane_counts = [_int(_attr_value(symbols, lane, where)) for lane in sorted(symbols)]
+            out[port] = FecStats(
+                corrected_cw=corrected,
+                uncorrectable_cw=uncorrected,
+                symbol_errors=sum(c or 0 for c in lane_counts) if lane_counts else None,
+                pre_fec_ber=_num(_attr_value(status, "preFecBer", where)),
+                state=_str(fec.get("encoding")),
+            )
+            break
+    return out
+
+
+# --- PFC and queues ------------------------------------------------------------------
+
+
+@_eos("show priority-flow-control counters")
+def parse_pfc_counters(text: str) -> dict[str, PfcCounters]:
+    """PFC frames per port (``rxFrames``/``txFrames``): EOS totals the priorities,
+    so ``rx``/``tx`` stay lists of ``None`` and the totals carry the counts."""
+    doc = _require_json(text, "show priority-flow-control counters", "interfaceCounters")
+    out: dict[str, PfcCounters] = {}
+    for port, c in _entries(doc, "interfaceCounters").items():
+        if "rxFrames" not in c or "txFrames" not in c:
+            raise _Garbled(f"{port}: no rxFrames/txFrames", expected="rxFrames and txFrames")
+        out[port] = PfcCounters(
+            rx=[None] * 8, tx=[None] * 8, rx_total=_int(c["rxFrames"]), tx_total=_int(c["txFrames"])
+        )
+    return out
+
+
+def _queue_drops(port: str, kind: str, queues: Any) -> list[QueueCounter]:
+    classes = _object(_object(queues, f"{port}.{kind}").get("trafficClasses"), port)
+    out = []
+    for tc, detail in classes.items():
+        m = re.fullmatch(r"TC(\d+)", tc)
+        if not m:
+            raise _Garbled(f"{port}: traffic class {tc!r}", expected="TC<n>")
+        precedences = _object(_object(detail, f"{port}.{tc}").get("dropPrecedences"), tc)
+        drops = [
+            _int(_object(dp, f"{port}.{tc}.{name}").get("droppedPackets"))
+            for name, dp in precedences.items()
+        ]
+        prefix, label = ("UC", "unicast") if kind == "ucastQueues" else ("MC", "multicast")
+        out.append(
+            QueueCounter(
+                queue=f"{prefix}{m.group(1)}",
+                kind=label,
+                index=int(m.group(1)),
+                drop_packets=None if not drops or None in drops else sum(drops),  # type: ignore[arg-type]
+            )
+        )
+    return out
+
+
+@_eos("show interfaces counters queue detail")
+def parse_queue_drops(text: str) -> dict[str, QueueCounters]:
+    """Egress drops per traffic class (``UC<n>`` unicast, ``MC<n>`` multicast), summed
+    over drop precedences; the command's JSON as ANTA reads it carries drops only."""
+    doc = _require_json(text, "show interfaces counters queue detail", "egressQueueCounters")
+    if not isinstance(doc["egressQueueCounters"].get("interfaces"), dict):
+        raise _Garbled("no egressQueueCounters.interfaces", expected="per-interface queues")
+    return {
+        port: QueueCounters(
+            queues=_queue_drops(port, "ucastQueues", q.get("ucastQueues"))
+            + _queue_drops(port, "mcastQueues", q.get("mcastQueues"))
+        )
+        for port, q in _entries(doc["egressQueueCounters"], "interfaces").items()
+    }
+
+
+@_eos("show qos interfaces ecn counters queue")
+def parse_ecn_counters(text: str) -> dict[str, dict[int, int | None]]:
+    """ECN-marked packets per port and queue; EOS prints them as strings and ``-``
+    where ECN is not configured on the queue (``None`` here)."""
+    doc = _require_json(text, "show qos interfaces ecn counters queue", "intfQueueCounters")
+    out: dict[str, dict[int, int | None]] = {}
+    for port, entry in _entries(doc, "intfQueueCounters").items():
+        counters = entry.get("queueCounters")
+        if not isinstance(counters, dict):
+            raise _Garbled(f"{port}: no queueCounters", expected="a 'queueCounters' object")
+        row: dict[int, int | None] = {}
+        for queue, value in counters.items():
+            if not queue.isdigit() or not isinstance(value, str):
+                raise _Garbled(
+                    f"{port}: queue {queue!r} = {value!r}", expected='"<queue>": "<count>" or "-"'
+                )
+            if value != "-" and not value.isdigit():
+                raise _Garbled(f"{port}: queue {queue} count {value!r}", expected="digits or -")
+            row[int(queue)] = None if value == "-" else int(value)
+        out[port] = row
     return out

@@ -39,6 +39,18 @@ def eos_script(**options) -> Script:
         "show lldp neighbors detail | json": sample(
             "eos", "show_lldp_neighbors_detail_json__napalm_normal"
         ),
+        "show interfaces phy detail | json": sample(
+            "eos", "show_interfaces_phy_detail_json__anta_ber_uncorrected"
+        ),
+        "show priority-flow-control counters | json": sample(
+            "eos", "show_priority_flow_control_counters_json__anta_fixture"
+        ),
+        "show interfaces counters queue detail | json": sample(
+            "eos", "show_interfaces_counters_queue_detail_json__anta_fixture"
+        ),
+        "show qos interfaces ecn counters queue | json": (
+            '{"intfQueueCounters": {"Ethernet2": {"queueCounters": {"0": "5", "1": "-"}}}}'
+        ),
     }
     return Script(replies, eos_unknown, prompt="sw1#", config_enter="configure", **options)
 
@@ -76,6 +88,18 @@ def test_reads_from_json(eos):
     lldp = eos.lldp_neighbors()
     assert lldp["Ethernet8"].remote_system == "78m3"
     assert lldp["Ethernet8"].remote_mgmt_address == "192.168.8.21"
+
+
+def test_fec_pfc_and_queue_reads(eos):
+    """The parts of Fec/PfcQueues EOS publishes a format for (the histogram, per-priority
+    PFC and the watchdog have none: the capabilities stay absent, see docs/drivers.md)."""
+    fec = eos.fec_stats()["Ethernet1/1"]
+    assert (fec.corrected_cw, fec.uncorrectable_cw, fec.bins) == (3, 10, [])
+    assert eos.pfc_counters()["Ethernet3/3/1"].rx_total == 2
+    queues = eos.queue_counters()["Ethernet2"]
+    assert queues.get("UC0").ecn_marked_packets == 5
+    assert queues.get("UC1").ecn_marked_packets is None  # "-": ECN not configured
+    assert queues.get("MC1").drop_packets == 4 and queues.get("MC1").ecn_marked_packets is None
 
 
 def test_port_admin_goes_through_one_config_session(eos, script):

@@ -174,4 +174,168 @@ def test_truncated_json_and_wrong_types_raise():
 
 def test_json_only_commands_refuse_text():
     with pytest.raises(ParseError, match=r"\| json"):
+        lookup("eos", "show interfaces counters")("Port  InOctets\nEt1  30\n")
+    # transceiver text is read, but only with EOS's own header
+    with pytest.raises(ParseError, match=r"\(Celsius\)"):
         lookup("eos", "show interfaces transceiver")("Port  Temp  Voltage\nEt1  30.1  3.3\n")
+
+
+# --- transceiver text (issue 15: engineers paste text captures) --------------------------
+
+
+def test_transceiver_text_reads_every_row():
+    t = eos("show interfaces transceiver", "show_interfaces_transceiver__ntc_templates")
+    assert sorted(t) == [
+        "Ethernet3/1/1",
+        "Ethernet3/17/1",
+        "Ethernet3/17/2",
+        "Ethernet3/17/3",
+        "Ethernet5/29/1",
+    ]
+    x = t["Ethernet3/17/2"]
+    assert (x.temperature_c, x.voltage_v) == (35.61, 3.21)
+    assert (x.lanes[0].tx_bias_ma, x.lanes[0].tx_power_dbm, x.lanes[0].rx_power_dbm) == (
+        36.94,
+        -0.20,
+        -0.20,
+    )
+    assert t["Ethernet3/1/1"].lanes[0].tx_power_dbm is None  # N/A, not 0
+    blank = t["Ethernet5/29/1"]
+    assert (blank.temperature_c, blank.lanes[0].rx_power_dbm) == (None, None)
+
+
+def test_transceiver_detail_text_reads_thresholds():
+    d = eos(
+        "show interfaces transceiver detail", "show_interfaces_transceiver_detail__ntc_templates"
+    )
+    e61 = d["Ethernet6/1"]
+    assert (e61.temperature_c, e61.voltage_v, e61.lanes[0].tx_power_dbm) == (27.48, 3.30, -2.39)
+    assert e61.lanes[0].rx_power_dbm == -0.90 and e61.lanes[0].tx_bias_ma is None
+    th = e61.thresholds["rx_power_dbm"]
+    assert (th.high_alarm, th.high_warn, th.low_alarm, th.low_warn) == (4.40, 3.40, -11.50, -10.50)
+    assert d["Ethernet29/1"].thresholds["tx_bias_ma"].high_alarm == 38.30
+    assert d["Ethernet7/1"].lanes[0].rx_power_dbm == -1.15
+
+
+def test_transceiver_text_and_json_give_the_same_record():
+    """The same DOM printed both ways (the JSON sample's values laid out as EOS text)."""
+    j = eos(
+        "show interfaces transceiver | json",
+        "show_interfaces_transceiver_json__netpanda_ethernet52",
+    )["Ethernet52"]
+    text = sample("eos", "show_interfaces_transceiver__ntc_templates").splitlines()[:7]
+    text.append("Et52       52.15      3.36      6.30     -2.25      -1.61     0:00:01 ago")
+    t = lookup("eos", "show interfaces transceiver")("\n".join(text) + "\n")["Ethernet52"]
+    assert t.temperature_c == pytest.approx(j.temperature_c, abs=0.005)
+    assert t.voltage_v == pytest.approx(j.voltage_v, abs=0.005)
+    for field in ("tx_bias_ma", "tx_power_dbm", "rx_power_dbm"):
+        assert getattr(t.lanes[0], field) == pytest.approx(getattr(j.lanes[0], field), abs=0.005)
+
+
+@pytest.mark.parametrize(
+    ("cut", "expected"),
+    [
+        ("Et3/17/3   35.61      3.21      37.42    1.65", "complete DOM row"),
+        ("Et3/17/3   35.61      3.21      37.42    1.6x      -0.72     0:00:03 ago", "1.6x"),
+        ("Et3/17/2   35.61      3.21      36.94    -0.20     -0.20     0:00:03 ago", "twice"),
+    ],
+)
+def test_transceiver_text_refuses_cut_and_duplicated_rows(cut, expected):
+    lines = sample("eos", "show_interfaces_transceiver__ntc_templates").splitlines()[:10]
+    text = "\n".join([*lines, cut]) + "\n"
+    with pytest.raises(ParseError, match=expected) as info:
+        lookup("eos", "show interfaces transceiver")(text)
+    assert "line 11" in str(info.value)
+
+
+# --- FEC, PFC, queues (ANTA's JSON shapes) ------------------------------------------------
+
+
+def test_phy_detail_reads_fec_counters_and_pre_fec_ber():
+    ok = eos(
+        "show interfaces phy detail | json", "show_interfaces_phy_detail_json__anta_ber_success"
+    )
+    e11 = ok["Ethernet1/1"]
+    assert (e11.corrected_cw, e11.uncorrectable_cw) == (3, 0)
+    assert e11.pre_fec_ber == pytest.approx(0.5378509864228316e-9)
+    assert e11.bins == [] and e11.symbol_errors is None  # EOS prints no histogram here
+    assert ok["Ethernet1/2"].pre_fec_ber == pytest.approx(1.3005834847433436e-2)
+    bad = eos(
+        "show interfaces phy detail | json", "show_interfaces_phy_detail_json__anta_ber_uncorrected"
+    )
+    assert bad["Ethernet1/1"].uncorrectable_cw == 10
+
+
+def test_pfc_counters_are_port_totals():
+    c = eos(
+        "show priority-flow-control counters | json",
+        "show_priority_flow_control_counters_json__anta_fixture",
+    )
+    assert (c["Ethernet3/3/1"].rx_total, c["Ethernet3/3/1"].tx_total) == (2, 0)
+    assert c["Ethernet3/4/1"].tx_total == 2 and c["Ethernet3/4/1"].rx == [None] * 8
+
+
+def test_queue_drops_and_ecn_marks():
+    q = eos(
+        "show interfaces counters queue detail | json",
+        "show_interfaces_counters_queue_detail_json__anta_fixture",
+    )
+    assert q["Ethernet2"].get("MC1").drop_packets == 4
+    assert (
+        q["Ethernet2"].get("UC0").drop_packets == 0 and q["Ethernet2"].get("UC0").tx_packets is None
+    )
+    assert q["Ethernet1"].get("UC1").kind == "unicast"
+    ecn = eos(
+        "show qos interfaces ecn counters queue | json",
+        "show_qos_interfaces_ecn_counters_queue_json__anta_fixture",
+    )
+    assert ecn["Ethernet10/28/1"] == {0: 0, 1: 0, 2: 0}
+    dash = '{"intfQueueCounters": {"Ethernet1": {"queueCounters": {"0": "-", "1": "17"}}}}'
+    assert lookup("eos", "show qos interfaces ecn counters queue | json")(dash)["Ethernet1"] == {
+        0: None,
+        1: 17,
+    }
+
+
+# --- validation before extraction (issue 15) ---------------------------------------------
+
+
+def test_another_commands_json_is_refused_by_name():
+    interfaces = sample("eos", "show_interfaces_json__veoslab_4_33")
+    with pytest.raises(ParseError, match="looks like 'show interfaces \\| json'"):
+        lookup("eos", "show interfaces transceiver | json")(interfaces)
+    with pytest.raises(ParseError, match="looks like 'show interfaces transceiver"):
+        lookup("eos", "show interfaces | json")(
+            sample("eos", "show_interfaces_transceiver_json__netpanda_ethernet52")
+        )
+    with pytest.raises(ParseError, match="looks like 'show interfaces phy detail"):
+        lookup("eos", "show version | json")(
+            sample("eos", "show_interfaces_phy_detail_json__anta_ber_success")
+        )
+    with pytest.raises(ParseError, match="looks like 'show priority-flow-control counters"):
+        lookup("eos", "show interfaces status | json")(
+            sample("eos", "show_priority_flow_control_counters_json__anta_fixture")
+        )
+
+
+def test_json_that_does_not_close_or_repeats_a_key_is_refused_with_its_line():
+    text = sample("eos", "show_interfaces_transceiver_json__netpanda_ethernet52")
+    cut = text[: text.index('"mediaType"')]
+    with pytest.raises(ParseError, match="broken JSON") as info:
+        lookup("eos", "show interfaces transceiver | json")(cut)
+    assert "line" in str(info.value)
+    twice = text.replace('"txPower": -2.2482661457521322,', '"txPower": -2.2,\n"txPower": -9.9,')
+    with pytest.raises(ParseError, match="duplicated key 'txPower'"):
+        lookup("eos", "show interfaces transceiver | json")(twice)
+    with pytest.raises(ParseError, match="broken JSON"):  # a second document is read too
+        lookup("eos", "show interfaces transceiver | json")(text + text)
+
+
+def test_status_text_refuses_a_cut_row():
+    text = sample("eos", "show_interfaces_status__eantc_7050sx3")
+    lines = text.splitlines()
+    with pytest.raises(ParseError, match="link status") as info:
+        lookup("eos", "show interfaces status")("\n".join([*lines[:3], "Et3        notcon"]) + "\n")
+    assert "line 4" in str(info.value)
+    with pytest.raises(ParseError, match="twice"):
+        lookup("eos", "show interfaces status")("\n".join([*lines[:3], lines[2]]) + "\n")

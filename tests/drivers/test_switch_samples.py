@@ -40,6 +40,16 @@ COMMANDS = {
         "show_interfaces_transceiver_detail_json": "show interfaces transceiver detail | json",
         "show_lldp_neighbors_detail_json": "show lldp neighbors detail | json",
         "show_lldp_neighbors": "show lldp neighbors",
+        "show_interfaces_transceiver": "show interfaces transceiver",
+        "show_interfaces_transceiver_detail": "show interfaces transceiver detail",
+        "show_interfaces_phy_detail_json": "show interfaces phy detail | json",
+        "show_priority_flow_control_counters_json": "show priority-flow-control counters | json",
+        "show_interfaces_counters_queue_detail_json": (
+            "show interfaces counters queue detail | json"
+        ),
+        "show_qos_interfaces_ecn_counters_queue_json": (
+            "show qos interfaces ecn counters queue | json"
+        ),
     },
     "nxos": {
         "show_version": "show version",
@@ -77,6 +87,11 @@ def test_every_command_has_two_samples_or_is_listed(driver):
             "show_interfaces_transceiver_detail_json",
             "show_lldp_neighbors",
             "show_interfaces_transceiver_json",
+            "show_interfaces_transceiver",
+            "show_interfaces_transceiver_detail",
+            "show_priority_flow_control_counters_json",
+            "show_interfaces_counters_queue_detail_json",
+            "show_qos_interfaces_ecn_counters_queue_json",
         },
         "nxos": set(),
     }[driver]

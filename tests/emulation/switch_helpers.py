@@ -30,7 +30,8 @@ SAMPLE_DIRS = (
 )
 _ECHO = re.compile(r"^(\S+@\S+[#$]|\S+#|DUT: |\$ |show |root@)")  # a captured prompt line
 _DASHES = re.compile(r"^\s*-+(?:\s+-+)+\s*$")
-_PORT_KEY = re.compile(r"^(Ethernet|Management|Port-Channel|Loopback|Vlan|Et)\S*$")
+# interface names, and the traffic classes / queue numbers EOS keys its queue counters by
+_PORT_KEY = re.compile(r"^(?:(Ethernet|Management|Port-Channel|Loopback|Vlan|Et)\S*|TC\d+|\d+)$")
 
 
 def sample(driver: str, stem: str) -> str:

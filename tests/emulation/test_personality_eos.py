@@ -66,6 +66,13 @@ JSON = [  # command -> the real samples whose shape it must have
      ["show_interfaces_transceiver_detail_json__dwdm_ethernet5_2"]),
     ("show lldp neighbors | json", ["show_lldp_neighbors_json__sonic_mgmt_vlab04"]),
     ("show lldp neighbors detail | json", ["show_lldp_neighbors_detail_json__napalm_normal"]),
+    ("show interfaces phy detail | json", ["show_interfaces_phy_detail_json__anta_ber_success"]),
+    ("show priority-flow-control counters | json",
+     ["show_priority_flow_control_counters_json__anta_fixture"]),
+    ("show interfaces counters queue detail | json",
+     ["show_interfaces_counters_queue_detail_json__anta_fixture"]),
+    ("show qos interfaces ecn counters queue | json",
+     ["show_qos_interfaces_ecn_counters_queue_json__anta_fixture"]),
 ]
 
 
@@ -90,6 +97,9 @@ def test_the_json_comparator_catches_a_drift(spine) -> None:
     [
         ("show interfaces status", "show_interfaces_status__eantc_7050sx3", "Port"),
         ("show lldp neighbors", "show_lldp_neighbors__pr5698_eos_side", "Port"),
+        ("show interfaces transceiver", "show_interfaces_transceiver__ntc_templates", "Port"),
+        ("show interfaces transceiver detail", "show_interfaces_transceiver_detail__ntc_templates",
+         "Port"),
     ],
 )
 def test_text_tables_have_the_real_header(spine, command, stem, first_word) -> None:
@@ -148,6 +158,53 @@ def test_transceivers_list_one_interface_per_lane(spine, fabric) -> None:
         assert rec.serial == fabric.transceiver(SPINE, "Ethernet2/1").serial
     th = fabric.dom_thresholds(SPINE, "Ethernet1/1")
     assert found["Ethernet1/3"].thresholds["rx_power_dbm"].low_alarm == th.rx_power_dbm.low_alarm
+
+
+def test_transceiver_text_gives_the_json_values(spine, fabric) -> None:
+    for detail in ("", " detail"):
+        text = p.parse_transceivers(run(spine, f"show interfaces transceiver{detail}"))
+        doc = p.parse_transceivers(run(spine, f"show interfaces transceiver{detail} | json"))
+        assert sorted(text) == sorted(doc)
+        for port, rec in doc.items():
+            for field in ("tx_bias_ma", "tx_power_dbm", "rx_power_dbm"):
+                assert getattr(text[port].lanes[0], field) == pytest.approx(
+                    getattr(rec.lanes[0], field), abs=0.005)
+            if detail:  # text prints two decimals
+                for quantity, th in rec.thresholds.items():
+                    printed = text[port].thresholds[quantity]
+                    for level in ("low_alarm", "low_warn", "high_warn", "high_alarm"):
+                        assert getattr(printed, level) == pytest.approx(
+                            getattr(th, level), abs=0.0051)
+
+
+def test_fec_pfc_and_queues_parse_to_the_fabric_values(spine, fabric) -> None:
+    fec = p.parse_phy_detail(run(spine, "show interfaces phy detail | json"))
+    model = fabric.fec(SPINE, "Ethernet1/1")
+    assert fec["Ethernet1/1"].corrected_cw == model.corrected_codewords
+    assert fec["Ethernet1/1"].uncorrectable_cw == model.uncorrectable_codewords
+    assert fec["Ethernet1/1"].pre_fec_ber == pytest.approx(model.pre_fec_ber)
+    pfc = p.parse_pfc_counters(run(spine, "show priority-flow-control counters | json"))
+    paused = p.parse_interface_counters(run(spine, "show interfaces | json"))["Ethernet1/1"]
+    assert pfc["Ethernet1/1"].rx_total == paused.rx_pause_frames  # PFC frames are pauses
+    queues = p.parse_queue_drops(run(spine, "show interfaces counters queue detail | json"))
+    assert [q.queue for q in queues["Ethernet1/1"].queues][:2] == ["UC0", "UC1"]
+    ecn = p.parse_ecn_counters(run(spine, "show qos interfaces ecn counters queue | json"))
+    assert set(ecn["Ethernet1/1"]) == set(range(8))
+
+
+def test_marginal_lane_raises_eos_pre_fec_ber(fresh) -> None:
+    fab, served = fresh
+
+    def ber() -> float:
+        found = p.parse_phy_detail(run(served, "show interfaces phy detail | json"))
+        return found["Ethernet1/1"].pre_fec_ber
+
+    before = ber()
+    fab.inject("marginal_lane", "spine1:Ethernet1/1", lane=2, margin_db=1.2)
+    fab.advance(30.0)
+    after = ber()
+    assert after > 10 * max(before, 1e-12)
+    assert after == pytest.approx(fab.fec(SPINE, "Ethernet1/1").pre_fec_ber)
 
 
 def test_lldp_parses_from_every_form(spine, fabric) -> None:

@@ -3,8 +3,15 @@
 JSON documents carry the keys of real EOS answers (the samples under
 ``tests/drivers/samples/eos`` name their sources; each renderer says which one
 it follows). Text forms exist for ``show version``, ``show interfaces status``,
-``show lldp neighbors`` and ``show running-config``; a command outside the set
-answers ``% Invalid input`` like EOS does for an unknown keyword.
+``show interfaces transceiver [detail]``, ``show lldp neighbors`` and ``show
+running-config``; a command outside the set answers ``% Invalid input`` like
+EOS does for an unknown keyword.
+
+FEC counters and pre-FEC BER (``show interfaces phy detail``), PFC frames
+(``show priority-flow-control counters``), egress queue drops (``show
+interfaces counters queue detail``) and ECN marks (``show qos interfaces ecn
+counters queue``) come from the same fabric-model values the SONiC personality
+prints, so a fault on an EOS port shows in EOS's counters.
 
 The session starts in privileged mode (an account with privilege 15).
 ``configure`` enters config mode (``spine1(config)#``), ``interface X`` an
@@ -26,7 +33,7 @@ from typing import Any
 
 from labtest.emulation.lab import Served
 from labtest.emulation.model.fabric import Fabric
-from labtest.emulation.personalities import STARTUP, PortView, SwitchState
+from labtest.emulation.personalities import PRIORITIES, STARTUP, PortView, SwitchState
 from labtest.emulation.personalities._text import eos_uptime, expand, fixed_columns
 from labtest.emulation.personalities.switch_mib import SwitchMib, dbm_to_mw
 from labtest.emulation.sshserver import CliReply
@@ -90,9 +97,12 @@ _TREE: dict[str, Any] = {
         "version": {},
         "interfaces": {
             "status": {},
-            "counters": {"errors": {}},
+            "counters": {"errors": {}, "queue": {"detail": {}}},
             "transceiver": {"detail": {}},
+            "phy": {"detail": {}},
         },
+        "priority-flow-control": {"counters": {}},
+        "qos": {"interfaces": {"ecn": {"counters": {"queue": {}}}}},
         "lldp": {"neighbors": {"detail": {}}},
         "running-config": {},
     },
@@ -167,10 +177,16 @@ class EosCli:
             "show interfaces transceiver detail": lambda: self.transceiver_json(True),
             "show lldp neighbors": self.lldp_json,
             "show lldp neighbors detail": self.lldp_detail_json,
+            "show interfaces phy detail": self.phy_detail_json,
+            "show priority-flow-control counters": self.pfc_json,
+            "show interfaces counters queue detail": self.queue_detail_json,
+            "show qos interfaces ecn counters queue": self.ecn_json,
         }
         texts = {
             "show version": self.version_text,
             "show interfaces status": self.status_text,
+            "show interfaces transceiver": self.transceiver_text,
+            "show interfaces transceiver detail": self.transceiver_detail_text,
             "show lldp neighbors": self.lldp_text,
             "show running-config": self.running_config,
         }
@@ -558,6 +574,134 @@ class EosCli:
             "voltage": levels(th.voltage_v),
         }
 
+    # layout: show_interfaces_transceiver__ntc_templates (EOS text, one row per lane port)
+    def transceiver_text(self) -> str:
+        rows = []
+        for port, t in self.transceiver_json(False)["interfaces"].items():
+            values = [t.get(k) for k in ("temperature", "voltage", "txBias", "txPower", "rxPower")]
+            if not t:
+                rows.append([short_name(port), *["N/A"] * 6])
+                continue
+            rows.append([short_name(port), *(_fixed2(v) for v in values), "0:00:01 ago"])
+        head = [
+            "If device is externally calibrated, only calibrated values are printed.",
+            "N/A: not applicable, Tx: transmit, Rx: receive.",
+            "mA: milliamperes, dBm: decibels (milliwatts).",
+            "                               Bias      Optical   Optical",
+            "          Temp       Voltage   Current   Tx Power  Rx Power",
+        ]
+        headers = ["Port", "(Celsius)", "(Volts)", "(mA)", "(dBm)", "(dBm)", "Last Update"]
+        rule = ["-----", "---------", "--------", "--------", "--------", "--------", "-" * 19]
+        return "\n".join([*head, fixed_columns(headers, [rule, *rows], gap=2)]) + "\n"
+
+    # layout: show_interfaces_transceiver_detail__ntc_templates (one table per quantity)
+    def transceiver_detail_text(self) -> str:
+        entries = {p: t for p, t in self.transceiver_json(True)["interfaces"].items() if t}
+        lines = [
+            "mA: milliamperes, dBm: decibels (milliwatts), NA or N/A: not applicable.",
+            "++ : high alarm, +  : high warning, -  : low warning, -- : low alarm.",
+            "A2D readouts (if they differ), are reported in parentheses.",
+            "The threshold values are calibrated.",
+        ]
+        for key, label, unit in (
+            ("temperature", "Temperature", "(Celsius)"),
+            ("voltage", "Voltage", "(Volts)"),
+            ("txBias", "Current", "(mA)"),
+            ("txPower", "Tx Power", "(dBm)"),
+            ("rxPower", "Rx Power", "(dBm)"),
+        ):
+            rows = []
+            for port, t in entries.items():
+                th = t["details"][key]
+                levels = ("highAlarm", "highWarn", "lowAlarm", "lowWarn")
+                rows.append([short_name(port), _fixed2(t[key]), *(_fixed2(th[k]) for k in levels)])
+            lines += [
+                "                         High Alarm  High Warn   Low Alarm   Low Warn",
+                f"           {label:<13} Threshold   Threshold   Threshold   Threshold",
+                fixed_columns(
+                    ["Port", unit, unit, unit, unit, unit],
+                    [["-------", "-" * 12, *["-" * 10] * 4], *rows],
+                    gap=2,
+                ),
+            ]
+        return "\n".join(lines) + "\n"
+
+    # --- FEC, PFC and queues -----------------------------------------------------------
+
+    def _attr(self, value: float | bool | str, changed: bool) -> dict[str, Any]:
+        """EOS PHY attribute shape ``{value, changes, lastChange}`` (arex's reading of it)."""
+        now = round(self.state.boot_epoch_s() + self.state.uptime_s(), 6)
+        return {"value": value, "changes": int(changed), "lastChange": now if changed else 0.0}
+
+    # keys: show_interfaces_phy_detail_json__anta_ber_success (description, fec
+    # corrected/uncorrected codewords, preFecBer, phyState); ports without a module
+    # carry no fec block, like the sample's retimer entries without one
+    def phy_detail_json(self) -> dict[str, Any]:
+        fabric, name = self.dev.fabric, self.state.name
+        out: dict[str, Any] = {}
+        for view in self.state.views():
+            status: dict[str, Any] = {
+                "description": {"phyChipName": "BCM78900-TSCBH", "location": "line"},
+                "phyState": self._attr("linkUp" if view.oper_up else "linkDown", True),
+            }
+            if view.optic:
+                fec = fabric.fec(name, view.name)
+                status["fec"] = {
+                    "correctedCodewords": self._attr(
+                        fec.corrected_codewords, fec.corrected_codewords > 0
+                    ),
+                    "uncorrectedCodewords": self._attr(
+                        fec.uncorrectable_codewords, fec.uncorrectable_codewords > 0
+                    ),
+                }
+                status["preFecBer"] = {"value": fec.pre_fec_ber}
+            out[view.name] = {
+                "phyStatuses": [status],
+                "interfaceState": {},
+                "transceiver": {},
+                "macFaults": {},
+            }
+        return {"interfacePhyStatuses": out}
+
+    # keys: show_priority_flow_control_counters_json__anta_fixture (EOS totals the
+    # priorities per port)
+    def pfc_json(self) -> dict[str, Any]:
+        return {
+            "interfaceCounters": {
+                v.name: {"rxFrames": sum(v.pfc_rx_frames), "txFrames": sum(v.pfc_tx_frames)}
+                for v in self.state.views()
+            }
+        }
+
+    # keys: show_interfaces_counters_queue_detail_json__anta_fixture (drops per traffic
+    # class and drop precedence; the model drops at DP0)
+    def queue_detail_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for view in self.state.views():
+            drops = {q.priority: q.drop_packets for q in view.queues}
+
+            def classes(values: dict[int, int]) -> dict[str, Any]:
+                return {
+                    f"TC{tc}": {"dropPrecedences": {"DP0": {"droppedPackets": values.get(tc, 0)}}}
+                    for tc in range(PRIORITIES)
+                }
+
+            out[view.name] = {
+                "ucastQueues": {"trafficClasses": classes(drops)},
+                "mcastQueues": {"trafficClasses": classes({})},
+            }
+        return {"egressQueueCounters": {"interfaces": out}}
+
+    # keys: show_qos_interfaces_ecn_counters_queue_json__anta_fixture (counts as strings)
+    def ecn_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for view in self.state.views():
+            marked = {q.priority: q.ecn_marked_packets for q in view.queues}
+            out[view.name] = {
+                "queueCounters": {str(tc): str(marked.get(tc, 0)) for tc in range(PRIORITIES)}
+            }
+        return {"intfQueueCounters": out}
+
     # --- LLDP ------------------------------------------------------------------------
 
     def _neighbours(self) -> list[Any]:
@@ -720,6 +864,10 @@ def _invalid(word: str | None = None, token: int = 0) -> CliReply:
     """EOS's refusal of an unknown keyword."""
     detail = f" (at token {token}: '{word}')" if word and token else ""
     return CliReply(f"{INVALID}{detail}\n", 1)
+
+
+def _fixed2(value: float | None) -> str:
+    return "N/A" if value is None else f"{value:.2f}"
 
 
 def _flash_key(path: str) -> str:
