@@ -8,9 +8,16 @@ from labtest.errors import ParseError
 SOURCE = "linux"
 
 
-def parse_error(message: str, text: str) -> ParseError:
+def parse_error(
+    message: str,
+    text: str,
+    *,
+    command: str | None = None,
+    line: int | None = None,
+    expected: str | None = None,
+) -> ParseError:
     """A ParseError that keeps the whole raw output for the report."""
-    return ParseError(SOURCE, message, raw=text)
+    return ParseError(SOURCE, message, raw=text, command=command, line=line, expected=expected)
 
 
 def to_int(token: str) -> int:

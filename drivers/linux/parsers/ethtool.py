@@ -18,7 +18,7 @@ import re
 from labtest.drivers.linux.parsers._common import parse_error
 
 from labtest.capabilities.transceiver import NEG_INF_DBM, LaneDom, Threshold, Transceiver
-from labtest.parsing import parser
+from labtest.parsing import fingerprint, parser
 
 # --- ethtool -S --------------------------------------------------------------
 
@@ -29,10 +29,19 @@ _STAT = re.compile(r"^\s*(\S.*?):\s+(-?\d+)\s*$")
 def parse_ethtool_stats(text: str) -> dict[str, int]:
     """Counters as ints; headers, prompts and non-numeric lines are skipped."""
     counters: dict[str, int] = {}
-    for line in text.splitlines():
+    for n, line in enumerate(text.splitlines(), start=1):
         match = _STAT.match(line)
         if match and not line.lstrip().startswith("#"):
-            counters[match.group(1).strip()] = int(match.group(2))
+            name = match.group(1).strip()
+            if name in counters:
+                raise parse_error(
+                    f"counter {name!r} twice (the later value would win silently)",
+                    text,
+                    command="ethtool -S",
+                    line=n,
+                    expected="each counter once",
+                )
+            counters[name] = int(match.group(2))
     if not counters:
         raise parse_error("no 'name: value' counters in ethtool -S output", text)
     return counters
@@ -197,3 +206,13 @@ def parse_ethtool_module(text: str) -> Transceiver:
         flags=flags,
         identifier=identifier,
     )
+
+
+fingerprint(
+    "linux",
+    "ethtool -m",
+    r"^\s*Identifier\s+:\s+0x[0-9a-fA-F]{2}\b",
+    "ethtool -m",
+    "ethtool --module-info",
+    "ethtool --dump-module-eeprom",
+)

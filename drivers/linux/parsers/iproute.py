@@ -1,7 +1,10 @@
 """iproute2 JSON output: ``ip -j link`` (also ``ip -j addr``, a superset).
 
 The JSON is taken from the first ``[`` that starts a line, so a pasted shell
-prompt or banner before it does not matter.
+prompt or banner before it does not matter. Every document in the input is
+read (two ``ip -j`` runs pasted together give both lists); anything after the
+last one other than a shell prompt is refused, and so is a key or an
+interface given twice.
 """
 
 from __future__ import annotations
@@ -13,6 +16,49 @@ from labtest.drivers.linux.parsers._common import parse_error
 
 from labtest.capabilities.host import LinkInfo
 from labtest.parsing import parser
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        dup = next(k for k in keys if keys.count(k) > 1)
+        raise ValueError(f"key {dup!r} twice in one object")
+    return dict(pairs)
+
+
+_TRAILING_PROMPT = re.compile(r"\s*(?:\S+@\S+?[:~][^\n]*[#$][^\n]*)?\s*")
+
+
+def _documents(text: str, pos: int) -> list[object]:
+    """Every JSON array from ``pos`` on, concatenated; trailing text other than a prompt
+    is refused (a second document is not silently ignored)."""
+    decoder = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys)
+    items: list[object] = []
+    while True:
+        try:
+            data, end = decoder.raw_decode(text, pos)
+        except (json.JSONDecodeError, ValueError) as exc:
+            line = text.count("\n", 0, getattr(exc, "pos", pos)) + 1
+            raise parse_error(
+                f"ip -j output is not valid JSON: {exc}", text, line=line, expected="JSON"
+            ) from exc
+        if not isinstance(data, list):
+            raise parse_error("ip -j output is not a list of interfaces", text)
+        items.extend(data)
+        rest = re.compile(r"\s*").match(text, end)
+        pos = rest.end() if rest else end
+        if pos < len(text) and text[pos] == "[":
+            continue
+        tail = _TRAILING_PROMPT.fullmatch(text, end)
+        if tail is None:
+            line = text.count("\n", 0, pos) + 1
+            raise parse_error(
+                f"text after the JSON document: {text[pos : pos + 40]!r}",
+                text,
+                line=line,
+                expected="end of input or another JSON document",
+            )
+        return items
 
 
 @parser(
@@ -31,13 +77,13 @@ def parse_ip_link(text: str) -> list[LinkInfo]:
     """Every interface: name, index, MTU in bytes, operstate, link-layer address."""
     start = re.search(r"^\s*\[", text, re.MULTILINE)
     if start is None:
-        raise parse_error("no JSON array in ip -j output", text)
-    try:
-        data, _ = json.JSONDecoder().raw_decode(text[start.end() - 1 :])
-    except json.JSONDecodeError as exc:
-        raise parse_error(f"ip -j output is not valid JSON: {exc}", text) from exc
-    if not isinstance(data, list) or not all(isinstance(d, dict) and "ifname" in d for d in data):
+        raise parse_error("no JSON array in ip -j output", text, expected="a JSON array")
+    data = _documents(text, start.end() - 1)
+    if not all(isinstance(d, dict) and "ifname" in d for d in data):
         raise parse_error("ip -j output is not a list of interfaces", text)
+    names = [d["ifname"] for d in data]
+    if dup := next((n for n in names if names.count(n) > 1), None):
+        raise parse_error(f"interface {dup!r} twice", text, expected="each interface once")
     return [
         LinkInfo(
             ifname=d["ifname"],

@@ -18,7 +18,7 @@ import re
 from labtest.drivers.linux.parsers._common import parse_error, to_int
 
 from labtest.capabilities.host import NcclResult, NcclRow, NcclTiming
-from labtest.parsing import parser
+from labtest.parsing import fingerprint, parser
 
 _COLLECTIVES = (
     "all_reduce_perf",
@@ -130,3 +130,22 @@ def parse_nccl_tests(text: str) -> NcclResult:
         layout=check,
         failures=[m.group().strip() for m in _FAILURE.finditer(text)],
     )
+
+
+# The collective named in the output (the command line echoed, "Collective test
+# starting: X") decides first; the redop column tells reductions from the rest.
+_REDUCING = ("all_reduce_perf", "reduce_perf", "reduce_scatter_perf")
+for _name in _COLLECTIVES:
+    fingerprint("linux", _name, rf"(?<![\w]){_name}\b", strength=2)
+fingerprint(
+    "linux",
+    "a reduction (all_reduce_perf, reduce_perf, reduce_scatter_perf)",
+    r"^\s*\d+\s+\d+\s+\w+\s+(?:sum|prod|min|max|avg|premulsum)\s",
+    *_REDUCING,
+)
+fingerprint(
+    "linux",
+    "a collective without reduction (all_gather, alltoall, broadcast, ...)",
+    r"^\s*\d+\s+\d+\s+\w+\s+none\s",
+    *(c for c in _COLLECTIVES if c not in _REDUCING),
+)

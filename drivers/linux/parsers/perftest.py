@@ -27,7 +27,7 @@ from labtest.capabilities.host import (
     PerftestLatency,
     PerftestLatRow,
 )
-from labtest.parsing import parser
+from labtest.parsing import fingerprint, parser
 
 _MIB_PER_S_IN_GBPS = 2**20 * 8 / 1e9
 _GBPS_PER_UNIT = {
@@ -176,6 +176,10 @@ def parse_perftest_bw(text: str) -> PerftestBandwidth:
         match = _BW_ROW.match(line)
         if not match:
             continue
+        if any(r.bytes == int(match[1]) for r in rows):
+            raise parse_error(
+                f"two result rows for {match[1]} B", text, expected="one row per message size"
+            )
         row, warning = _bw_row(
             int(match[1]), int(match[2]), float(match[3]), float(match[4]), float(match[5]), unit
         )
@@ -313,6 +317,10 @@ def parse_perftest_lat(text: str) -> PerftestLatency:
         record: dict[str, Any] = {}
         for name, value in zip(fields, values, strict=True):
             record[name] = int(value) if name in ("bytes", "iterations") else float(value)
+        if any(r.bytes == record["bytes"] for r in rows):
+            raise parse_error(
+                f"two result rows for {record['bytes']} B", text, expected="one row per size"
+            )
         if glued:
             warnings.append(f"{record['bytes']} B: columns printed without a space were split")
         rows.append(PerftestLatRow(**record))
@@ -327,3 +335,19 @@ def parse_perftest_lat(text: str) -> PerftestLatency:
         warnings=warnings,
         server_side=_SERVER_BANNER in text,
     )
+
+
+# The banner names the operation: ib_read_lat output is not ib_write_lat's.
+for _tool, _op in (
+    ("ib_write", "RDMA_Write"),
+    ("ib_read", "RDMA_Read"),
+    ("ib_send", "Send"),
+    ("ib_atomic", "Atomic"),
+):
+    fingerprint(
+        "linux",
+        f"{_tool}_bw",
+        rf"^\s*{_op}\b[^\n]*\bBW Test\s*$|\"test\":\s*\"{_op}_[^\"]*BW",
+        strength=2,
+    )
+    fingerprint("linux", f"{_tool}_lat", rf"^\s*{_op}\b[^\n]*\bLatency Test\s*$", strength=2)

@@ -15,7 +15,7 @@ import re
 from labtest.drivers.linux.parsers._common import parse_error
 
 from labtest.capabilities.host import GidEntry, RdmaDevice, RdmaHwCounters
-from labtest.parsing import parser
+from labtest.parsing import fingerprint, parser
 
 # --- rdma link -----------------------------------------------------------------
 
@@ -37,6 +37,10 @@ def parse_rdma_link(text: str) -> list[RdmaDevice]:
         if not match:
             continue
         attrs = _attributes(match.group(3))
+        if any((d.name, d.port) == (match.group(1), int(match.group(2))) for d in devices):
+            raise parse_error(
+                f"port {match.group(1)}/{match.group(2)} twice", text, expected="each port once"
+            )
         devices.append(
             RdmaDevice(
                 name=match.group(1),
@@ -177,3 +181,25 @@ def parse_ibv_devinfo(text: str) -> list[RdmaDevice]:
     if not ports:
         raise parse_error("no 'hca_id:' with a 'port:' section in ibv_devinfo output", text)
     return [RdmaDevice(**port) for port in ports]
+
+
+fingerprint(
+    "linux",
+    "rdma link",
+    r"^\s*(?:link\s+|\d+/\d+:\s+)\S+/\d+:?\s+state\s",
+    "rdma link",
+    "rdma link show",
+    "rdma dev link",
+)
+fingerprint(
+    "linux",
+    "rdma statistic",
+    r"^\s*link\s+\S+/\d+\s+(?!state\b)[a-z_]+\s+\d+",
+    "rdma statistic",
+    "rdma stat",
+    "rdma statistic show",
+    "rdma stat show",
+)
+fingerprint("linux", "show_counters", r"^\s*Port\s+\d+\s+hw counters:", "show_counters")
+fingerprint("linux", "show_gids", r"^\s*DEV\s+PORT\s+INDEX\s+GID", "show_gids")
+fingerprint("linux", "ibv_devinfo", r"^\s*hca_id:\s*\S+", "ibv_devinfo")
