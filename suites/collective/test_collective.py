@@ -16,14 +16,18 @@ import allure
 import pytest
 from labtest.fixtures.traffic import (
     FabricView,
-    LinkEvidence,
+    HostLinkProbe,
     fabric_deltas,
     fraction,
+    held_back,
+    host_link_culprits,
+    host_link_rounds,
     leaf_shift_pairs,
     link_evidence,
     load_settings,
     ring_orders,
     run_bandwidth_pairs,
+    straggler_labels,
     straggler_suspects,
 )
 
@@ -138,9 +142,21 @@ def test_allreduce(
 
 
 def _localise(view: FabricView) -> dict[str, str]:
-    """Saturate every link (each host to its counterpart on the next leaf, all at once)
-    while reading every switch's counters; return labels naming the most suspect link."""
+    """Two probes, the host links first: each leaf's hosts in bidirectional pairs load
+    every host link alone (no ECMP, no uplink), so a slow one shows in its pair and the
+    host that was not held back is named. If none is slow, every host sends to its
+    counterpart on the next leaf, all at once, while every switch's counters are read:
+    the most suspect fabric port is named (host links proven healthy are left out)."""
     cfg = SETTINGS["localise"]
+    util_below = float(cfg["congested_util_below"])
+    findings = host_link_culprits(_host_link_probes(view, cfg), util_below=util_below)
+    if any(f.certain for f in findings):
+        attach_json("straggler localisation: host links", [f.__dict__ for f in findings])
+        return straggler_labels(view, findings, [])
+    suspect_hosts = {f.host for f in findings}
+    cleared = [
+        f"{a.switch}:{a.switch_port}" for h, a in view.attachment.items() if h not in suspect_hosts
+    ]
     pairs = leaf_shift_pairs(view.attachment)
     spec = PerftestSpec(
         test="ib_write_bw", size_bytes=65536, qps=int(cfg["qps"]), duration_s=cfg["duration_s"]
@@ -155,20 +171,40 @@ def _localise(view: FabricView) -> dict[str, str]:
     }
     deltas = fabric_deltas(before, after)
     evidence = link_evidence(view, deltas, speeds, float(cfg["duration_s"]))
-    suspects = straggler_suspects(evidence, view, util_below=float(cfg["congested_util_below"]))
+    suspects = straggler_suspects(evidence, view, util_below=util_below, cleared=cleared)
     attach_json(
         "straggler localisation",
         {
+            "host_links": [f.__dict__ for f in findings],
             "probe_bw_gbps": {o.pair: o.bw_gbps for o in outcomes},
             "suspects": [{**e.__dict__, "util": e.util, "rx_util": e.rx_util} for e in suspects],
             "ports": [{**e.__dict__, "util": e.util, "rx_util": e.rx_util} for e in evidence],
         },
     )
-    if not suspects:
-        return {"link": "unlocalised", "why": "no link showed congestion, errors or a shortfall"}
-    top: LinkEvidence = suspects[0]
-    device, _, port = top.endpoint.partition(":")
-    return {"link": top.link, "device": device, "port": port, "evidence": top.summary()}
+    return straggler_labels(view, findings, suspects)
+
+
+def _host_link_probes(view: FabricView, cfg: dict[str, Any]) -> list[HostLinkProbe]:
+    """Each round of host-link pairs at once (``ib_write_bw -b``), with each host's CNPs
+    handled and pause frames received over the run: how much the fabric held it back."""
+    spec = PerftestSpec(
+        test="ib_write_bw",
+        size_bytes=65536,
+        qps=int(cfg["qps"]),
+        duration_s=cfg["duration_s"],
+        bidirectional=True,
+    )
+    probes = []
+    for pairs in host_link_rounds(view.attachment):
+        hosts = sorted({h for p in pairs for h in p})
+        before = view.snapshot_hosts(hosts)
+        outcomes = run_bandwidth_pairs(view.lab, pairs, spec)
+        after = view.snapshot_hosts(hosts)
+        pressure = {h: held_back(before[h], after[h]) for h in hosts}
+        for o in outcomes:
+            ceiling = 2 * min(_nic_goodput_gbps(view, o.client), _nic_goodput_gbps(view, o.server))
+            probes.append(HostLinkProbe(o.client, o.server, o.bw_gbps, ceiling, pressure))
+    return probes
 
 
 def _interfaces(view: FabricView, switch: str) -> dict[str, Any]:

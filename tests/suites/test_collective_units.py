@@ -9,14 +9,21 @@ from types import SimpleNamespace
 import pytest
 from labtest.fixtures.traffic import (
     FabricView,
+    HostLinkProbe,
+    HostSample,
     PortDelta,
     attachments,
+    held_back,
+    host_link_culprits,
+    host_link_rounds,
     leaf_shift_pairs,
     link_evidence,
+    straggler_labels,
     straggler_suspects,
     uplinks,
 )
 
+from labtest.capabilities.host import RdmaHwCounters
 from labtest.testbed import load_testbed
 
 REPO = Path(__file__).resolve().parents[2]
@@ -103,3 +110,63 @@ def test_a_healthy_saturated_fabric_has_no_suspects(view):
     deltas = _deltas(view, {})
     evidence = link_evidence(view, deltas, _speeds(deltas), SECONDS)
     assert straggler_suspects(evidence, view, util_below=0.9) == []
+
+
+def test_host_link_rounds_pair_each_leafs_hosts_and_the_odd_one_elsewhere(view):
+    rounds = host_link_rounds(view.attachment)
+    assert rounds == [[("host1", "host2"), ("host3", "host4"), ("host5", "host6"),
+                       ("host7", "host8")]]  # fmt: skip
+    odd = {h: a for h, a in view.attachment.items() if h != "host2"}
+    first, second = host_link_rounds(odd)
+    assert ("host1", "host2") not in first and second == [("host1", "host3")]
+
+
+def _probe(a, b, share, pa, pb):
+    return HostLinkProbe(a, b, share * 800.0, 800.0, {a: pa, b: pb})
+
+
+def test_the_host_not_held_back_in_a_slow_pair_is_named():
+    found = host_link_culprits(
+        [_probe("host1", "host2", 0.98, 0, 0), _probe("host5", "host6", 0.7, 12, 950_000)],
+        util_below=0.9,
+    )
+    assert [(f.host, f.certain) for f in found] == [("host5", True)]
+    assert found[0].share == pytest.approx(0.7) and "host6 was held back" in found[0].why
+
+
+def test_without_counters_both_hosts_of_a_slow_pair_are_uncertain(view):
+    found = host_link_culprits([_probe("host5", "host6", 0.6, None, None)], util_below=0.9)
+    assert {(f.host, f.certain) for f in found} == {("host5", False), ("host6", False)}
+    labels = straggler_labels(view, found, [])
+    assert labels["candidates"] == ("host5:eth0--leaf3:Ethernet3/1,host6:eth0--leaf3:Ethernet4/1")
+
+
+def test_a_certain_host_link_outranks_the_fabric_suspects(view):
+    deltas = _deltas(
+        view, {"leaf1:Ethernet0": (0.5, 0.5)}, **{"leaf1:Ethernet0": {"fec_uncorrectable": 1}}
+    )
+    suspects = straggler_suspects(
+        link_evidence(view, deltas, _speeds(deltas), SECONDS), view, util_below=0.9
+    )
+    found = host_link_culprits([_probe("host7", "host8", 0.6, 0, 5000)], util_below=0.9)
+    labels = straggler_labels(view, found, suspects)
+    assert (labels["link"], labels["device"], labels["port"]) == (
+        "host7:eth0--leaf4:Ethernet16", "leaf4", "Ethernet16",
+    )  # fmt: skip
+    assert straggler_labels(view, [], suspects)["link"] == "leaf1:Ethernet0--spine1:Ethernet0"
+
+
+def test_cleared_host_ports_are_no_suspects(view):
+    deltas = _deltas(view, {"leaf4:Ethernet24": (0.6, 0.6)})
+    evidence = link_evidence(view, deltas, _speeds(deltas), SECONDS)
+    assert straggler_suspects(evidence, view, util_below=0.9)[0].endpoint == "leaf4:Ethernet24"
+    assert straggler_suspects(evidence, view, util_below=0.9, cleared=["leaf4:Ethernet24"]) == []
+
+
+def test_held_back_sums_cnps_and_pauses_and_is_none_without_counters():
+    def sample(cnp, pause):
+        rdma = RdmaHwCounters.from_counters("mlx5_0", 1, {"rp_cnp_handled": cnp})
+        return HostSample(0.0, {"rx_prio3_pause": pause, "rx_prio0_pause": 0}, rdma)
+
+    assert held_back(sample(10, 4), sample(110, 9)) == 105
+    assert held_back(HostSample(0.0), HostSample(1.0)) is None
