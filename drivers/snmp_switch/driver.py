@@ -5,7 +5,8 @@
 - interfaces and counters: IF-MIB ifTable/ifXTable, 64-bit (HC) counters only,
   because 32-bit packet counters wrap within seconds at 100G and above;
 - LLDP neighbours: LLDP-MIB (IEEE 802.1AB-2005) lldpRemTable, with the local
-  port named through lldpLocPortTable or ifName;
+  port named through lldpLocPortTable or ifName; the newest row per port wins
+  (largest lldpRemTimeMark), older ones are named;
 - transceivers: ENTITY-SENSOR-MIB sensors found under each optic in
   ENTITY-MIB. The MIB has no thresholds, so ``thresholds`` stays empty.
 
@@ -23,6 +24,8 @@ from __future__ import annotations
 
 import re
 from typing import Any
+
+from labtest.drivers.common.lldp import newest_per_port
 
 from labtest import connect
 from labtest.capabilities.switch import Facts, InterfaceCounters, InterfaceStatus, LldpNeighbor
@@ -186,7 +189,9 @@ class SnmpSwitch:
     # --- LLDP ----------------------------------------------------------------------
 
     def lldp_neighbors(self) -> dict[str, LldpNeighbor]:
-        """Remote rows are indexed ``timeMark.localPortNum.remIndex``; the first wins."""
+        """Remote rows are indexed ``timeMark.localPortNum.remIndex``; per port the row with
+        the largest lldpRemTimeMark (sysUpTime when it was learnt: the newest) wins, and
+        the other neighbours still in the table are named (``older_neighbours``)."""
         port_ids = self._column("lldpRemPortId")
         t = self._columns(
             "lldpRemSysName",
@@ -197,25 +202,23 @@ class SnmpSwitch:
         )
         t["lldpRemPortId"] = port_ids
         local = self._local_ports()
-        out: dict[str, LldpNeighbor] = {}
+        rows = []
         for index in sorted(t["lldpRemPortId"], key=_index_key):
             parts = index.split(".")
-            if len(parts) != 3:
+            if len(parts) != 3 or not all(p.isdigit() for p in parts):
                 raise ParseError(self.name, f"lldpRemTable index {index!r} is not 3 numbers")
             port = local.get(parts[1], parts[1])
             subtype = mibs.LLDP_PORT_ID_SUBTYPE.get(t["lldpRemPortIdSubtype"].get(index))
             port_id = _str(t["lldpRemPortId"][index])
             descr = _str(t["lldpRemPortDesc"].get(index))
-            out.setdefault(
-                port,
-                LldpNeighbor(
-                    remote_system=_str(t["lldpRemSysName"].get(index)),
-                    remote_port=descr if subtype == "macAddress" and descr else port_id,
-                    remote_port_description=descr,
-                    remote_chassis_id=_mac(t["lldpRemChassisId"].get(index)),
-                ),
+            neighbour = LldpNeighbor(
+                remote_system=_str(t["lldpRemSysName"].get(index)),
+                remote_port=descr if subtype == "macAddress" and descr else port_id,
+                remote_port_description=descr,
+                remote_chassis_id=_mac(t["lldpRemChassisId"].get(index)),
             )
-        return out
+            rows.append((port, neighbour, (int(parts[0]), int(parts[2]))))
+        return newest_per_port(rows)
 
     def _local_ports(self) -> dict[str, str]:
         """lldpLocPortNum -> interface name: the first of lldpLocPortId, lldpLocPortDesc

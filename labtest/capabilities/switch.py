@@ -170,6 +170,10 @@ class LldpNeighbor:
     capabilities: str | None = None
     ttl_s: int | None = None
     remote_mgmt_address: str | None = None
+    #: other neighbours the port's table still held in the same read ("system:port"), older
+    #: than this one: the neighbour changed during the check (a re-cabled port, until the
+    #: old entry's hold time runs out)
+    older_neighbours: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

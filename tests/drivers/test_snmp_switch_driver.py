@@ -105,14 +105,14 @@ def sensor(index: int, kind: int, scale: int, precision: int, value: int) -> dic
     }
 
 
-def eos_like_mib(with_entity: bool = True) -> DictMib:
+def eos_like_mib(with_entity: bool = True, lldp_rows: dict[str, object] | None = None) -> DictMib:
     values = (
         system(
             "Arista Networks EOS version 4.33.2F running on an Arista DCS-7050SX-64",
             "1.3.6.1.4.1.30065.1.3011.7050.1958.64",
         )
         | interfaces()
-        | lldp()
+        | (lldp() if lldp_rows is None else lldp_rows)
     )
     if with_entity:
         values |= (
@@ -308,3 +308,31 @@ def test_record_then_replay(agent, tmp_path):
         assert (replayed.facts(), replayed.counters(), replayed.lldp_neighbors()) == live
         with pytest.raises(ReplayMissing, match="SNMP walk"):
             replayed.transceivers()
+
+
+def swapped_lldp() -> dict[str, object]:
+    """Ethernet1 re-cabled at sysUpTime 5000: the table still holds the row learnt at 100
+    until its hold time runs out (issue 14 case 4, as real lldpd + snmpd show it)."""
+    values = lldp()
+    values.update({
+        "lldpRemChassisIdSubtype.5000.1.2": 4,
+        "lldpRemChassisId.5000.1.2": bytes.fromhex("001c73a0b1c9"),
+        "lldpRemPortIdSubtype.5000.1.2": 5,
+        "lldpRemPortId.5000.1.2": "Ethernet7/1",
+        "lldpRemPortDesc.5000.1.2": "to leaf9",
+        "lldpRemSysName.5000.1.2": "spine9",
+    })
+    # the first row was learnt at timeMark 100, not 0
+    for column in ("ChassisIdSubtype", "ChassisId", "PortIdSubtype", "PortId", "PortDesc",
+                   "SysName"):
+        values[f"lldpRem{column}.100.1.1"] = values.pop(f"lldpRem{column}.0.1.1")
+    return values
+
+
+def test_lldp_newest_row_wins_and_the_change_is_named():
+    with served(eos_like_mib(lldp_rows=swapped_lldp())) as switch:
+        lldp = switch.lldp_neighbors()
+    assert (lldp["Ethernet1"].remote_system, lldp["Ethernet1"].remote_port) == (
+        "spine9", "Ethernet7/1")  # lldpRemTimeMark 5000 beats 100
+    assert lldp["Ethernet1"].older_neighbours == ("spine1:Ethernet49/1",)
+    assert lldp["Ethernet2"].older_neighbours == ()  # one neighbour: nothing changed
