@@ -82,6 +82,10 @@ class Proc:
     ps_calls: int = 0
 
 
+#: what the SSH transport puts before each command on a POSIX host (process-group kill)
+_GROUP_MARKER = re.compile(r"^echo labtest-pgid-[0-9a-f]+:\$\$ >&2; ")
+
+
 @dataclass
 class FakeLinux:
     """One emulated host: samples to answer with, a process table, files, behaviour flags."""
@@ -109,6 +113,7 @@ class FakeLinux:
     next_pid: int = 4242
 
     def run(self, command: str) -> CliReply:
+        command = _GROUP_MARKER.sub("", command)  # a real shell prints its PID and runs the rest
         with self.lock:
             self.commands.append(command)
         words = command.split()
