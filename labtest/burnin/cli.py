@@ -7,7 +7,8 @@
 
 Exit status: 0 every unit passed (or was marginal); 1 a unit failed; 3 the run
 stopped before its end (resumable) or a unit could not be judged; 2 the
-station, the database or the lab could not be used.
+station, the database, the output directory or the lab could not be used (busy
+devices included), said in one line.
 """
 
 from __future__ import annotations
@@ -48,6 +49,14 @@ def register(subparsers: Any) -> None:
                     help="time-series plots for every unit (default), failed ones, or none")
     ap.add_argument("--plain", action="store_true",
                     help="log lines instead of the live panel (automatic when not a terminal)")
+    ap.add_argument("--reserve", action="store_true", default=None,
+                    help="hold the devices while the run lasts (default: on, off with --emulate)")
+    ap.add_argument("--no-reserve", action="store_false", dest="reserve", help="do not hold them")
+    ap.add_argument("--reserve-timeout", type=float, default=None, metavar="SECONDS",
+                    help="wait this long for devices another run holds; 0 fails fast "
+                    "(default 300)")
+    ap.add_argument("--lease-store", metavar="URL",
+                    help="where leases live (as pytest's --lease-store)")
     ap.set_defaults(handler=_burnin)
 
 
@@ -73,14 +82,29 @@ def _burnin(args: argparse.Namespace) -> int:
         print(f"{exc.path}: {len(exc.problems)} error(s)", file=sys.stderr)
         return EXIT_ERROR
     except (StoreError, LabtestError) as exc:
-        print(f"labtest burnin: {exc}", file=sys.stderr)
+        print(f"labtest burnin: {_one_line(exc)}", file=sys.stderr)
         return EXIT_ERROR
+    except OSError as exc:
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"labtest burnin: cannot use{where}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:  # a second Ctrl-C / SIGTERM: the station was made safe
+        print("labtest burnin: interrupted; the run is saved as stopped "
+              "(labtest burnin --list, then --resume RUN_ID)", file=sys.stderr)
+        return EXIT_INCOMPLETE
+
+
+def _one_line(exc: BaseException) -> str:
+    from labtest.secrets import redact
+
+    return " ".join(redact(str(exc)).split())
 
 
 def _run(args: argparse.Namespace, resume: str | None) -> int:
     from labtest.burnin import runner
     from labtest.burnin.station import load_station
     from labtest.emulation.cli import parse_fault
+    from labtest.reservation import DEFAULT_WAIT_S
 
     stop = threading.Event()
     options = runner.Options(
@@ -88,8 +112,13 @@ def _run(args: argparse.Namespace, resume: str | None) -> int:
         time_scale=args.time_scale,
         faults=[parse_fault(f) for f in args.fault],
         db=args.db,
+        output=args.output,
         progress=_progress(args.plain),
         stop=stop,
+        reserve=args.reserve,
+        reserve_timeout_s=DEFAULT_WAIT_S if args.reserve_timeout is None else args.reserve_timeout,
+        lease_store=args.lease_store,
+        say=lambda line: print(f"labtest burnin: {line}", file=sys.stderr, flush=True),
     )
     previous = _on_interrupt(stop)
     try:
@@ -111,19 +140,19 @@ def _run(args: argparse.Namespace, resume: str | None) -> int:
 def _finish(args: argparse.Namespace, run_id: str, db: Path | None) -> int:
     from labtest.burnin import outputs
     from labtest.burnin.analysis import analyse
-    from labtest.burnin.runner import DEFAULT_DB
+    from labtest.burnin.runner import DEFAULT_DB, output_dir
     from labtest.burnin.station import load_station
     from labtest.burnin.store import open_store
     from labtest.measure import load_limits
     from labtest.testbed import load_testbed
 
-    store = open_store(db or args.db or DEFAULT_DB)
+    store = open_store(db or args.db or DEFAULT_DB, create=False)
     try:
         run = store.run(run_id)
         limits = load_limits(run.info["limits"])
         report = analyse(store, run_id, limits)
         station = load_station(run.info["station_path"])
-        out_dir = args.output or station.output or Path("reports/burnin")
+        out_dir = output_dir(station, args.output)
         written = outputs.write(report, store, limits, out_dir, plots=args.plots,
                                 testbed=load_testbed(run.info["testbed"]))
     finally:
@@ -143,7 +172,7 @@ def _list(args: argparse.Namespace) -> int:
     from labtest.burnin.runner import DEFAULT_DB
     from labtest.burnin.store import open_store
 
-    store = open_store(args.db or DEFAULT_DB)
+    store = open_store(args.db or DEFAULT_DB, create=False)  # a typo creates nothing
     try:
         for run in store.runs():
             done = 100.0 * run.position_s / run.duration_s if run.duration_s else 0.0

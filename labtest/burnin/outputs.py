@@ -290,7 +290,7 @@ def write_allure(report: Report, store: SampleStore, limits: LimitsProfile, resu
         plot = plots.get(_safe(uv.unit.serial))
         if plot is not None:
             source = f"{uuid.uuid4()}-attachment.png"
-            (results_dir / source).write_bytes(plot.read_bytes())
+            write_atomic(results_dir / source, plot.read_bytes())
             attachments.append({"name": f"{uv.unit.serial} over time", "source": source,
                                 "type": "image/png"})
         test = _test_record(uv, nodeid, limits, attachments)

@@ -9,12 +9,21 @@ Each reading is committed on its own as soon as it is taken.
 
 Ctrl-C (SIGINT/SIGTERM through ``stop``) lets the round in flight finish,
 stops the load, puts the chamber in standby and marks the run ``stopped``.
+Whatever ends the loop (a second Ctrl-C, a full disk, a locked database, a
+bug), the same happens in a ``finally``: the station is never left under load.
+
+A real lab's devices are held through :mod:`labtest.reservation`, as a pytest
+run holds them: a burn-in never reads a device another run holds (it waits up
+to ``reserve_timeout_s``, then fails naming the holder), and stops when it
+loses its lease.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
+import tempfile
 import threading
 import time
 import traceback
@@ -25,12 +34,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from labtest import reservation
 from labtest.burnin import monitors as mon
 from labtest.burnin.live import LiveChecks, Progress, Status
 from labtest.burnin.profile import Step, active, timeline
 from labtest.burnin.schedule import Series, Slot, merged, rounds, total
 from labtest.burnin.station import PrbsLoad, Station, load_station
-from labtest.burnin.store import Event, Reading, Run, SampleStore, Unit, open_store
+from labtest.burnin.store import (
+    Event,
+    Reading,
+    Run,
+    SampleStore,
+    StoreError,
+    StoreFull,
+    Unit,
+    open_store,
+)
 from labtest.burnin.timebase import FabricTimebase, Timebase, WallTimebase
 from labtest.burnin.units import Plan, discover
 from labtest.errors import ConfigError, LabtestError
@@ -40,6 +59,7 @@ from labtest.secrets import redact
 from labtest.testbed import load_testbed
 
 DEFAULT_DB = Path("reports/burnin/burnin.db")
+DEFAULT_OUTPUT = Path("reports/burnin")
 MAX_WORKERS = 8
 #: run time a round may start late before the operator is told the station cannot keep up
 BEHIND_S = 60.0
@@ -61,8 +81,13 @@ class Options:
     time_scale: float | None = None  # emulated lab: None = stepped virtual clock
     faults: list[Fault] = field(default_factory=list)
     db: Path | None = None
+    output: Path | None = None  # checked writable before the first sample
     progress: Progress | None = None
     stop: threading.Event = field(default_factory=threading.Event)
+    reserve: bool | None = None  # hold the devices (default: yes, unless emulated)
+    reserve_timeout_s: float = reservation.DEFAULT_WAIT_S
+    lease_store: str | None = None
+    say: Callable[[str], None] | None = None  # waiting for a busy lab, lease lost
 
 
 @dataclass
@@ -138,10 +163,15 @@ def _follow_chambers(emu: Any) -> bool:
 def start(station: Station, options: Options, session: Session | None = None) -> Outcome:
     """Run ``station`` from the start; ``session`` replaces the lab (dry runs, benches)."""
     limits = load_limits(station.limits)
+    check_output(output_dir(station, options.output))
     store = open_store(_db_path(station, options), station.storage.synchronous)
+    lease = None
     try:
+        store.check_writable()
+        lease = _hold(station, options)
         session = session or open_session(station, options, 0.0)
     except BaseException:
+        _release(lease)
         store.close()
         raise
     try:
@@ -163,15 +193,20 @@ def start(station: Station, options: Options, session: Session | None = None) ->
                f"{sum(u.under_test for u in plan.units)} units under test")
         for note in plan.notes:
             _event(store, run.run_id, 0.0, "plan", note)
-        status = Runner(station, session, plan, store, run.run_id, limits, options).run(streams)
+        runner = Runner(station, session, plan, store, run.run_id, limits, options, lease)
+        status = runner.run(streams)
     finally:
-        session.close()
-        store.close()
+        try:
+            session.close()
+        finally:
+            _release(lease)
+            store.close()
     return Outcome(run.run_id, status, store.path, station)
 
 
 def resume(run_id: str, options: Options) -> Outcome:
-    store = open_store(options.db or DEFAULT_DB)
+    store = open_store(options.db or DEFAULT_DB, create=False)
+    lease = None
     try:
         run = store.run(run_id)
         _check_resumable(run)
@@ -180,12 +215,15 @@ def resume(run_id: str, options: Options) -> Outcome:
             raise RunError(f"{run.info['station_path']} changed since run {run_id} started; "
                            "the schedule would not be the same")
         limits = load_limits(station.limits)
+        check_output(output_dir(station, options.output))
+        store.check_writable()
         options = replace(  # the lab is rebuilt as it was: same emulation, same faults
             options,
             emulate=bool(run.info["emulate"]),
             time_scale=run.info["time_scale"],
             faults=[(str(k), str(t), dict(p)) for k, t, p in run.info["faults"]],
         )
+        lease = _hold(station, options)
         streams = [Series(*s) for s in run.info["streams"]]
         done = store.done(run_id)
         first = next(merged(streams, run.duration_s, done), None)
@@ -197,13 +235,54 @@ def resume(run_id: str, options: Options) -> Outcome:
         try:
             plan = discover(session.lab, station)
             _check_same_units(store.units(run_id), plan.units)
-            runner = Runner(station, session, plan, store, run_id, limits, options)
+            runner = Runner(station, session, plan, store, run_id, limits, options, lease)
             status = runner.run(streams)
         finally:
             session.close()
     finally:
+        _release(lease)
         store.close()
     return Outcome(run_id, status, store.path, station)
+
+
+def _hold(station: Station, options: Options) -> reservation.Lease | None:
+    """Hold the station's devices (real lab), as a pytest run on the same lab would."""
+    wanted = options.reserve if options.reserve is not None else not options.emulate
+    if not wanted:
+        return None
+    keys = reservation.testbed_keys(load_testbed(station.testbed))
+    say = options.say
+
+    def waiting(blockers: dict[str, reservation.Holder]) -> None:
+        if say is not None:
+            say(f"waiting up to {options.reserve_timeout_s:g} s: {reservation.describe(blockers)}")
+
+    return reservation.reserve(
+        keys,
+        store=reservation.open_store(options.lease_store),
+        wait_s=options.reserve_timeout_s,
+        on_wait=waiting,
+    )
+
+
+def _release(lease: reservation.Lease | None) -> None:
+    if lease is not None:
+        lease.release()
+
+
+def output_dir(station: Station, output: Path | None) -> Path:
+    return output or station.output or DEFAULT_OUTPUT
+
+
+def check_output(directory: Path) -> None:
+    """Create ``directory`` and prove a file can be written there, before the first sample."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".labtest-write-probe", dir=directory)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise RunError(f"cannot write the results to {directory}: {exc.strerror or exc}") from None
 
 
 def _check_resumable(run: Run) -> None:
@@ -292,14 +371,17 @@ class Runner:
         run_id: str,
         limits: LimitsProfile,
         options: Options,
+        lease: reservation.Lease | None = None,
     ) -> None:
         self.station = station
+        self.lease = lease
         self.lab = session.lab
         self.timebase = session.timebase
         self.plan = plan
         self.store = store
         self.run_id = run_id
         self.stop = options.stop
+        self.say = options.say
         self.progress = options.progress
         self.live = LiveChecks(limits, plan.units)
         self.steps: list[Step] = timeline(station.chamber) if station.chamber else []
@@ -309,6 +391,15 @@ class Runner:
         self._said_behind = False
 
     def run(self, streams: list[Series]) -> str:
+        """Take every reading; whatever happens, end with the station safe and the run closed."""
+        try:
+            complete = self._loop(streams)
+        except BaseException as exc:
+            self._finish(False, failure=exc)
+            raise
+        return self._finish(complete)
+
+    def _loop(self, streams: list[Series]) -> bool:
         done = self.store.done(self.run_id)
         self._restore_status(streams, done)
         slots = merged(streams, self.station.duration_s, done)
@@ -322,7 +413,7 @@ class Runner:
         with ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="burnin") as pool:
             for batch in rounds(_chain(first, slots)):
                 t_s = batch[0].t_s
-                if not self._advance_to(t_s, pending):
+                if not self._advance_to(t_s, pending) or self._lease_lost(t_s):
                     finished = False
                     break
                 self._behind(t_s)
@@ -331,7 +422,16 @@ class Runner:
                 self._show()
             else:
                 finished = not self.stop.is_set()
-        return self._finish(finished)
+        return finished
+
+    def _lease_lost(self, t_s: float) -> bool:
+        if self.lease is None or self.lease.valid():
+            return False
+        text = f"lease lost, stopping before touching the devices again: {self.lease.lost_reason}"
+        self._note(t_s, "error", text)
+        if self.say is not None:
+            self.say(text)
+        return True
 
     # --- set-up and tear-down -------------------------------------------------------------
 
@@ -344,25 +444,55 @@ class Runner:
         if step is not None:
             self._apply(step, t_s)
 
-    def _finish(self, complete: bool) -> str:
-        t_s = self.timebase.now_s()
+    def _finish(self, complete: bool, failure: BaseException | None = None) -> str:
+        """Stop the load, put the chamber in standby, close the run record; each step alone.
+
+        With ``failure`` (the loop raised) nothing here may hide it: a step that
+        fails too is noted if it can be, and the failure is what the caller sees.
+        """
+        t_s = self._now_s()
         if self.plan.prbs_links:
             self._safely("load", lambda: mon.stop_prbs(self.lab, self.plan))
         chamber = self.station.chamber
         if chamber is not None and (not complete or chamber.at_end == "standby"):
             self._safely("chamber", lambda: self.lab.device(chamber.device).stop())
         status = "complete" if complete else "stopped"
-        self.store.update_run(self.run_id, status=status, pid=None)
-        self._note(t_s, status, f"run {status} at run time {t_s / 3600:.3f} h")
-        if self.progress is not None:
-            self.progress.close(self.status)
+        try:
+            self._close_record(status, t_s, failure)
+        except StoreError:
+            if failure is None:
+                raise
+        finally:
+            if self.progress is not None:
+                with contextlib.suppress(Exception):
+                    self.progress.close(self.status)
         return status
+
+    def _close_record(self, status: str, t_s: float, failure: BaseException | None) -> None:
+        """Mark the run ``status``; on a full disk, give back the store's reserve and retry."""
+        why = "" if failure is None else f" ({_one_line(failure)})"
+        try:
+            self.store.update_run(self.run_id, status=status, pid=None)
+        except StoreFull:
+            release = getattr(self.store, "release_reserve", None)
+            if release is None or not release():
+                raise
+            self.store.update_run(self.run_id, status=status, pid=None)
+        with contextlib.suppress(StoreError):
+            self._note(t_s, status, f"run {status} at run time {t_s / 3600:.3f} h{why}")
+
+    def _now_s(self) -> float:
+        try:
+            return self.timebase.now_s()
+        except Exception:
+            return self.status.t_s
 
     def _safely(self, what: str, action: Callable[[], None]) -> None:
         try:
             action()
-        except LabtestError as exc:
-            self._note(self.timebase.now_s(), "error", f"stopping the {what}: {exc}")
+        except Exception as exc:  # the next step (chamber, record) must still happen
+            with contextlib.suppress(Exception):
+                self._note(self._now_s(), "error", f"stopping the {what}: {_one_line(exc)}")
 
     # --- time and chamber ----------------------------------------------------------------------
 
@@ -476,6 +606,11 @@ class Runner:
     def _show(self) -> None:
         if self.progress is not None:
             self.progress.update(self.status)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _chain(first: Slot | None, rest: Iterator[Slot]) -> Iterator[Slot]:

@@ -20,19 +20,31 @@ SQLite layout (WAL journal, one writer):
 A reading (one monitor call on one device or link) is one transaction, so
 ``kill -9`` loses at most the readings in flight. With ``synchronous=FULL``
 every commit is fsynced: a power cut loses nothing committed either.
+
+Every SQLite failure becomes a one-line :class:`StoreError` naming the file and
+what is wrong with it (corrupt, locked, read-only, disk full). The file is
+created 0600 (0660 with a lab group, :mod:`labtest.safefs`) without following a
+symlink, and a small *reserve* file next to it is given back when the disk
+fills, so the runner can still close the run record. Text written (events,
+errors, run and unit info) is scrubbed of known secrets.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
+import os
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+
+from labtest import safefs, secrets
 
 SCHEMA_VERSION = 1
 
@@ -102,7 +114,49 @@ CREATE INDEX IF NOT EXISTS events_run ON events (run_id, event_id);
 
 
 class StoreError(Exception):
-    """The database cannot be used (wrong schema, unknown run)."""
+    """The database cannot be used (wrong schema, unknown run, corrupt, locked, full)."""
+
+
+class StoreFull(StoreError):
+    """The disk holding the database is full."""
+
+
+#: how long a write waits for another writer before the database counts as locked
+BUSY_TIMEOUT_S = 30.0
+#: space kept next to the database and given back when the disk fills (to close the run)
+RESERVE_BYTES = 256 * 1024
+
+
+def storage_error(path: Path, exc: BaseException) -> StoreError:
+    """One line saying what is wrong with the database file, from SQLite's or the OS's error."""
+    text = str(exc)
+    low = text.lower()
+    if "full" in low or getattr(exc, "errno", None) == 28:
+        return StoreFull(f"{path}: the disk is full ({text}); free space, then resume the run")
+    if "locked" in low or "busy" in low:
+        return StoreError(f"{path}: the database is locked by another process ({text}); "
+                          "is another burn-in using it?")
+    if "readonly" in low or "read-only" in low or "permission" in low:
+        return StoreError(f"{path}: the database cannot be written ({text})")
+    if "not a database" in low or "malformed" in low or "corrupt" in low:
+        return StoreError(f"{path}: the database is corrupt ({text}); "
+                          "move it away or give another --db")
+    if "unable to open" in low:
+        return StoreError(f"{path}: the database cannot be opened or created ({text})")
+    return StoreError(f"{path}: {text}")
+
+
+def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn SQLite and OS errors of a store method into one-line :class:`StoreError`s."""
+
+    @functools.wraps(method)
+    def guarded(self: SqliteStore, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except (sqlite3.Error, OSError) as exc:
+            raise storage_error(self.path, exc) from None
+
+    return guarded
 
 
 # --- records -------------------------------------------------------------------------
@@ -214,14 +268,36 @@ class SampleStore(Protocol):
 class SqliteStore:
     """``SampleStore`` on one SQLite file in WAL mode; safe to share between threads."""
 
-    def __init__(self, path: str | Path, synchronous: str = "full") -> None:
+    def __init__(self, path: str | Path, synchronous: str = "full", create: bool = True) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(
-            self.path, isolation_level=None, check_same_thread=False, timeout=30.0
-        )
         self._lock = threading.Lock()
         self._series: dict[tuple[str, str, str, int, str], int] = {}
+        if not create and not self.path.exists():
+            raise StoreError(f"{self.path}: no burn-in database here")
+        try:
+            if not self.path.parent.exists():
+                safefs.private_dir(self.path.parent)
+            os.close(safefs.open_private(self.path))
+            for suffix in ("-wal", "-shm"):
+                safefs.check_existing(f"{self.path}{suffix}")
+        except safefs.UnsafePath as exc:
+            raise StoreError(str(exc)) from None
+        except OSError as exc:
+            raise storage_error(self.path, exc) from None
+        try:
+            self._db = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_S
+            )
+        except sqlite3.Error as exc:
+            raise storage_error(self.path, exc) from None
+        try:
+            self._open(synchronous)
+        except BaseException:
+            self._db.close()
+            raise
+
+    @_guarded
+    def _open(self, synchronous: str) -> None:
         mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
         if str(mode).lower() != "wal":
             raise StoreError(f"{self.path}: cannot use WAL journal mode (got {mode})")
@@ -229,6 +305,30 @@ class SqliteStore:
         self._db.execute(f"PRAGMA synchronous={level}")
         self._db.executescript(SCHEMA)
         self._check_version()
+
+    @_guarded
+    def check_writable(self) -> None:
+        """Prove a write can be made now (not locked, not read-only); then keep a reserve."""
+        with self._lock, _transaction(self._db):
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES ('write-check', 'ok')")
+        reserve = self._reserve_path()
+        with contextlib.suppress(FileExistsError):
+            fd = safefs.open_private(reserve, os.O_WRONLY | os.O_EXCL)
+            try:
+                os.posix_fallocate(fd, 0, RESERVE_BYTES)
+            finally:
+                os.close(fd)
+
+    def release_reserve(self) -> bool:
+        """Give back the reserve's space (disk full); whether there was one."""
+        try:
+            self._reserve_path().unlink()
+        except OSError:
+            return False
+        return True
+
+    def _reserve_path(self) -> Path:
+        return self.path.with_name(self.path.name + "-reserve")
 
     def _check_version(self) -> None:
         row = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
@@ -239,14 +339,16 @@ class SqliteStore:
 
     # --- runs and units -------------------------------------------------------------
 
+    @_guarded
     def create_run(self, run: Run) -> None:
         with self._lock:
             self._db.execute(
                 "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?)",
                 (run.run_id, run.station, run.status, run.created_utc, run.duration_s,
-                 run.position_s, run.pid, run.host, json.dumps(run.info)),
+                 run.position_s, run.pid, run.host, json.dumps(secrets.redact_data(run.info))),
             )
 
+    @_guarded
     def run(self, run_id: str) -> Run:
         row = self._query("SELECT * FROM runs WHERE run_id=?", (run_id,))
         if not row:
@@ -254,26 +356,30 @@ class SqliteStore:
             raise StoreError(f"{self.path}: no run {run_id!r} (latest: {known})")
         return _run(row[0])
 
+    @_guarded
     def runs(self) -> list[Run]:
         return [_run(r) for r in self._query("SELECT * FROM runs ORDER BY created_utc", ())]
 
+    @_guarded
     def update_run(self, run_id: str, **fields: Any) -> None:
         allowed = {"status", "position_s", "pid", "host", "info"}
         bad = set(fields) - allowed
         if bad:
             raise ValueError(f"cannot update {sorted(bad)}")
         if "info" in fields:
-            fields["info"] = json.dumps(fields["info"])
+            fields["info"] = json.dumps(secrets.redact_data(fields["info"]))
         sets = ", ".join(f"{k}=?" for k in fields)
         with self._lock:
             self._db.execute(f"UPDATE runs SET {sets} WHERE run_id=?", (*fields.values(), run_id))
 
+    @_guarded
     def put_units(self, run_id: str, units: Sequence[Unit]) -> None:
         rows = [(run_id, u.serial, u.kind, u.device, u.port, int(u.under_test),
-                 json.dumps(u.info, default=str)) for u in units]
+                 json.dumps(secrets.redact_data(u.info), default=str)) for u in units]
         with self._lock, _transaction(self._db):
             self._db.executemany("INSERT OR REPLACE INTO units VALUES (?,?,?,?,?,?,?)", rows)
 
+    @_guarded
     def units(self, run_id: str) -> list[Unit]:
         rows = self._query(
             "SELECT serial, kind, device, port, under_test, info FROM units WHERE run_id=? "
@@ -282,6 +388,7 @@ class SqliteStore:
 
     # --- readings --------------------------------------------------------------------
 
+    @_guarded
     def write(self, run_id: str, reading: Reading) -> int:
         """Commit the reading and its samples atomically; returns samples newly stored."""
         with self._lock, _transaction(self._db):
@@ -295,7 +402,7 @@ class SqliteStore:
             self._db.execute(
                 "INSERT OR IGNORE INTO readings VALUES (?,?,?,?,?,?,?)",
                 (run_id, reading.monitor, reading.target, reading.sched_index, reading.t_s,
-                 reading.wall_s, reading.error),
+                 reading.wall_s, secrets.redact(reading.error) if reading.error else None),
             )
         return added
 
@@ -312,11 +419,13 @@ class SqliteStore:
             self._series[key] = sid
         return sid
 
+    @_guarded
     def done(self, run_id: str) -> set[tuple[str, str, int]]:
         rows = self._query(
             "SELECT monitor, target, sched_index FROM readings WHERE run_id=?", (run_id,))
         return {(r[0], r[1], int(r[2])) for r in rows}
 
+    @_guarded
     def reading_counts(self, run_id: str) -> dict[tuple[str, str], tuple[int, int]]:
         """``{(monitor, target): (readings, readings with an error)}``."""
         rows = self._query(
@@ -326,13 +435,16 @@ class SqliteStore:
 
     # --- events ----------------------------------------------------------------------
 
+    @_guarded
     def event(self, run_id: str, event: Event) -> None:
         with self._lock:
             self._db.execute(
                 "INSERT INTO events (run_id, t_s, wall_s, kind, unit, key, text) "
                 "VALUES (?,?,?,?,?,?,?)",
-                (run_id, event.t_s, event.wall_s, event.kind, event.unit, event.key, event.text))
+                (run_id, event.t_s, event.wall_s, event.kind, event.unit, event.key,
+                 secrets.redact(event.text)))
 
+    @_guarded
     def events(self, run_id: str, kinds: Sequence[str] | None = None) -> list[Event]:
         sql = "SELECT t_s, wall_s, kind, text, unit, key FROM events WHERE run_id=?"
         args: tuple[Any, ...] = (run_id,)
@@ -343,12 +455,14 @@ class SqliteStore:
 
     # --- reading back ------------------------------------------------------------------
 
+    @_guarded
     def series(self, run_id: str) -> list[SeriesKey]:
         rows = self._query(
             "SELECT series_id, unit, port, lane, metric, uom FROM series WHERE run_id=? "
             "ORDER BY unit, port, metric, lane", (run_id,))
         return [SeriesKey(*r) for r in rows]
 
+    @_guarded
     def points(self, series_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(sched_index, t_s, value) of one series, in schedule order."""
         rows = self._query(
@@ -360,12 +474,14 @@ class SqliteStore:
         arr = np.array(rows, dtype=float)
         return arr[:, 0].astype(np.int64), arr[:, 1], arr[:, 2]
 
+    @_guarded
     def sample_count(self, run_id: str) -> int:
         row = self._query(
             "SELECT COUNT(*) FROM samples JOIN series USING (series_id) WHERE run_id=?",
             (run_id,))
         return int(row[0][0])
 
+    @_guarded
     def duplicate_count(self, run_id: str) -> int:
         """Samples sharing (run, unit, port, lane, metric, sched_index): 0 by construction."""
         row = self._query(
@@ -378,6 +494,7 @@ class SqliteStore:
         with self._lock:
             return self._db.execute(sql, args).fetchall()
 
+    @_guarded
     def close(self) -> None:
         with self._lock:
             self._db.close()
@@ -400,7 +517,7 @@ def _run(row: tuple[Any, ...]) -> Run:
     return Run(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], json.loads(row[8]))
 
 
-def open_store(path: str | Path, synchronous: str = "full") -> SqliteStore:
-    """The store for ``path`` (the one backend for now)."""
-    return SqliteStore(path, synchronous)
+def open_store(path: str | Path, synchronous: str = "full", create: bool = True) -> SqliteStore:
+    """The store for ``path`` (the one backend for now); ``create=False``: it must exist."""
+    return SqliteStore(path, synchronous, create)
 

@@ -25,7 +25,11 @@ def test_a_bad_station_exits_2_with_located_errors(tmp_path: Path,
 
 
 def test_unknown_run_and_empty_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    db = tmp_path / "b.db"
+    db = tmp_path / "missing" / "b.db"
+    assert main(["--list", "--db", str(db)]) == 2  # a typo says so and creates nothing
+    assert capsys.readouterr().err == f"labtest burnin: {db}: no burn-in database here\n"
+    assert not db.parent.exists()
+    open_store(db).close()
     assert main(["--list", "--db", str(db)]) == 0
     assert main(["--resume", "nope", "--db", str(db)]) == 2
     assert "no run 'nope'" in capsys.readouterr().err
