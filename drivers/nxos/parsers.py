@@ -4,6 +4,11 @@ NX-OS prints fixed-width tables framed by rules of dashes, and splits wide
 counter sets into several narrow "Port  A  B" tables that share the port
 column; those are merged per port. ``--`` and ``N/A`` mean "not applicable"
 and become ``None``. Samples under ``tests/drivers/samples/nxos``.
+
+Every parser checks before it reads: output that another command prints is
+refused by name (``show interface status`` given as counters), a row with fewer
+cells than its header, a port listed twice in one table and a value cut to a
+non-number are refused with the line they are on.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ import functools
 import re
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from labtest.drivers.common.lldp import newest_per_port
 
 from labtest.capabilities.switch import (
     Facts,
@@ -35,15 +42,68 @@ F = TypeVar("F", bound=Callable[..., Any])
 class _Garbled(ValueError):
     """Raised inside a parser; the registration wrapper turns it into ParseError."""
 
+    def __init__(self, message: str, line: int | None = None, expected: str | None = None):
+        super().__init__(message)
+        self.line = line
+        self.expected = expected
+
+
+def _parse_error(
+    device: str, command: str, message: str, raw: str, line: int | None, expected: str | None
+) -> ParseError:
+    where = f" (line {line})" if line is not None else ""
+    try:
+        return ParseError(
+            device,
+            f"{command}{where}: {message}",
+            raw=raw,
+            command=command,
+            line=line,
+            expected=expected,
+        )
+    except TypeError:  # a ParseError without the location keywords
+        return ParseError(device, f"{command}{where}: {message}", raw=raw)
+
+
+#: text only one command prints -> that command, to name a wrong capture
+_SIGNATURES = [
+    (re.compile(r"Cisco Nexus Operating System"), "show version"),
+    (re.compile(r"^Port\s+Name\s+Status\s", re.M), "show interface status"),
+    (re.compile(r"^Port\s+Mode\s+Oper", re.M), "show interface priority-flow-control"),
+    (re.compile(r"^Device ID\s+Local Intf", re.M), "show lldp neighbors"),
+    (re.compile(r"transceiver is (?:not )?present"), "show interface transceiver details"),
+    (
+        re.compile(r"^Port\s+(?:InOctets|InUcastPkts|OutOctets|InPkts)\s", re.M),
+        "show interface counters",
+    ),
+    (re.compile(r"^Port\s+Align-Err\s", re.M), "show interface counters errors"),
+]
+#: commands one parser reads (the counters parser reads both counter commands)
+_SAME = {"show interface counters errors": "show interface counters"}
+
+
+def _check_command(command: str, text: str) -> None:
+    own = _SAME.get(command, command)
+    seen = [c for rx, c in _SIGNATURES if rx.search(text)]
+    if seen and all(_SAME.get(c, c) != own for c in seen):
+        raise _Garbled(
+            f"this looks like '{seen[0]}' output, not '{command}'", expected=f"'{command}' output"
+        )
+
 
 def _nxos(*commands: str) -> Callable[[F], F]:
     def decorate(fn: F) -> F:
         @functools.wraps(fn)
         def wrapper(text: str, *args: Any, device: str = PARSE_DEVICE, **kwargs: Any) -> Any:
             try:
+                _check_command(commands[0], text)
                 return fn(text, *args, **kwargs)
+            except _Garbled as exc:
+                raise _parse_error(
+                    device, commands[0], str(exc), text, exc.line, exc.expected
+                ) from exc
             except (ValueError, KeyError, IndexError) as exc:
-                raise ParseError(device, f"{commands[0]}: {exc}", raw=text) from exc
+                raise _parse_error(device, commands[0], str(exc), text, None, None) from exc
 
         parser(DRIVER, *commands)(wrapper)
         return wrapper  # type: ignore[return-value]
@@ -122,7 +182,7 @@ def parse_interface_status(text: str) -> dict[str, InterfaceStatus]:
     names = re.findall(r"\S+", lines[header])
     starts = [m.start() for m in re.finditer(r"\S+", lines[header])]
     out: dict[str, InterfaceStatus] = {}
-    for row in lines[header + 1 :]:
+    for number, row in enumerate(lines[header + 1 :], start=header + 2):
         if _RULE.match(row):
             continue
         if not row.strip() or _PROMPT.match(row):
@@ -132,8 +192,14 @@ def parse_interface_status(text: str) -> dict[str, InterfaceStatus]:
             for i, (name, start) in enumerate(zip(names, starts, strict=True))
         }
         port, status = cells["Port"], cells["Status"]
-        if not port or not status:
-            raise _Garbled(f"row without port or status: {row!r}")
+        if not port or not status or not all(cells.get(c) for c in ("Duplex", "Speed")):
+            raise _Garbled(
+                f"row {row.strip()!r} stops before its Duplex/Speed cells",
+                line=number,
+                expected="PORT NAME STATUS VLAN DUPLEX SPEED TYPE",
+            )
+        if port in out:
+            raise _Garbled(f"port {port} listed twice", line=number, expected="one row per port")
         out[port] = InterfaceStatus(
             name=port,
             admin_up=False if status in _ADMIN_DOWN else True if status in _ADMIN_UP else None,
@@ -157,12 +223,24 @@ def _port_tables(text: str) -> dict[str, dict[str, str]]:
         if not re.match(r"^Port\s+\S", line):
             continue
         headers = line.split()
-        for row in lines[i + 1 :]:
+        seen: set[str] = set()
+        for number, row in enumerate(lines[i + 1 :], start=i + 2):
             if _RULE.match(row):
                 continue
+            if not row.strip() or _PROMPT.match(row) or re.match(r"^Port\s", row):
+                break  # end of this table
             tokens = row.split()
-            if len(tokens) != len(headers):  # blank line, trailing prompt, next section
-                break
+            if len(tokens) != len(headers):
+                raise _Garbled(
+                    f"row {row.strip()!r} has {len(tokens)} cells, its header {len(headers)}",
+                    line=number,
+                    expected=" ".join(headers),
+                )
+            if tokens[0] in seen:
+                raise _Garbled(
+                    f"port {tokens[0]} listed twice", line=number, expected="one row per port"
+                )
+            seen.add(tokens[0])
             merged.setdefault(tokens[0], {}).update(zip(headers[1:], tokens[1:], strict=True))
     return merged
 
@@ -258,8 +336,12 @@ def _dom_values(rest: str) -> tuple[list[float | None], str | None]:
 def parse_transceiver_details(text: str) -> dict[str, Transceiver]:
     blocks: dict[str, list[str]] = {}
     current: list[str] | None = None
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), start=1):
         if re.match(r"^(Ethernet|Eth)\S+\s*$", line):
+            if line.strip() in blocks:
+                raise _Garbled(
+                    f"port {line.strip()} listed twice", line=number, expected="one block per port"
+                )
             current = blocks.setdefault(line.strip(), [])
         elif current is not None:
             current.append(line)
@@ -324,13 +406,13 @@ def _transceiver(lines: list[str]) -> Transceiver:
 @_nxos("show lldp neighbors")
 def parse_lldp_neighbors(text: str) -> dict[str, LldpNeighbor]:
     """Rows are read right-anchored on the hold time, because long device IDs
-    wrap onto their own line and IDs may contain spaces. The first neighbour
-    seen on a port wins."""
+    wrap onto their own line and IDs may contain spaces. The table prints no age, so the
+    first neighbour seen on a port wins and the others are named (``older_neighbours``)."""
     lines = text.splitlines()
     header = next((i for i, ln in enumerate(lines) if ln.startswith("Device ID")), None)
     if header is None:
         raise _Garbled("no 'Device ID  Local Intf ...' header")
-    out: dict[str, LldpNeighbor] = {}
+    rows: list[tuple[str, LldpNeighbor, None]] = []
     pending: str | None = None
     for row in lines[header + 1 :]:
         if not row.strip() or row.startswith("Total entries"):
@@ -348,7 +430,7 @@ def parse_lldp_neighbors(text: str) -> dict[str, LldpNeighbor]:
             caps.append(rest.pop(0))
         if not device or not rest:
             raise _Garbled(f"LLDP row {row!r}")
-        out.setdefault(
+        rows.append((
             local,
             LldpNeighbor(
                 remote_system=device,
@@ -356,11 +438,12 @@ def parse_lldp_neighbors(text: str) -> dict[str, LldpNeighbor]:
                 capabilities=" ".join(caps) or None,
                 ttl_s=int(tokens[hold]),
             ),
-        )
+            None,  # the hold time printed is the neighbour's TTL, not its age
+        ))
         pending = None
-    if not out:
+    if not rows:
         raise _Garbled("LLDP table has no rows")
-    return out
+    return newest_per_port(rows)
 
 
 # --- PFC ---------------------------------------------------------------------
@@ -380,14 +463,20 @@ def parse_priority_flow_control(text: str) -> dict[str, PfcCounters]:
     if header is None:
         raise _Garbled("no 'Port  Mode Oper(VL bmap)  RxPPP  TxPPP' header")
     out: dict[str, PfcCounters] = {}
-    for row in lines[header + 1 :]:
+    for number, row in enumerate(lines[header + 1 :], start=header + 2):
         if not row.strip() or _RULE.match(row):
             continue
         if _PROMPT.match(row):
             break
         m = _PFC_ROW.match(row)
         if not m:
-            raise _Garbled(f"PFC row {row!r}")
+            raise _Garbled(
+                f"PFC row {row.strip()!r}", line=number, expected="PORT MODE OPER RXPPP TXPPP"
+            )
+        if m["port"] in out:
+            raise _Garbled(
+                f"port {m['port']} listed twice", line=number, expected="one row per port"
+            )
         bmap = int(m["bmap"], 16) if m["bmap"] else None
         out[m["port"]] = PfcCounters(
             rx=[None] * 8,

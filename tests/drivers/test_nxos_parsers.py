@@ -120,6 +120,8 @@ def test_lldp_neighbors():
         n["mgmt0"].remote_system == "PERIMETER.cisco.com" and n["mgmt0"].remote_port == "Fa1/0/10"
     )
     assert n["Eth1/2"].remote_port == "Ethernet1/2"  # first of two neighbours on the port
+    # no age in this table: the other neighbour is named, so the cabling suite re-reads
+    assert n["Eth1/2"].older_neighbours == ("n9k1.cisconxapi.com:Ethernet1/3",)
     m = nxos("show lldp neighbors", "show_lldp_neighbors__ntc_multiline")
     assert len(m) == 15
     assert m["mgmt0"].remote_system == "dcx3.org.local" and m["mgmt0"].remote_port == "Gi1/0/37"
@@ -133,6 +135,7 @@ def test_lldp_neighbors():
         "capabilities": "BR",
         "ttl_s": 120,
         "remote_mgmt_address": None,
+        "older_neighbours": [],
     }
 
 
@@ -181,3 +184,73 @@ def test_corrupted_values_raise():
     )
     with pytest.raises(ParseError, match="values"):
         lookup("nxos", "show interface transceiver details")(dom)
+
+
+# --- validation before extraction (issue 15) ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "other", "looks"),
+    [
+        ("show interface counters", "show_interface_status__ntc_n9k", "show interface status"),
+        (
+            "show interface status",
+            "show_interface_counters__genie_eth1_33",
+            "show interface counters",
+        ),
+        (
+            "show interface priority-flow-control",
+            "show_lldp_neighbors__ntc_n9k",
+            "show lldp neighbors",
+        ),
+        (
+            "show lldp neighbors",
+            "show_interface_priority_flow_control__blog_n5k",
+            "show interface priority-flow-control",
+        ),
+        ("show interface transceiver details", "show_version__ntc_n9k_c9396px_6_1", "show version"),
+    ],
+)
+def test_another_commands_output_is_refused_by_name(command, other, looks):
+    with pytest.raises(ParseError, match=f"looks like '{looks}' output"):
+        lookup("nxos", command)(sample("nxos", other))
+
+
+def test_error_counters_are_read_by_the_counters_command_too():
+    text = sample("nxos", "show_interface_counters_errors__genie_single")
+    assert lookup("nxos", "show interface counters")(text)
+
+
+def test_counter_row_with_fewer_cells_is_refused_with_its_line():
+    lines = sample("nxos", "show_interface_counters__genie_eth1_33").splitlines()
+    row = next(i for i, ln in enumerate(lines) if ln.startswith("Eth1/33"))
+    cut = lines[row].split()
+    lines[row] = "  ".join(cut[:-1])
+    with pytest.raises(ParseError, match="cells") as info:
+        lookup("nxos", "show interface counters")("\n".join(lines) + "\n")
+    assert f"line {row + 1}" in str(info.value)
+
+
+def test_duplicated_rows_and_blocks_are_refused():
+    lines = sample("nxos", "show_interface_counters_errors__genie_24port").splitlines()
+    row = next(i for i, ln in enumerate(lines) if ln.startswith("Eth1/13"))
+    twice = "\n".join([*lines[: row + 1], lines[row], *lines[row + 1 :]]) + "\n"
+    with pytest.raises(ParseError, match="Eth1/13 listed twice"):
+        lookup("nxos", "show interface counters errors")(twice)
+    status = sample("nxos", "show_interface_status__ntc_n9k").splitlines()
+    with pytest.raises(ParseError, match="listed twice"):
+        lookup("nxos", "show interface status")("\n".join([*status[:5], *status[4:]]) + "\n")
+    pfc = sample("nxos", "show_interface_priority_flow_control__gpu_leaf").splitlines()
+    with pytest.raises(ParseError, match="listed twice"):
+        lookup("nxos", "show interface priority-flow-control")("\n".join([*pfc, pfc[-1]]) + "\n")
+    dom = sample("nxos", "show_interface_transceiver_details__ntc_sfp_cfp")
+    with pytest.raises(ParseError, match="listed twice"):
+        lookup("nxos", "show interface transceiver details")(dom + dom)
+
+
+def test_status_row_cut_before_speed_is_refused():
+    lines = sample("nxos", "show_interface_status__ntc_n9k").splitlines()
+    lines[5] = lines[5][:40]
+    with pytest.raises(ParseError, match="Duplex/Speed") as info:
+        lookup("nxos", "show interface status")("\n".join(lines) + "\n")
+    assert "line 6" in str(info.value)
