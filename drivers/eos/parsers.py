@@ -22,6 +22,8 @@ import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from labtest.drivers.common.lldp import newest_per_port
+
 from labtest.capabilities.switch import (
     Facts,
     FecStats,
@@ -552,7 +554,7 @@ def _lldp_text(text: str) -> dict[str, LldpNeighbor]:
     )
     if header is None:
         raise _Garbled("no 'Port  Neighbor Device ID ...' header")
-    out: dict[str, LldpNeighbor] = {}
+    rows: list[tuple[str, LldpNeighbor, int]] = []
     for number, row in enumerate(lines[header + 1 :], start=header + 2):
         if _PROMPT.match(row):
             break
@@ -565,15 +567,16 @@ def _lldp_text(text: str) -> dict[str, LldpNeighbor]:
                 line=number,
                 expected="PORT NEIGHBOR-DEVICE NEIGHBOR-PORT TTL",
             )
-        out.setdefault(
+        rows.append((
             long_name(tokens[0]),
             LldpNeighbor(
                 remote_system=" ".join(tokens[1:-2]),
                 remote_port=tokens[-2],
                 ttl_s=int(tokens[-1]),
             ),
-        )
-    return out
+            int(tokens[-1]),  # the TTL left: the newest neighbour has the most
+        ))
+    return newest_per_port(rows)
 
 
 @_eos("show lldp neighbors", "show lldp neighbors detail")
@@ -583,36 +586,36 @@ def parse_lldp_neighbors(text: str) -> dict[str, LldpNeighbor]:
         return _lldp_text(text)
     _own_key(doc, "show lldp neighbors", "lldpNeighbors", list | dict)
     neighbors = doc["lldpNeighbors"]
-    out: dict[str, LldpNeighbor] = {}
+    rows: list[tuple[str, LldpNeighbor, Any]] = []
     if isinstance(neighbors, list):  # "show lldp neighbors | json"
         for n in neighbors:
-            out.setdefault(
-                n["port"],
-                LldpNeighbor(
-                    remote_system=_str(n.get("neighborDevice")),
-                    remote_port=_unquote(n.get("neighborPort")),
-                    ttl_s=_int(n.get("ttl")),
-                ),
+            ttl = _int(n.get("ttl"))
+            neighbour = LldpNeighbor(
+                remote_system=_str(n.get("neighborDevice")),
+                remote_port=_unquote(n.get("neighborPort")),
+                ttl_s=ttl,
             )
-        return out
+            rows.append((n["port"], neighbour, ttl))  # the TTL left: newest has the most
+        return newest_per_port(rows)
     for port, entry in neighbors.items():  # "show lldp neighbors detail | json"
-        infos = entry["lldpNeighborInfo"]
-        if not infos:
-            continue
-        n = infos[0]
-        iface = n.get("neighborInterfaceInfo") or {}
-        mgmt = n.get("managementAddresses") or []
-        caps = [k for k, on in (n.get("systemCapabilities") or {}).items() if on]
-        out[port] = LldpNeighbor(
-            remote_system=_str(n.get("systemName")),
-            remote_port=_unquote(iface.get("interfaceId")),
-            remote_port_description=_unquote(iface.get("interfaceDescription")),
-            remote_chassis_id=_str(n.get("chassisId")),
-            capabilities=",".join(caps) or None,
-            ttl_s=_int(n.get("ttl")),
-            remote_mgmt_address=_str(mgmt[0].get("address")) if mgmt else None,
-        )
-    return out
+        for n in entry["lldpNeighborInfo"] or []:
+            iface = n.get("neighborInterfaceInfo") or {}
+            mgmt = n.get("managementAddresses") or []
+            caps = [k for k, on in (n.get("systemCapabilities") or {}).items() if on]
+            neighbour = LldpNeighbor(
+                remote_system=_str(n.get("systemName")),
+                remote_port=_unquote(iface.get("interfaceId")),
+                remote_port_description=_unquote(iface.get("interfaceDescription")),
+                remote_chassis_id=_str(n.get("chassisId")),
+                capabilities=",".join(caps) or None,
+                ttl_s=_int(n.get("ttl")),
+                remote_mgmt_address=_str(mgmt[0].get("address")) if mgmt else None,
+            )
+            # newest: the latest contact (epoch seconds), else the most TTL left
+            contact = n.get("lastContactTime")
+            fresh = float(contact) if isinstance(contact, int | float) else _int(n.get("ttl"))
+            rows.append((port, neighbour, fresh))
+    return newest_per_port(rows)
 
 
 # --- transceivers as text ------------------------------------------------------------

@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from labtest.drivers.common.lldp import newest_per_port
+
 from labtest.capabilities.switch import (
     Facts,
     FecHistogram,
@@ -564,23 +566,22 @@ def parse_fec_histogram(text: str, port: str | None = None) -> dict[str, FecHist
 
 @_sonic("show lldp table")
 def parse_lldp_table(text: str) -> dict[str, LldpNeighbor]:
-    out: dict[str, LldpNeighbor] = {}
+    """A port may list two neighbours while an old one's hold time runs out (the table
+    prints no age): the first row is kept and the other named (``older_neighbours``)."""
+    rows = []
     for table in _tables_named(text, "LocalPort", "RemoteDevice", "RemotePortID"):
         for i, row in enumerate(table.rows):
             local = _text(row["LocalPort"])
             if not local:
                 raise _Garbled("row without a LocalPort", line=table.lines[i])
-            _unique(out, local, table, i)
-            out.setdefault(
-                local,
-                LldpNeighbor(
-                    remote_system=_text(row["RemoteDevice"]),
-                    remote_port=_text(row["RemotePortID"]),
-                    remote_port_description=_text(table.cell(row, "RemotePortDescr")),
-                    capabilities=_text(table.cell(row, "Capability")),
-                ),
+            neighbour = LldpNeighbor(
+                remote_system=_text(row["RemoteDevice"]),
+                remote_port=_text(row["RemotePortID"]),
+                remote_port_description=_text(table.cell(row, "RemotePortDescr")),
+                capabilities=_text(table.cell(row, "Capability")),
             )
-    return out
+            rows.append((local, neighbour, None))
+    return newest_per_port(rows)
 
 
 # --- PFC watchdog ------------------------------------------------------------
