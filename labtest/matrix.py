@@ -33,7 +33,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,18 @@ PASS, CAUGHT, BROKEN_NAMED = "pass", "FAIL (culprit named)", "BROKEN (device nam
 
 
 @dataclass(frozen=True)
+class Expect:
+    """What one injected fault must cause: a failure in ``catches`` naming a culprit."""
+
+    kind: str
+    target: str = ""
+    catches: tuple[str, ...] = ()
+    culprits: tuple[str, ...] = ()
+    also: tuple[str, ...] = ()
+    catch_any: bool = False  # the catchers are alternatives: one failing is a catch
+
+
+@dataclass(frozen=True)
 class Case:
     """One run of the matrix: a testbed with these faults (none: the healthy lab)."""
 
@@ -83,10 +95,23 @@ class Case:
     devices: dict[str, dict[str, Any]] = field(default_factory=dict)  # per-device overrides
     pytest_args: tuple[str, ...] = ()
     note: str = ""  # why this target and these parameters
+    #: the catchers are alternatives: one failing naming the culprit is a catch, the
+    #: others may pass or fail naming it (a host link's dirty connector: link or transceiver)
+    catch_any: bool = False
+    #: per fault, what it must cause (a combined row has two); empty: one, from the fields above
+    parts: tuple[Expect, ...] = ()
 
     @property
     def healthy(self) -> bool:
         return not self.faults
+
+    @property
+    def expects(self) -> tuple[Expect, ...]:
+        if self.parts or self.healthy:
+            return self.parts
+        f = self.faults[0]
+        return (Expect(f["kind"], f.get("target", ""), self.catches, self.culprits, self.also,
+                       self.catch_any),)
 
     def describe(self) -> str:
         """``kind@target k=v`` per fault, as a table cell."""
@@ -119,14 +144,19 @@ def healthy_case(seed: int) -> Case:
     return Case(name=f"healthy-seed{seed}", seed=seed)
 
 
-def load_cases(path: Path = DEFAULT_CASES) -> dict[str, Case]:
-    """``CASES`` (fault kind -> Case) from a matrix data module, imported by path."""
+def load_data(path: Path = DEFAULT_CASES) -> Any:
+    """The matrix data module (``CASES``, ``DOMAINS``, ``CI_PLAN``), imported by path."""
     spec = importlib.util.spec_from_file_location("labtest_matrix_data", path)
     if spec is None or spec.loader is None:
         raise FileNotFoundError(f"{path}: not a Python module")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return dict(module.CASES)
+    return module
+
+
+def load_cases(path: Path = DEFAULT_CASES) -> dict[str, Case]:
+    """``CASES`` (fault kind -> Case, the fixed placements) from a matrix data module."""
+    return dict(load_data(path).CASES)
 
 
 def faulted_testbed(base: Path, case: Case, path: Path) -> Path:
@@ -386,19 +416,34 @@ class Cell:
     problems: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class FaultOutcome:
+    """One injected fault's fate in its row: detected (a catching suite failed, or was
+    broken naming the unreachable device) and named (its culprit named, no blind failure)."""
+
+    kind: str
+    target: str
+    detected: bool
+    named: bool
+    problem: str = ""
+
+
 @dataclass
 class Verdict:
     run: CaseRun
     cells: dict[str, Cell]
+    faults: list[FaultOutcome] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return self.run.error is None and all(c.ok for c in self.cells.values())
+        return (self.run.error is None and all(c.ok for c in self.cells.values())
+                and all(f.detected and f.named for f in self.faults))
 
     @property
     def problems(self) -> list[str]:
         head = [f"run: {self.run.error}"] if self.run.error else []
-        return head + [f"{s}: {p}" for s, c in self.cells.items() for p in c.problems]
+        tail = [f"{f.kind}@{f.target}: {f.problem}" for f in self.faults if f.problem]
+        return head + [f"{s}: {p}" for s, c in self.cells.items() for p in c.problems] + tail
 
 
 def names(text: str, who: str) -> bool:
@@ -420,6 +465,7 @@ def names(text: str, who: str) -> bool:
 
 
 def judge(run: CaseRun) -> Verdict:
+    """Per suite a cell; per injected fault whether it was detected and its culprit named."""
     case = run.case
     cells: dict[str, Cell] = {}
     for suite in run.suites_run:
@@ -429,25 +475,61 @@ def judge(run: CaseRun) -> Verdict:
             cells[suite] = Cell("no results", False, ["the suite reported no test"])
         elif case.unreachable:
             cells[suite] = _judge_unreachable(case, suite, run.suites[suite])
-        elif suite in case.catches or (suite in case.also and run.suites[suite].red):
-            cells[suite] = _judge_catcher(case, run.suites[suite])
         else:
-            cells[suite] = _judge_bystander(run.suites[suite])
-    return Verdict(run, cells)
+            s = run.suites[suite]
+            seen_by = [e for e in case.expects if suite in e.catches or suite in e.also]
+            must = [e for e in seen_by if suite in e.catches and not e.catch_any]
+            if must or (seen_by and s.red):
+                cells[suite] = _judge_catcher(seen_by, must, s)
+            else:
+                cells[suite] = _judge_bystander(s)
+    return Verdict(run, cells, [_outcome(run, cells, e) for e in case.expects])
 
 
-def _judge_catcher(case: Case, s: SuiteResult) -> Cell:
+def _outcome(run: CaseRun, cells: dict[str, Cell], e: Expect) -> FaultOutcome:
+    if run.error is not None:
+        return FaultOutcome(e.kind, e.target, False, False)
+    ran = [s for s in e.catches if s in run.suites]
+    if run.case.unreachable:
+        hit = [s for s in ran if run.suites[s].broken]
+        detected = bool(hit)
+        named = detected and all(cells[s].ok for s in cells)
+        return FaultOutcome(e.kind, e.target, detected, named)
+    failing = [s for s in ran if any(t.outcome == results.FAILED for t in run.suites[s].red)]
+    detected = bool(failing) and (e.catch_any or len(failing) == len(e.catches))
+    mine = [s for s in (*e.catches, *e.also) if s in run.suites]
+    naming = any(names(t.text, c) for s in mine for t in run.suites[s].red
+                 if t.outcome == results.FAILED for c in e.culprits)
+    named = detected and naming and all(cells[s].ok for s in mine if s in cells)
+    problem = ""
+    if not detected and e.catch_any and ran:
+        problem = f"not caught: none of {' / '.join(e.catches)} failed"
+    elif detected and not naming:
+        problem = f"no failure names {' / '.join(e.culprits)}"
+    return FaultOutcome(e.kind, e.target, detected, named, problem)
+
+
+def _judge_catcher(seen_by: Sequence[Expect], must: Sequence[Expect], s: SuiteResult) -> Cell:
+    """A suite that some fault of the row is meant to (or may) fail: every failure must
+    name a culprit of those faults; a suite meant to catch must fail naming each of its."""
     failed = [t for t in s.red if t.outcome == results.FAILED]
     problems = [f"{t.name} broken: {t.gist}" for t in s.red if t.outcome == results.BROKEN]
     if not failed:
-        return Cell("pass (missed)", False, ["did not fail: the fault was missed", *problems])
-    blind = [t for t in failed if not any(names(t.text, c) for c in case.culprits)]
+        if must:
+            return Cell("pass (missed)", False, ["did not fail: the fault was missed", *problems])
+        return Cell(PASS if not problems else _red_counts(s).upper(), not problems, problems)
+    culprits = [c for e in seen_by for c in e.culprits]
+    blind = [t for t in failed if not any(names(t.text, c) for c in culprits)]
     problems += [
-        f"{t.name} failed without naming {' / '.join(case.culprits)}: {t.gist}"
+        f"{t.name} failed without naming {' / '.join(culprits)}: {t.gist}"
         for t in blind
     ]
     if blind and len(blind) == len(failed):
         return Cell("FAIL (culprit not named)", False, problems)
+    problems += [
+        f"no failure names {e.kind}'s culprit ({' / '.join(e.culprits)})"
+        for e in must if not any(names(t.text, c) for t in failed for c in e.culprits)
+    ]
     text = CAUGHT if not problems else f"{CAUGHT}, also {_red_counts(s)}"
     return Cell(text, not problems, problems)
 
@@ -483,32 +565,86 @@ def _red_counts(s: SuiteResult) -> str:
 # --- the markdown table ---------------------------------------------------------------------
 
 
-def render(verdicts: Sequence[Verdict], *, title_note: str = "") -> str:
-    """The matrix: a row per case, a column per suite family, then the evidence."""
+@dataclass
+class Rate:
+    """Per fault kind over a run's draws: how many were detected, how many named."""
+
+    draws: int = 0
+    detected: int = 0
+    named: int = 0
+    targets: list[str] = field(default_factory=list)
+
+    @staticmethod
+    def pct(n: int, of: int) -> str:
+        return f"{100 * n / of:.0f}%" if of else "—"
+
+
+def rates(verdicts: Sequence[Verdict]) -> dict[str, Rate]:
+    """Per fault kind (combined rows count for each of their faults)."""
+    out: dict[str, Rate] = {}
+    for v in verdicts:
+        for f in v.faults:
+            r = out.setdefault(f.kind, Rate())
+            r.draws += 1
+            r.detected += f.detected
+            r.named += f.detected and f.named
+            r.targets.append(f.target or "(every switch)")
+    return out
+
+
+def render_rates(verdicts: Sequence[Verdict]) -> list[str]:
+    lines = ["| fault kind | draws | detected | culprit named | detection rate | "
+             "culprit-naming rate | targets drawn |", "|---|---|---|---|---|---|---|"]
+    for kind, r in sorted(rates(verdicts).items()):
+        lines.append(f"| `{kind}` | {r.draws} | {r.detected} | {r.named} | "
+                     f"{Rate.pct(r.detected, r.draws)} | {Rate.pct(r.named, r.draws)} | "
+                     + ", ".join(f"`{t}`" for t in r.targets) + " |")
+    healthy = [v for v in verdicts if v.run.case.healthy]
+    if healthy:
+        false = sum(not v.ok for v in healthy)
+        seeds = ", ".join(str(v.run.case.seed) for v in healthy)
+        lines.append(f"| healthy lab | {len(healthy)} | — | — | — | — | seeds {seeds}: "
+                     f"{false} with a false failure |")
+    combined = [v for v in verdicts if len(v.faults) > 1]
+    if combined:
+        both = sum(all(f.detected and f.named for f in v.faults) for v in combined)
+        lines.append(f"| combined rows | {len(combined)} | — | — | — | — | "
+                     f"both faults caught and named in {both} of {len(combined)} |")
+    return lines
+
+
+def render(verdicts: Sequence[Verdict], *, title_note: str = "",
+           appendix: Sequence[str] = ()) -> str:
+    """The matrix: the per-kind rates, a row per case and a column per suite family, the
+    evidence, then ``appendix`` (the domains the draws came from)."""
     suites = _columns(verdicts)
     lines = [
         "# Fault-detection matrix",
         "",
         "Generated by `python -m labtest.matrix` (the engine is `labtest/matrix.py`, the",
-        "injected faults `tests/matrix/matrix_data.py`); do not edit by hand.",
-        "Each row is a copy of the default emulated lab (`testbeds/emulated/leafspine.yaml`)",
-        "with one fault from the catalogue (`docs/faults.md`) injected, run through",
-        "`labtest run`. A suite meant to catch the fault must fail and every one of its",
-        "failures must name the culprit; every other suite must pass; *broken* is allowed",
-        "only for an unreachable device, and must name it.",
+        "draws `labtest/matrix_draws.py`, the fault domains `tests/matrix/matrix_data.py`);",
+        "do not edit by hand. Each row is a copy of the default emulated lab",
+        "(`testbeds/emulated/leafspine.yaml`) with faults from the catalogue (`docs/faults.md`)",
+        "injected at targets and with parameters drawn at random from each fault's domain",
+        "(seeded: the seed is below), run through `labtest run`. A suite meant to catch a fault",
+        "must fail and every one of its failures must name a culprit derived from the drawn",
+        "target (the port, its link, the far end); every other suite must pass; *broken* is",
+        "allowed only for an unreachable device, and must name it.",
         "",
     ]
     if title_note:
         lines += [title_note, ""]
-    head = ["fault", "injected", "meant to catch", *suites, "verdict", "wall / CPU s"]
+    lines += ["## Per fault kind", "", *render_rates(verdicts), "", "## Rows", ""]
+    head = ["row", "injected", "meant to catch", *suites, "verdict", "wall / CPU s"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for v in verdicts:
         case = v.run.case
         label = case.name if not case.healthy else f"healthy lab (seed {case.seed})"
+        catch = (" or " if case.catch_any else ", ").join(case.catches) or "—"
         row = [
             f"`{label}`" if not case.healthy else label,
             case.describe(),
-            ", ".join(case.catches) or "—",
+            catch,
             *(_cell(v.cells.get(s)) for s in suites),
             "ok" if v.ok else "**WRONG**",
             f"{v.run.wall_s:.0f} / " + (f"{v.run.cpu_s:.0f}" if v.run.cpu_s is not None else "?"),
@@ -527,6 +663,8 @@ def render(verdicts: Sequence[Verdict], *, title_note: str = "") -> str:
         for v in wrong:
             lines += [f"- `{v.run.case.name}`: " + "; ".join(v.problems)]
         lines.append("")
+    if appendix:
+        lines += [*appendix, ""]
     return "\n".join(lines)
 
 
@@ -592,17 +730,52 @@ def run_matrix(
         runner.close()
 
 
+def drawn_cases(data: Any, testbed: Path, plan: Any) -> list[Case]:
+    from labtest.matrix_draws import draw_cases
+    from labtest.testbed import load_testbed
+
+    return draw_cases(plan, data.DOMAINS, load_testbed(testbed))
+
+
+def domains_appendix(data: Any, testbed: Path) -> list[str]:
+    """The doc's closing section: the domains every draw comes from, with the reasons."""
+    from labtest.matrix_draws import describe_domains
+    from labtest.testbed import load_testbed
+
+    return ["## Domains the draws come from", "",
+            "Per fault kind: the target classes (with their strata, `class/vendor`, and how",
+            "many targets each has in the default lab) and the parameter ranges, each bound",
+            "with its reason. A draw cycles through the strata in a seeded order, so every",
+            "vendor and every kind of link gets placements over enough draws.", "",
+            *describe_domains(data.DOMAINS, load_testbed(testbed))]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m labtest.matrix",
-        description="Inject each catalogued fault into the emulated lab, run the suites, "
-                    "judge who caught it, and write the matrix as markdown.",
+        description="Inject catalogued faults, drawn at random from each fault's domain, into "
+                    "the emulated lab, run the suites, judge who caught them, and write the "
+                    "matrix as markdown. Without --random or --fixed: CI's draws (CI_PLAN).",
     )
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="markdown file to write")
+    ap.add_argument("--random", action="store_true",
+                    help="draw --draws placements per fault kind from --seed")
+    ap.add_argument("--seed", type=int, help="seed of the draws (default with --random: a "
+                    "fresh one, printed)")
+    ap.add_argument("--draws", type=int, default=3, help="draws per fault kind (--random)")
+    ap.add_argument("--combined", type=int, default=2,
+                    help="rows with two faults at once (--random; default 2)")
+    ap.add_argument("--healthy", type=int, default=2,
+                    help="healthy-lab rows, seeds drawn (--random; default 2)")
+    ap.add_argument("--only", nargs="*", metavar="ROW",
+                    help="run only these drawn rows (names as --list prints them)")
+    ap.add_argument("--list", action="store_true", help="print the rows and exit")
+    ap.add_argument("--fixed", action="store_true",
+                    help="the previous fixed placements (CASES) instead of draws")
     ap.add_argument("--faults", nargs="*", metavar="KIND",
-                    help="only these faults (default: every case; none with --faults alone)")
+                    help="only these fault kinds (default: every kind; none with --faults alone)")
     ap.add_argument("--seeds", nargs="*", type=int, default=list(DEFAULT_SEEDS),
-                    help="healthy-lab seeds (default: 1 2 3 4 5)")
+                    help="healthy-lab seeds with --fixed (default: 1 2 3 4 5)")
     ap.add_argument("--suite", action="append", default=[], dest="suites", metavar="NAME",
                     help="run only these suite families (default: all)")
     ap.add_argument("--reduced", action="store_true",
@@ -619,13 +792,50 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error("--reduced chooses the suites itself; drop --suite")
     if args.rejudge and args.workdir is None:
         ap.error("--rejudge needs the --workdir of a finished matrix")
+    if args.random and args.fixed:
+        ap.error("--random and --fixed exclude each other")
 
-    table = load_cases(args.cases)
-    kinds = list(table) if args.faults is None else args.faults
-    unknown = [k for k in kinds if k not in table]
-    if unknown:
-        ap.error(f"no case for {', '.join(unknown)}; known: {', '.join(table)}")
-    cases = [table[k] for k in kinds] + [healthy_case(s) for s in args.seeds]
+    data = load_data(args.cases)
+    appendix: list[str] = []
+    if args.fixed:
+        table = dict(data.CASES)
+        kinds = list(table) if args.faults is None else args.faults
+        unknown = [k for k in kinds if k not in table]
+        if unknown:
+            ap.error(f"no case for {', '.join(unknown)}; known: {', '.join(table)}")
+        cases = [table[k] for k in kinds] + [healthy_case(s) for s in args.seeds]
+        drawn = "the fixed placements of tests/matrix/matrix_data.py (CASES)"
+    else:
+        from labtest.matrix_draws import Plan
+
+        if args.random:
+            seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(3), "big")
+            plan = Plan(seed=seed, draws=args.draws, combined=args.combined,
+                        healthy=args.healthy,
+                        kinds=tuple(args.faults) if args.faults is not None else None)
+        else:
+            plan = data.CI_PLAN
+            if args.faults is not None:
+                plan = replace(plan, kinds=tuple(args.faults), extra=tuple(
+                    x for x in plan.extra if x[0] in args.faults))
+        unknown = [k for k in plan.kinds or () if k not in data.DOMAINS]
+        if unknown:
+            ap.error(f"no domain for {', '.join(unknown)}; known: {', '.join(data.DOMAINS)}")
+        cases = drawn_cases(data, args.testbed, plan)
+        drawn = (f"seed {plan.seed}: {plan.draws} draw(s) per fault kind, "
+                 f"{len(plan.extra)} forced extra(s), {plan.combined} combined row(s), "
+                 f"{plan.healthy} healthy row(s)")
+        appendix = domains_appendix(data, args.testbed)
+    if args.only is not None:
+        missing = [n for n in args.only if n not in {c.name for c in cases}]
+        if missing:
+            ap.error(f"no row {', '.join(missing)}; rows: {', '.join(c.name for c in cases)}")
+        cases = [c for c in cases if c.name in args.only]
+    print(f"matrix: draws of {drawn}", flush=True)
+    for c in cases:
+        print(f"matrix: row {c.name:<22} {c.describe()}  [{c.note or 'healthy'}]", flush=True)
+    if args.list:
+        return 0
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="labtest-matrix-"))
 
     def progress(v: Verdict) -> None:
@@ -643,9 +853,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         started = time.monotonic()
         verdicts = run_matrix(cases, workdir, suites_for=suites_for, jobs=args.jobs,
                               timeout_s=args.timeout_s, progress=progress, base=args.testbed)
-        note = _run_note(args, time.monotonic() - started)
+        note = f"Draws: {drawn}.\n\n" + _run_note(args, time.monotonic() - started)
         (workdir / "note.md").write_text(note, encoding="utf-8")
-    args.out.write_text(render(verdicts, title_note=note), encoding="utf-8")
+    args.out.write_text(render(verdicts, title_note=note, appendix=appendix), encoding="utf-8")
     (workdir / "verdicts.json").write_text(
         json.dumps([_record(v) for v in verdicts], indent=2, default=str), encoding="utf-8")
     print(f"matrix: wrote {args.out} ({sum(v.ok for v in verdicts)}/{len(verdicts)} ok); "
@@ -667,7 +877,8 @@ def _run_note(args: argparse.Namespace, elapsed_s: float) -> str:
 
 def _record(v: Verdict) -> dict[str, Any]:
     return {"case": asdict(v.run.case), "ok": v.ok, "problems": v.problems,
-            "cells": {s: c.text for s, c in v.cells.items()}, "wall_s": v.run.wall_s}
+            "cells": {s: c.text for s, c in v.cells.items()}, "wall_s": v.run.wall_s,
+            "faults": [asdict(f) for f in v.faults]}
 
 
 if __name__ == "__main__":

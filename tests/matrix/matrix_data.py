@@ -1,9 +1,17 @@
-"""What the fault-detection matrix injects into the default emulated lab, and whom it blames.
+"""What the fault-detection matrix injects into the emulated lab, and whom it blames.
 
-One case per fault in the catalogue: a target on ``testbeds/emulated/leafspine.yaml``,
-parameters strong enough for the catching suite to see within its run (taken from
-the suites' own fault tests under ``tests/suites/``), and the names a correct
-failure message may blame: the faulty port, its link, the far end that sees it.
+``DOMAINS``: per fault kind of the catalogue, the valid domain the matrix draws from
+(``labtest.matrix_draws``): which targets (classes read from the testbed: switch ports of
+every vendor, host links, leaf-spine links, devices) and which parameter ranges the
+catching suite's limit can see, each bound with its reason. Whom a failure may blame is
+derived from the drawn target (``matrix_draws.blame``), not written here.
+
+``CI_PLAN``: the draws CI runs (a fixed seed: about one draw per kind, forced extras for
+the placements the issues name, two combined rows, healthy rows) — under ~35 min on two
+cores. More: ``python -m labtest.matrix --random --seed N --draws K``.
+
+``CASES``: the previous matrix's fixed placements (one per kind), kept for
+``python -m labtest.matrix --fixed`` and as known-good injections.
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ from typing import Any
 
 from labtest.emulation.model.faults import load_catalogue
 from labtest.matrix import Case
+from labtest.matrix_draws import Choice, Domain, FloatRange, IntRange, Placement, Plan
 
 CATALOGUE = load_catalogue()
 
@@ -106,3 +115,225 @@ _CASES = [
 
 #: fault kind -> case (every catalogue fault has exactly one)
 CASES: dict[str, Case] = {c.name: c for c in _CASES}
+
+
+# --- the random matrix: each fault kind's domain ------------------------------------------
+
+#: the DR4/FR4 modules of the lab have 4 lanes (1-based, as CMIS and SONiC count them)
+LANES = IntRange(1, 4, "400G-DR4/FR4 modules carry 4 lanes of 100G PAM4")
+PORTS = ("fabric_port", "host_facing_port", "host_port")
+LINKS = ("fabric_link", "host_link")
+WHY_PORTS = ("any cabled optical port: switch ports of every vendor (fabric and host-facing) "
+             "and host NIC ports; TG ports are the instrument's, not the unit under test's")
+WHY_LINKS = ("any leaf-spine link (SONiC-SONiC, SONiC-EOS, EOS-EOS) and any host link; "
+             "TG links are the instrument's")
+
+_DOMAINS = [
+    # --- link ------------------------------------------------------------------------------
+    Domain(
+        "dirty_connector",
+        (Placement(LINKS, {
+            "loss_db": FloatRange(2.0, 4.0, "healthy DR4 lanes keep 2.7-3.1 dB of Rx OMA "
+                                  "margin in the model: 2 dB leaves <= 1.1 dB (pre-FEC BER >= "
+                                  "3e-6, 6x link.prbs_target_ber 5e-7; also above any connector "
+                                  "allowance of an optical budget check, IEC 61753 grade B "
+                                  "0.25-0.5 dB); 4 dB leaves about -1 dB (BER ~2.5e-3, past the "
+                                  "KP4 FEC limit 2.4e-4): dimmer is a dark lane, not a dirty "
+                                  "connector"),
+            "end": Choice(("a", "b"), "either end's ferrule"),
+            "direction": Choice(("tx", "rx"), "the speck dims what leaves (the far end sees "
+                                "it) or what enters (this end sees it)"),
+        }, WHY_LINKS),),
+        catches=("link", "transceiver"), catch_any=True,
+        note="the link suite (PRBS, FEC) on a switch-switch link; the optical budget "
+             "(DOM Tx vs Rx) on a host link, where neither PRBS nor FEC is read"),
+    Domain(
+        "marginal_lane",
+        (Placement(("fabric_port", "host_facing_port"), {
+            "lane": LANES,
+            "margin_db": FloatRange(0.0, 1.2, "1.2 dB of margin is a BER of ~2.8e-6, 5.6x "
+                                    "link.prbs_target_ber 5e-7: decided within the 10 s PRBS "
+                                    "budget (link.prbs_max_s); 0 dB is the KP4 FEC limit 2.4e-4 "
+                                    "(below it the lane is failing, not marginal)"),
+        }, "a switch port's receiver (every vendor; fabric and host-facing): PRBS checkers and "
+           "FEC histograms are read on switches; a host NIC's receiver shows neither"),),
+        catches=("link",)),
+    Domain(
+        "flapping_link",
+        (Placement(LINKS, {
+            "period_s": FloatRange(5.0, 20.0, "the 12 s link watch (link.watch_s, wall) spans "
+                                   "120 model seconds at the lab's time_scale 10: >= 6 flaps "
+                                   "at 20 s; 5 s is a link that is barely up"),
+            "down_s": FloatRange(0.5, 2.0, "0.5 model s (0.05 s wall) is latched by LOS and "
+                                 "the link-down counters even between oper-state samples; "
+                                 "2 s is issue 23's host-link case; longer is a down link"),
+        }, WHY_LINKS),),
+        catches=("link",), also=("transceiver", "cabling", "collective"),
+        note="the dark moments may spoil a DOM read, an LLDP read or the NCCL job: those "
+             "suites may fail too, naming the link"),
+    Domain(
+        "unreachable_device",
+        (Placement(("switch",), {}, "any switch, either vendor: the link, transceiver and "
+                   "cabling suites ask every switch; a host's dead management plane would "
+                   "only show in the RoCE/collective suites, which a reduced row does not run"),),
+        catches=("link",), unreachable=True, combinable=False,
+        note="every suite that asks the device is broken naming it: it would hide the other "
+             "fault of a combined row"),
+    # --- transceiver -----------------------------------------------------------------------
+    Domain(
+        "failing_laser",
+        (Placement(PORTS, {
+            "drift_db_per_hour": FloatRange(10.0, 20.0, "at time_scale 10, 10 dB/h moved the "
+                                            "bias 15% within the DOM stability watch "
+                                            "(transceiver.tx_bias_change <= 10%); below ~7 dB/h "
+                                            "it sits at the limit. 20 dB/h reaches the APC "
+                                            "ceiling within the run: Tx and the far end's Rx "
+                                            "fall too, still this port's failure"),
+        }, WHY_PORTS),),
+        catches=("transceiver",), also=("link",), time_scale=10.0),
+    Domain(
+        "hot_module",
+        (Placement((*PORTS, "switch"), {
+            "delta_c": FloatRange(25.0, 40.0, "30 C moved the case temperature 5.0 C within "
+                                  "the DOM watch (transceiver.temperature_change_c <= 3 C); "
+                                  "25 C gives ~4.2 C. 40 C puts a 35-45 C module past the 70 C "
+                                  "case limit (optics.temperature_c), which names it too"),
+        }, WHY_PORTS + "; or a switch (every module of it)"),),
+        catches=("transceiver",), time_scale=10.0),
+    Domain(
+        "unapproved_optic",
+        (Placement(PORTS, {
+            "part_number": Choice(("GEN-QDD-400G-X", "QDD-400G-DR4-S", "OPT-400G-DR4-C"),
+                                  "none is on suites/transceiver/approved-optics.yaml"),
+            "vendor": Choice(("Generic Optics", "FS", "Unbranded"),
+                             "none is on suites/transceiver/approved-optics.yaml"),
+        }, WHY_PORTS),),
+        catches=("transceiver",)),
+    Domain(
+        "firmware_mismatch",
+        (Placement(PORTS, {
+            "version": Choice(("0.9.7", "3.1.9", "3.2.0", "3.3.0"),
+                              "a module firmware other than the qualified 3.2.1 "
+                              "(approved-optics.yaml): older, newer, a patch apart"),
+        }, WHY_PORTS),
+         Placement(("pair_group_switch", "switch"), {
+             "version": Choice(("4.1.0", "4.2.0", "4.3.0"),
+                               "a switch OS other than the fleet's 4.2.1 (testbed vars)"),
+         }, "a switch's own firmware; pair_group_switch: a vendor group of two (EOS here), "
+            "where a majority vote cannot decide (issue 23): only the faulty one may fail")),
+        catches=("transceiver",)),
+    # --- cabling ---------------------------------------------------------------------------
+    Domain(
+        "miswired",
+        (Placement(("host_link",), {}, "two host links' switch ends swapped (on one leaf or "
+                   "across leaves)"),
+         Placement(("fabric_link",), {}, "two leaf-spine links' spine ends swapped; a host "
+                   "link crossed with a fabric link is left out: it puts a host on a spine, "
+                   "which every traffic suite fails as collateral")),
+        catches=("cabling",), also=("link", "transceiver", "collective"), peer=True,
+        combinable=False,
+        note="a swapped cable also changes which ends a PRBS or a ring meets: those suites may "
+             "fail, naming the swapped links; not combined, as it moves traffic everywhere"),
+    # --- roce ------------------------------------------------------------------------------
+    Domain(
+        "degraded_nic",
+        (Placement(("host",), {
+            "speed_gbps": Choice((100, 200), "the NIC trains at a lower IEEE rate: <= 0.5 of "
+                                 "400G, far below roce.bw_fraction_of_line 0.9"),
+        }, "any host's NIC"),
+         Placement(("host",), {
+             "pcie_gbps": FloatRange(64.0, 300.0, "64 Gb/s is PCIe Gen4 x4; 300 Gb/s stays "
+                                     "under 0.9 x 400G after PCIe/TLP overhead (~0.8-0.9 of "
+                                     "raw); a 400G NIC needs Gen5 x16 (512 Gb/s)"),
+         }, "any host's NIC, on a narrowed PCIe link (issue 14 case 6)")),
+        catches=("roce",), also=("collective",)),
+    Domain(
+        "mtu_mismatch",
+        (Placement(PORTS, {
+            "mtu": IntRange(1280, 4000, "1280 is the IPv6 minimum link MTU (RFC 8200), below "
+                            "which a host's stack is broken outright; 4000 is under "
+                            "roce.port_mtu_bytes 4140 (4096-byte RoCE MTU + 44 B headers) with "
+                            "room for the vendors' L2/L3 MTU conventions"),
+        }, WHY_PORTS + " (issue 23: a switch port)"),),
+        catches=("roce",), also=("collective",),
+        note="frames above the port's MTU are dropped: RDMA and NCCL on the hosts behind it "
+             "may fail too, naming the port or its link"),
+    # --- congestion ------------------------------------------------------------------------
+    Domain(
+        "pfc_disabled",
+        (Placement(("leaf",), {
+            "priority": Choice((3,), "the RoCE priority the incasts run on (congestion "
+                               "settings); priority 4 is lossless too but carries no test "
+                               "traffic"),
+        }, "a leaf of either vendor: the incasts' congestion point is the receiver's leaf "
+           "port; a spine never congests in them"),),
+        catches=("congestion",)),
+    Domain(
+        "ecn_disabled",
+        (Placement(("leaf",), {}, "a leaf of either vendor: ECN is marked where the incast "
+                   "queues build, at the receiver's leaf port"),),
+        catches=("congestion",)),
+    Domain(
+        "pfc_storm",
+        (Placement(("host",), {
+            "priority": Choice((3,), "the RoCE priority; the suite's storm watch and the "
+                               "watchdog act on it"),
+        }, "any host's NIC"),),
+        catches=("congestion",), combinable=False,
+        note="the storm pauses the host's leaf port, which every incast through it feels: "
+             "not combined"),
+    Domain(
+        "pfcwd_disabled",
+        (Placement(("switch",), {}, "any switch, either vendor: the watchdog must be armed "
+                   "on every lossless queue of every switch (congestion.pfcwd_unarmed_queues)"),),
+        catches=("congestion",)),
+    Domain(
+        "ecmp_polarisation",
+        (Placement(("fabric",), {
+            "seed": IntRange(0, 65535, "any hash seed: with IP-only fields every QP of a pair "
+                             "hashes alike, whatever the seed"),
+        }, "every switch (the fault's own empty target)"),),
+        catches=("roce",), combinable=False,
+        note="every switch is a culprit: combined, it would name the other fault's device"),
+    # --- failover --------------------------------------------------------------------------
+    Domain(
+        "slow_convergence",
+        (Placement(("tg_leaf",), {
+            "extra_ms": FloatRange(800.0, 5000.0, "the healthy lab loses ~650 ms (limit "
+                                   "failover.convergence_ms 1000): +800 ms is 45% over the "
+                                   "limit at 0.1 ms probe resolution; 5 s stays well inside "
+                                   "the suite's 120 s recovery bound"),
+        }, "a leaf with a TG port: the failover suite fails the uplinks of the probe's "
+           "leaves, so only their rerouting is timed (in this lab both are SONiC)"),),
+        catches=("failover",)),
+    # --- collective ------------------------------------------------------------------------
+    Domain(
+        "straggler_link",
+        (Placement(LINKS, {
+            "rate_fraction": FloatRange(0.5, 0.8, "a ring runs at its slowest link: 0.8 is 5 "
+                                        "points under collective.busbw_fraction_of_ceiling "
+                                        "0.85 (busbw noise is ~1-2%); 0.5 is the old fixed "
+                                        "row's"),
+        }, WHY_LINKS + " (issue 14 case 5: a host link)"),),
+        catches=("collective",)),
+]
+
+#: fault kind -> its domain (every catalogue fault has one)
+DOMAINS: dict[str, Domain] = {d.kind: d for d in _DOMAINS}
+
+#: CI's draws: fixed seed, one draw per kind, the placements the issues name as extras,
+#: two combined rows, three healthy rows (~29 rows, about 28 min at 2 rows at a time)
+CI_PLAN = Plan(
+    seed=1423,
+    draws=1,
+    extra=(
+        ("flapping_link", "host_link"),           # issue 23 case 2
+        ("firmware_mismatch", "pair_group_switch"),  # issue 23 case 1
+        ("mtu_mismatch", "host_facing_port"),     # issue 23 case 3
+        ("dirty_connector", "fabric_link/eos"),   # issue 14 case 1 (an EOS end)
+        ("marginal_lane", "fabric_port/eos"),     # issue 14 case 2 (an EOS port)
+        ("straggler_link", "host_link"),          # issue 14 case 5
+    ),
+    combined=2,
+    healthy=3,
+)

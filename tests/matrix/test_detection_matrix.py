@@ -1,14 +1,15 @@
-"""The fault-detection matrix (issue 8 acceptance): for every fault in the catalogue,
-inject it into the emulated lab, run the suites, and require that the suite meant to
-catch it fails naming the culprit while the others pass; the healthy lab, over five
-seeds, fails nothing.
+"""The fault-detection matrix (issues 8, 14, 23) as CI runs it: faults drawn at random from
+each fault kind's domain with a FIXED seed (``matrix_data.CI_PLAN``: one draw per kind,
+forced extras for host links, EOS and the issues' placements, two combined rows), injected
+into the emulated lab; the suite meant to catch each fault must fail naming a culprit
+derived from the drawn target, the others pass; healthy rows (seeds drawn too) fail
+nothing. The seed and every draw are printed in pytest's header (``conftest.py``).
 
-Every case is a real ``labtest run`` (see ``labtest.matrix``). To fit CI, a fault
-case runs the suite(s) meant to catch it plus every cheap other suite
-(``matrix.BYSTANDERS``), and the healthy lab runs every suite; the full matrix
-(every suite on every row) is ``python -m labtest.matrix``.
-``LABTEST_MATRIX_FULL=1`` runs every suite here too.
-Cases run ``JOBS`` at a time, each its own emulated lab on its own ports.
+Every case is a real ``labtest run`` (see ``labtest.matrix``). To fit CI (~35 min on two
+cores), a fault row runs the suite(s) meant to catch it plus every cheap other suite
+(``matrix.BYSTANDERS``); the healthy rows run every suite. Other seeds and more draws:
+``python -m labtest.matrix --random --seed N --draws K``. ``LABTEST_MATRIX_FULL=1`` runs
+every suite on every row here too. Cases run ``JOBS`` at a time, each its own lab.
 """
 
 from __future__ import annotations
@@ -18,19 +19,23 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from matrix_data import CASES
+from matrix_data import CI_PLAN, DOMAINS
 
 from labtest import matrix
 from labtest.matrix import Case, Runner
+from labtest.matrix_draws import draw_cases
+from labtest.testbed import load_testbed
 
-SEEDS = matrix.DEFAULT_SEEDS
+REPO = Path(__file__).resolve().parents[2]
+LEAFSPINE = REPO / "testbeds" / "emulated" / "leafspine.yaml"
 JOBS = 2
 FULL = os.environ.get("LABTEST_MATRIX_FULL") == "1"
 #: per case: a full run (every suite) and a reduced one; CI's whole matrix must stay
-#: near 40 min, so these only bound a hang
+#: near 35 min, so these only bound a hang
 FULL_TIMEOUT_S, REDUCED_TIMEOUT_S = 900.0, 600.0
 
-CASE_LIST: list[Case] = [*CASES.values(), *(matrix.healthy_case(s) for s in SEEDS)]
+#: CI's rows: fixed seed CI_PLAN.seed (printed in the header), drawn from the domains
+CASE_LIST: list[Case] = draw_cases(CI_PLAN, DOMAINS, load_testbed(LEAFSPINE))
 #: rough wall seconds of each suite on this lab (measured on a busy 2-core machine): the
 #: longest runs are queued first, so the two job slots finish together
 SUITE_COST_S = {"roce": 100, "congestion": 90, "failover": 60, "transceiver": 25,
@@ -62,9 +67,12 @@ def runner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runner]:
     out = os.environ.get("LABTEST_MATRIX_OUT")
     if out:  # the table of this run, e.g. to refresh docs/detection-matrix.md from CI's rows
         verdicts = [matrix.judge(runs.result(c.name)) for c in CASE_LIST]
-        note = (f"Rows as CI runs them ({'every suite' if FULL else 'reduced'}), "
-                f"{JOBS} at a time.\n\n{matrix.CI_NOTE}")
-        Path(out).write_text(matrix.render(verdicts, title_note=note), encoding="utf-8")
+        note = (f"Draws of CI_PLAN, seed {CI_PLAN.seed}; rows as CI runs them "
+                f"({'every suite' if FULL else 'reduced'}), {JOBS} at a time.\n\n"
+                f"{matrix.CI_NOTE}")
+        appendix = matrix.domains_appendix(matrix.load_data(), LEAFSPINE)
+        Path(out).write_text(matrix.render(verdicts, title_note=note, appendix=appendix),
+                             encoding="utf-8")
     runs.close()
 
 
@@ -77,12 +85,15 @@ def test_detection_matrix(case: Case, runner: Runner) -> None:
     assert verdict.ok, f"{case.name}: {cells}\n" + "\n".join(verdict.problems) + f"\n{log}"
     # the judgement is about the suites it was asked to run: none may be missing
     assert set(cells) == set(run.suites_run) and cells, f"{case.name}: {cells}\n{log}"
-    if case.healthy:
+    if case.healthy:  # 0 false failures
         assert all(c in (matrix.PASS, "skipped") for c in cells.values()), cells
     elif case.unreachable:
         assert cells[case.catches[0]] == f"BROKEN ({case.unreachable} named)", cells
-    else:
-        assert all(cells[s] == matrix.CAUGHT for s in case.catches), cells
+    else:  # every drawn fault caught with its culprit named (>= 95% per kind, ~1 draw each)
+        missed = [f for f in verdict.faults if not (f.detected and f.named)]
+        assert len(verdict.faults) == len(case.faults) and not missed, (missed, cells)
+        assert all(cells[s] == matrix.CAUGHT for e in case.expects for s in e.catches
+                   if not e.catch_any), cells
 
 
 def _cost_s(suites: list[str]) -> float:
