@@ -23,6 +23,7 @@ from labtest.drivers.linux.counters import PfcCounters, flavour, hw_counters, pf
 from labtest.drivers.linux.nccl import run_collective
 from labtest.drivers.linux.parsers.ethtool import parse_ethtool_module, parse_ethtool_stats
 from labtest.drivers.linux.parsers.iproute import parse_ip_link
+from labtest.drivers.linux.parsers.pcie import parse_pcie_sysfs
 from labtest.drivers.linux.parsers.rdma import (
     parse_ibv_devinfo,
     parse_rdma_link,
@@ -45,6 +46,7 @@ from labtest.capabilities.host import (
     LinkInfo,
     NcclResult,
     NcclSpec,
+    PcieLink,
     PerftestBandwidthPair,
     PerftestLatencyPair,
     PerftestSpec,
@@ -245,6 +247,15 @@ class LinuxHost:
         path = shlex.quote(f"/sys/class/infiniband/{device}/ports/{port}/hw_counters")
         record = self._read(f"cd {path} && grep -H . *", "grep", parse_show_counters)
         return hw_counters(device, port, record.counters, self.nic)
+
+    # --- PCIe ------------------------------------------------------------------
+
+    def pcie_link(self, ifname: str | None = None) -> PcieLink:
+        """The NIC's PCIe link, trained (current) against capable (max), from sysfs: a
+        NIC in a narrower slot or a link that trained down caps RDMA below line rate."""
+        path = shlex.quote(f"/sys/class/net/{ifname or self._netdev()}/device")
+        files = "current_link_speed current_link_width max_link_speed max_link_width uevent"
+        return self._read(f"cd {path} && grep -H . {files}", "grep", parse_pcie_sysfs)
 
     # --- optics ----------------------------------------------------------------
 

@@ -70,6 +70,54 @@ class LinkInfo:
         return "LOWER_UP" in self.flags
 
 
+@dataclass(frozen=True)
+class PcieLink:
+    """A NIC's PCIe link: what it trained to (current) against what both ends can do (max).
+
+    Speeds are the per-lane transfer rate in GT/s as the kernel reports them;
+    None where the kernel says ``Unknown`` (no link trained) or does not say.
+    """
+
+    address: str | None  # PCI address (BDF), e.g. 0000:3b:00.0
+    speed_gts: float | None
+    width_lanes: int | None
+    max_speed_gts: float | None
+    max_width_lanes: int | None
+
+    @property
+    def data_rate_gbps(self) -> float | None:
+        """The trained link's data rate per direction after line coding (see ``pcie_gbps``)."""
+        return pcie_gbps(self.speed_gts, self.width_lanes)
+
+    @property
+    def max_data_rate_gbps(self) -> float | None:
+        return pcie_gbps(self.max_speed_gts, self.max_width_lanes)
+
+    @property
+    def downgraded(self) -> bool:
+        """Trained slower or narrower than its capability (lspci's "(downgraded)")."""
+        pairs = ((self.speed_gts, self.max_speed_gts), (self.width_lanes, self.max_width_lanes))
+        return any(c is not None and m is not None and c < m for c, m in pairs)
+
+
+def pcie_gbps(speed_gts: float | None, width_lanes: int | None) -> float | None:
+    """PCIe data rate per direction: GT/s x lanes x line-coding efficiency.
+
+    PCI Express Base Specification: 2.5 and 5.0 GT/s (Gen1/2) use 8b/10b; 8, 16
+    and 32 GT/s (Gen3-5) 128b/130b; 64 GT/s (Gen6) runs in Flit mode, 242 of every
+    256 bytes carrying TLPs and DLLPs (236 + 6; the rest is CRC and FEC).
+    """
+    if speed_gts is None or not width_lanes:
+        return None
+    if speed_gts <= 5.0:
+        coding = 8 / 10
+    elif speed_gts <= 32.0:
+        coding = 128 / 130
+    else:
+        coding = 242 / 256
+    return speed_gts * width_lanes * coding
+
+
 # --- perftest ----------------------------------------------------------------
 
 
@@ -285,6 +333,13 @@ class NicCounters(Protocol):
     def ethtool_stats(self, ifname: str) -> dict[str, int]: ...
 
     def rdma_hw_counters(self, device: str, port: int = 1) -> RdmaHwCounters: ...
+
+
+@runtime_checkable
+class PcieLinks(Protocol):
+    """The PCIe link status of the NIC behind a netdev (None: the host's test port)."""
+
+    def pcie_link(self, ifname: str | None = None) -> PcieLink: ...
 
 
 @runtime_checkable

@@ -296,6 +296,30 @@ def test_sysfs_reads_the_driver_makes(hosts: Hosts) -> None:
     assert "np_cnp_sent:0\n" in hw and "lifespan:10\n" in hw
 
 
+PCIE_READ = (
+    "cd /sys/class/net/eth0/device && grep -H . current_link_speed current_link_width "
+    "max_link_speed max_link_width uevent"
+)
+
+
+def test_pcie_link_is_gen5_x16_and_degraded_nic_narrows_it(hosts: Hosts) -> None:
+    from labtest.drivers.linux.parsers.pcie import parse_pcie_sysfs
+
+    healthy = parse_pcie_sysfs(hosts.out("host5", PCIE_READ))
+    assert (healthy.speed_gts, healthy.width_lanes) == (32.0, 16) and not healthy.downgraded
+    assert healthy.address is not None and re.fullmatch(
+        r"0000:[0-9a-f]{2}:00\.[01]", healthy.address
+    )
+    assert hosts.out("host5", "cat /sys/class/net/eth0/device/current_link_speed") == (
+        "32.0 GT/s PCIe\n"  # the kernel's pci_speed_string() since Linux 5.4
+    )
+    hosts.fabric.inject("degraded_nic", "host5", pcie_gbps=128.0)
+    narrow = parse_pcie_sysfs(hosts.out("host5", PCIE_READ))
+    assert (narrow.speed_gts, narrow.width_lanes, narrow.max_width_lanes) == (32.0, 4, 16)
+    assert narrow.downgraded and narrow.data_rate_gbps == pytest.approx(126.0, abs=0.1)
+    assert parse_pcie_sysfs(hosts.out("host6", PCIE_READ)).width_lanes == 16  # only host5
+
+
 # --- perftest -------------------------------------------------------------------------
 
 

@@ -714,14 +714,52 @@ def ethtool_module_text(
 # --- sysfs ----------------------------------------------------------------------
 
 
+PCIE_SPEED_GTS, PCIE_WIDTH_LANES = 32.0, 16  # a 400G NIC in a Gen5 x16 slot
+PCIE_CODING = 128 / 130  # Gen3-5 line coding
+
+
+def pcie_trained(fabric: Fabric, host: str) -> tuple[float, int]:
+    """The NIC's trained PCIe link (GT/s, lanes): Gen5 x16, unless the model caps the
+    host's PCIe bandwidth (``degraded_nic`` ``pcie_gbps``): then the widest width that
+    fits the cap, as a link that trained down in width (or a card in a narrower slot)."""
+    traffic = fabric.traffic
+    cap = traffic.pcie_gbps.get(host) if traffic is not None else None
+    width = PCIE_WIDTH_LANES
+    while cap is not None and width > 1 and PCIE_SPEED_GTS * width * PCIE_CODING > cap * 1.05:
+        width //= 2
+    return PCIE_SPEED_GTS, width
+
+
+def pci_address(nic: NicPort) -> str:
+    """A stable PCI address per NIC port (two ports of one card: functions 0 and 1)."""
+    return f"0000:{0x3B + nic.ifindex // 2:02x}:00.{nic.ifindex % 2}"
+
+
 def sysfs_files(
-    ports: list[PortNow], counters: Mapping[str, dict[str, int]]
+    ports: list[PortNow],
+    counters: Mapping[str, dict[str, int]],
+    pcie: tuple[float, int] = (PCIE_SPEED_GTS, PCIE_WIDTH_LANES),
 ) -> dict[str, str | None]:
-    """Path -> content of the host's sysfs files; None reads as EINVAL (an empty GID slot)."""
+    """Path -> content of the host's sysfs files; None reads as EINVAL (an empty GID slot).
+
+    PCIe link files as the kernel prints them (``pci_speed_string()``, Linux 5.4+).
+    """
     files: dict[str, str | None] = {}
     for p in ports:
         nic = p.nic
         net = f"/sys/class/net/{nic.netdev}"
+        dev = f"{net}/device"
+        files |= {
+            f"{dev}/current_link_speed": f"{pcie[0]:.1f} GT/s PCIe\n",
+            f"{dev}/current_link_width": f"{pcie[1]}\n",
+            f"{dev}/max_link_speed": f"{PCIE_SPEED_GTS:.1f} GT/s PCIe\n",
+            f"{dev}/max_link_width": f"{PCIE_WIDTH_LANES}\n",
+            f"{dev}/uevent": (
+                "DRIVER=mlx5_core\nPCI_CLASS=20000\nPCI_ID=15B3:1021\n"
+                f"PCI_SUBSYS_ID=15B3:0023\nPCI_SLOT_NAME={pci_address(nic)}\n"
+                "MODALIAS=pci:v000015B3d00001021sv000015B3sd00000023bc02sc00i00\n"
+            ),
+        }
         files |= {
             f"{net}/speed": f"{round(p.speed_gbps * 1000) if p.oper_up else -1}\n",
             f"{net}/mtu": f"{p.mtu_bytes}\n",

@@ -382,7 +382,8 @@ class Shell:
         if self._sysfs is None:
             ports = self._ports()
             counters = {p.nic.rdma: nic_text.hw_counters(self.host.fabric, p) for p in ports}
-            self._sysfs = nic_text.sysfs_files(ports, counters)
+            pcie = nic_text.pcie_trained(self.host.fabric, self.host.name)
+            self._sysfs = nic_text.sysfs_files(ports, counters, pcie)
         return self._sysfs
 
     def _all_files(self) -> dict[str, str | None]:
