@@ -7,7 +7,9 @@ Rules this module enforces, each learned the hard way (stack probe, section 3):
 - after a setting command the SCPI error queue is read, because an instrument
   never answers a bad command, it only queues an error;
 - any transport error closes the session and the next call reopens it, so a
-  late reply to a timed-out query can never be taken for the next answer.
+  late reply to a timed-out query can never be taken for the next answer;
+- an instrument that closes its TCP connection is reported at once: pyvisa-py
+  would treat the end of stream as "no data yet" and spin until the timeout.
 
 Every pyvisa failure becomes a typed error that names the device.
 """
@@ -15,6 +17,7 @@ Every pyvisa failure becomes a typed error that names the device.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import re
@@ -191,6 +194,7 @@ class VisaTransport:
             reason = os.strerror(refused)
             raise ConnectionRefused(self.device, f"{s.resource}: cannot connect: {reason}")
         _nodelay(inst)
+        _end_of_stream_raises(inst)
         log.debug("[%s] opened %s (%s)", self.device, s.resource, s.backend)
         self._inst = inst
         return inst
@@ -283,6 +287,31 @@ def _peer_closed(inst: Any) -> bool:
         return False
     except OSError:
         return True
+
+
+class _EofRaisingSocket(socket.socket):
+    """A socket whose plain ``recv`` raises on end of stream instead of returning b''."""
+
+    __slots__ = ()
+
+    def recv(self, bufsize: int, flags: int = 0) -> bytes:
+        data = super().recv(bufsize, flags)
+        if not data and bufsize > 0 and not flags:
+            raise ConnectionResetError(errno.ECONNRESET, "the instrument closed the connection")
+        return data
+
+
+def _end_of_stream_raises(inst: Any) -> None:
+    """Make a closed connection fail the read at once (pyvisa-py waits out the timeout).
+
+    pyvisa-py's TCPIP SOCKET read loops on ``select`` + ``recv`` and takes an
+    empty ``recv`` for "nothing yet"; after the peer's FIN that spins until the
+    timeout and is reported as one. Switching the socket's class (same layout,
+    one method) keeps every other use of the socket untouched.
+    """
+    sock = _raw_socket(inst)
+    if sock is not None and type(sock) is socket.socket:
+        sock.__class__ = _EofRaisingSocket
 
 
 def _nodelay(inst: Any) -> None:

@@ -261,3 +261,42 @@ def test_static_instrument_in_pyvisa_sim() -> None:
         with pytest.raises(ScpiInstrumentError) as caught:
             voa.write("BOGUS")
     assert (caught.value.code, caught.value.instrument_message) == UNDEFINED_HEADER
+
+
+def test_instrument_closing_is_reported_at_once_not_after_the_timeout(server: ScpiServer) -> None:
+    """pyvisa-py takes the end of stream for "no data yet": a 20 s timeout is not waited out."""
+    settings = VisaSettings(resource=server.resource, timeout_s=20)
+    with VisaTransport("opm1", settings) as opm:
+        assert opm.query("*IDN?") == server.idn
+        server.set_mode("drop")
+        started = time.monotonic()
+        with pytest.raises(ProtocolError, match="closed the connection"):
+            opm.query("MEAS:POW?")
+        assert time.monotonic() - started < 5
+        server.set_mode("normal")
+        assert opm.query("*IDN?") == server.idn
+
+
+def test_reply_cut_by_a_close_is_not_taken_for_an_answer() -> None:
+    """Half a reply, then FIN: a ProtocolError, never the half as a reading."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        port = listener.getsockname()[1]
+
+        def half_then_close() -> None:
+            conn, _ = listener.accept()
+            with conn:
+                conn.recv(100)
+                conn.sendall(b"-3.2")  # no terminator: the instrument died mid-reply
+
+        peer = threading.Thread(target=half_then_close, daemon=True)
+        peer.start()
+        settings = VisaSettings(resource=f"TCPIP0::127.0.0.1::{port}::SOCKET", timeout_s=20)
+        started = time.monotonic()
+        with VisaTransport("opm1", settings) as opm, pytest.raises(ProtocolError) as caught:
+            opm.query_float("MEAS:POW?")
+        elapsed_s = time.monotonic() - started
+        peer.join(timeout=5)
+    assert "closed the connection" in str(caught.value)
+    assert elapsed_s < 5  # not the 20 s timeout
