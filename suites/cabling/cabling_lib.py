@@ -6,7 +6,10 @@ An end that hears nobody is *missing*; one that hears a port the plan cables
 elsewhere is *swapped* (the message names both planned links); one that hears
 a port the plan does not know is *unexpected*. Neighbours on ports outside the
 plan are listed per device. Names compare case-insensitively, without a DNS
-domain, with ``Et``/``Eth`` port abbreviations expanded.
+domain, with ``Et``/``Eth`` port abbreviations expanded. Where a port's table
+holds several neighbours, the driver's newest one is judged (IEEE 802.1AB keeps
+an old neighbour until its hold time runs out); the table is read again until it
+settles, and an end still changing cannot be proven right.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from labtest.capabilities.switch import Interfaces, InterfaceStatus, Lldp
+from labtest.capabilities.switch import Interfaces, InterfaceStatus, Lldp, LldpNeighbor
 from labtest.errors import InfraError
 from labtest.testbed.model import Link
 
@@ -128,6 +131,9 @@ def speed_fec_mismatches(link: Link, status: dict[str, InterfaceStatus]) -> list
 @dataclass
 class Observed:
     heard: dict[str, str | None] = field(default_factory=dict)  # "device:port" -> neighbour
+    #: ends whose table still lists other (older) neighbours after the re-reads: the
+    #: neighbour changed during the check ("device:port" -> ("system:port", ...))
+    changing: dict[str, tuple[str, ...]] = field(default_factory=dict)
     status: dict[str, InterfaceStatus] = field(default_factory=dict)  # "device:port"
     errors: dict[str, InfraError] = field(default_factory=dict)  # device -> error
 
@@ -137,42 +143,55 @@ class Observed:
                 raise self.errors[name].with_traceback(None)  # fresh: no frames pile up
 
 
-def _lldp(lab: Any, device: str) -> dict[str, str | None]:
-    table = lab.device(device).lldp_neighbors()
-    return {
-        f"{device}:{port}": f"{n.remote_system}:{n.remote_port}"
-        if n.remote_system and n.remote_port
-        else None
-        for port, n in table.items()
-    }
+def _lldp(lab: Any, device: str) -> dict[str, LldpNeighbor]:
+    return {f"{device}:{port}": n for port, n in lab.device(device).lldp_neighbors().items()}
+
+
+def _who(n: LldpNeighbor) -> str | None:
+    return f"{n.remote_system}:{n.remote_port}" if n.remote_system and n.remote_port else None
 
 
 def _status(lab: Any, device: str) -> dict[str, InterfaceStatus]:
     return {f"{device}:{p}": s for p, s in lab.device(device).interfaces().items()}
 
 
-def observe(lab: Any, links: list[Link], retry_s: float, poll_s: float) -> Observed:
-    """LLDP and interface status of every device on the plan; ends that hear nobody are
-    read again (bounded by ``retry_s``): a link down for a moment is the link suite's."""
+def observe(
+    lab: Any,
+    links: list[Link],
+    retry_s: float,
+    poll_s: float,
+    changed_retry_s: float = 0.0,
+    changed_poll_s: float = 1.0,
+) -> Observed:
+    """LLDP and interface status of every device on the plan. Ends that hear nobody are
+    read again (bounded by ``retry_s``): a link down for a moment is the link suite's.
+    Ends whose table still lists an older neighbour beside the newest (a re-cabled port
+    until the old entry's hold time runs out) are read again for up to
+    ``changed_retry_s``; those still changing stay in ``Observed.changing``."""
     devices = list(dict.fromkeys(e.device for lk in links for e in lk.ends))
     lldp = [d for d in devices if d in set(lab.names(capability=Lldp))]
     switches = [d for d in devices if d in set(lab.names(capability=Interfaces))]
     obs = Observed()
+    tables: dict[str, LldpNeighbor] = {}
     for result in _each(obs, lldp, lambda d: _lldp(lab, d)).values():
-        obs.heard.update(result)
+        tables.update(result)
     planned = [str(e) for lk in links for e in lk.ends if e.device in lldp]
-    deadline = time.monotonic() + retry_s
-    while time.monotonic() < deadline:
-        quiet = {
-            e.split(":", 1)[0]
-            for e in planned
-            if obs.heard.get(e) is None and e.split(":", 1)[0] not in obs.errors
-        }
-        if not quiet:
+    start = time.monotonic()
+    while True:
+        now = time.monotonic() - start
+        quiet = {e for e in planned if tables.get(e) is None or _who(tables[e]) is None}
+        changing = {e for e in planned if e in tables and tables[e].older_neighbours}
+        due = (quiet if now < retry_s else set()) | (changing if now < changed_retry_s else set())
+        again = sorted({e.split(":", 1)[0] for e in due} - set(obs.errors))
+        if not again:
             break
-        time.sleep(poll_s)
-        for result in _each(obs, sorted(quiet), lambda d: _lldp(lab, d)).values():
-            obs.heard.update({k: v for k, v in result.items() if v is not None})
+        time.sleep(poll_s if quiet & due else changed_poll_s)
+        for result in _each(obs, again, lambda d: _lldp(lab, d)).values():
+            for end, n in result.items():
+                if _who(n) is not None or tables.get(end) is None:
+                    tables[end] = n  # a neighbour heard once is not forgotten by a blip
+    obs.heard = {end: _who(n) for end, n in tables.items()}
+    obs.changing = {end: n.older_neighbours for end, n in tables.items() if n.older_neighbours}
     for result in _each(obs, switches, lambda d: _status(lab, d)).values():
         obs.status.update(result)
     return obs

@@ -91,3 +91,54 @@ def test_speed_and_fec_mismatches() -> None:
     assert any("leaf1:Ethernet0 runs 200G" in m.detail for m in found)
     one_sided = {"leaf1:Ethernet0": _if(400, "rs"), "spine1:Ethernet0": _if(400, None)}
     assert speed_fec_mismatches(link, one_sided) == []  # FEC compared only where both report
+
+
+# --- a table that still lists the old neighbour (issue 14 case 4) ---------------------------
+
+
+class _LldpSwitch:
+    """Answers a script of LLDP tables (the last repeats); no interface status."""
+
+    def __init__(self, tables: list[dict]) -> None:
+        self.tables, self.reads = tables, 0
+
+    def lldp_neighbors(self) -> dict:
+        table = self.tables[min(self.reads, len(self.tables) - 1)]
+        self.reads += 1
+        return table
+
+
+class _Lab:
+    def __init__(self, devices: dict) -> None:
+        self.devices = devices
+
+    def device(self, name: str) -> object:
+        return self.devices[name]
+
+    def names(self, capability: object = None) -> list[str]:
+        return [n for n, d in self.devices.items() if isinstance(d, capability)]
+
+
+def _nb(system: str, port: str, *older: str) -> object:
+    from labtest.capabilities.switch import LldpNeighbor
+
+    return LldpNeighbor(remote_system=system, remote_port=port, older_neighbours=older)
+
+
+def test_a_changing_table_is_read_until_it_settles_or_left_changing() -> None:
+    from cabling_lib import observe
+
+    link = [Link(a="leaf1:Ethernet0", b="spine1:Ethernet0")]
+    settling = _LldpSwitch([{"Ethernet0": _nb("spine1", "Ethernet0", "spine7:Ethernet4")},
+                            {"Ethernet0": _nb("spine1", "Ethernet0")}])
+    obs = observe(_Lab({"leaf1": settling}), link, 0.0, 0.01, 1.0, 0.01)
+    assert settling.reads == 2 and obs.changing == {}
+    assert obs.heard["leaf1:Ethernet0"] == "spine1:Ethernet0"
+    stuck = _LldpSwitch([{"Ethernet0": _nb("spine1", "Ethernet0", "spine7:Ethernet4")}])
+    obs = observe(_Lab({"leaf1": stuck}), link, 0.0, 0.01, 0.05, 0.01)
+    assert stuck.reads >= 2 and obs.changing == {"leaf1:Ethernet0": ("spine7:Ethernet4",)}
+    # the newest neighbour is judged: a swap fails at once, whatever the table still lists
+    swapped = _LldpSwitch([{"Ethernet0": _nb("spine7", "Ethernet4", "spine1:Ethernet0")}])
+    obs = observe(_Lab({"leaf1": swapped}), link, 0.0, 0.01, 0.0, 0.01)
+    report = check_plan(link, obs.heard, {"leaf1"})
+    assert [c.status for c in report[link[0].name]] == [UNEXPECTED]
