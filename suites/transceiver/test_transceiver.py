@@ -61,8 +61,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     ends = cabled_modules(tb, lab) if tb is not None else []
     if "module_end" in metafunc.fixturenames:
         metafunc.parametrize("module_end", ends)
-    if "link" in metafunc.fixturenames:
-        links = [lk for lk in (tb.links if tb else []) if lk.a in ends and lk.b in ends]
+    if "link" in metafunc.fixturenames:  # every cabled link: one without DOM says why
+        links = list(tb.links) if tb else []
         metafunc.parametrize("link", links, ids=[lk.name for lk in links])
     if "fleet_device" in metafunc.fixturenames:
         names = _fleet(lab) if lab is not None else []
@@ -97,6 +97,16 @@ def _merger(testbed: Testbed) -> Any:
     return lambda device: _waived("dom_lanes_in_one_record", device, testbed) is not None
 
 
+def _both_ends_or_not_proven(link: Link, reading: Reading, key: str, measure: Any) -> None:
+    """Skip, recording ``key`` as not proven on the link, when an end reports no module."""
+    blind = [str(e) for e in link.ends if str(e) not in reading.modules]
+    reading.raise_for_devices(*(e.device for e in link.ends))
+    if blind:
+        reason = f"{link.name}: no module reading at {', '.join(blind)} (no DOM capability)"
+        measure.not_proven(key, reason, link=link.name)
+        pytest.skip(reason)
+
+
 def _get(reading: Reading, end: str) -> Transceiver:
     try:
         return reading.get(end)
@@ -116,7 +126,9 @@ def test_optic_approved(
         module = _get(first_reading, module_end)
         waived = _waived("optic_inventory", device, testbed)
         if waived:
-            pytest.skip(f"{module_end}: not verified: {waived}")
+            reason = f"{module_end}: not verified: {waived}"
+            measure.not_proven("transceiver.unapproved", reason, device=device, port=port)
+            pytest.skip(reason)
         allure.attach(
             json.dumps(_inventory(module), indent=2),
             name=f"inventory {module_end}",
@@ -144,7 +156,9 @@ def test_optic_firmware(
     module = _get(first_reading, module_end)
     waived = _waived("optic_inventory", device, testbed)
     if waived:
-        pytest.skip(f"{module_end}: not verified: {waived}")
+        reason = f"{module_end}: not verified: {waived}"
+        measure.not_proven("transceiver.firmware_mismatch", reason, device=device, port=port)
+        pytest.skip(reason)
     if not module.firmware:
         pytest.fail(f"{module_end}: the module reports no firmware version")
     with allure.step("TRANSCEIVER-1.2/1: firmware is a qualified version of its part number"):
@@ -204,6 +218,7 @@ def _inventory(module: Transceiver) -> dict[str, Any]:
 @pytest.mark.plan("TRANSCEIVER-1.3")
 def test_link_optics_match(link: Link, first_reading: Reading, measure: Any) -> None:
     a, b = link.ends
+    _both_ends_or_not_proven(link, first_reading, "transceiver.type_mismatch", measure)
     with allure.step("TRANSCEIVER-1.3/1: media type of the modules at both ends"):
         types = {str(e): media_type_of(_get(first_reading, str(e)), APPROVED) for e in (a, b)}
         allure.attach(
@@ -213,7 +228,9 @@ def test_link_optics_match(link: Link, first_reading: Reading, measure: Any) -> 
         )
         unknown = [e for e, t in types.items() if t is None]
         if unknown:
-            pytest.skip(f"{link.name}: media type unknown at {', '.join(unknown)}")
+            reason = f"{link.name}: media type unknown at {', '.join(unknown)}"
+            measure.not_proven("transceiver.type_mismatch", reason, link=link.name)
+            pytest.skip(reason)
     with allure.step("TRANSCEIVER-1.3/2: both ends run the same PMD"):
         same = types[str(a)] == types[str(b)]
         measure(
@@ -240,6 +257,7 @@ def test_link_loss(
     connector where no FEC counters or PRBS exist, and names the receiving end and lane."""
     connectors = int(SETTINGS["link_budget"]["connectors_per_link"])
     a, b = link.ends
+    _both_ends_or_not_proven(link, first_reading, "transceiver.link_loss_db", measure)
     with allure.step("TRANSCEIVER-1.5/1: DOM of both ends (re-read while a receiver is dark)"):
         modules = {str(e): _lit(lab, testbed, str(e), _get(first_reading, str(e))) for e in (a, b)}
         media = {media_type_of(m, APPROVED) for m in modules.values()} - {None}

@@ -111,6 +111,12 @@ class Reading:
     modules: dict[str, Transceiver] = field(default_factory=dict)  # "device:port"
     errors: dict[str, InfraError] = field(default_factory=dict)  # device -> error
 
+    def raise_for_devices(self, *devices: str) -> None:
+        """Re-raise the error of the first of ``devices`` that could not be read."""
+        for device in devices:
+            if device in self.errors:
+                raise self.errors[device].with_traceback(None)
+
     def get(self, end: str) -> Transceiver:
         device = end.split(":", 1)[0]
         if device in self.errors:
