@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from matrix_data import CASES
+from matrix_data import CASES, CI_PLAN, DOMAINS
 
 from labtest import matrix
 from labtest.emulation.model import Fabric, load_catalogue
-from labtest.matrix import Case, CaseRun, RedTest, SuiteResult, judge, names
+from labtest.matrix import Case, CaseRun, Expect, RedTest, SuiteResult, judge, names
+from labtest.matrix_draws import Plan, blame, draw_cases, in_domain, strata, targets
 from labtest.testbed import load_testbed
 
 REPO = Path(__file__).resolve().parents[2]
@@ -71,6 +72,118 @@ def test_faulted_testbed_is_a_loadable_copy(tmp_path: Path) -> None:
                                                                        "leaf3")]
     assert testbed.devices["leaf3"].ssh is not None
     assert testbed.devices["leaf3"].ssh.timeout_s == 2
+
+
+# --- random draws --------------------------------------------------------------------------
+
+
+def _draws(seed: int, draws: int = 1, **kw: object) -> list[Case]:
+    return draw_cases(Plan(seed=seed, draws=draws, **kw), DOMAINS, load_testbed(LEAFSPINE))
+
+
+def test_every_catalogue_fault_has_a_domain_caught_by_its_suite() -> None:
+    catalogue = load_catalogue()
+    assert set(DOMAINS) == set(catalogue)
+    for kind, d in DOMAINS.items():
+        assert catalogue[kind].caught_by in d.catches, kind
+        for p in d.placements:
+            assert p.why and all(v.why for v in p.params.values()), kind  # reasons written
+            # every parameter the domain draws is one the fault accepts
+            assert set(p.params) <= set(catalogue[kind].params.model_fields), kind
+
+
+def test_draws_are_deterministic_per_seed() -> None:
+    a, b, c = _draws(7, 2, combined=2, healthy=2), _draws(7, 2, combined=2, healthy=2), _draws(8, 2)
+    assert [(x.name, x.faults, x.seed) for x in a] == [(x.name, x.faults, x.seed) for x in b]
+    assert [x.faults for x in a[:36]] != [x.faults for x in c[:36]]
+    # a kind's draws do not depend on which other kinds are drawn
+    only = draw_cases(Plan(seed=7, draws=2, kinds=("straggler_link",)), DOMAINS,
+                      load_testbed(LEAFSPINE))
+    assert [x.faults for x in only] == [x.faults for x in a if x.name.startswith("straggler")]
+
+
+@pytest.mark.parametrize("seed", [0, 1423, 99])
+def test_drawn_faults_are_valid_on_the_testbed_and_inside_their_domains(seed: int) -> None:
+    testbed = load_testbed(LEAFSPINE)
+    for case in _draws(seed, 3, combined=3, extra=CI_PLAN.extra):
+        for fault in case.faults:
+            assert in_domain(DOMAINS[fault["kind"]], testbed, fault) == [], (case.name, fault)
+            Fabric(testbed).inject(fault["kind"], fault["target"], **fault["params"])
+        assert case.culprits and case.catches, case.name
+
+
+def test_in_domain_rejects_what_the_domain_does_not_allow() -> None:
+    testbed = load_testbed(LEAFSPINE)
+    straggler, fw = DOMAINS["straggler_link"], DOMAINS["firmware_mismatch"]
+    link = "leaf1:Ethernet0--spine1:Ethernet0"
+    assert in_domain(straggler, testbed, {"target": link, "params": {"rate_fraction": 0.6}}) == []
+    assert in_domain(straggler, testbed, {"target": link, "params": {"rate_fraction": 0.9}})
+    assert in_domain(straggler, testbed, {"target": "tg1:p1--leaf1:Ethernet32",
+                                          "params": {"rate_fraction": 0.6}})
+    assert in_domain(fw, testbed, {"target": "spine2", "params": {"version": "4.1.0"}}) == []
+    assert in_domain(fw, testbed, {"target": "spine2", "params": {"version": "0.9.7"}})
+
+
+def test_enough_draws_place_faults_on_every_vendor_and_on_host_links() -> None:
+    testbed = load_testbed(LEAFSPINE)
+    cases = _draws(5, 4)
+    stratum = " ".join(c.note for c in cases)
+    for want in ("/sonic", "/eos", "/eos+sonic", "host_link/", "fabric_link/", "host_port/",
+                 "host_facing_port/eos", "fabric_port/eos", "pair_group_switch/eos", "leaf/eos"):
+        assert want in stratum, want
+    # per kind: as many draws as strata cover every stratum once
+    for kind, d in DOMAINS.items():
+        n = len(strata(d, testbed))
+        got = {c.note.rsplit(" from ", 1)[1] for c in _draws(11, n, kinds=(kind,))}
+        assert got == {s for _, s, _ in strata(d, testbed)}, kind
+    # issue 23: device-target firmware in a vendor group of two, host-link flaps, MTU on a
+    # switch port are all in the domains
+    assert targets(testbed, "pair_group_switch") == {"pair_group_switch/eos": ["spine2", "leaf3"]}
+
+
+def test_ci_plan_draws_the_issues_placements() -> None:
+    cases = draw_cases(CI_PLAN, DOMAINS, load_testbed(LEAFSPINE))
+    faults = [(f["kind"], f["target"]) for c in cases for f in c.faults]
+    assert {k for k, _ in faults} == set(DOMAINS)  # every kind at least once
+    assert any(k == "flapping_link" and "host" in t for k, t in faults)
+    assert any(k == "firmware_mismatch" and t in ("spine2", "leaf3") for k, t in faults)
+    assert any(k == "mtu_mismatch" and t.startswith(("leaf", "spine")) for k, t in faults)
+    assert any(k == "straggler_link" and "host" in t for k, t in faults)
+    combined = [c for c in cases if len(c.faults) == 2]
+    assert len(combined) == CI_PLAN.combined and all(len(c.expects) == 2 for c in combined)
+    healthy = [c for c in cases if c.healthy]
+    assert len(healthy) == CI_PLAN.healthy and len({c.seed for c in healthy}) == len(healthy)
+    assert len(cases) <= 30  # the CI budget: ~28 min of rows at 2 at a time
+
+
+def test_combined_rows_are_two_kinds_in_different_places_seen_by_different_suites() -> None:
+    for case in (c for c in _draws(3, 1, combined=6) if len(c.faults) > 1):
+        a, b = case.expects
+        assert a.kind != b.kind
+        devices = [{n.split("--")[0].partition(":")[0] for n in e.culprits}
+                   | {n.split("--")[-1].partition(":")[0] for n in e.culprits} for e in (a, b)]
+        assert not devices[0] & devices[1], case.describe()
+        assert not {*a.catches, *a.also} & {*b.catches, *b.also}, case.describe()
+        assert DOMAINS[a.kind].combinable and DOMAINS[b.kind].combinable
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        ("leaf3:Ethernet3/1", ("leaf3:Ethernet3/1", "host5:eth0", "host5:eth0--leaf3:Ethernet3/1")),
+        ("host2:eth0", ("host2:eth0", "leaf1:Ethernet24", "host2:eth0--leaf1:Ethernet24",
+                        "host2")),
+        ("leaf1:Ethernet0--spine1:Ethernet0", ("leaf1:Ethernet0", "spine1:Ethernet0",
+                                               "leaf1:Ethernet0--spine1:Ethernet0")),
+        ("spine2:Ethernet3/1", ("spine2:Ethernet3/1", "leaf3:Ethernet2/1",
+                                "leaf3:Ethernet2/1--spine2:Ethernet3/1")),
+        ("host7", ("host7", "host7:eth0", "leaf4:Ethernet16", "host7:eth0--leaf4:Ethernet16")),
+        ("leaf2", ("leaf2",)),
+        ("", ("spine1", "spine2", "leaf1", "leaf2", "leaf3", "leaf4")),
+    ],
+)
+def test_blame_is_derived_from_the_target(target: str, expected: tuple[str, ...]) -> None:
+    assert blame(load_testbed(LEAFSPINE), target) == expected
 
 
 # --- the judgement, on made-up results ------------------------------------------------------
@@ -176,6 +289,62 @@ def test_render_has_a_row_per_case_and_a_column_per_suite() -> None:
     assert rows[2].startswith("| healthy lab (seed 3) | no fault, seed 3 |")
     assert "| pass (missed) | pass | **WRONG** |" in rows[3]
     assert "did not fail" in text.split("## What went wrong")[1]
+
+
+LASER = Expect("failing_laser", "host5:eth0", ("transceiver",),
+               ("host5:eth0", "leaf3:Ethernet3/1", "host5:eth0--leaf3:Ethernet3/1", "host5"))
+PFCWD = Expect("pfcwd_disabled", "leaf1", ("congestion",), ("leaf1",))
+COMBINED = Case("combined.1", ({"kind": "failing_laser", "target": "host5:eth0"},
+                               {"kind": "pfcwd_disabled", "target": "leaf1"}),
+                catches=("transceiver", "congestion"), culprits=LASER.culprits + PFCWD.culprits,
+                parts=(LASER, PFCWD))
+LASER_FAIL = ("failed", "tx_bias_change device=host5 port=eth0: 15 % is FAIL", None)
+PFCWD_FAIL = ("failed", "pfcwd_unarmed_queues device=leaf1 port=Ethernet0: 4 is FAIL", None)
+
+
+def test_judge_combined_row_both_caught_and_named() -> None:
+    v = judge(_run(COMBINED, transceiver=[LASER_FAIL], congestion=[PFCWD_FAIL], link=[]))
+    assert v.ok, v.problems
+    assert [(f.kind, f.detected, f.named) for f in v.faults] == [
+        ("failing_laser", True, True), ("pfcwd_disabled", True, True)]
+    rates = matrix.rates([v])
+    assert rates["failing_laser"].named == rates["pfcwd_disabled"].named == 1
+
+
+def test_judge_combined_row_one_missed_or_blamed_elsewhere() -> None:
+    missed = judge(_run(COMBINED, transceiver=[LASER_FAIL], congestion=[], link=[]))
+    assert not missed.ok
+    assert [(f.kind, f.detected) for f in missed.faults] == [
+        ("failing_laser", True), ("pfcwd_disabled", False)]
+    # the congestion suite fails, but names the laser's port: the pfcwd fault is not named
+    wrong = judge(_run(COMBINED, transceiver=[LASER_FAIL], link=[], congestion=[
+        ("failed", "lossless_drops device=leaf3 port=Ethernet3/1: 9 is FAIL", None)]))
+    assert not wrong.ok and not wrong.cells["congestion"].ok
+    assert [(f.kind, f.named) for f in wrong.faults] == [
+        ("failing_laser", True), ("pfcwd_disabled", False)]
+    # a bystander suite failing is a false failure even when both faults are caught
+    false = judge(_run(COMBINED, transceiver=[LASER_FAIL], congestion=[PFCWD_FAIL],
+                       link=[("failed", "link_flaps device=leaf1 port=Ethernet0", None)]))
+    assert not false.ok and "false failed" in " ".join(false.cells["link"].problems)
+    rates = matrix.rates([missed, wrong])
+    assert (rates["pfcwd_disabled"].draws, rates["pfcwd_disabled"].detected,
+            rates["pfcwd_disabled"].named) == (2, 1, 0)
+    assert "| `pfcwd_disabled` | 2 | 1 | 0 | 50% | 0% |" in "\n".join(
+        matrix.render_rates([missed, wrong]))
+
+
+def test_judge_alternative_catchers_one_failing_is_a_catch() -> None:
+    dirty = Case("dirty_connector.1", ({"kind": "dirty_connector",
+                                        "target": "host1:eth0--leaf1:Ethernet16"},),
+                 catches=("link", "transceiver"), catch_any=True,
+                 culprits=("host1:eth0", "leaf1:Ethernet16", "host1:eth0--leaf1:Ethernet16"))
+    budget = ("failed", "optical_budget device=leaf1 port=Ethernet16: 2.6 dB is FAIL", None)
+    caught = judge(_run(dirty, link=[], transceiver=[budget], cabling=[]))
+    assert caught.ok, caught.problems
+    assert caught.cells["link"].text == "pass"
+    nobody = judge(_run(dirty, link=[], transceiver=[], cabling=[]))
+    assert not nobody.ok and nobody.faults[0].detected is False
+    assert "none of link / transceiver failed" in " ".join(nobody.problems)
 
 
 def _rows(text: str) -> list[str]:
