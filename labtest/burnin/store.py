@@ -498,6 +498,7 @@ class SqliteStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+        self.release_reserve()
 
 
 class _transaction:
