@@ -27,7 +27,7 @@ from labtest.fixtures.traffic import (
 )
 
 from labtest import plugin
-from labtest.capabilities.host import PerftestSpec, RdmaDevices
+from labtest.capabilities.host import PcieLinks, PerftestSpec, RdmaDevices
 from labtest.capabilities.switch import Interfaces
 from labtest.errors import InfraError
 from labtest.reports import plots
@@ -46,6 +46,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             hosts = FabricView.of(lab).hosts
             pairs = host_pairs(hosts) if SETTINGS["pairs"] == "all" else ring_pairs(hosts)
         metafunc.parametrize("host_pair", pairs, ids=[pair_id(p) for p in pairs])
+    if "roce_host" in metafunc.fixturenames:
+        hosts = FabricView.of(lab).hosts if lab is not None else []
+        metafunc.parametrize("roce_host", hosts, ids=hosts)
     if "mtu_link" in metafunc.fixturenames:
         links: list[Link] = []
         if lab is not None:
@@ -86,7 +89,7 @@ def _judge_pair(
         "roce.bw_fraction_of_line",
         fraction_of_line,
         key="roce.bw_fraction_of_line",
-        pair=outcome.pair,
+        pair=outcome.unit,
         bw_gbps=f"{outcome.bw_gbps:.1f}",
         line_gbps=f"{line_gbps * directions:g}",
         **why,
@@ -97,7 +100,7 @@ def _judge_pair(
             "roce.active_mtu_bytes",
             outcome.bandwidth.mtu_bytes,
             key="roce.active_mtu_bytes",
-            pair=outcome.pair,
+            pair=outcome.unit,
             **labels,
         )
 
@@ -159,6 +162,59 @@ def _port_mtu(view: FabricView, device: str, port: str) -> int | None:
     return _MTU_CACHE[device].get(port)
 
 
+@pytest.mark.plan("ROCE-0.2")
+def test_nic_pcie_link(roce_host: str, fabric_view: FabricView, measure: Any) -> None:
+    """ROCE-0.2: the NIC's PCIe link trained at the speed and width it is capable of, and
+    carries the NIC's line rate (a narrowed link caps every pair with this host)."""
+    view, host = fabric_view, roce_host
+    netdev = view.attachment[host].host_port
+    driver = view.lab.device(host)
+    unit = {"device": host, "netdev": netdev}
+    if not isinstance(driver, PcieLinks):
+        reason = f"{host}'s driver reads no PCIe link status"
+        for key in ("roce.nic_pcie_fraction_of_capability", "roce.nic_pcie_fraction_of_line"):
+            measure.not_proven(key, reason, device=host)
+        pytest.skip(reason)
+    with allure.step(f"ROCE-0.2/1: PCIe link of {host}'s NIC ({netdev}): trained vs capable"):
+        link = driver.pcie_link(netdev)
+        attach_json(f"{host} {netdev} PCIe link", link)
+    trained = _pcie_text(link.speed_gts, link.width_lanes)
+    capable = _pcie_text(link.max_speed_gts, link.max_width_lanes)
+    labels = {**unit, "pci": link.address or "unknown", "trained": trained, "capable": capable}
+    rate, best = link.data_rate_gbps, link.max_data_rate_gbps
+    with allure.step("ROCE-0.2/2: trained data rate against the capability and line rate"):
+        if rate is None or best is None:
+            measure(
+                "roce.nic_pcie_fraction_of_capability",
+                0.0,
+                key="roce.nic_pcie_fraction_of_capability",
+                why="the PCIe link did not train (speed Unknown or width 0)",
+                **labels,
+            )
+            return
+        measure(
+            "roce.nic_pcie_fraction_of_capability",
+            fraction(rate, best),
+            key="roce.nic_pcie_fraction_of_capability",
+            **labels,
+        )
+        line = _line_gbps(view, host)
+        measure(
+            "roce.nic_pcie_fraction_of_line",
+            fraction(rate, line),
+            key="roce.nic_pcie_fraction_of_line",
+            pcie_gbps=f"{rate:.0f}",
+            line_gbps=f"{line:g}",
+            **labels,
+        )
+
+
+def _pcie_text(speed_gts: float | None, width: int | None) -> str:
+    if speed_gts is None or width is None:
+        return "no link"
+    return f"{speed_gts:g} GT/s x{width}"
+
+
 @pytest.mark.plan("ROCE-1.1")
 def test_pair_bandwidth(host_pair: tuple[str, str], fabric_view: FabricView, measure: Any) -> None:
     """ROCE-1.1: bidirectional ib_write_bw between two hosts reaches 90% of line rate."""
@@ -189,7 +245,7 @@ def test_pair_latency(host_pair: tuple[str, str], fabric_view: FabricView, measu
                 "roce.latency_p50_us",
                 float("nan"),
                 key="roce.latency_p50_us",
-                pair=outcome.pair,
+                pair=outcome.unit,
                 error=outcome.error or "no latency table",
             )
             return
@@ -201,7 +257,7 @@ def test_pair_latency(host_pair: tuple[str, str], fabric_view: FabricView, measu
             ("roce.latency_p99_9_us", row.p99_9_us),
         ):
             if value is not None:
-                measure(key, value, key=key, pair=outcome.pair)
+                measure(key, value, key=key, pair=outcome.unit)
 
 
 @pytest.mark.plan("ROCE-2.1")
@@ -273,7 +329,7 @@ def test_ecmp_balance(fabric_view: FabricView, measure: Any) -> None:
                     "roce.bw_fraction_of_line",
                     0.0,
                     key="roce.bw_fraction_of_line",
-                    pair=outcome.pair,
+                    pair=outcome.unit,
                     error=outcome.error,
                 )
         for leaf in leaves:
