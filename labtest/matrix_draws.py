@@ -459,7 +459,7 @@ def describe_domains(domains: Mapping[str, Domain], tb: Testbed) -> list[str]:
                                        for k, v in sorted(targets(tb, cls).items()))
                 for cls in p.classes)
             params = "; ".join(f"`{k}` {v.text()}" for k, v in p.params.items()) or "—"
-            whys = [p.why] + [f"`{k}`: {v.why}" for k, v in p.params.items()]
+            whys = [f"targets: {p.why}."] + [f"`{k}`: {v.why}." for k, v in p.params.items()]
             if d.peer:
                 params += "; `other` another link of the same class and optic"
             lines.append(f"| `{kind}` | {catch} | {where} | {params} | "

@@ -135,9 +135,10 @@ _DOMAINS = [
         (Placement(LINKS, {
             "loss_db": FloatRange(2.0, 4.0, "healthy DR4 lanes keep 2.7-3.1 dB of Rx OMA "
                                   "margin in the model: 2 dB leaves <= 1.1 dB (pre-FEC BER >= "
-                                  "3e-6, 6x link.prbs_target_ber 5e-7; also above any connector "
-                                  "allowance of an optical budget check, IEC 61753 grade B "
-                                  "0.25-0.5 dB); 4 dB leaves about -1 dB (BER ~2.5e-3, past the "
+                                  "3e-6, 6x link.prbs_target_ber 5e-7; also above the connector "
+                                  "allowance an optical budget check uses, IEC 61753-1 grade "
+                                  "C/D: <= 0.5/1.0 dB max per mated pair); 4 dB leaves "
+                                  "about -1 dB (BER ~2.5e-3, past the "
                                   "KP4 FEC limit 2.4e-4): dimmer is a dark lane, not a dirty "
                                   "connector"),
             "end": Choice(("a", "b"), "either end's ferrule"),
