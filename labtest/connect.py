@@ -68,12 +68,41 @@ def snmp(name: str, device: Device) -> Any:
         return _replay(name, device)
     if device.snmp is None or device.address is None:
         raise ConfigError(name, [f"device {name!r} has no 'snmp' settings and no 'replay' file"])
-    from labtest.transports.replay import RecordingSnmp
     from labtest.transports.snmp import SnmpTransport
 
     transport = SnmpTransport(name, device.address, device.snmp)
     recorder = _recorder(name)
-    return RecordingSnmp(transport, recorder) if recorder else transport
+    return _recording_snmp(transport, recorder) if recorder else transport
+
+
+def _recording_snmp_class() -> Any:
+    from labtest.transports.replay import RecordingSnmp
+
+    class RecordingSnmpWrites(RecordingSnmp):
+        """Also records SETs and table reads (a PDU's outlet commands and status table)."""
+
+        def set(self, oid: str, value: Any) -> Any:
+            answer = self.inner.set(oid, value)
+            self.recorder.snmp("set", [oid, _plain(value)], _plain(answer))
+            return answer
+
+        def table(self, column_oids: Any, max_repetitions: int = 50) -> Any:
+            columns = list(column_oids)
+            answer = self.inner.table(columns, max_repetitions)
+            rows = {k: {c: _plain(v) for c, v in row.items()} for k, row in answer.items()}
+            self.recorder.snmp("table", columns, rows)
+            return answer
+
+    return RecordingSnmpWrites
+
+
+def _recording_snmp(transport: Any, recorder: Any) -> Any:
+    return _recording_snmp_class()(transport, recorder)
+
+
+def _plain(value: Any) -> Any:
+    """A value the recording's JSON can hold (SMI objects as their text)."""
+    return value if isinstance(value, (int, float, str, bool, type(None))) else str(value)
 
 
 def visa(name: str, device: Device) -> Any:

@@ -26,6 +26,7 @@ from typing import Any
 
 from labtest.drivers.instruments.scpi import SettingRefused
 
+from labtest import connect
 from labtest.capabilities.instruments import OutletStatus
 from labtest.errors import ConfigError, ProtocolError
 from labtest.testbed.model import Device, Testbed
@@ -53,7 +54,7 @@ class Pdu:
             if device.snmp is None or device.address is None:
                 problem = "address and snmp: required by the PDU driver"
                 raise ConfigError(f"device {name!r}", [problem])
-            transport = SnmpTransport(name, device.address, device.snmp)
+            transport = connect.snmp(name, device)  # --record and replay: apply here too
         self.transport = transport
         configured = device.vars.get("outlets")
         self._outlet_count: int | None = int(configured) if configured is not None else None
