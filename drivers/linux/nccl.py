@@ -8,20 +8,26 @@ Hosts that run MPICH or need a hostfile set ``tool_paths``/``mpirun_args``.
 
 The output is parsed whatever the exit status: nccl-tests exits non-zero when
 data was corrupted, and the corrupted table is the evidence the suite judges
-(``NcclResult.corrupted``). Only output without a table is an error.
+(``NcclResult.corrupted``). A run that exits non-zero with a known network-error
+signature (``NETWORK_ERRORS``: NCCL's IB completion errors, verbs retry
+exhaustion, ...) is returned with ``network_error`` set, the rows it finished
+(often none): the fabric failed the job, which is a finding, not broken
+infrastructure. Other output without a table is an error.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import shlex
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from labtest.drivers.linux.parsers.nccl import parse_nccl_tests
 from labtest.drivers.linux.shell import HostShell, ToolMissing
 
-from labtest.capabilities.host import NcclResult, NcclSpec
+from labtest.capabilities.host import NcclNetworkError, NcclResult, NcclSpec
 from labtest.errors import ParseError
 
 log = logging.getLogger("labtest.drivers.linux.nccl")
@@ -34,6 +40,108 @@ _NO_EXECUTABLE = re.compile(
     r"|execvp error on file"
 )
 _NODE = re.compile(r"^\s*Node:\s*(\S+)", re.M)
+
+
+@dataclass(frozen=True)
+class NetworkErrorSignature:
+    """Text by which NCCL or the verbs layer says the data plane failed (a product fault:
+    the job ran and the fabric lost its traffic), with where the text comes from."""
+
+    name: str
+    pattern: re.Pattern[str]
+    source: str
+
+
+#: most specific first: the first that matches names the error
+NETWORK_ERRORS: tuple[NetworkErrorSignature, ...] = (
+    NetworkErrorSignature(
+        "nccl_ib_completion_error",
+        re.compile(
+            r"NET/IB\s*:\s*Got completion from peer\s+(?P<peer>\S+)\s+with\s+"
+            r"(?:error\s+|status=)(?P<status>\d+)"
+        ),
+        "NCCL src/transport/net_ib.cc ncclIbTest: 'Got completion from peer %s with error %d, "
+        "opcode %d, len %d, vendor err %d' (2.1x), 'with status=%d opcode=%d ...' (2.19+); "
+        "samples nccl_errors/ (ml-engineering, a PyTorch job log)",
+    ),
+    NetworkErrorSignature(
+        "verbs_retry_exceeded",
+        re.compile(r"transport retry counter exceeded|IBV_WC_RETRY_EXC_ERR", re.I),
+        "libibverbs ibv_wc_status_str(IBV_WC_RETRY_EXC_ERR) = 'transport retry counter "
+        "exceeded' (rdma-core libibverbs/enum_strs.c)",
+    ),
+    NetworkErrorSignature(
+        "perftest_completion_error",
+        re.compile(r"Completion with error|Failed status \d+"),
+        "perftest: ' Completion with error at client/server' then ' Failed status %d: wr_id "
+        "%d syndrom 0x%x' (linux-rdma/perftest src/perftest_resources.c)",
+    ),
+    NetworkErrorSignature(
+        "nccl_verbs_call_failed",
+        re.compile(r"Call to ibv_\w+ failed"),
+        'NCCL src/misc/ibvwrap.cc: WARN("Call to ibv_%s failed ...") (e.g. ibv_modify_qp '
+        "when the peer's GID is unreachable)",
+    ),
+    NetworkErrorSignature(
+        "perftest_remote_address",
+        re.compile(r"Couldn't read remote address"),
+        "perftest ctx_hand_shake: 'Couldn't read remote address' (the peer's exchange died)",
+    ),
+    NetworkErrorSignature(
+        "nccl_remote_error",
+        re.compile(r"remote process exited or there was a network error"),
+        "NCCL ncclGetErrorString(ncclRemoteError); nccl-tests common.cu prints it as "
+        "\"Test NCCL failure ... 'remote process exited or there was a network error'\"",
+    ),
+)
+
+#: enum ibv_wc_status, libibverbs verbs.h (rdma-core)
+IBV_WC_STATUS = {
+    1: "IBV_WC_LOC_LEN_ERR",
+    2: "IBV_WC_LOC_QP_OP_ERR",
+    3: "IBV_WC_LOC_EEC_OP_ERR",
+    4: "IBV_WC_LOC_PROT_ERR",
+    5: "IBV_WC_WR_FLUSH_ERR",
+    6: "IBV_WC_MW_BIND_ERR",
+    7: "IBV_WC_BAD_RESP_ERR",
+    8: "IBV_WC_LOC_ACCESS_ERR",
+    9: "IBV_WC_REM_INV_REQ_ERR",
+    10: "IBV_WC_REM_ACCESS_ERR",
+    11: "IBV_WC_REM_OP_ERR",
+    12: "IBV_WC_RETRY_EXC_ERR",
+    13: "IBV_WC_RNR_RETRY_EXC_ERR",
+    14: "IBV_WC_LOC_RDD_VIOL_ERR",
+    15: "IBV_WC_REM_INV_RD_REQ_ERR",
+    16: "IBV_WC_REM_ABORT_ERR",
+    17: "IBV_WC_INV_EECN_ERR",
+    18: "IBV_WC_INV_EEC_STATE_ERR",
+    19: "IBV_WC_FATAL_ERR",
+    20: "IBV_WC_RESP_TIMEOUT_ERR",
+    21: "IBV_WC_GENERAL_ERR",
+}
+
+
+def network_error(text: str) -> NcclNetworkError | None:
+    """The data-plane failure ``text`` reports (the first known signature), else None."""
+    for sig in NETWORK_ERRORS:
+        m = sig.pattern.search(text)
+        if m is None:
+            continue
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        line = " ".join(text[start : len(text) if end < 0 else end].split())
+        groups = m.groupdict()
+        status = int(groups["status"]) if groups.get("status") else None
+        if status is None and sig.name == "verbs_retry_exceeded":
+            status = 12
+        return NcclNetworkError(
+            signature=sig.name,
+            line=line,
+            wc_status=status,
+            wc_status_name=IBV_WC_STATUS.get(status) if status is not None else None,
+            peer=groups.get("peer"),
+        )
+    return None
 
 
 def mpirun_command(
@@ -93,11 +201,18 @@ def run_collective(
         if node := _NODE.search(text):
             error.add_note(f"mpirun reported it missing on node {node.group(1)}")
         raise error
+    failed = result.exit_status not in (0, None)
+    died = network_error(text) if failed else None
     try:
         parsed = shell.parse(parse_nccl_tests, result.stdout)
     except ParseError:
+        if died is not None:  # the job ran and the fabric lost its traffic: a product fault
+            log.warning("%s: %s died of a network error: %s", shell.host, spec.collective, died)
+            return NcclResult([], None, None, spec.collective, network_error=died)
         shell.judge(command, "mpirun", result)  # a failed run is the better error
         raise
+    if died is not None:
+        return dataclasses.replace(parsed, network_error=died)
     if result.exit_status not in (0, None):
         status = result.exit_status
         log.warning("%s: %s exited %s after its table", shell.host, spec.collective, status)

@@ -233,6 +233,17 @@ class NcclRow:
 
 
 @dataclass(frozen=True)
+class NcclNetworkError:
+    """Why a collective died on the data plane, as NCCL (or the verbs layer) printed it."""
+
+    signature: str  # which known signature matched (the driver's table of them)
+    line: str  # the line that matched, as printed
+    wc_status: int | None = None  # ibv_wc_status of a completion error, e.g. 12
+    wc_status_name: str | None = None  # e.g. IBV_WC_RETRY_EXC_ERR
+    peer: str | None = None  # the address the failed completion came from, as printed
+
+
+@dataclass(frozen=True)
 class NcclResult:
     rows: list[NcclRow]
     avg_busbw_gbs: float | None
@@ -240,6 +251,9 @@ class NcclResult:
     collective: str | None = None  # from "# Collective test starting: ..." when printed
     layout: str = "wrong"  # "wrong" (#wrong column) or "error" (older error column)
     failures: list[str] = field(default_factory=list)  # "Test failure ..." lines
+    # the run died of a network error (rows: what completed before, often none): a
+    # product fault of the fabric, not a tool that could not run
+    network_error: NcclNetworkError | None = None
 
     @property
     def corrupted(self) -> bool:
