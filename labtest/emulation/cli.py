@@ -69,6 +69,7 @@ def _emulate(args: argparse.Namespace) -> int:
         return 2
     from labtest.emulation.lab import EmulatedLab
     from labtest.errors import ConfigError
+    from labtest.safefs import UnsafePath, private_dir
     from labtest.testbed import load_testbed
 
     try:
@@ -88,7 +89,13 @@ def _emulate(args: argparse.Namespace) -> int:
     previous = {s: signal.signal(s, lambda *_: done.set()) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         lab.start()
-        path = lab.write_testbed(out or (lab._workdir() / "emulated.yaml"))
+        path = out or (lab._workdir() / "emulated.yaml")
+        try:  # 0700 whatever the umask, before any secret is written into it; never a symlink
+            private_dir(path.parent / "secrets", 0o700)
+        except UnsafePath as exc:
+            print(f"labtest emulate: {exc}", file=sys.stderr)
+            return 1
+        path = lab.write_testbed(path)
         _print_summary(lab, path)
         _wait(done, args.duration_s)
     finally:

@@ -176,3 +176,48 @@ def test_private_dirs_and_files_ignore_the_umask(tmp_path: Path) -> None:
         os.umask(old)
     assert mode(tmp_path / "a") == 0o700 and mode(made) == 0o700
     assert mode(made / "f") == 0o600
+
+
+# --- labtest emulate --out: the secrets folder --------------------------------------------
+
+EMU_TESTBED = """\
+name: tiny
+devices:
+  leaf1: {role: leaf, driver: sonic}
+  leaf2: {role: leaf, driver: sonic}
+links:
+  - {a: "leaf1:Ethernet0", b: "leaf2:Ethernet0", speed_gbps: 400, optic: 400G-DR4}
+"""
+
+
+def emulate(tmp_path: Path, out: Path) -> int:
+    from labtest.cli import main
+
+    tb = tmp_path / "tiny.yaml"
+    tb.write_text(EMU_TESTBED)
+    return main(["emulate", str(tb), "--out", str(out), "--duration-s", "0"])
+
+
+def test_emulate_out_writes_its_secrets_into_a_0700_folder_under_umask_000(tmp_path) -> None:
+    out = tmp_path / "emu" / "emulated.yaml"
+    old = os.umask(0)
+    try:
+        assert emulate(tmp_path, out) == 0
+    finally:
+        os.umask(old)
+    secrets_dir = out.parent / "secrets"
+    assert mode(secrets_dir) == 0o700
+    files = list(secrets_dir.iterdir())
+    assert files and all(mode(f) == 0o600 for f in files)
+
+
+def test_emulate_out_refuses_a_planted_secrets_symlink(tmp_path, capsys) -> None:
+    stolen = tmp_path / "stolen"
+    stolen.mkdir()
+    stolen.chmod(0o777)
+    out = tmp_path / "emu" / "emulated.yaml"
+    out.parent.mkdir()
+    (out.parent / "secrets").symlink_to(stolen)
+    assert emulate(tmp_path, out) == 1
+    assert "symbolic link" in capsys.readouterr().err
+    assert list(stolen.iterdir()) == [] and mode(stolen) == 0o777
