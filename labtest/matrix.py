@@ -38,7 +38,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -200,10 +200,13 @@ class RedTest:
     message: str  # the failure message
     culprit: str = ""  # what ``labtest run`` derives from the failing measurements
     device: str | None = None  # the device an InfraError names
+    #: the root cause the run's analysis explains this failure by ("consequence of ..."):
+    #: a RoCE pair failing of a switch port's MTU names the port through it
+    root: str = ""
 
     @property
     def text(self) -> str:
-        return f"{self.message}\n{self.culprit}"
+        return f"{self.message}\n{self.culprit}\n{self.root}"
 
     @property
     def gist(self) -> str:
@@ -238,8 +241,10 @@ class CaseRun:
     cpu_s: float | None = None  # CPU time of the run (pytest included)
 
 
-def case_suites(result_tests: Iterable[dict[str, Any]]) -> dict[str, SuiteResult]:
-    """Per suite family: outcome counts and the red tests' messages."""
+def case_suites(result_tests: Iterable[dict[str, Any]],
+                roots: Mapping[str, str] | None = None) -> dict[str, SuiteResult]:
+    """Per suite family: outcome counts and the red tests' messages (and, from ``roots``,
+    nodeid -> the root cause a failure is a consequence of)."""
     suites: dict[str, SuiteResult] = {}
     for t in result_tests:
         s = suites.setdefault(t.get("suite") or "?", SuiteResult())
@@ -247,8 +252,20 @@ def case_suites(result_tests: Iterable[dict[str, Any]]) -> dict[str, SuiteResult
         setattr(s, outcome, getattr(s, outcome) + 1)
         if outcome in (results.FAILED, results.BROKEN):
             s.red.append(RedTest(t.get("name", t["nodeid"]), outcome, t.get("message") or "",
-                                 culprit(t), t.get("device")))
+                                 culprit(t), t.get("device"),
+                                 (roots or {}).get(str(t.get("nodeid")), "")))
     return suites
+
+
+def root_causes_of(doc: Mapping[str, Any]) -> dict[str, str]:
+    """nodeid -> "consequence of <culprit>: <cause>", from the verdict's root-cause analysis
+    (``labtest.measure.rootcause``); empty where that analysis is not installed."""
+    try:
+        from labtest.measure.rootcause import explained_by, root_causes
+    except ImportError:
+        return {}
+    return {nodeid: f"consequence of {c.culprit}: {c.cause}"
+            for nodeid, c in explained_by(root_causes(doc)).items()}
 
 
 def load_run(case: Case, workdir: Path, pid: int | None = None) -> CaseRun:
@@ -257,7 +274,8 @@ def load_run(case: Case, workdir: Path, pid: int | None = None) -> CaseRun:
     error, found = meta["error"], {}
     if error is None:
         try:
-            found = case_suites(results.load(workdir / "results").get("tests", []))
+            doc = results.load(workdir / "results")
+            found = case_suites(doc.get("tests", []), root_causes_of(doc))
         except results.ResultsError as exc:
             error = f"no results (exit {meta['returncode']}): {exc}"
     return CaseRun(case, meta["suites"], found, meta["wall_s"], meta["returncode"], error,
@@ -703,6 +721,7 @@ def _evidence(verdicts: Sequence[Verdict]) -> list[str]:
             # the culprit `labtest run` derives from measurement labels, when it adds something
             derived = "labtest.errors." not in t.culprit and t.culprit not in t.gist
             named = f" — culprit: {t.culprit}" if t.culprit and derived else ""
+            named += f" — {t.root}" if t.root else ""
             lines.append(f"- {suite} `{t.name}` {t.outcome}: {t.gist}{named}")
         if len(red) > EVIDENCE_LINES:
             lines.append(f"- … and {len(red) - EVIDENCE_LINES} more")

@@ -289,8 +289,9 @@ def strata(domain: Domain, tb: Testbed) -> list[tuple[int, str, list[str]]]:
 
 
 def draw_kind(domain: Domain, tb: Testbed, rng: random.Random, n: int,
-              prefix: str = "") -> list[Draw]:
-    """``n`` draws: strata in a seeded order, cycled, so n >= #strata covers every one."""
+              prefix: str = "", avoid: Iterable[str] = ()) -> list[Draw]:
+    """``n`` draws: strata in a seeded order, cycled, so n >= #strata covers every one.
+    Targets in ``avoid`` (drawn already) are taken only when a stratum has no other."""
     pool = [s for s in strata(domain, tb) if s[1].startswith(prefix)]
     if not pool:
         raise ValueError(f"{domain.kind}: no target in {tb.name} matches {prefix!r}")
@@ -302,7 +303,8 @@ def draw_kind(domain: Domain, tb: Testbed, rng: random.Random, n: int,
             rng.shuffle(order)
         index, stratum, found = order.pop()
         placement = domain.placements[index]
-        target = rng.choice(found)
+        fresh = [t for t in found if t not in set(avoid)]
+        target = rng.choice(fresh or found)
         params = {name: p.draw(rng) for name, p in sorted(placement.params.items())}
         if domain.peer:
             params["other"] = _peer(tb, placement, target, rng)
@@ -407,7 +409,8 @@ def draw_cases(plan: Plan, domains: Mapping[str, Domain], tb: Testbed) -> list[C
             cases.append(to_case(name(kind), domains[kind], tb, d, plan.seed))
     for i, (kind, prefix) in enumerate(plan.extra):
         rng = random.Random(f"{plan.seed}/extra/{i}/{kind}")
-        (d,) = draw_kind(domains[kind], tb, rng, 1, prefix)
+        drawn = [f["target"] for c in cases for f in c.faults if f["kind"] == kind]
+        (d,) = draw_kind(domains[kind], tb, rng, 1, prefix, drawn)
         cases.append(to_case(name(kind), domains[kind], tb, d, plan.seed))
     rng = random.Random(f"{plan.seed}/combined")
     used: list[str] = []
