@@ -549,6 +549,11 @@ def test_mpirun_failures_look_like_open_mpi(hosts: Hosts) -> None:
         h.fabric.set_admin("host2", "eth0", False)  # a ring with a dead hop
         broken = h.run("host1", "mpirun -np 2 -H host1:1,host2:1 all_reduce_perf -b 8 -e 64")
         assert broken.exit_status == 1 and "Test NCCL failure" in broken.stderr
+        from labtest.drivers.linux.nccl import network_error
+
+        died = network_error(broken.stderr)  # NCCL's own words: the QP ran out of retries
+        assert died is not None and died.signature == "nccl_ib_completion_error"
+        assert died.wc_status == 12 and died.peer is not None
         h.fabric.set_reachable("host2", False)
         gone = h.run("host1", "mpirun -np 2 -H host1:1,host2:1 all_reduce_perf -b 8 -e 64")
         assert "ssh: connect to host host2 port 22: No route to host" in gone.stderr

@@ -82,6 +82,14 @@ BATCH_WAIT_S = 30.0
 LAT_SAMPLES_DURATION_MODE = 1000
 INTRA_NODE_GBYTES_S = 150.0  # [emulator assumption] NVLink-class bus bandwidth on one host
 INTRA_NODE_STEP_US = 2.0
+# NCCL 2.1x net_ib.cc ncclIbTest wording (as in a published Azure log, ml-engineering):
+# IBV_WC_RETRY_EXC_ERR (12), Mellanox vendor syndrome 0x81 = 129, then the proxy's unwinding
+NCCL_IB_WARN = (
+    "{host}:{pid}:{tid} [0] transport/net_ib.cc:1296 NCCL WARN NET/IB : Got completion from "
+    "peer {peer}<45031> with error 12, opcode 0, len 0, vendor err 129 (Recv)\n"
+    "{host}:{pid}:{tid} [0] NCCL INFO transport/net.cc:1134 -> 6\n"
+    "{host}:{pid}:{tid} [0] NCCL INFO proxy.cc:679 -> 6\n"
+)
 NCCL_ERROR = (
     "{host}: Test NCCL failure common.cu:1008 'remote process exited or there was a network "
     "error / '\n .. {host} pid {pid}: Test failure common.cu:1188\n"
@@ -437,10 +445,13 @@ def run_collective(
                 ranks.append(Rank(len(ranks), pid, placement.host.hostname, device, bus, gpu))
     try:
         bandwidth, alpha = ring_figures(launcher.fabric, distinct)
-    except Exception as exc:  # a broken ring: NCCL reports a network error
-        first = distinct[0]
-        text = NCCL_ERROR.format(host=first.hostname, pid=ranks[0].pid)
-        return Output(stderr=f"{first.hostname}: NCCL WARN {exc}\n{text}", status=1)
+    except Exception:  # a broken ring: the first rank's QP exhausts its retries
+        first, peer = distinct[0], distinct[1 % len(distinct)]
+        pid = ranks[0].pid
+        address = next((n.ipv4 for n in peer.nics if n.ipv4), peer.hostname)
+        warn = NCCL_IB_WARN.format(host=first.hostname, pid=pid, tid=pid + 71, peer=address)
+        text = NCCL_ERROR.format(host=first.hostname, pid=pid)
+        return Output(stderr=warn + text, status=1)
     rows = collective_rows(binary, opts, len(ranks), bandwidth, alpha)
     launcher.run_for(sum(r.time_us for r in rows) * 2 * (opts.iters + opts.warmup) * 1e-6)
     return Output(nccl_text(binary, opts, ranks, rows))
