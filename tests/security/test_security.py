@@ -221,3 +221,12 @@ def test_emulate_out_refuses_a_planted_secrets_symlink(tmp_path, capsys) -> None
     assert emulate(tmp_path, out) == 1
     assert "symbolic link" in capsys.readouterr().err
     assert list(stolen.iterdir()) == [] and mode(stolen) == 0o777
+
+
+def test_the_example_lab_checks_host_keys_strictly() -> None:
+    from labtest.testbed import load_testbed
+
+    root = Path(__file__).parents[2]
+    tb = load_testbed(root / "testbeds" / "example-lab.yaml")
+    policies = {name: d.ssh.host_key_policy for name, d in tb.devices.items() if d.ssh}
+    assert policies and set(policies.values()) == {"reject"}, policies
