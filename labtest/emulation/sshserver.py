@@ -41,6 +41,8 @@ import paramiko
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
+from labtest.transports.ssh import quiet_paramiko_logs
+
 log = logging.getLogger("labtest.emulation.ssh")
 
 Mode = Literal["normal", "silent", "drop", "legacy-kex", "no-banner"]
@@ -160,6 +162,7 @@ class SshServer:
     # --- lifecycle -------------------------------------------------------------
 
     def start(self) -> SshServer:
+        quiet_paramiko_logs()  # a vanished client is not worth a traceback on the terminal
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind((self.host, self._requested_port))
