@@ -62,6 +62,7 @@ register_driver("fakesnap", FakeSnap)
 TESTS = '''
 import os
 import signal
+import time
 
 import pytest
 
@@ -95,6 +96,9 @@ def test_interrupted_by_ctrl_c(config_guard, device):
     config_guard.touch("d1")
     device("d1").set("admin", "down")
     os.kill(os.getpid(), signal.SIGINT)
+    for _ in range(1000):  # the signal is delivered between two of these sleeps
+        time.sleep(0.01)
+    raise AssertionError("the signal never arrived")
 
 
 @pytest.mark.destructive
@@ -102,6 +106,9 @@ def test_interrupted_by_sigterm(config_guard, device):
     config_guard.touch("d2")
     device("d2").set("admin", "down")
     os.kill(os.getpid(), signal.SIGTERM)
+    for _ in range(1000):  # the signal is delivered between two of these sleeps
+        time.sleep(0.01)
+    raise AssertionError("the signal never arrived")
 '''
 
 
