@@ -17,6 +17,7 @@ import pytest
 from labtest.fixtures.traffic import (
     FabricView,
     HostLinkProbe,
+    NetworkSuspect,
     fabric_deltas,
     fraction,
     held_back,
@@ -25,14 +26,23 @@ from labtest.fixtures.traffic import (
     leaf_shift_pairs,
     link_evidence,
     load_settings,
+    network_suspects,
+    pair_id,
     ring_orders,
     run_bandwidth_pairs,
     straggler_labels,
     straggler_suspects,
+    watch_oper_states,
 )
 
 from labtest import plugin
-from labtest.capabilities.host import Collectives, NcclSpec, PerftestSpec
+from labtest.capabilities.host import (
+    Collectives,
+    NcclNetworkError,
+    NcclSpec,
+    PerftestSpec,
+    RdmaDevices,
+)
 from labtest.capabilities.switch import Interfaces
 from labtest.errors import InfraError
 from labtest.reports.attach import attach_json
@@ -80,9 +90,28 @@ def localise(fabric_view: FabricView) -> Callable[[], dict[str, str]]:
     return run
 
 
+@pytest.fixture(scope="module")
+def diagnose(fabric_view: FabricView) -> Callable[[list[str], int], list[NetworkSuspect]]:
+    """Why a collective died of a network error, looked into at most once per module: the
+    fabric's evidence (link state and flaps over a watch, MTU of every port, a probe of
+    each ring hop) of the first ring that died is kept for the others."""
+    found: list[list[NetworkSuspect]] = []
+
+    def run(ring: list[str], need_mtu: int) -> list[NetworkSuspect]:
+        if not found:
+            found.append(_diagnose(fabric_view, ring, need_mtu))
+        return found[0]
+
+    return run
+
+
 @pytest.mark.plan("COLL-1.1")
 def test_allreduce(
-    ring: list[str], fabric_view: FabricView, measure: Any, localise: Callable[[], dict[str, str]]
+    ring: list[str],
+    fabric_view: FabricView,
+    measure: Any,
+    localise: Callable[[], dict[str, str]],
+    diagnose: Callable[[list[str], int], list[NetworkSuspect]],
 ) -> None:
     """COLL-1.1: all_reduce_perf over the ring reaches its bottleneck rate, with no
     corrupted element; a miss is localised to the link that holds the ring back."""
@@ -112,6 +141,11 @@ def test_allreduce(
             spec, [_mpi_name(view, h) for h in ring], timeout_s=float(cfg["timeout_s"])
         )
         attach_json("all_reduce_perf", result)
+    if result.network_error is not None:
+        with allure.step("COLL-1.1/2b: the run died of a network error: find the link"):
+            need = int(measure.profile.get("roce.port_mtu_bytes").low)
+            _judge_network_error(measure, order, result.network_error, diagnose(ring, need))
+        return
     with allure.step("COLL-1.1/3: zero corrupted elements (#wrong, out-of-bounds)"):
         wrong = sum((t.wrong or 0) for r in result.rows for t in (r.out_of_place, r.in_place)) + (
             result.out_of_bounds or 0
@@ -205,6 +239,70 @@ def _host_link_probes(view: FabricView, cfg: dict[str, Any]) -> list[HostLinkPro
             ceiling = 2 * min(_nic_goodput_gbps(view, o.client), _nic_goodput_gbps(view, o.server))
             probes.append(HostLinkProbe(o.client, o.server, o.bw_gbps, ceiling, pressure))
     return probes
+
+
+def _judge_network_error(
+    measure: Any, order: str, error: NcclNetworkError, suspects: list[NetworkSuspect]
+) -> None:
+    """A failed collective (not broken: the tool ran, the fabric lost its traffic), with the
+    culprit link and the evidence measurements that point at it."""
+    labels = {"ring": order, "error": error.line[:200], "signature": error.signature}
+    if error.wc_status_name:
+        labels["wc_status"] = error.wc_status_name
+    if suspects:
+        top = suspects[0]
+        device, _, port = top.endpoint.partition(":")
+        labels.update(link=top.link, device=device, port=port, evidence=top.why)
+    else:
+        labels.update(link="unlocalised", why="no link down, flapping or with a short MTU")
+    measure("collective.network_errors", 1, key="collective.network_errors", **labels)
+    for x in suspects:  # the evidence, under the keys that judge it, for the root-cause view
+        device, _, port = x.endpoint.partition(":")
+        if x.kind == "mtu" and x.value is not None:
+            measure("roce.port_mtu_bytes", x.value, key="roce.port_mtu_bytes",
+                    device=device, port=port, link=x.link)  # fmt: skip
+        elif x.kind == "flaps" and x.value is not None:
+            measure("link.flaps", x.value, key="link.flaps",
+                    device=device, port=port, link=x.link)  # fmt: skip
+
+
+def _diagnose(view: FabricView, ring: list[str], need_mtu: int) -> list[NetworkSuspect]:
+    cfg = SETTINGS["network_error"]
+    with allure.step(f"watch every switch port's state for {cfg['watch_s']} s"):
+        oper_up, down_events = watch_oper_states(view, float(cfg["watch_s"]), float(cfg["poll_s"]))
+    mtu: dict[str, int | None] = {}
+    for name in view.switches:
+        mtu |= {f"{name}:{p}": st.mtu_bytes for p, st in _interfaces(view, name).items()}
+    for host in ring:
+        driver = view.lab.device(host)
+        if isinstance(driver, RdmaDevices):
+            mtu |= {f"{host}:{ln.ifname}": ln.mtu_bytes for ln in driver.links()}
+    hops = list(zip(ring, [*ring[1:], ring[0]], strict=True))
+    spec = PerftestSpec(
+        test="ib_write_bw", size_bytes=65536, qps=int(cfg["qps"]), duration_s=cfg["probe_s"]
+    )
+    with allure.step("probe every ring hop (ib_write_bw), all at once"):
+        outcomes = run_bandwidth_pairs(view.lab, hops, spec)
+    failed = [(o.client, o.server) for o in outcomes if o.error]
+    suspects = network_suspects(
+        view,
+        oper_up=oper_up,
+        down_events=down_events,
+        mtu_bytes=mtu,
+        need_mtu_bytes=need_mtu,
+        hops=hops,
+        failed_hops=failed,
+    )
+    attach_json(
+        "network error diagnosis",
+        {
+            "down_events": down_events,
+            "failed_hops": [pair_id(h) for h in failed],
+            "hop_errors": {o.pair: o.error for o in outcomes if o.error},
+            "suspects": [x.__dict__ for x in suspects],
+        },
+    )
+    return suspects
 
 
 def _interfaces(view: FabricView, switch: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from labtest.fixtures.traffic import (
     host_link_rounds,
     leaf_shift_pairs,
     link_evidence,
+    network_suspects,
     straggler_labels,
     straggler_suspects,
     uplinks,
@@ -170,3 +171,48 @@ def test_held_back_sums_cnps_and_pauses_and_is_none_without_counters():
 
     assert held_back(sample(10, 4), sample(110, 9)) == 105
     assert held_back(HostSample(0.0), HostSample(1.0)) is None
+
+
+RING = ["host1", "host2", "host3", "host4", "host5", "host6", "host7", "host8"]
+HOPS = list(zip(RING, [*RING[1:], RING[0]], strict=True))
+
+
+def _suspects(view, **kw):
+    args = {"oper_up": {}, "down_events": {}, "mtu_bytes": {}, "need_mtu_bytes": 4140,
+            "hops": HOPS, "failed_hops": []}  # fmt: skip
+    return network_suspects(view, **{**args, **kw})
+
+
+def test_a_switch_port_mtu_below_roce_need_is_the_culprit(view):
+    top = _suspects(view, mtu_bytes={"leaf3:Ethernet3/1": 1500, "host5:eth0": 9000})[0]
+    assert (top.link, top.endpoint, top.kind, top.value) == (
+        "host5:eth0--leaf3:Ethernet3/1", "leaf3:Ethernet3/1", "mtu", 1500,
+    )  # fmt: skip
+
+
+def test_without_mtu_the_host_common_to_the_failing_hops_names_its_link(view):
+    failed = [("host4", "host5"), ("host5", "host6")]  # EOS: leaf3 reports no MTU
+    (top,) = _suspects(view, failed_hops=failed)
+    assert (top.link, top.endpoint, top.kind) == (
+        "host5:eth0--leaf3:Ethernet3/1", "leaf3:Ethernet3/1", "common_host",
+    )  # fmt: skip
+    assert _suspects(view, failed_hops=failed[:1]) == []  # one hop: two ends, no common member
+
+
+def test_a_port_down_outranks_a_flap_and_a_flap_outranks_a_common_host(view):
+    suspects = _suspects(
+        view,
+        oper_up={"leaf1:Ethernet8": False},
+        down_events={"leaf4:Ethernet0": 2, "spine1:Ethernet24": 2},
+        failed_hops=[("host4", "host5"), ("host5", "host6")],
+    )
+    assert [(x.endpoint, x.kind) for x in suspects][:2] == [
+        ("leaf1:Ethernet8", "down"), ("leaf4:Ethernet0", "flaps"),
+    ]  # fmt: skip
+    flapping = _suspects(view, down_events={"leaf4:Ethernet0": 1})[0]
+    assert flapping.link == "leaf4:Ethernet0--spine1:Ethernet24" and flapping.value == 1
+
+
+def test_a_healthy_fabric_gives_no_network_suspect(view):
+    ok = {f"{a.switch}:{a.switch_port}": 9100 for a in view.attachment.values()}
+    assert _suspects(view, mtu_bytes=ok, oper_up=dict.fromkeys(ok, True)) == []
