@@ -412,7 +412,9 @@ class SshTransport:
         with self._typed_errors(f"exec {command!r} on"):
             return self._exec(command, timeout_s, self.process_group)
 
-    def _exec(self, command: str, timeout_s: float | None, grouped: bool) -> CommandResult:
+    def _exec(
+        self, command: str, timeout_s: float | None, grouped: bool, record: bool = True
+    ) -> CommandResult:
         timeout = timeout_s if timeout_s is not None else self.settings.command_timeout_s
         transport = self._connected()
         start = time.monotonic()
@@ -450,7 +452,8 @@ class SshTransport:
             raise self._error(kind, f"exec {command!r}: {what}", raw=raw)
         status = None if channel.exit_status == -1 else channel.exit_status
         result = CommandResult(_text(stdout), _text(stderr), status, duration)
-        self._done("exec", command, result.stdout, status, duration, result.stderr)
+        if record:  # our own clean-up is not part of the driver's conversation
+            self._done("exec", command, result.stdout, status, duration, result.stderr)
         return result
 
     def shell(self, timeout_s: float | None = None) -> ShellSession:
@@ -480,7 +483,7 @@ class SshTransport:
         try:
             if not transport.is_active():
                 raise ProtocolError(self.device, "connection lost")
-            result = self._exec(script, _STOP_TIMEOUT_S, grouped=False)
+            result = self._exec(script, _STOP_TIMEOUT_S, grouped=False, record=False)
         except (TransportError, paramiko.SSHException, EOFError, OSError) as exc:
             log.warning(
                 "%s: could not stop process group %d after a timeout: %s", self.device, p, exc

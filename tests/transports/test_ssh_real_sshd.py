@@ -101,19 +101,25 @@ def test_revoked_server_key_is_refused(transport, sshd) -> None:
 
 
 def test_grouped_exec_keeps_output_streams_and_exit_status(transport, sshd) -> None:
-    with transport(sshd[1], process_group=True) as ssh:
+    seen: list[tuple[str, str, int | None, float, str]] = []
+    with transport(sshd[1], process_group=True, recorder=lambda *a: seen.append(a)) as ssh:
         result = ssh.exec("echo out; echo err >&2; exit 3")
     assert (result.stdout, result.stderr, result.exit_status) == ("out\n", "err\n", 3)
+    assert [(c, o, s, e) for c, o, s, _, e in seen] == [
+        ("echo out; echo err >&2; exit 3", "out\n", 3, "err\n")  # recorded as the driver asked
+    ]
 
 
 @pytest.mark.parametrize("shape", ["{sleep}", "{sleep} | cat", "true; {sleep}; echo never"])
 def test_timed_out_command_leaves_no_process_on_the_host(transport, sshd, shape: str) -> None:
     sleep = f"sleep 30.{secrets.randbelow(10**6):06d}"  # unique: other sessions' sleeps differ
-    with transport(sshd[1], process_group=True) as ssh:
+    seen: list[str] = []
+    with transport(sshd[1], process_group=True, recorder=lambda c, *_: seen.append(c)) as ssh:
         with pytest.raises(TransportTimeout) as caught:
             ssh.exec(shape.format(sleep=sleep), timeout_s=1)
         assert "stopped its process group" in str(caught.value)
         assert ssh.exec("echo still usable").stdout == "still usable\n"
+    assert seen == ["echo still usable"]  # the clean-up is not recorded
     assert _gone(sleep), f"{sleep!r} still runs on the host: {_pids(sleep)}"
 
 
