@@ -7,6 +7,7 @@ an exception message) and checks that labtest refuses it or ignores it.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sqlite3
@@ -176,6 +177,57 @@ def test_private_dirs_and_files_ignore_the_umask(tmp_path: Path) -> None:
         os.umask(old)
     assert mode(tmp_path / "a") == 0o700 and mode(made) == 0o700
     assert mode(made / "f") == 0o600
+
+
+# --- finding 3: a password in an exception message reaches Allure and the evidence ----------
+
+PW = "Sec-Finding3-Pw-4417"
+SECRET_TESTBED = """\
+name: sec
+devices:
+  sw1:
+    role: leaf
+    driver: sonic
+    address: 127.0.0.1
+    ssh: {port: 9, username: admin, password: "${env:LT_SEC_PW}"}
+"""
+
+
+def test_a_password_in_an_exception_message_reaches_no_result_and_no_evidence(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from labtest.reports import signoff
+
+    monkeypatch.setenv("LT_SEC_PW", PW)
+    pytester.makefile(".yaml", tb=SECRET_TESTBED)
+    pytester.makepyfile(test_said="""
+        import os
+
+        def test_device_said():
+            raise RuntimeError("device said: " + os.environ["LT_SEC_PW"])
+    """)
+    result = pytester.runpytest_subprocess("--testbed", "tb.yaml", "--no-reserve",
+                                           "--alluredir", "allure")
+    result.assert_outcomes(failed=1)
+    allure_dir = pytester.path / "allure"
+    [found] = [p for p in allure_dir.glob("*-result.json")]
+    status = json.loads(found.read_text())["statusDetails"]
+    assert "device said: ********" in status["message"]
+    assert PW not in status["message"] and PW not in status.get("trace", "")
+    for path in allure_dir.rglob("*"):
+        assert PW.encode() not in path.read_bytes(), path
+    assert PW not in str(result.stdout) + str(result.stderr)
+    # labtest report scrubs what it copies too (results of an older labtest, or a hand-made
+    # attachment), for the secrets it knows
+    from labtest import secrets
+
+    secrets.register(PW)
+    (allure_dir / "old-attachment.txt").write_text(f"password {PW}\n")
+    bundle = signoff.build(allure_dir, tmp_path / "signoff")
+    assert (bundle.out_dir / "evidence" / "old-attachment.txt").read_text() == "password ********\n"
+    for path in bundle.out_dir.rglob("*"):
+        if path.is_file():
+            assert PW.encode() not in path.read_bytes(), path
 
 
 # --- labtest emulate --out: the secrets folder --------------------------------------------
