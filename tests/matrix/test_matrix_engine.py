@@ -347,6 +347,19 @@ def test_judge_alternative_catchers_one_failing_is_a_catch() -> None:
     assert "none of link / transceiver failed" in " ".join(nobody.problems)
 
 
+def test_a_failure_explained_by_a_root_cause_at_the_culprit_counts_as_naming_it() -> None:
+    mtu = Case("mtu_mismatch.1", ({"kind": "mtu_mismatch", "target": "leaf3:Ethernet3/1"},),
+               catches=("roce",), culprits=("leaf3:Ethernet3/1", "host5:eth0",
+                                            "host5:eth0--leaf3:Ethernet3/1"))
+    pair = "roce.bw_fraction_of_line pair=host1--host5: 0.3 ratio is FAIL"
+    blind = judge(_run(mtu, roce=[("failed", pair, None)]))
+    assert not blind.ok and not blind.faults[0].named
+    run = _run(mtu, roce=[("failed", pair, None)])
+    run.suites["roce"].red[0].root = "consequence of leaf3:Ethernet3/1: port MTU 1500"
+    explained = judge(run)
+    assert explained.ok and explained.faults[0].named, explained.problems
+
+
 def _rows(text: str) -> list[str]:
     """The lines of the markdown's row table (header first)."""
     part = text.split("## Rows", 1)[1].split("## ", 1)[0]
