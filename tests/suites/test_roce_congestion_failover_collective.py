@@ -91,6 +91,27 @@ SCENARIOS: dict[str, tuple[float, list[dict[str, Any]], list[str], str]] = {
         ["congestion"],
         "incast and (host3 or host7)",
     ),
+    # issue 14 case 5: a straggler on a host link (the old localisation named host8's link)
+    "straggler_host": (
+        5,
+        [_fault("straggler_link", "host6:eth0", rate_fraction=0.7)],
+        ["collective"],
+        "allreduce",
+    ),
+    # issue 14 case 6: a NIC on a narrowed PCIe link: its pairs fail, its PCIe check names it
+    "pcie_host5": (
+        25,
+        [_fault("degraded_nic", "host5", pcie_gbps=128)],
+        ["roce"],
+        "nic_pcie or (pair_bandwidth and host5)",
+    ),
+    # issue 23 case 3: a switch port at MTU 1500 kills the collective: failed, not broken
+    "mtu_leaf3_port": (
+        25,
+        [_fault("mtu_mismatch", "leaf3:Ethernet3/1", mtu=1500)],
+        ["collective"],
+        "allreduce",
+    ),
 }
 
 
@@ -159,15 +180,32 @@ def _environ() -> dict[str, str]:
     return dict(os.environ)
 
 
+def uses(*names: str) -> Any:
+    """Mark a test with the scenarios it judges: only selected tests' scenarios are run."""
+
+    def mark(fn: Any) -> Any:
+        fn.scenarios = names
+        return fn
+
+    return mark
+
+
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """Every scenario, started at once (three running at a time); ``runs(name)`` waits."""
+def runs(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Any:
+    """The selected tests' scenarios, started at once (a few running at a time);
+    ``runs(name)`` waits."""
     workdir = tmp_path_factory.mktemp("roce-congestion-failover-collective")
     (workdir / "smoke.yaml").write_text(yaml.safe_dump(SMOKE))
     pool = ThreadPoolExecutor(max_workers=PARALLEL, thread_name_prefix="suite-run")
+    wanted = {
+        n
+        for item in request.session.items
+        if item.module is request.module
+        for n in getattr(getattr(item, "function", None), "scenarios", ())
+    }
     futures: dict[str, Future[Run]] = {
         n: pool.submit(_launch, workdir, n, i * STAGGER_S if i < PARALLEL else 0.0)
-        for i, n in enumerate(SCENARIOS)
+        for i, n in enumerate(n for n in SCENARIOS if n in wanted)
     }
 
     def result(name: str) -> Run:
@@ -190,6 +228,7 @@ def _expect_ran(run: Run, *prefixes: str) -> None:
         assert any(n.startswith(prefix) for n in run.tests), f"{prefix} did not run"
 
 
+@uses("healthy")
 def test_healthy_lab_passes_roce_and_collective(runs):
     run = runs("healthy")
     assert not run.failed(), run.context()
@@ -207,6 +246,7 @@ def test_healthy_lab_passes_roce_and_collective(runs):
     assert all(n.startswith("test_link_mtu[leaf3:") for n in skipped), skipped
 
 
+@uses("healthy_failover")
 def test_healthy_lab_passes_failover(runs):
     run = runs("healthy_failover")
     assert not run.failed(), run.context()
@@ -218,6 +258,7 @@ def test_healthy_lab_passes_failover(runs):
     )
 
 
+@uses("healthy_incast")
 def test_healthy_lab_passes_congestion(runs):
     run = runs("healthy_incast")
     assert not run.failed(), run.context()
@@ -231,6 +272,7 @@ def test_healthy_lab_passes_congestion(runs):
     )
 
 
+@uses("nic_watchdog_convergence")
 def test_nic_watchdog_and_convergence_faults_each_fail_their_own_suite(runs):
     run = runs("nic_watchdog_convergence")
     failed = run.failed()
@@ -248,6 +290,7 @@ def test_nic_watchdog_and_convergence_faults_each_fail_their_own_suite(runs):
     assert run.passed("test_allreduce[by-leaf]", "test_failover[pull:voa1:1]")
 
 
+@uses("mtu_host_polarisation")
 def test_mtu_on_a_host_and_polarised_hashing_are_named(runs):
     run = runs("mtu_host_polarisation")
     failed = run.failed()
@@ -261,6 +304,7 @@ def test_mtu_on_a_host_and_polarised_hashing_are_named(runs):
     assert run.passed("test_allreduce[by-leaf]")
 
 
+@uses("mtu_switch_storm")
 def test_mtu_on_a_switch_port_and_a_pause_storm_are_named(runs):
     run = runs("mtu_switch_storm")
     failed = run.failed()
@@ -275,6 +319,7 @@ def test_mtu_on_a_switch_port_and_a_pause_storm_are_named(runs):
     assert "congestion.stormed_queues device=leaf2 port=Ethernet16" in storm
 
 
+@uses("pfc_ecn_incast")
 def test_pfc_and_ecn_disabled_fail_the_incasts_into_their_switches(runs):
     run = runs("pfc_ecn_incast")
     failed = run.failed()
@@ -286,6 +331,7 @@ def test_pfc_and_ecn_disabled_fail_the_incasts_into_their_switches(runs):
     assert set(failed) == {"test_incast[host3]", "test_incast[host7]"}, run.context()
 
 
+@uses("straggler_link")
 def test_straggler_link_is_localised_by_the_collective(runs):
     run = runs("straggler_link")
     failed = run.failed()
@@ -293,3 +339,40 @@ def test_straggler_link_is_localised_by_the_collective(runs):
     for message in failed.values():
         assert "link=leaf1:Ethernet0--spine1:Ethernet0" in message, message
     assert run.passed("test_failover[pull:osw1:1]", "test_pfcwd_armed[")
+
+
+@uses("straggler_host")
+def test_a_straggler_on_a_host_link_is_named_on_every_ring(runs):
+    run = runs("straggler_host")
+    failed = run.failed()
+    assert len(failed) == 4 and all("test_allreduce[" in n for n in failed), run.context()
+    for message in failed.values():
+        assert "link=host6:eth0--leaf3:Ethernet4/1 device=leaf3 port=Ethernet4/1" in message
+
+
+@uses("pcie_host5")
+def test_a_narrowed_pcie_link_fails_its_pairs_and_its_own_check(runs):
+    run = runs("pcie_host5")
+    failed = run.failed()
+    pcie = {n for n in failed if n.startswith("test_nic_pcie_link[")}
+    assert pcie == {"test_nic_pcie_link[host5]"}, run.context()
+    message = failed["test_nic_pcie_link[host5]"]
+    assert "device=host5 netdev=eth0" in message and "trained=32 GT/s x4" in message
+    pairs = {n for n in failed if n.startswith("test_pair_bandwidth[")}
+    assert pairs and all("host5" in n for n in pairs)
+    for n in pairs:  # the pair is the unit, named sorted
+        a, b = n[len("test_pair_bandwidth[") : -1].split("--")
+        assert f"pair={min(a, b)}--{max(a, b)}" in failed[n]
+    assert run.passed("test_nic_pcie_link[host1]", "test_nic_pcie_link[host6]")
+
+
+@uses("mtu_leaf3_port")
+def test_a_collective_killed_by_a_switch_port_mtu_is_failed_naming_it(runs):
+    run = runs("mtu_leaf3_port")
+    broken = [n for n, t in run.tests.items() if t["outcome"] == "broken"]
+    assert not broken, run.context()
+    failed = run.failed()
+    assert len(failed) == 4 and all("test_allreduce[" in n for n in failed), run.context()
+    for message in failed.values():
+        assert "collective.network_errors" in message
+        assert "link=host5:eth0--leaf3:Ethernet3/1" in message, message
