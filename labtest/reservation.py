@@ -244,7 +244,7 @@ class SqliteLeaseStore:
             raise StoreUnusable(str(self.path), f"unsafe lease store: {exc}") from None
         except OSError as exc:
             raise StoreUnusable(
-                str(self.path), f"cannot open the lease store: {exc.strerror or exc}"
+                str(self.path), f"cannot open the lease store: {exc.strerror or exc}{_hint(exc)}"
             ) from None
         with self._transaction() as db:
             for statement in _SCHEMA.split(";"):
@@ -409,6 +409,14 @@ def _lock_abandoned(path: Path) -> bool:
     return True
 
 
+def _hint(exc: BaseException) -> str:
+    """What to do when another user's private store is in the way."""
+    if isinstance(exc, PermissionError):
+        return (f" (another user's private store? share it through a lab group, "
+                f"${safefs.ENV_GROUP}, or use your own with --lease-store)")
+    return ""
+
+
 #: ``--lease-store`` URL scheme -> store factory (plus the ``labtest.lease_stores`` entry points)
 STORES: dict[str, Callable[[str], LeaseStore]] = {"sqlite": SqliteLeaseStore}
 
@@ -555,7 +563,12 @@ def reserve(
     holder = Holder.me(run_id or uuid.uuid4().hex[:12], host)
     member_id = uuid.uuid4().hex
     lock_path = member_lock_path(member_id)
-    os.close(safefs.open_private(lock_path))  # ours, mode set, no symlink followed
+    try:
+        os.close(safefs.open_private(lock_path))  # ours, mode set, no symlink followed
+    except (OSError, UnsafePath) as exc:
+        text = getattr(exc, "strerror", None) or str(exc)
+        raise StoreUnusable(str(lock_path), f"cannot create the member lock: {text}"
+                            f"{_hint(exc)}") from None
     lock = FileLock(lock_path, timeout=0, mode=safefs.file_mode())
     lock.acquire()
     start = time.monotonic()
