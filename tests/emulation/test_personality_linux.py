@@ -532,6 +532,18 @@ def test_all_reduce_busbw_matches_the_model_and_a_straggler_halves_it(hosts: Hos
     assert header(hosts.out("host1", command)) == real  # the two-group header, as printed
 
 
+def test_a_link_that_goes_dark_during_the_run_kills_it_with_a_network_error(hosts: Hosts) -> None:
+    from labtest.drivers.linux.nccl import network_error
+
+    command = "mpirun -np 4 -H host1:1,host2:1,host5:1,host6:1 all_reduce_perf -b 8 -e 1G -c 1"
+    assert hosts.run("host1", command).exit_status == 0
+    hosts.fabric.inject("flapping_link", "host5:eth0", period_s=2.0, down_s=1.0)
+    died = hosts.run("host1", command)  # the run lasts longer than a period: it meets the dark
+    assert died.exit_status == 1 and "Test NCCL failure" in died.stderr
+    error = network_error(died.stderr)
+    assert error is not None and error.wc_status == 12
+
+
 def test_mpirun_failures_look_like_open_mpi(hosts: Hosts) -> None:
     unknown = hosts.run("host1", "mpirun -np 2 -H host1:1,gpu-z:1 all_reduce_perf -b 8 -e 64")
     assert unknown.exit_status == 1 and "Could not resolve hostname gpu-z" in unknown.stderr

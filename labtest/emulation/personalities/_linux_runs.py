@@ -90,6 +90,10 @@ NCCL_IB_WARN = (
     "{host}:{pid}:{tid} [0] NCCL INFO transport/net.cc:1134 -> 6\n"
     "{host}:{pid}:{tid} [0] NCCL INFO proxy.cc:679 -> 6\n"
 )
+# [emulator assumption] a QP gives up after 7 retries of NCCL_IB_TIMEOUT=14 (4.096 us x
+# 2^14 = 67 ms each): a link dark for half a second kills the collective
+QP_RETRY_BUDGET_S = 7 * 4.096e-6 * 2**14
+RING_CHANNELS = 4
 NCCL_ERROR = (
     "{host}: Test NCCL failure common.cu:1008 'remote process exited or there was a network "
     "error / '\n .. {host} pid {pid}: Test failure common.cu:1188\n"
@@ -453,8 +457,44 @@ def run_collective(
         text = NCCL_ERROR.format(host=first.hostname, pid=pid)
         return Output(stderr=warn + text, status=1)
     rows = collective_rows(binary, opts, len(ranks), bandwidth, alpha)
-    launcher.run_for(sum(r.time_us for r in rows) * 2 * (opts.iters + opts.warmup) * 1e-6)
+    run_s = sum(r.time_us for r in rows) * 2 * (opts.iters + opts.warmup) * 1e-6
+    dark_at = _ring_goes_dark(launcher.fabric, distinct, run_s)
+    if dark_at is not None:  # a link of the ring went dark long enough: the QP gave up
+        launcher.run_for(dark_at + QP_RETRY_BUDGET_S)
+        first, peer = distinct[0], distinct[1]
+        pid = ranks[0].pid
+        address = next((n.ipv4 for n in peer.nics if n.ipv4), peer.hostname)
+        warn = NCCL_IB_WARN.format(host=first.hostname, pid=pid, tid=pid + 71, peer=address)
+        return Output(stderr=warn + NCCL_ERROR.format(host=first.hostname, pid=pid), status=1)
+    launcher.run_for(run_s)
     return Output(nccl_text(binary, opts, ranks, rows))
+
+
+def _ring_goes_dark(fabric: Fabric, hosts: list[HostState], run_s: float) -> float | None:
+    """Seconds into the run at which a link on the ring's paths (each hop over
+    ``RING_CHANNELS`` entropies, as NCCL spreads a hop over channels) stays down for the
+    QP's whole retry budget; None if none does."""
+    if len(hosts) < 2 or fabric.traffic is None:
+        return None
+    traffic, t0 = fabric.traffic, fabric.now_s()
+    links: set[str] = set()
+    ends = [h.nics[0].endpoint for h in hosts]
+    for a, b in zip(ends, [*ends[1:], ends[0]], strict=True):
+        for channel in range(RING_CHANNELS):
+            for egress in traffic.path(a, b, sport=0xC000 + channel):
+                device, _, port = egress.partition(":")
+                if (link := fabric.link_of(device, port)) is not None:
+                    links.add(link)
+    first: float | None = None
+    for link in links:
+        end = t0 + run_s + QP_RETRY_BUDGET_S
+        edges = fabric.link_transitions(link, t0, end)
+        if not edges:
+            continue
+        for (t, up), nxt in zip(edges, [*edges[1:], (end, True)], strict=True):
+            if not up and t <= t0 + run_s and nxt[0] - t >= QP_RETRY_BUDGET_S:
+                first = t - t0 if first is None else min(first, t - t0)
+    return first
 
 
 def mpirun_words(argv: list[str]) -> tuple[dict[str, Any], list[str]]:
