@@ -63,7 +63,9 @@ def register(subparsers: Any) -> None:
 def _burnin(args: argparse.Namespace) -> int:
     from labtest.burnin.store import StoreError
     from labtest.errors import ConfigError, LabtestError
+    from labtest.secrets import install_log_redaction
 
+    install_log_redaction()  # whatever a driver logs to the terminal is scrubbed
     try:
         if args.list:
             return _list(args)

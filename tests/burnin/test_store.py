@@ -97,3 +97,25 @@ def test_schedule_counts_times_and_resume() -> None:
     assert [s.monitor for s in batches[0]] == ["prbs"]  # dom k=6 (t=1800) was done
     assert sorted(s.monitor for s in batches[-1]) == ["dom", "prbs"]
     assert sum(len(b) for b in batches) == len(due) == 8
+
+
+def test_text_written_to_the_database_is_scrubbed_of_secrets(tmp_path: Path) -> None:
+    from labtest import secrets
+
+    pw = "Burnin-Db-Secret-6609"
+    secrets.register(pw)
+    db = tmp_path / "b.db"
+    store = open_store(db)
+    store.create_run(Run("r1", "st", "running", "2025-01-01T00:00:00+00:00", 3600.0,
+                         info={"notes": [f"login {pw}"]}))
+    store.put_units("r1", [Unit("SN1", "module", "sw1", "Ethernet0", True, {"x": pw})])
+    store.write("r1", Reading("dom", "sw1", 0, 0.0, 1.7e9, (), f"AuthFailed: {pw}"))
+    store.event("r1", Event(0.0, 1.7e9, "error", f"device said {pw}"))
+    store.update_run("r1", info={"again": pw})
+    store.close()
+    assert (db.stat().st_mode & 0o777) == 0o600
+    for path in tmp_path.iterdir():
+        assert pw.encode() not in path.read_bytes(), path
+    store = open_store(db)
+    assert store.events("r1")[0].text == "device said ********"
+    store.close()
