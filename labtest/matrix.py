@@ -528,7 +528,9 @@ def _outcome(run: CaseRun, cells: dict[str, Cell], e: Expect) -> FaultOutcome:
                  if t.outcome == results.FAILED for c in e.culprits)
     named = detected and naming and all(cells[s].ok for s in mine if s in cells)
     problem = ""
-    if not detected and e.catch_any and ran:
+    if not ran:
+        problem = f"not judged: none of {' / '.join(e.catches)} ran"
+    elif not detected and e.catch_any:
         problem = f"not caught: none of {' / '.join(e.catches)} failed"
     elif detected and not naming:
         problem = f"no failure names {' / '.join(e.culprits)}"
