@@ -17,7 +17,7 @@ import pytest
 from labtest import connect, reservation, secrets, xdist_guard
 from labtest.errors import ConfigError, InfraError, LimitFailure
 from labtest.lab import Lab
-from labtest.measure import LimitsProfile, Measurement, Recorder, load_limits
+from labtest.measure import LimitsProfile, Measurement, NotProven, Recorder, load_limits
 from labtest.testbed import Testbed, load_testbed
 
 BROKEN = "broken"
@@ -173,7 +173,7 @@ def limits(pytestconfig: pytest.Config) -> LimitsProfile | None:
 @pytest.fixture
 def measure(request: pytest.FixtureRequest, limits: LimitsProfile | None) -> Iterator[Recorder]:
     """Record measurements; the test fails after its body if any is FAIL."""
-    recorder = Recorder(profile=limits, sinks=[_allure_step])
+    recorder = Recorder(profile=limits, sinks=[_allure_step], note_sinks=[_allure_note])
     setattr(request.node, RECORDER_ATTR, recorder)
     yield recorder
     if recorder.measurements:
@@ -186,6 +186,15 @@ def _allure_step(m: Measurement) -> None:
     except ImportError:  # pragma: no cover - allure-pytest is a dependency
         return
     with allure.step(f"{m.verdict.value}: {m.message()}"):
+        pass
+
+
+def _allure_note(note: NotProven) -> None:
+    try:
+        import allure
+    except ImportError:  # pragma: no cover - allure-pytest is a dependency
+        return
+    with allure.step(note.message()):
         pass
 
 

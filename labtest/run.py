@@ -4,9 +4,12 @@ pytest runs the selected ``suites/<family>`` folders in a child process with
 the plugin's options (testbed, emulation, limits, results directory). Its own
 output streams through; afterwards the table is built from the run's
 ``labtest-results.json`` (written by the reporting plugin), so the verdicts are
-exactly the ones a sign-off will show: passed / failed (a product missed a
-limit) / broken (the lab could not be asked) / skipped, with the failing items
-and their culprit (the device:port or link the failing measurements name).
+exactly the ones a sign-off will show. It leads with the root causes (the few
+faults that explain the failures), then per suite passed / failed (a product
+missed a limit) / broken (the lab could not be asked) / skipped and coverage
+(required cells proven or waived / required), the failing items with their
+culprit, and what was not proven. The run is PASS only when every required
+cell is proven or waived; see ``labtest.measure.coverage``.
 
 An interrupted run (Ctrl-C, SIGTERM) is passed to pytest as SIGINT, so its
 teardown restores the devices destructive tests touched before it exits.
@@ -45,6 +48,9 @@ SUITE_ORDER = ("link", "transceiver", "cabling", "roce", "congestion", "failover
 INTERRUPT_GRACE_S = 300.0  # how long an interrupted pytest may take to restore devices
 
 EXIT_OK, EXIT_VERDICT, EXIT_USAGE, EXIT_NO_RESULTS = 0, 1, 2, 3
+#: nothing failed, but not everything required was proven (pytest itself uses 0-5)
+EXIT_INCOMPLETE = 6
+EXIT_BY_VERDICT = {"PASS": EXIT_OK, "FAIL": EXIT_VERDICT, "INCOMPLETE": EXIT_INCOMPLETE}
 
 
 class RunError(Exception):
@@ -118,7 +124,7 @@ def pytest_command(opts: RunOptions) -> list[str]:
 
 
 def run(opts: RunOptions, out: TextIO = sys.stdout) -> int:
-    """Run pytest, print the verdict table; 0 only if nothing failed or broke."""
+    """Run pytest, print the verdict table; 0 only for PASS (1 FAIL, 6 INCOMPLETE)."""
     cmd = pytest_command(opts)
     print(f"labtest run: {' '.join(cmd[3:])}", file=out, flush=True)
     start = time.monotonic()
@@ -129,13 +135,20 @@ def run(opts: RunOptions, out: TextIO = sys.stdout) -> int:
     except results.ResultsError as exc:
         print(f"labtest run: no results ({exc}); pytest exited with {status}", file=out)
         return EXIT_NO_RESULTS if status in (0, 1) else status
-    table = verdict_table(doc.get("tests", []))
-    print(format_table(table, elapsed_s), file=out)
-    if table.bad or status not in (0, 1):
-        return EXIT_VERDICT if status in (0, 1) else status
+    table = verdict_table(doc.get("tests", []), results.verdict_of(doc))
+    print(format_table(table, elapsed_s, color=_isatty(out)), file=out)
+    if status not in (0, 1):
+        return status
     if not any(s.total for s in table.suites.values()):
         return EXIT_NO_RESULTS
-    return EXIT_OK
+    return EXIT_BY_VERDICT[table.verdict]
+
+
+def _isatty(out: TextIO) -> bool:
+    try:
+        return out.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def _run_child(cmd: list[str], cwd: Path) -> int:
@@ -172,6 +185,8 @@ class SuiteVerdict:
     broken: int = 0
     skipped: int = 0
     attention: list[tuple[str, str, str]] = field(default_factory=list)  # name, outcome, culprit
+    proven: int = 0  # required cells proven or waived
+    required: int = 0
 
     @property
     def total(self) -> int:
@@ -181,14 +196,24 @@ class SuiteVerdict:
 @dataclass
 class VerdictTable:
     suites: dict[str, SuiteVerdict]
+    verdict: str = "PASS"  # PASS | INCOMPLETE | FAIL (labtest.measure.coverage.run_verdict)
+    reasons: list[str] = field(default_factory=list)
+    root_causes: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def bad(self) -> bool:
         return any(s.failed or s.broken for s in self.suites.values())
 
 
-def verdict_table(tests: Iterable[dict[str, Any]]) -> VerdictTable:
+def verdict_table(
+    tests: Iterable[dict[str, Any]], verdict: dict[str, Any] | None = None
+) -> VerdictTable:
+    """Per suite counts and coverage; ``verdict`` is the results document's verdict record
+    (without one, only the test outcomes decide: FAIL if any failed or broke)."""
+    tests = list(tests)
     suites: dict[str, SuiteVerdict] = {}
+    causes = (verdict or {}).get("root_causes") or []
+    because = {n: c["cause"] for c in causes for n in c.get("consequences", [])}
     for t in tests:
         suite = suites.setdefault(t.get("suite") or "?", SuiteVerdict())
         outcome = t.get("outcome", results.PASSED)
@@ -201,10 +226,22 @@ def verdict_table(tests: Iterable[dict[str, Any]]) -> VerdictTable:
         else:
             suite.passed += 1
         if outcome in (results.FAILED, results.BROKEN):
-            suite.attention.append((t.get("name", t.get("nodeid", "?")), outcome, culprit(t)))
+            who = culprit(t)
+            if t.get("nodeid") in because:
+                who = f"{who} (consequence of {because[t['nodeid']]})"
+            suite.attention.append((t.get("name", t.get("nodeid", "?")), outcome, who))
+    by_suite = ((verdict or {}).get("coverage") or {}).get("by_suite") or {}
+    for name, cov in by_suite.items():
+        suite = suites.setdefault(name, SuiteVerdict())
+        suite.proven, suite.required = int(cov["proven"]), int(cov["required"])
     rank = {name: i for i, name in enumerate(SUITE_ORDER)}
     ordered = sorted(suites, key=lambda n: (rank.get(n, len(rank)), n))
-    return VerdictTable({name: suites[name] for name in ordered})
+    table = VerdictTable({name: suites[name] for name in ordered}, root_causes=list(causes))
+    if verdict is not None:
+        table.verdict, table.reasons = verdict["verdict"], list(verdict.get("reasons") or [])
+    elif table.bad:
+        table.verdict = "FAIL"
+    return table
 
 
 def culprit(test: dict[str, Any]) -> str:
@@ -242,13 +279,42 @@ def _first_line(text: str | None) -> str:
     return line if len(line) <= 140 else line[:137] + "..."
 
 
-def format_table(table: VerdictTable, elapsed_s: float) -> str:
-    lines = ["", f"{'suite':<14}{'passed':>8}{'failed':>8}{'broken':>8}{'skipped':>9}"]
+#: ANSI colours of the verdict banner (amber for INCOMPLETE)
+BANNER_COLOR = {"PASS": "\033[1;32m", "INCOMPLETE": "\033[1;33m", "FAIL": "\033[1;31m"}
+MAX_LISTED = 12
+
+
+def format_table(table: VerdictTable, elapsed_s: float, color: bool = False) -> str:
+    lines = [""]
+    if table.root_causes:
+        lines.append("root causes (most likely first):")
+        for i, c in enumerate(table.root_causes, 1):
+            lines.append(f"  {i}. {c['cause']}")
+            for ev in c.get("evidence", [])[:3]:
+                lines.append(f"       evidence: {ev}")
+            if c.get("consequences"):
+                names = [n.rsplit("::", 1)[-1] for n in c["consequences"]]
+                more = f" (+{len(names) - 4} more)" if len(names) > 4 else ""
+                lines.append(f"       explains {len(names)} other failure(s): "
+                             + ", ".join(names[:4]) + more)
+        lines.append("")
+    lines.append(f"{'suite':<14}{'passed':>8}{'failed':>8}{'broken':>8}{'skipped':>9}"
+                 f"{'coverage':>11}")
     for name, s in table.suites.items():
-        lines.append(f"{name:<14}{s.passed:>8}{s.failed:>8}{s.broken:>8}{s.skipped:>9}")
+        cov = f"{s.proven}/{s.required}" if s.required else "-"
+        lines.append(f"{name:<14}{s.passed:>8}{s.failed:>8}{s.broken:>8}{s.skipped:>9}{cov:>11}")
     for name, s in table.suites.items():
         for test, outcome, who in s.attention:
             lines.append(f"  {outcome.upper():<7} {name}: {test}: {who}")
-    verdict = "FAIL" if table.bad else "PASS"
-    lines.append(f"verdict: {verdict} ({elapsed_s:.0f} s)")
+    if table.verdict != "PASS" and table.reasons:
+        title = "not proven" if table.verdict == "INCOMPLETE" else "why"
+        lines.append(f"{title}:")
+        for reason in table.reasons[:MAX_LISTED]:
+            lines.append(f"  {reason}")
+        if len(table.reasons) > MAX_LISTED:
+            lines.append(f"  (+{len(table.reasons) - MAX_LISTED} more in the sign-off)")
+    banner = f"verdict: {table.verdict} ({elapsed_s:.0f} s)"
+    if color:
+        banner = f"{BANNER_COLOR.get(table.verdict, '')}{banner}\033[0m"
+    lines.append(banner)
     return "\n".join(lines)

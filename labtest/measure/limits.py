@@ -11,6 +11,7 @@ import hashlib
 import math
 from enum import StrEnum
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -78,14 +79,33 @@ def _fmt(v: float) -> str:
     return f"{v:.4g}" if (v != 0 and (abs(v) < 1e-3 or abs(v) >= 1e6)) else f"{v:g}"
 
 
+class Waiver(BaseModel):
+    """An accepted hole: ``requirement`` need not be proven on ``units`` (names or ``"*"``).
+
+    A waiver covers cells that could not be proven; it never turns a failure into a pass.
+    It is listed on the sign-off with its reason and source.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    requirement: str = Field(min_length=1)
+    units: list[str] | Literal["*"] = "*"
+    reason: str = Field(min_length=3)
+    source: str = Field(min_length=3, description="who accepted it, or the document saying so")
+
+    def covers(self, requirement: str, unit: str) -> bool:
+        return requirement == self.requirement and (self.units == "*" or unit in self.units)
+
+
 class LimitsProfile(BaseModel):
-    """A YAML file ``{profile: NAME, description: ..., limits: {KEY: Limit}}``."""
+    """A YAML file ``{profile: NAME, description: ..., limits: {KEY: Limit}, waivers: [...]}``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     profile: str
     description: str = ""
     limits: dict[str, Limit]
+    waivers: list[Waiver] = Field(default_factory=list)
     sha256: str = ""
     path: Path | None = None
 

@@ -57,16 +57,40 @@ def _jsonable(v: float) -> float | str | None:
     return v
 
 
+@dataclass(frozen=True)
+class NotProven:
+    """An explicit hole: ``requirement`` could not be judged on the unit ``labels`` name."""
+
+    requirement: str
+    reason: str
+    labels: dict[str, str] = field(default_factory=dict)
+
+    def message(self) -> str:
+        where = "".join(f" {k}={v}" for k, v in self.labels.items())
+        return f"NOT PROVEN {self.requirement}{where}: {self.reason}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 Sink = Callable[[Measurement], None]
+NoteSink = Callable[[NotProven], None]
 
 
 class Recorder:
     """What a test calls: ``measure("rx_power_dbm", -3.1, unit="dBm", key="optics.rx_power")``."""
 
-    def __init__(self, profile: LimitsProfile | None = None, sinks: list[Sink] | None = None):
+    def __init__(
+        self,
+        profile: LimitsProfile | None = None,
+        sinks: list[Sink] | None = None,
+        note_sinks: list[NoteSink] | None = None,
+    ):
         self.profile = profile
         self.sinks = list(sinks or [])
+        self.note_sinks = list(note_sinks or [])
         self.measurements: list[Measurement] = []
+        self.not_proven_notes: list[NotProven] = []
 
     def __call__(
         self,
@@ -104,6 +128,21 @@ class Recorder:
         for sink in self.sinks:
             sink(m)
         return m
+
+    def not_proven(self, requirement: str, reason: str, **unit_labels: Any) -> NotProven:
+        """Say that ``requirement`` could not be judged on this unit, and why.
+
+        ``unit_labels`` name the unit as a measurement would (``link=``, ``device=`` [+
+        ``port=``], ``pair=``). The coverage engine shows the cell as *not proven* with
+        ``reason``; the run cannot be PASS unless the profile waives it.
+        """
+        if not reason.strip():
+            raise ValueError(f"not_proven({requirement!r}) needs a reason")
+        note = NotProven(requirement, reason.strip(), {k: str(v) for k, v in unit_labels.items()})
+        self.not_proven_notes.append(note)
+        for sink in self.note_sinks:
+            sink(note)
+        return note
 
     @property
     def failures(self) -> list[Measurement]:

@@ -121,6 +121,7 @@ class _Run:
     inventory_error: str | None = None
     unshipped: dict[str, Any] | None = None  # inventory read here, not yet on a report
     write_error: str | None = None
+    suite_dirs: dict[str, Path] = field(default_factory=dict)  # family -> folder (requirements)
     _testbed: Testbed | None = None
 
     @property
@@ -148,6 +149,9 @@ class _Run:
         test.update(info.get("test", {}))
         test["duration_s"] = round(test["duration_s"] + report.duration, 6)
         test["measurements"].extend(info.get("measurements", []))
+        test["not_proven"].extend(info.get("not_proven", []))
+        if info.get("suite_dir"):
+            self.suite_dirs.setdefault(test["suite"], Path(info["suite_dir"]))
         for name, values in info.get("labels", {}).items():
             test["labels"][name] = list(dict.fromkeys(test["labels"].get(name, []) + values))
         results.apply_phase(test, report.outcome, info)
@@ -321,10 +325,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             "plan_ids": ids,
             "emulation_deviation": _deviation_reason(item),
         }
+        info["suite_dir"] = str(item.path.parent)
     if report.when == "call":
         recorder = getattr(item, RECORDER_ATTR, None)
         if recorder is not None:
             info["measurements"] = [m.as_dict() for m in recorder.measurements]
+            info["not_proven"] = [n.as_dict() for n in recorder.not_proven_notes]
     if report.skipped:
         info["skip_reason"] = _skip_reason(report)
     elif call.excinfo is not None:
@@ -438,8 +444,12 @@ def _write(run: _Run, session: pytest.Session, exitstatus: int) -> None:
         "inventory_error": run.inventory_error,
         "tests": list(run.tests.values()),
     }
+    doc["requirements"], doc["requirements_errors"] = results.requirements_record(run.suite_dirs)
+    doc["verdict"] = results.verdict_record(doc)
     results.write(run.results_dir, doc)
-    allure_env.write_categories(run.results_dir, allure_env.categories(EmulationDeviation))
+    results.write_coverage_results(run.results_dir, doc)
+    rules = allure_env.categories(EmulationDeviation)
+    allure_env.write_categories(run.results_dir, [*results.coverage_categories(), *rules])
     allure_env.write_environment(run.results_dir, environment(doc))
 
 
@@ -464,7 +474,13 @@ def _run_record(run: _Run, config: pytest.Config, exitstatus: int) -> dict[str, 
 def environment(doc: dict[str, Any]) -> dict[str, object]:
     """``environment.properties`` for Allure, from the results document."""
     run, tb, limits = doc["run"], doc["testbed"] or {}, doc["limits"] or {}
+    verdict = doc.get("verdict") or {}
+    by_suite = (verdict.get("coverage") or {}).get("by_suite") or {}
+    proven = sum(s["proven"] for s in by_suite.values())
+    required = sum(s["required"] for s in by_suite.values())
     props: dict[str, object] = {
+        "labtest.verdict": verdict.get("verdict"),
+        "coverage": f"{proven}/{required} required cells proven or waived" if by_suite else None,
         "testbed": tb.get("name"),
         "testbed.file": tb.get("file"),
         "testbed.sha256": tb.get("sha256"),

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from labtest.errors import ConfigError
-from labtest.measure import load_limits
+from labtest.measure import coverage, load_limits
 from labtest.reports import RESULTS_FILE
 from labtest.reports.files import sha256_file, write_atomic
 from labtest.testbed import Testbed
@@ -53,6 +53,7 @@ def new_test(nodeid: str) -> dict[str, Any]:
         "emulation_deviation": None,
         "duration_s": 0.0,
         "measurements": [],
+        "not_proven": [],  # explicit holes: {requirement, reason, labels}
         "labels": {},
         "attachments": [],
     }
@@ -89,6 +90,7 @@ def testbed_record(testbed: Testbed) -> dict[str, Any]:
                 "driver": d.driver,
                 "address": d.address,
                 "transports": d.transports,
+                "capabilities": capabilities(d.driver),
             }
             for name, d in testbed.devices.items()
         },
@@ -106,6 +108,32 @@ def testbed_record(testbed: Testbed) -> dict[str, Any]:
     }
 
 
+def capabilities(driver: str) -> list[str] | None:
+    """Capability names the driver class offers; None when no such driver is installed."""
+    from labtest.registry import DriverNotFound, capability_protocols, driver_class, provides
+
+    try:
+        cls = driver_class(driver)
+    except (DriverNotFound, ImportError):
+        return None
+    return sorted(name for name, proto in capability_protocols().items() if provides(cls, proto))
+
+
+def requirements_record(suite_dirs: dict[str, Path]) -> tuple[list[dict[str, str]], list[str]]:
+    """The requirements of the suite families that ran, and the problems reading them."""
+    found: list[dict[str, str]] = []
+    problems: list[str] = []
+    for suite, folder in sorted(suite_dirs.items()):
+        path = folder / coverage.REQUIREMENTS_FILE
+        if not path.is_file():
+            continue
+        try:
+            found += [r.as_dict() for r in coverage.load_requirements(path, suite)]
+        except ConfigError as exc:
+            problems.append(str(exc))
+    return found, problems
+
+
 def limits_record(path: str | Path) -> dict[str, Any] | None:
     """Profile name, file, SHA-256 and every limit with its source (None if unreadable)."""
     try:
@@ -118,6 +146,7 @@ def limits_record(path: str | Path) -> dict[str, Any] | None:
         "file": str(Path(path).resolve()),
         "sha256": profile.sha256,
         "limits": {k: v.model_dump(mode="json") for k, v in profile.limits.items()},
+        "waivers": [w.model_dump(mode="json") for w in profile.waivers],
     }
 
 
@@ -165,3 +194,94 @@ def load(results_dir: Path) -> dict[str, Any]:
     if doc.get("schema") != SCHEMA:
         raise ResultsError(f"{path}: schema {doc.get('schema')!r}, expected {SCHEMA!r}")
     return doc
+
+
+# --- the run's verdict: coverage and root causes ---------------------------------------
+
+
+def verdict_record(doc: dict[str, Any]) -> dict[str, Any]:
+    """PASS / INCOMPLETE / FAIL with its reasons, the coverage matrix and the root causes."""
+    from labtest.measure import rootcause
+
+    verdict = coverage.run_verdict(doc)
+    out = verdict.as_dict()
+    problems = list(doc.get("requirements_errors") or [])
+    if problems and out["verdict"] == coverage.PASS:
+        out["verdict"] = coverage.INCOMPLETE
+    out["reasons"] += [f"requirements unreadable: {p}" for p in problems]
+    out["root_causes"] = [c.as_dict() for c in rootcause.root_causes(doc)]
+    return out
+
+
+def verdict_of(doc: dict[str, Any]) -> dict[str, Any]:
+    """The document's verdict record; computed when an older writer left none."""
+    found = doc.get("verdict")
+    return found if isinstance(found, dict) and "coverage" in found else verdict_record(doc)
+
+
+NOT_PROVEN_ERROR = "labtest.coverage.NotProven"
+COVERAGE_CATEGORY = "Not proven (coverage holes)"
+
+
+def coverage_categories() -> list[dict[str, Any]]:
+    """An Allure category for the coverage results below (first: it is the most specific)."""
+    return [
+        {
+            "name": COVERAGE_CATEGORY,
+            "description": "a required cell (requirement x unit) was not proven and not waived: "
+            "the run is INCOMPLETE, not PASS",
+            "matchedStatuses": ["broken"],
+            "messageRegex": rf"^{NOT_PROVEN_ERROR.replace('.', '[.]')}:[\s\S]*",
+        }
+    ]
+
+
+def write_coverage_results(results_dir: Path, doc: dict[str, Any]) -> list[Path]:
+    """One Allure result per requirement (epic = suite, feature = "coverage"): passed when
+    every cell is proven or waived, failed with a failed cell, else broken with the holes,
+    so no Allure view is green over a hole."""
+    import hashlib
+    import time
+
+    now_ms = int(time.time() * 1000)
+    written = []
+    for req in (doc.get("verdict") or {}).get("coverage", {}).get("requirements", []):
+        cells = req["cells"]
+        if req["failed"]:
+            status, message = "failed", f"{req['summary']}"
+        elif req["broken"] or req["not_proven"]:
+            status, message = "broken", f"{NOT_PROVEN_ERROR}: {req['summary']}"
+        else:
+            status, message = "passed", req["summary"]
+        ident = f"{req['suite']}:{req['id']}:{req['unit']}"
+        uuid = hashlib.sha256(ident.encode()).hexdigest()[:32]
+        body = {
+            "uuid": uuid,
+            "historyId": hashlib.md5(ident.encode(), usedforsecurity=False).hexdigest(),
+            "name": f"coverage: {req['id']} per {req['unit']}",
+            "fullName": f"coverage.{req['suite']}.{req['id']}.{req['unit']}",
+            "status": status,
+            "statusDetails": {
+                "message": message,
+                "trace": "\n".join(
+                    f"{c['status']:<11} {c['unit']}" + (f": {c['reason']}" if c["reason"] else "")
+                    + (f" [waived: {c['waiver']}]" if c["waiver"] else "")
+                    for c in cells
+                ),
+            },
+            "stage": "finished",
+            "start": now_ms,
+            "stop": now_ms,
+            "labels": [
+                {"name": "epic", "value": req["suite"]},
+                {"name": "feature", "value": "coverage"},
+                {"name": "story", "value": req["id"]},
+                {"name": "suite", "value": "coverage"},
+            ],
+            "steps": [],
+            "attachments": [],
+        }
+        path = results_dir / f"{uuid}-result.json"
+        write_atomic(path, json.dumps(body, indent=2) + "\n")
+        written.append(path)
+    return written

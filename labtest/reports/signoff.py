@@ -12,10 +12,12 @@
 missing or appeared. The manifest's own hash, printed by ``labtest report``,
 is the one number to record with a signature.
 
-Verdicts: FAIL if any test failed (a product failure); otherwise INCOMPLETE
-if any test was broken (the lab could not be asked, an emulation deviation or
-a test defect) or nothing ran; otherwise PASS. Skipped tests are listed with
-their reasons and do not change the verdict.
+Verdicts (``labtest.measure.coverage.run_verdict``, one definition for the
+run table, Allure and this report): FAIL if any test or required cell failed;
+otherwise INCOMPLETE if a required cell (requirement x unit) is not proven or
+broken and not waived, a test broke, a device could not be judged or nothing
+ran; otherwise PASS. The report leads with the root causes of the failures,
+then the coverage matrix and the waivers.
 """
 
 from __future__ import annotations
@@ -132,11 +134,19 @@ def signoff(run: dict[str, Any], evidence: Path, out_dir: Path) -> dict[str, Any
         {**m, "nodeid": t["nodeid"], "suite": t["suite"]} for t in tests for m in t["measurements"]
     ]
     measurements.sort(key=lambda m: VERDICT_ORDER.get(m["verdict"], 3))
-    verdict, reason = overall_verdict(counts)
+    record = results.verdict_of(run)
+    reason = _summary(counts)
+    if record["verdict"] == INCOMPLETE and record["reasons"]:
+        reason += ": " + "; ".join(record["reasons"][:2])
+        if len(record["reasons"]) > 2:
+            reason += f"; +{len(record['reasons']) - 2} more"
     return {
         "schema": SCHEMA,
-        "verdict": verdict,
+        "verdict": record["verdict"],
         "verdict_reason": reason,
+        "verdict_reasons": record["reasons"],
+        "root_causes": record.get("root_causes", []),
+        "coverage": record["coverage"],
         "counts": {k: counts.get(k, 0) for k in OUTCOME_ORDER} | {"total": len(tests)},
         "marginal_measurements": sum(1 for m in measurements if m["verdict"] == "MARGINAL"),
         "attention": [_attention(t) for t in tests if t["outcome"] in ("failed", "broken")],
@@ -159,7 +169,12 @@ def signoff(run: dict[str, Any], evidence: Path, out_dir: Path) -> dict[str, Any
     }
 
 
+def _summary(counts: Counter[str]) -> str:
+    return ", ".join(f"{counts[k]} {k}" for k in OUTCOME_ORDER if counts[k]) or "no tests"
+
+
 def overall_verdict(counts: Counter[str]) -> tuple[str, str]:
+    """The verdict of test outcomes alone (a suite's row; the run's verdict adds coverage)."""
     ran = counts["passed"] + counts["failed"] + counts["broken"]
     parts = [f"{counts[k]} {k}" for k in OUTCOME_ORDER if counts[k]]
     summary = ", ".join(parts) or "no tests"

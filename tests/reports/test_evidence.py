@@ -78,9 +78,10 @@ def test_allure_results_separate_failed_from_broken(faulty_run: LabRun) -> None:
 def test_categories_and_environment(faulty_run: LabRun) -> None:
     rules = json.loads((faulty_run.results_dir / "categories.json").read_text())
     assert [r["name"] for r in rules] == [
-        "Emulation deviations", "Broken infrastructure", "Product failures", "Test defects",
+        "Not proven (coverage holes)", "Emulation deviations", "Broken infrastructure",
+        "Product failures", "Test defects",
     ]
-    infra = rules[1]["messageRegex"]
+    infra = rules[2]["messageRegex"]
     for name in ("TransportTimeout", "ConnectionRefused", "AuthFailed", "ProtocolError",
                  "ParseError", "InstrumentError"):
         assert f"labtest\\.errors\\.{name}" in infra
