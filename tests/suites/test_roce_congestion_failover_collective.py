@@ -112,6 +112,14 @@ SCENARIOS: dict[str, tuple[float, list[dict[str, Any]], list[str], str]] = {
         ["collective"],
         "allreduce",
     ),
+    # issue 23: a flapping leaf-spine link kills collectives: failed, naming the link (a 4 s
+    # period: every ring, NCCL's set-up included, meets a dark second)
+    "flapping_fabric": (
+        5,
+        [_fault("flapping_link", "leaf4:Ethernet0--spine1:Ethernet24", period_s=4, down_s=1)],
+        ["collective"],
+        "allreduce",
+    ),
 }
 
 
@@ -376,3 +384,14 @@ def test_a_collective_killed_by_a_switch_port_mtu_is_failed_naming_it(runs):
     for message in failed.values():
         assert "collective.network_errors" in message
         assert "link=host5:eth0--leaf3:Ethernet3/1" in message, message
+
+
+@uses("flapping_fabric")
+def test_a_flapping_fabric_link_fails_the_collective_naming_it(runs):
+    run = runs("flapping_fabric")
+    assert not [n for n, t in run.tests.items() if t["outcome"] == "broken"], run.context()
+    failed = run.failed()
+    assert len(failed) == 4 and all("test_allreduce[" in n for n in failed), run.context()
+    for message in failed.values():
+        assert "collective.network_errors" in message
+        assert "link=leaf4:Ethernet0--spine1:Ethernet24" in message, message

@@ -94,6 +94,7 @@ NCCL_IB_WARN = (
 # 2^14 = 67 ms each): a link dark for half a second kills the collective
 QP_RETRY_BUDGET_S = 7 * 4.096e-6 * 2**14
 RING_CHANNELS = 4
+NCCL_INIT_S = 3.0  # [emulator assumption] mpirun start, NCCL bootstrap and ring connection setup
 NCCL_ERROR = (
     "{host}: Test NCCL failure common.cu:1008 'remote process exited or there was a network "
     "error / '\n .. {host} pid {pid}: Test failure common.cu:1188\n"
@@ -457,7 +458,7 @@ def run_collective(
         text = NCCL_ERROR.format(host=first.hostname, pid=pid)
         return Output(stderr=warn + text, status=1)
     rows = collective_rows(binary, opts, len(ranks), bandwidth, alpha)
-    run_s = sum(r.time_us for r in rows) * 2 * (opts.iters + opts.warmup) * 1e-6
+    run_s = NCCL_INIT_S + sum(r.time_us for r in rows) * 2 * (opts.iters + opts.warmup) * 1e-6
     dark_at = _ring_goes_dark(launcher.fabric, distinct, run_s)
     if dark_at is not None:  # a link of the ring went dark long enough: the QP gave up
         launcher.run_for(dark_at + QP_RETRY_BUDGET_S)
