@@ -123,29 +123,38 @@ class Failure:
         return None
 
 
-def failures(doc: Mapping[str, Any], units: Units) -> list[Failure]:
-    hosts = {n for n, k in units.device_kind.items() if k == "host"}
+def failures(doc: Mapping[str, Any], topo: Topology) -> list[Failure]:
     out = []
     for t in doc.get("tests") or []:
         if t.get("outcome") not in ("failed", "broken"):
             continue
         failing = [m for m in t.get("measurements") or [] if m.get("verdict") == "FAIL"]
-        out.append(Failure(t, failing, frozenset(_hosts_of(t, failing, hosts))))
+        out.append(Failure(t, failing, frozenset(_hosts_of(t, failing, topo))))
     return out
 
 
-def _hosts_of(t: Mapping[str, Any], failing: list[Mapping[str, Any]], hosts: set[str]) -> set[str]:
+def _hosts_of(t: Mapping[str, Any], failing: list[Mapping[str, Any]], topo: Topology) -> set[str]:
+    """Hosts a failure involves: where a failing measurement is located (a link, a device's
+    port) the hosts behind that place, else the hosts its labels (pair, ring, ...) name."""
+    hosts = {n for n, k in topo.units.device_kind.items() if k == "host"}
     found: set[str] = set()
     for m in failing:
         labels = m.get("labels") or {}
+        where = _located(m, topo)
+        if where is not None:
+            _, device, link = where
+            port = where[0].split(":", 1)[1] if device and ":" in where[0] else None
+            found |= topo.shadow(device, port, link)
+            continue
         for key in HOST_LABELS:
             if labels.get(key) in hosts:
                 found.add(str(labels[key]))
         for key in ("pair", "ring"):
             text = str(labels.get(key) or "")
             found.update(h for h in text.replace(" -> ", "--").split("--") if h in hosts)
-    param = test_param(t) or ""
-    found.update(h for h in param.replace(" -> ", "--").split("--") if h in hosts)
+    if not failing:
+        param = test_param(t) or ""
+        found.update(h for h in param.replace(" -> ", "--").split("--") if h in hosts)
     return found
 
 
@@ -343,9 +352,8 @@ def anomaly_rule(pool: list[Failure], topo: Topology) -> list[RootCause]:
         shadow = topo.shadow(device, port, link)
         consequences = _absorb(pool, lambda f, s=shadow: bool(f.hosts & s))
         evidence = [message(m) for _, m in found][:MAX_EVIDENCE]
-        pairs = sum(1 for n in consequences if "--" in n)
-        if pairs >= 2 and device and topo.units.device_kind.get(device) == "host":
-            evidence.append(f"{device} is an end of {pairs} failing traffic tests")
+        if len(consequences) >= 2 and device and topo.units.device_kind.get(device) == "host":
+            evidence.append(f"{device} takes part in {len(consequences)} failing traffic tests")
         first = found[0][1]
         out.append(RootCause(f"{culprit}: {first.get('name')} "
                              f"{_value(first)} outside its limit", "anomaly", culprit,
@@ -414,7 +422,7 @@ def root_causes(doc: Mapping[str, Any], rules: Iterable[Rule] = RULES) -> list[R
     """The run's failures grouped under their most likely causes, the biggest first within
     each rule's rank (storms, unreachable devices, dead links, anomalies, common members)."""
     topo = Topology.of(doc)
-    pool = failures(doc, topo.units)
+    pool = failures(doc, topo)
     out: list[RootCause] = []
     for rule in rules:
         if not pool:

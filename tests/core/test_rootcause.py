@@ -1,0 +1,254 @@
+"""Root causes from synthetic results documents shaped like the emulated lab's.
+
+Issue 14 cases 6 (``degraded_nic@host5``, PCIe narrowed) and 7 (``pfc_storm@host7``), a
+flapping host link (issue 23 case 2), an unreachable device, and failures that must stay
+apart. The testbed record is the default emulated lab's, as the reporting plugin writes it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from labtest.measure.rootcause import RootCause, explained_by, root_causes
+from labtest.reports import results
+from labtest.run import DEFAULT_TESTBED, culprit, format_table, verdict_table
+from labtest.testbed import load_testbed
+
+HOSTS = [f"host{i}" for i in range(1, 9)]
+#: each host's leaf port in the default lab
+LEAF_PORT = {
+    "host1": ("leaf1", "Ethernet16"), "host2": ("leaf1", "Ethernet24"),
+    "host3": ("leaf2", "Ethernet16"), "host4": ("leaf2", "Ethernet24"),
+    "host5": ("leaf3", "Ethernet3/1"), "host6": ("leaf3", "Ethernet4/1"),
+    "host7": ("leaf4", "Ethernet16"), "host8": ("leaf4", "Ethernet24"),
+}
+FRACTION = {"low": 0.9, "unit": "", "source": "acceptance"}
+ZERO = {"high": 0.0, "unit": "frames", "source": "lossless"}
+
+
+@pytest.fixture(scope="module")
+def testbed_record() -> dict[str, Any]:
+    return results.testbed_record(load_testbed(DEFAULT_TESTBED))
+
+
+def m(key: str, value: float, verdict: str, limit: dict[str, Any] | None = None,
+      **labels: str) -> dict[str, Any]:
+    return {"name": key, "value": value, "unit": "", "verdict": verdict, "limit": limit,
+            "limit_key": key, "labels": labels}
+
+
+def t(suite: str, name: str, ms: list[dict[str, Any]], outcome: str | None = None,
+      **extra: Any) -> dict[str, Any]:
+    failed = any(x["verdict"] == "FAIL" for x in ms)
+    return {"nodeid": f"suites/{suite}/test_{suite}.py::{name}", "name": name, "suite": suite,
+            "outcome": outcome or ("failed" if failed else "passed"), "message": None,
+            "device": None, "skip_reason": None, "measurements": ms, "not_proven": [], **extra}
+
+
+def doc_of(testbed_record: dict[str, Any], tests: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"testbed": testbed_record, "tests": tests, "requirements": [], "limits": None}
+
+
+def pair_tests(slow_host: str | None, fraction: float = 0.32) -> list[dict[str, Any]]:
+    out = []
+    for a, b in itertools.combinations(HOSTS, 2):
+        value = fraction if slow_host in (a, b) else 0.97
+        verdict = "FAIL" if value < 0.9 else "PASS"
+        out.append(t("roce", f"test_pair_bandwidth[{a}--{b}]", [
+            m("roce.bw_fraction_of_line", value, verdict, FRACTION, pair=f"{a}--{b}",
+              bw_gbps=f"{value * 800:.1f}", line_gbps="800", client=a, server=b)]))
+    return out
+
+
+def pcie_tests(narrow: str | None) -> list[dict[str, Any]]:
+    out = []
+    for h in HOSTS:
+        value = 0.5 if h == narrow else 1.0
+        verdict = "FAIL" if value < 1.0 else "PASS"
+        out.append(t("roce", f"test_nic_pcie_link[{h}]", [
+            m("roce.nic_pcie_fraction_of_capability", value, verdict,
+              {"low": 1.0, "unit": "", "source": "PCIe capability"}, device=h, netdev="eth0",
+              trained="16 GT/s x8" if h == narrow else "16 GT/s x16", capable="16 GT/s x16")]))
+    return out
+
+
+def rings(link: str, device: str, port: str) -> list[dict[str, Any]]:
+    order = " -> ".join(HOSTS)
+    return [t("collective", f"test_allreduce[ring{i}]", [
+        m("collective.busbw_fraction_of_ceiling", 0.62, "FAIL", FRACTION, ring=order,
+          bottleneck_host="host1", link=link, device=device, port=port, evidence="util=0.62")])
+        for i in range(4)]
+
+
+def only(causes: list[RootCause]) -> RootCause:
+    assert len(causes) == 1, [c.cause for c in causes]
+    return causes[0]
+
+
+# --- issue 14 case 6: degraded_nic@host5 ------------------------------------------------------
+
+
+def test_degraded_nic_names_host5_with_its_pcie_link(testbed_record: dict[str, Any]) -> None:
+    bisection = t("roce", "test_bisection_bandwidth", [
+        m("roce.bw_fraction_of_line", 0.33, "FAIL", FRACTION, pair="host1--host5"),
+        m("roce.bw_fraction_of_line", 0.96, "PASS", FRACTION, pair="host2--host6")])
+    tests = pcie_tests("host5") + pair_tests("host5") + [bisection]
+    cause = only(root_causes(doc_of(testbed_record, tests)))
+    assert (cause.kind, cause.culprit) == ("anomaly", "host5")
+    assert cause.cause.startswith("host5: roce.nic_pcie_fraction_of_capability 0.5")
+    assert cause.tests == ["suites/roce/test_roce.py::test_nic_pcie_link[host5]"]
+    assert "trained=16 GT/s x8" in cause.evidence[0]
+    pairs = [x["nodeid"] for x in tests if "host5" in x["name"] and "pair_bandwidth" in x["name"]]
+    assert len(pairs) == 7
+    assert sorted(cause.consequences) == sorted([*pairs, bisection["nodeid"]])
+    assert "host5 takes part in 8 failing traffic tests" in cause.evidence
+
+
+def test_without_a_pcie_reading_host5_is_the_common_member(
+    testbed_record: dict[str, Any],
+) -> None:
+    cause = only(root_causes(doc_of(testbed_record, pair_tests("host5"))))
+    assert (cause.kind, cause.culprit) == ("common_member", "host5")
+    assert cause.cause == "host5: common end of 7 failing pairs"
+    assert len(cause.consequences) == 7 and cause.tests == []
+    assert cause.evidence[1] == "host5's link: host5:eth0--leaf3:Ethernet3/1"
+
+
+def test_two_unrelated_failing_pairs_have_no_common_member(
+    testbed_record: dict[str, Any],
+) -> None:
+    tests = pair_tests(None)
+    for x in tests:
+        if x["name"] in ("test_pair_bandwidth[host1--host2]", "test_pair_bandwidth[host3--host4]"):
+            x["measurements"][0].update(value=0.5, verdict="FAIL")
+            x["outcome"] = "failed"
+    causes = root_causes(doc_of(testbed_record, tests))
+    assert [c.kind for c in causes] == ["located", "located"]
+    assert all(not c.consequences for c in causes)
+
+
+# --- issue 14 case 7: pfc_storm@host7 ---------------------------------------------------------
+
+
+def storm_tests() -> list[dict[str, Any]]:
+    storm = t("congestion", "test_no_pause_storm", [
+        m("congestion.idle_pfc_rx_frames", 2.0e6, "FAIL", ZERO, device="leaf4", port="Ethernet16",
+          peer="host7:eth0", priorities="3"),
+        m("congestion.idle_pfc_rx_frames", 4.0e6, "FAIL", ZERO, device="spine1",
+          port="Ethernet24", peer="leaf4:Ethernet0", priorities="3"),  # propagated upstream
+        m("congestion.stormed_queues", 1, "FAIL", ZERO, device="leaf4", port="Ethernet16",
+          peer="host7:eth0", queues="Ethernet16:3"),
+        m("congestion.stormed_queues", 0, "PASS", ZERO, device="leaf1", port="", peer=""),
+    ])
+    incasts = []
+    for h in HOSTS:
+        leaf, port = LEAF_PORT[h]
+        incasts.append(t("congestion", f"test_incast[{h}]", [
+            m("congestion.lossless_drops", 0, "PASS", ZERO, receiver=h),
+            m("congestion.ecn_marked_packets", 0, "FAIL", {"low": 1, "source": "x"},
+              device=leaf, port=port, receiver=h),
+            m("congestion.incast_goodput_fraction", 0.2, "FAIL", FRACTION, receiver=h,
+              goodput_gbps="80.0"),
+        ]))
+    victim = t("congestion", "test_victim_flow", [
+        m("congestion.victim_rate_fraction", 0.4, "FAIL", FRACTION, pair="host2--host5")])
+    armed = [t("congestion", f"test_pfcwd_armed[{s}]", [
+        m("congestion.pfcwd_unarmed_queues", 0, "PASS", ZERO, device=s)])
+        for s in ("spine1", "leaf1", "leaf2", "leaf4")]
+    return [*armed, storm, *incasts, victim]
+
+
+def test_pfc_storm_names_the_storming_port_and_the_incasts_are_consequences(
+    testbed_record: dict[str, Any],
+) -> None:
+    tests = storm_tests()
+    doc = doc_of(testbed_record, tests)
+    cause = only(root_causes(doc))
+    assert cause.kind == "storm"
+    assert cause.cause == "PFC storm at leaf4:Ethernet16 (from host7:eth0)"
+    assert cause.culprit == "leaf4:Ethernet16"
+    assert cause.tests == ["suites/congestion/test_congestion.py::test_no_pause_storm"]
+    assert sorted(cause.consequences) == sorted(
+        x["nodeid"] for x in tests if x["name"].startswith(("test_incast", "test_victim")))
+    assert any("spine1" in e for e in cause.evidence)  # the propagated pause is evidence
+    # each incast still names its own port, but as a consequence of the storm
+    table = verdict_table(tests, {"verdict": "FAIL", "reasons": [],
+                                  "root_causes": [cause.as_dict()], "coverage": {}})
+    text = format_table(table, 1.0)
+    assert text.splitlines()[1] == "root causes (most likely first):"
+    assert "  1. PFC storm at leaf4:Ethernet16 (from host7:eth0)" in text
+    assert ("test_incast[host1]: leaf1:Ethernet16 (consequence of PFC storm at "
+            "leaf4:Ethernet16 (from host7:eth0))") in text
+
+
+# --- issue 23 case 2: a flapping host link ----------------------------------------------------
+
+
+def test_a_flapping_host_link_explains_the_pairs_of_its_host(
+    testbed_record: dict[str, Any],
+) -> None:
+    link = "host2:eth0--leaf1:Ethernet24"
+    flaps = t("link", f"test_link_stability[{link}]", [
+        m("link.flaps", 3, "FAIL", {"high": 0, "source": "x"}, device="leaf1", port="Ethernet24",
+          link=link)])
+    pairs = pair_tests("host2", fraction=0.0)
+    cause = only(root_causes(doc_of(testbed_record, [flaps, *pairs])))
+    assert (cause.kind, cause.culprit) == ("link_down", link)
+    assert cause.cause == f"link {link} went down or flapped"
+    assert len(cause.consequences) == 7
+    assert all("host2" in n for n in cause.consequences)
+
+
+# --- an unreachable device, and failures that stay apart ---------------------------------------
+
+
+def test_an_unreachable_leaf_explains_the_traffic_of_its_hosts(
+    testbed_record: dict[str, Any],
+) -> None:
+    broken = t("cabling", "test_cable[leaf3:Ethernet1/1--spine1:Ethernet16]", [],
+               outcome="broken", device="leaf3",
+               message="labtest.errors.TransportTimeout: [leaf3] no SSH banner after 10.0 s",
+               category="infrastructure")
+    pairs = pair_tests("host6", fraction=0.0)
+    cause = only(root_causes(doc_of(testbed_record, [broken, *pairs])))
+    assert cause.kind == "unreachable" and cause.culprit == "leaf3"
+    assert cause.cause.startswith("leaf3 could not be asked: labtest.errors.TransportTimeout")
+    assert len(cause.consequences) == 7
+
+
+def test_rings_that_name_one_link_are_one_cause_and_a_far_anomaly_does_not_absorb_them(
+    testbed_record: dict[str, Any],
+) -> None:
+    fec = t("link", "test_fec_live[leaf1:Ethernet0--spine1:Ethernet0]", [
+        m("link.fec_uncorrectable_cw", 12, "FAIL", {"high": 0, "source": "x"}, device="leaf1",
+          port="Ethernet0", link="leaf1:Ethernet0--spine1:Ethernet0")])
+    ring_tests = rings("host6:eth0--leaf3:Ethernet4/1", "leaf3", "Ethernet4/1")
+    causes = root_causes(doc_of(testbed_record, [fec, *ring_tests]))
+    assert [(c.kind, c.culprit) for c in causes] == [
+        ("anomaly", "leaf1:Ethernet0"), ("located", "leaf3:Ethernet4/1")]
+    assert causes[0].consequences == []
+    assert causes[1].tests == [x["nodeid"] for x in ring_tests]
+    assert explained_by(causes) == {}
+
+
+def test_a_healthy_run_has_no_root_cause(testbed_record: dict[str, Any]) -> None:
+    assert root_causes(doc_of(testbed_record, pair_tests(None) + pcie_tests(None))) == []
+
+
+def test_the_matrix_culprit_is_unchanged() -> None:
+    test = t("link", "test_fec_live[x]", [
+        m("link.fec_uncorrectable_cw", 12, "FAIL", None, device="leaf1", port="Ethernet0",
+          lane="2")])
+    assert culprit(test) == "leaf1:Ethernet0 lane 2"
+
+
+def test_the_results_document_carries_the_root_causes(testbed_record: dict[str, Any]) -> None:
+    doc = doc_of(testbed_record, storm_tests())
+    record = results.verdict_record(doc)
+    assert record["verdict"] == "FAIL"
+    assert record["root_causes"][0]["kind"] == "storm"
+    assert set(record["root_causes"][0]) == {"cause", "kind", "culprit", "evidence", "tests",
+                                             "consequences"}
