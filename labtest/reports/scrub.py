@@ -10,6 +10,7 @@ first scrub what it writes; :func:`redact_item_ids` renames the tests.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -50,19 +51,19 @@ def _report_item(self: Any, item: Any) -> None:
 
 
 def _attached_data(original: Any) -> Any:
+    @functools.wraps(original)  # keeps allure's hookimpl marker: pluggy must still call it
     def report_attached_data(self: Any, body: Any, file_name: str) -> None:
         clean = secrets.redact(body) if isinstance(body, str) else secrets.redact_bytes(body)
         original(self, clean, file_name)
 
-    report_attached_data.__wrapped__ = original  # type: ignore[attr-defined]
     return report_attached_data
 
 
 def _attached_file(original: Any) -> Any:
+    @functools.wraps(original)
     def report_attached_file(self: Any, source: Any, file_name: str) -> None:
         write_atomic(Path(self._report_dir) / file_name, Path(source).read_bytes())
 
-    report_attached_file.__wrapped__ = original  # type: ignore[attr-defined]
     return report_attached_file
 
 

@@ -144,6 +144,8 @@ def test_no_secret_in_any_output(tmp_path: Path, sonic_server: SshServer) -> Non
     assert report.returncode == 0, out[-3000:]
     assert (tmp_path / "signoff" / "signoff.html").is_file()
     assert any((tmp_path / "signoff" / "evidence").glob("*-result.json"))
+    attachments = [p.read_text() for p in (tmp_path / "allure").glob("*-attachment*")]
+    assert any("password ********" in a for a in attachments)  # written, and scrubbed
     written = [p for p in tmp_path.rglob("*") if p.is_file() and p.name != "tb.yaml"]
     assert any(p.parent.name == "recording" for p in written)  # the session was recorded
     assert (tmp_path / "run.log").stat().st_size > 1000  # DEBUG logging did run
