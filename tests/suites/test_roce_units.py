@@ -89,6 +89,17 @@ def test_a_completion_error_is_a_dataplane_failure_and_a_timeout_is_not():
     assert dataplane_failure(exc) == "host1: Completion with error at client"
     assert dataplane_failure(CommandFailed("host1", "exited 1: Couldn't connect")) is None
     assert dataplane_failure(TransportTimeout("host1", "no answer")) is None
+    server = CommandFailed(
+        "host2", "exited 1", raw=" ethernet_read_keys: Couldn't read remote address\n"
+    )
+    assert dataplane_failure(server) == "host2: ethernet_read_keys: Couldn't read remote address"
+
+
+def test_a_pair_is_one_unit_whichever_end_was_the_client():
+    assert (
+        PairOutcome("host5", "host2").unit == PairOutcome("host2", "host5").unit == "host2--host5"
+    )
+    assert PairOutcome("host5", "host2").pair == "host5--host2"  # who ran what, for the report
 
 
 def _bw(gbps: float | None) -> PerftestBandwidth:
