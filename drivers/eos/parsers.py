@@ -22,6 +22,7 @@ import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from labtest.drivers.common.capture import DamagedCapture, check_bytes, check_last_line
 from labtest.drivers.common.lldp import newest_per_port
 
 from labtest.capabilities.switch import (
@@ -77,8 +78,12 @@ def _eos(*commands: str) -> Callable[[F], F]:
         @functools.wraps(fn)
         def wrapper(text: str, *args: Any, device: str = PARSE_DEVICE, **kwargs: Any) -> Any:
             try:
-                return fn(text, *args, **kwargs)
-            except _Garbled as exc:
+                check_bytes(text)
+                record = fn(text, *args, **kwargs)
+                if not text.rstrip().endswith("}"):  # a JSON document is checked by closing
+                    check_last_line(text, record, lambda rest: fn(rest, *args, **kwargs))
+                return record
+            except (_Garbled, DamagedCapture) as exc:
                 raise _parse_error(
                     device, commands[0], str(exc), text, exc.line, exc.expected
                 ) from exc
@@ -567,15 +572,17 @@ def _lldp_text(text: str) -> dict[str, LldpNeighbor]:
                 line=number,
                 expected="PORT NEIGHBOR-DEVICE NEIGHBOR-PORT TTL",
             )
-        rows.append((
-            long_name(tokens[0]),
-            LldpNeighbor(
-                remote_system=" ".join(tokens[1:-2]),
-                remote_port=tokens[-2],
-                ttl_s=int(tokens[-1]),
-            ),
-            int(tokens[-1]),  # the TTL left: the newest neighbour has the most
-        ))
+        rows.append(
+            (
+                long_name(tokens[0]),
+                LldpNeighbor(
+                    remote_system=" ".join(tokens[1:-2]),
+                    remote_port=tokens[-2],
+                    ttl_s=int(tokens[-1]),
+                ),
+                int(tokens[-1]),  # the TTL left: the newest neighbour has the most
+            )
+        )
     return newest_per_port(rows)
 
 

@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from labtest.drivers.common.capture import DamagedCapture, check_bytes, check_last_line
 from labtest.drivers.common.lldp import newest_per_port
 
 from labtest.capabilities.switch import (
@@ -96,9 +97,12 @@ def _nxos(*commands: str) -> Callable[[F], F]:
         @functools.wraps(fn)
         def wrapper(text: str, *args: Any, device: str = PARSE_DEVICE, **kwargs: Any) -> Any:
             try:
+                check_bytes(text)
                 _check_command(commands[0], text)
-                return fn(text, *args, **kwargs)
-            except _Garbled as exc:
+                record = fn(text, *args, **kwargs)
+                check_last_line(text, record, lambda rest: fn(rest, *args, **kwargs))
+                return record
+            except (_Garbled, DamagedCapture) as exc:
                 raise _parse_error(
                     device, commands[0], str(exc), text, exc.line, exc.expected
                 ) from exc
@@ -128,6 +132,8 @@ def _text(cell: str | None) -> str | None:
 
 
 _RULE = re.compile(r"^\s*[-=]{10,}\s*$")
+#: an interface name as NX-OS prints it: Eth1/1, Ethernet1/1.100, mgmt0, Po10, Vlan2, Eth105/1/1
+_PORT_NAME = re.compile(r"[A-Za-z][A-Za-z-]*\d+(?:[/.:]\d+)*")
 _PROMPT = re.compile(r"^\S+#")
 
 
@@ -192,7 +198,13 @@ def parse_interface_status(text: str) -> dict[str, InterfaceStatus]:
             for i, (name, start) in enumerate(zip(names, starts, strict=True))
         }
         port, status = cells["Port"], cells["Status"]
-        if not port or not status or not all(cells.get(c) for c in ("Duplex", "Speed")):
+        if not _PORT_NAME.fullmatch(port):
+            raise _Garbled(
+                f"row {row.strip()!r} has no port name",
+                line=number,
+                expected="PORT NAME STATUS VLAN DUPLEX SPEED TYPE",
+            )
+        if not status or not all(cells.get(c) for c in ("Duplex", "Speed")):
             raise _Garbled(
                 f"row {row.strip()!r} stops before its Duplex/Speed cells",
                 line=number,
@@ -235,6 +247,10 @@ def _port_tables(text: str) -> dict[str, dict[str, str]]:
                     f"row {row.strip()!r} has {len(tokens)} cells, its header {len(headers)}",
                     line=number,
                     expected=" ".join(headers),
+                )
+            if not _PORT_NAME.fullmatch(tokens[0]):
+                raise _Garbled(
+                    f"row {row.strip()!r} has no port name", line=number, expected=" ".join(headers)
                 )
             if tokens[0] in seen:
                 raise _Garbled(
@@ -280,13 +296,16 @@ def parse_interface_counters(text: str) -> dict[str, InterfaceCounters]:
         values = {field: _int(cells[col]) for col, field in _COUNTERS.items() if col in cells}
         if not values:
             continue
-        if "rx_packets" not in values and "rx_unicast_packets" in values:
+        # a sub-interface's InPkts is not the sum of its cast counters (genie's
+        # Eth1/1.1 sample: 1778 against 0+0+0), so only a main port's total is summed
+        derive = "." not in port
+        if derive and "rx_packets" not in values and "rx_unicast_packets" in values:
             values["rx_packets"] = _sum(
                 values["rx_unicast_packets"],
                 values.get("rx_multicast_packets"),
                 values.get("rx_broadcast_packets"),
             )
-        if "tx_packets" not in values and "tx_unicast_packets" in values:
+        if derive and "tx_packets" not in values and "tx_unicast_packets" in values:
             values["tx_packets"] = _sum(
                 values["tx_unicast_packets"],
                 values.get("tx_multicast_packets"),
@@ -430,16 +449,18 @@ def parse_lldp_neighbors(text: str) -> dict[str, LldpNeighbor]:
             caps.append(rest.pop(0))
         if not device or not rest:
             raise _Garbled(f"LLDP row {row!r}")
-        rows.append((
-            local,
-            LldpNeighbor(
-                remote_system=device,
-                remote_port=" ".join(rest),
-                capabilities=" ".join(caps) or None,
-                ttl_s=int(tokens[hold]),
-            ),
-            None,  # the hold time printed is the neighbour's TTL, not its age
-        ))
+        rows.append(
+            (
+                local,
+                LldpNeighbor(
+                    remote_system=device,
+                    remote_port=" ".join(rest),
+                    capabilities=" ".join(caps) or None,
+                    ttl_s=int(tokens[hold]),
+                ),
+                None,  # the hold time printed is the neighbour's TTL, not its age
+            )
+        )
         pending = None
     if not rows:
         raise _Garbled("LLDP table has no rows")
@@ -469,7 +490,7 @@ def parse_priority_flow_control(text: str) -> dict[str, PfcCounters]:
         if _PROMPT.match(row):
             break
         m = _PFC_ROW.match(row)
-        if not m:
+        if not m or not _PORT_NAME.fullmatch(m["port"]):
             raise _Garbled(
                 f"PFC row {row.strip()!r}", line=number, expected="PORT MODE OPER RXPPP TXPPP"
             )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from labtest.drivers.eos import parsers as p
 from switch_samples import parse, sample
 
 from labtest.errors import ParseError
@@ -139,7 +140,7 @@ def test_lldp_text_fallback_and_list_json():
     assert n["Ethernet2"].remote_port == "Ethernet1/2" and n["Ethernet1"].ttl_s == 120
     # the summary form "show lldp neighbors | json" is a list; EOS quotes interface names
     doc = '{"lldpNeighbors": [{"port": "Ethernet1", "neighborDevice": "leaf1", '
-    doc += '"neighborPort": "\\"Ethernet49/1\\"", "ttl": 120}]}'
+    doc += '"neighborPort": "\\"Ethernet49/1\\"", "ttl": 120}]}\n'
     m = lookup("eos", "show lldp neighbors | json")(doc)
     assert m["Ethernet1"].remote_port == "Ethernet49/1"
 
@@ -290,7 +291,7 @@ def test_queue_drops_and_ecn_marks():
         "show_qos_interfaces_ecn_counters_queue_json__anta_fixture",
     )
     assert ecn["Ethernet10/28/1"] == {0: 0, 1: 0, 2: 0}
-    dash = '{"intfQueueCounters": {"Ethernet1": {"queueCounters": {"0": "-", "1": "17"}}}}'
+    dash = '{"intfQueueCounters": {"Ethernet1": {"queueCounters": {"0": "-", "1": "17"}}}}\n'
     assert lookup("eos", "show qos interfaces ecn counters queue | json")(dash)["Ethernet1"] == {
         0: None,
         1: 17,
@@ -339,3 +340,27 @@ def test_status_text_refuses_a_cut_row():
     assert "line 4" in str(info.value)
     with pytest.raises(ParseError, match="twice"):
         lookup("eos", "show interfaces status")("\n".join([*lines[:3], lines[2]]) + "\n")
+
+
+# --- examples the fuzzing found (kept as regular tests) ------------------------------------
+
+
+def test_damaged_bytes_are_refused_not_read_around():
+    text = sample("eos", "show_version__eantc_7050sx3")  # "Uptime: 5 hours and 4 minutes"
+    with pytest.raises(ParseError, match="U\\+0000"):  # the driver's path
+        p.parse_version(text.replace("5 hours", "5\x00 hours"))
+    with pytest.raises(ParseError, match="line 14"):  # labtest parse refuses it too
+        lookup("eos", "show version")(text.replace("5 hours", "5\x00 hours"))
+    doc = sample("eos", "show_interfaces_status_json__arista_doc_7050sx")
+    with pytest.raises(ParseError, match="U\\+FFFD"):
+        p.parse_interfaces_status(doc.replace('"vlanId"', '"vlanI\ufffd"'))
+
+
+def test_cut_last_line_is_refused():
+    text = sample("eos", "show_version__eantc_7050sx3")
+    cut = text[: text.index("4.31.2F") + 3]
+    with pytest.raises(ParseError, match="cut mid-line"):
+        lookup("eos", "show version")(cut)
+    status = sample("eos", "show_interfaces_status__eantc_7050sx3").splitlines()
+    with pytest.raises(ParseError, match="cut mid-line"):
+        lookup("eos", "show interfaces status")("\n".join(status[:2]) + "\n" + status[2][:-5])

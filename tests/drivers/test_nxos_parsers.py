@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from labtest.drivers.nxos import parsers as p
 from switch_samples import parse, sample
 
 from labtest.errors import ParseError
@@ -254,3 +255,43 @@ def test_status_row_cut_before_speed_is_refused():
     with pytest.raises(ParseError, match="Duplex/Speed") as info:
         lookup("nxos", "show interface status")("\n".join(lines) + "\n")
     assert "line 6" in str(info.value)
+
+
+# --- examples the fuzzing found (kept as regular tests) ------------------------------------
+
+
+def test_cut_last_row_of_a_one_row_table_is_refused():
+    lines = sample("nxos", "show_interface_priority_flow_control__blog_n5k").splitlines()
+    row = next(i for i, ln in enumerate(lines) if ln.startswith("Ethernet1/47"))
+    text = "\n".join(lines[: row + 1]).rstrip()
+    assert text.endswith("762946")
+    with pytest.raises(ParseError, match="cut mid-line"):
+        p.parse_priority_flow_control(text[:-3])  # the driver's path: 762946 -> 762
+    version = sample("nxos", "show_version__ntc_n9k_c9396px_6_1")
+    cut = version[: version.index("6.1(2)") + 5]
+    with pytest.raises(ParseError, match="cut mid-line"):
+        lookup("nxos", "show version")(cut)
+
+
+def test_repeated_header_and_damaged_rule_are_not_ports():
+    lines = sample("nxos", "show_interface_status__ntc_n9k").splitlines()
+    header = next(i for i, ln in enumerate(lines) if ln.startswith("Port"))
+    again = "\n".join([*lines[: header + 2], lines[header], *lines[header + 2 :]]) + "\n"
+    with pytest.raises(ParseError, match="no port name"):
+        lookup("nxos", "show interface status")(again)
+
+
+def test_damaged_bytes_are_refused_with_their_line():
+    text = sample("nxos", "show_interface_transceiver_details__genie_qsfpdd_400g_dr4")
+    at = text.index("Lane Number:2") + len("Lane Number:")
+    damaged = (text[:at].encode() + b"\xb2" + text[at + 1 :].encode()).decode(errors="replace")
+    with pytest.raises(ParseError, match="U\\+FFFD") as info:
+        p.parse_transceiver_details(damaged)  # the driver's path; labtest parse refuses it too
+    assert f"line {text.count(chr(10), 0, at) + 1}" in str(info.value)
+
+
+def test_sub_interface_packets_are_not_summed_from_a_partial_capture():
+    text = sample("nxos", "show_interface_counters__genie_subif_inpkts")
+    partial = text[: text.index("Port                                       InPkts")]
+    s = lookup("nxos", "show interface counters")(partial)["Eth1/1.1"]
+    assert (s.rx_packets, s.tx_packets, s.rx_unicast_packets) == (None, None, 0)
