@@ -116,16 +116,15 @@ def _as_json(text: str) -> dict[str, Any] | None:
     duplicated key is refused with the line it happens on."""
     lines = text.splitlines()
     skipped = 0
-    while lines and (
-        not lines[0].strip()
+    while skipped < len(lines) and (
+        not lines[skipped].strip()
         or (
-            not lines[0].lstrip().startswith("{")
-            and (_PROMPT.match(lines[0]) or lines[0].startswith("#"))
+            not lines[skipped].lstrip().startswith("{")
+            and (_PROMPT.match(lines[skipped]) or lines[skipped].startswith("#"))
         )
     ):
-        lines.pop(0)
         skipped += 1
-    body = "\n".join(lines).rstrip()
+    body = "\n".join(lines[skipped:]).rstrip()
     if not body.lstrip().startswith("{"):
         return None
     try:

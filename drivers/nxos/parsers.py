@@ -228,36 +228,36 @@ def parse_interface_status(text: str) -> dict[str, InterfaceStatus]:
 
 
 def _port_tables(text: str) -> dict[str, dict[str, str]]:
-    """Merge every ``Port  COL  COL`` table into ``{port: {column: cell}}``."""
-    lines = text.splitlines()
+    """Merge every ``Port  COL  COL`` table into ``{port: {column: cell}}`` (one pass)."""
     merged: dict[str, dict[str, str]] = {}
-    for i, line in enumerate(lines):
-        if not re.match(r"^Port\s+\S", line):
+    headers: list[str] | None = None  # the open table's header, None between tables
+    seen: set[str] = set()
+    for number, row in enumerate(text.splitlines(), start=1):
+        if re.match(r"^Port\s+\S", row):
+            headers, seen = row.split(), set()
             continue
-        headers = line.split()
-        seen: set[str] = set()
-        for number, row in enumerate(lines[i + 1 :], start=i + 2):
-            if _RULE.match(row):
-                continue
-            if not row.strip() or _PROMPT.match(row) or re.match(r"^Port\s", row):
-                break  # end of this table
-            tokens = row.split()
-            if len(tokens) != len(headers):
-                raise _Garbled(
-                    f"row {row.strip()!r} has {len(tokens)} cells, its header {len(headers)}",
-                    line=number,
-                    expected=" ".join(headers),
-                )
-            if not _PORT_NAME.fullmatch(tokens[0]):
-                raise _Garbled(
-                    f"row {row.strip()!r} has no port name", line=number, expected=" ".join(headers)
-                )
-            if tokens[0] in seen:
-                raise _Garbled(
-                    f"port {tokens[0]} listed twice", line=number, expected="one row per port"
-                )
-            seen.add(tokens[0])
-            merged.setdefault(tokens[0], {}).update(zip(headers[1:], tokens[1:], strict=True))
+        if headers is None or _RULE.match(row):
+            continue
+        if not row.strip() or _PROMPT.match(row):
+            headers = None  # end of this table
+            continue
+        tokens = row.split()
+        if len(tokens) != len(headers):
+            raise _Garbled(
+                f"row {row.strip()!r} has {len(tokens)} cells, its header {len(headers)}",
+                line=number,
+                expected=" ".join(headers),
+            )
+        if not _PORT_NAME.fullmatch(tokens[0]):
+            raise _Garbled(
+                f"row {row.strip()!r} has no port name", line=number, expected=" ".join(headers)
+            )
+        if tokens[0] in seen:
+            raise _Garbled(
+                f"port {tokens[0]} listed twice", line=number, expected="one row per port"
+            )
+        seen.add(tokens[0])
+        merged.setdefault(tokens[0], {}).update(zip(headers[1:], tokens[1:], strict=True))
     return merged
 
 
