@@ -323,7 +323,7 @@ _DOMAINS = [
 DOMAINS: dict[str, Domain] = {d.kind: d for d in _DOMAINS}
 
 #: CI's draws: fixed seed, one draw per kind, the placements the issues name as extras,
-#: two combined rows, three healthy rows (~29 rows, about 28 min at 2 rows at a time)
+#: two combined rows, three healthy rows (29 rows, about 30 min at 2 rows at a time)
 CI_PLAN = Plan(
     seed=1423,
     draws=1,
