@@ -26,8 +26,16 @@ class CommandRunner(Protocol):
 
 
 def set_record_dir(path: Path | None) -> None:
-    """Record every session opened from now on under ``path`` (None stops)."""
+    """Record every session opened from now on under ``path`` (None stops).
+
+    A missing directory is created private (0700, or 2770 with the lab group):
+    recordings hold device output. An existing one is used as it is.
+    """
     global _record_dir
+    if path is not None and not path.exists():
+        from labtest.safefs import private_dir
+
+        private_dir(path)
     _record_dir = path
 
 

@@ -34,6 +34,7 @@ def test_record_captures_the_pdu_reads_and_writes(tmp_path: Path, clock: FakeClo
                 pdu.close()
     finally:
         connect.set_record_dir(None)
+    assert (tmp_path / "rec").stat().st_mode & 0o777 == 0o700  # created private: device output
     lines = (tmp_path / "rec" / "pdu1.jsonl").read_text().splitlines()
     entries = [json.loads(line) for line in lines]
     kinds = [e["kind"] for e in entries]
