@@ -14,7 +14,7 @@ import functools
 import importlib
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -43,8 +43,10 @@ def decode(data: bytes, source: str = "<input>") -> tuple[str, str | None]:
 
     UTF-8 (a BOM is dropped); anything else is decoded with U+FFFD in place of
     each undecodable byte and a warning naming the first one. Replacement rather
-    than latin-1 because a wrong byte then stays visible: parsers refuse a value
-    that contains U+FFFD instead of returning a plausible but wrong string.
+    than latin-1 because a wrong byte then stays visible: a parser refuses a
+    capture holding U+FFFD (or a control character) at its line and column
+    instead of returning a plausible but wrong value; a loader reports it as a
+    located error. A latin-1 file is converted first (``iconv -f latin1 -t utf-8``).
     """
     try:
         return data.decode("utf-8-sig"), None
@@ -90,9 +92,7 @@ class Fingerprint:
 _fingerprints: list[Fingerprint] = []
 
 
-def fingerprint(
-    driver: str, label: str, pattern: str, *commands: str, strength: int = 1
-) -> None:
+def fingerprint(driver: str, label: str, pattern: str, *commands: str, strength: int = 1) -> None:
     """Declare that text matching ``pattern`` is output of ``commands`` (``label``).
 
     The strongest level at which any fingerprint matches decides: if none of
@@ -133,35 +133,31 @@ def _check_fingerprint(key: tuple[str, str], command: str, text: str) -> None:
 
 # --- the contract every registered parser gets --------------------------------------
 
+_CUT = object()
 _BAD_CHAR = re.compile("[\ufffd\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            yield str(k)
-            yield from _strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
+def _check_text(command: str, text: str) -> None:
+    """Refuse a capture holding an undecodable byte (U+FFFD) or a control character.
 
-
-def _check_values(command: str, text: str, record: Any) -> None:
-    """Refuse a record carrying an undecodable byte or a control character."""
-    for s in _strings(to_jsonable(record)):
-        if m := _BAD_CHAR.search(s):
-            at = text.find(m.group())
-            line = text.count("\n", 0, at) + 1 if at >= 0 else None
-            raise ParseError(
-                PARSE_DEVICE,
-                f"{command}: value {s!r} contains an undecodable byte or control character",
-                raw=text,
-                command=command,
-                line=line,
-                expected="printable text",
-            )
+    Not only in the values read: a damaged byte in a label the parser looks for
+    ("Waiting for client", "Model Number") changes a value without appearing in it.
+    """
+    if m := _BAD_CHAR.search(text):
+        line = text.count("\n", 0, m.start()) + 1
+        col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+        what = (
+            "an undecodable byte" if m.group() == "\ufffd" else f"control character {m.group()!r}"
+        )
+        raise ParseError(
+            PARSE_DEVICE,
+            f"{command}: line {line} column {col} holds {what}; the capture is damaged or "
+            "not UTF-8 (a latin-1 file: iconv -f latin1 -t utf-8)",
+            raw=text,
+            command=command,
+            line=line,
+            expected="UTF-8 text",
+        )
 
 
 def _check_cut(command: str, text: str, record: Any, again: Callable[[str], Any]) -> None:
@@ -176,8 +172,11 @@ def _check_cut(command: str, text: str, record: Any, again: Callable[[str], Any]
     try:
         without = again(text[:start])
     except LabtestError:
-        return  # the last line is structurally needed (a closing bracket): it is complete
-    if to_jsonable(without) != to_jsonable(record):
+        # needed: a closing bracket is complete; a data line may be cut
+        if not re.search(r"[A-Za-z0-9]", last):
+            return
+        without = _CUT
+    if without is _CUT or to_jsonable(without) != to_jsonable(record):
         raise ParseError(
             PARSE_DEVICE,
             f"{command}: the last line {last.strip()[:60]!r} has no line end; the capture "
@@ -199,6 +198,7 @@ def guarded(driver: str, command: str, fn: Parser) -> Parser:
     def run(text: str | bytes, *args: Any, **kwargs: Any) -> Any:
         if isinstance(text, bytes):
             text, _ = decode(text)
+        _check_text(command, text)
         _check_fingerprint(key, command, text)
 
         def call(t: str) -> Any:
@@ -208,7 +208,9 @@ def guarded(driver: str, command: str, fn: Parser) -> Parser:
                 raise
             except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
                 raise ParseError(
-                    kwargs.get("device", PARSE_DEVICE), f"{command}: {exc!r}", raw=t,
+                    kwargs.get("device", PARSE_DEVICE),
+                    f"{command}: {exc!r}",
+                    raw=t,
                     command=command,
                 ) from exc
             except RecursionError:
@@ -217,7 +219,6 @@ def guarded(driver: str, command: str, fn: Parser) -> Parser:
                 ) from None
 
         record = call(text)
-        _check_values(command, text, record)
         _check_cut(command, text, record, call)
         return record
 

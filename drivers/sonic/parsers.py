@@ -184,6 +184,8 @@ def _tables(text: str) -> list[_Table]:
         if i == 0 or "-" not in line or not _SEPARATOR.match(line):
             i += 1
             continue
+        if i >= 2 and lines[i - 2].strip() and lines[i - 2].strip() == lines[i - 1].strip():
+            raise _Garbled("table header repeated", line=i, expected="one header line")
         spans = [(m.start(), m.end()) for m in re.finditer(r"-+", line)]
         headers = [h or "" for h in _columns(lines[i - 1], spans)]
         rows: list[dict[str, str | None]] = []
@@ -303,7 +305,9 @@ def parse_version(text: str) -> Facts:
     if "SONiC Software Version" not in kv:
         raise _Garbled("no 'SONiC Software Version' line")
     platform = _text(kv.get("Platform"))
-    model = _text(kv.get("Model Number")) or _text(kv.get("HwSKU"))
+    model = _text(kv.get("Model Number"))
+    if model is None and "Uptime" in kv:  # the capture got past where Model Number is printed
+        model = _text(kv.get("HwSKU"))
     return Facts(
         vendor=_vendor_from_platform(platform),
         model=model,
@@ -939,7 +943,11 @@ def parse_prbs_status(text: str) -> dict[str, list[PrbsResult]]:
 # --- what each command's output looks like (labtest parse refuses another's) -----------
 
 for _label, _pattern, _commands in (
-    ("show version", r"^SONiC Software Version:", ("show version",)),
+    (
+        "show platform summary",
+        r"^Platform:\s*\S+\s*\n(?:.*\n)?HwSKU:",
+        ("show platform summary",),
+    ),
     (
         "show interfaces status",
         r"^\s*Interface\s+Lanes\s+Speed\s+MTU",
@@ -987,7 +995,7 @@ for _label, _pattern, _commands in (
     ),
     (
         "show interfaces transceiver eeprom",
-        r"^\S+: SFP EEPROM",
+        r"^\S+: SFP (?:EEPROM )?(?:is )?(?:not )?detected",
         (
             "show interfaces transceiver eeprom --dom",
             "show interfaces transceiver eeprom -d",
@@ -1008,3 +1016,4 @@ for _label, _pattern, _commands in (
     ),
 ):
     fingerprint(DRIVER, _label, _pattern, *_commands)
+fingerprint(DRIVER, "show version", r"^SONiC Software Version:", "show version", strength=2)

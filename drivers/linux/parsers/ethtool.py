@@ -22,7 +22,8 @@ from labtest.parsing import fingerprint, parser
 
 # --- ethtool -S --------------------------------------------------------------
 
-_STAT = re.compile(r"^\s*(\S.*?):\s+(-?\d+)\s*$")
+# ethtool indents every counter; a quote or brace means JSON, not ethtool
+_STAT = re.compile(r"^\s+([^\s\"{}][^\"{}]*?):\s+(-?\d+)\s*$")
 
 
 @parser("linux", "ethtool -S", "ethtool --statistics")
@@ -149,6 +150,17 @@ def parse_ethtool_module(text: str) -> Transceiver:
     thresholds: dict[str, dict[str, float]] = {}
     flags: dict[str, bool] = {}
     media: list[str] = []
+    if len(set(pairs)) != len(pairs):
+        seen: set[tuple[str, str]] = set()
+        twice = next(p for p in pairs if p in seen or seen.add(p))
+        raise parse_error(f"line '{twice[0]} : {twice[1]}' twice", text, expected="each field once")
+    for label, value in pairs:
+        if value.count("(") != value.count(")"):
+            raise parse_error(
+                f"'{label}' value {value!r} has unbalanced parentheses: cut or repeated",
+                text,
+                expected="a complete value",
+            )
     for label, value in pairs:
         lower = label.lower()
         lane_match = _LANE.search(lower)
@@ -187,6 +199,8 @@ def parse_ethtool_module(text: str) -> Transceiver:
     if "identifier" not in info and not lanes and not module:
         hint = " (a hex dump: ethtool could not decode this module)" if "0x0000:" in text else ""
         raise parse_error("no module fields (Identifier, DOM) in ethtool -m output" + hint, text)
+    if pairs and pairs[-1][0].lower() == "transceiver type":
+        media = []  # the capture ends inside the list of types: the list may be cut
     firmware = info.get("active firmware version")
     identifier = info.get("identifier")
     if identifier and (named := re.match(r"0x[0-9a-f]+\s*\((.*)\)\s*$", identifier, re.I)):
@@ -215,4 +229,11 @@ fingerprint(
     "ethtool -m",
     "ethtool --module-info",
     "ethtool --dump-module-eeprom",
+)
+fingerprint(
+    "linux",
+    "ethtool -S",
+    r"^\s*NIC statistics:\s*$|^\S*[#$>]\s*(?:sudo\s+)?ethtool\s+(?:-S|--statistics)\b",
+    "ethtool -S",
+    "ethtool --statistics",
 )

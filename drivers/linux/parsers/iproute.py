@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 
 from labtest.drivers.linux.parsers._common import parse_error
 
@@ -81,8 +82,8 @@ def parse_ip_link(text: str) -> list[LinkInfo]:
     data = _documents(text, start.end() - 1)
     if not all(isinstance(d, dict) and "ifname" in d for d in data):
         raise parse_error("ip -j output is not a list of interfaces", text)
-    names = [d["ifname"] for d in data]
-    if dup := next((n for n in names if names.count(n) > 1), None):
+    names = Counter(d["ifname"] for d in data)
+    if dup := next((n for n, k in names.items() if k > 1), None):
         raise parse_error(f"interface {dup!r} twice", text, expected="each interface once")
     return [
         LinkInfo(

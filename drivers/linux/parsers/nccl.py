@@ -110,12 +110,19 @@ def parse_nccl_tests(text: str) -> NcclResult:
     start, columns = headers[0]
     prefix, check = _layout(columns, text)
     rows: list[NcclRow] = []
+    seen: set[tuple[str, ...]] = set()
     for line in text.splitlines()[start + 1 :]:
         tokens = line.split()
         if line.startswith("#") or len(tokens) != len(prefix) + 8:
             continue
         row = _row(tokens, prefix, check)
         if row is not None:
+            # rows of one size may repeat (tiny sizes on many ranks), never to the digit
+            if tuple(tokens) in seen:
+                raise parse_error(
+                    f"row repeated: {line.strip()!r}", text, expected="each result row once"
+                )
+            seen.add(tuple(tokens))
             rows.append(row)
     if not rows:
         raise parse_error("nccl-tests table has no result rows (the run failed?)", text)
@@ -128,7 +135,8 @@ def parse_nccl_tests(text: str) -> NcclResult:
         out_of_bounds=int(bounds.group(1)) if bounds else None,
         collective=collective.group(1) if collective else None,
         layout=check,
-        failures=[m.group().strip() for m in _FAILURE.finditer(text)],
+        # each failing rank once: a line pasted twice is not a second failure
+        failures=list(dict.fromkeys(m.group().strip() for m in _FAILURE.finditer(text))),
     )
 
 

@@ -172,14 +172,16 @@ def parse_perftest_bw(text: str) -> PerftestBandwidth:
     if unit not in _GBPS_PER_UNIT:
         warnings.append(f"unknown bandwidth unit {unit!r}; bw_*_gbps left empty")
     rows: list[PerftestBwRow] = []
+    sizes: set[int] = set()
     for line in _table_lines(text, header.start()):
         match = _BW_ROW.match(line)
         if not match:
             continue
-        if any(r.bytes == int(match[1]) for r in rows):
+        if int(match[1]) in sizes:
             raise parse_error(
                 f"two result rows for {match[1]} B", text, expected="one row per message size"
             )
+        sizes.add(int(match[1]))
         row, warning = _bw_row(
             int(match[1]), int(match[2]), float(match[3]), float(match[4]), float(match[5]), unit
         )
@@ -310,6 +312,7 @@ def parse_perftest_lat(text: str) -> PerftestLatency:
     test = _banner(text)
     warnings = _tool_warnings(text)
     rows: list[PerftestLatRow] = []
+    sizes: set[int] = set()
     for line in _table_lines(text, start):
         if not _LAT_ROW.match(line):
             continue
@@ -317,10 +320,11 @@ def parse_perftest_lat(text: str) -> PerftestLatency:
         record: dict[str, Any] = {}
         for name, value in zip(fields, values, strict=True):
             record[name] = int(value) if name in ("bytes", "iterations") else float(value)
-        if any(r.bytes == record["bytes"] for r in rows):
+        if record["bytes"] in sizes:
             raise parse_error(
                 f"two result rows for {record['bytes']} B", text, expected="one row per size"
             )
+        sizes.add(record["bytes"])
         if glued:
             warnings.append(f"{record['bytes']} B: columns printed without a space were split")
         rows.append(PerftestLatRow(**record))

@@ -32,15 +32,17 @@ def _attributes(rest: str) -> dict[str, str]:
 def parse_rdma_link(text: str) -> list[RdmaDevice]:
     """Every RDMA port: state, physical state and the netdev it sits on."""
     devices = []
+    seen: set[tuple[str, int]] = set()
     for line in text.splitlines():
         match = _LINK.match(line)
         if not match:
             continue
         attrs = _attributes(match.group(3))
-        if any((d.name, d.port) == (match.group(1), int(match.group(2))) for d in devices):
+        if (match.group(1), int(match.group(2))) in seen:
             raise parse_error(
                 f"port {match.group(1)}/{match.group(2)} twice", text, expected="each port once"
             )
+        seen.add((match.group(1), int(match.group(2))))
         devices.append(
             RdmaDevice(
                 name=match.group(1),
@@ -62,12 +64,16 @@ def parse_rdma_link(text: str) -> list[RdmaDevice]:
 def parse_rdma_statistic(text: str) -> list[RdmaHwCounters]:
     """Hardware counters per port, whichever way the output was printed or wrapped."""
     records: list[tuple[str, int, dict[str, int]]] = []
+    seen: set[tuple[str, int]] = set()
     for line in text.splitlines():
         tokens = line.split()
         if not tokens or tokens[0].startswith("#"):
             continue
         if tokens[0] == "link" and len(tokens) > 1 and "/" in tokens[1]:
             device, _, port = tokens[1].partition("/")
+            if (device, int(port)) in seen:
+                raise parse_error(f"port {tokens[1]} twice", text, expected="each port once")
+            seen.add((device, int(port)))
             records.append((device, int(port), {}))
             tokens = tokens[2:]
         if not records:
@@ -76,6 +82,8 @@ def parse_rdma_statistic(text: str) -> list[RdmaHwCounters]:
         i = 0
         while i < len(tokens) - 1:
             if re.fullmatch(r"\d+", tokens[i + 1]) and not tokens[i].endswith(":"):
+                if tokens[i] in counters:
+                    raise parse_error(f"counter {tokens[i]!r} twice for one port", text)
                 counters[tokens[i]] = int(tokens[i + 1])
                 i += 2
             else:
@@ -93,10 +101,21 @@ _PORT_HEADER = re.compile(r"^\s*Port\s+(\d+)\s+hw counters:", re.MULTILINE)
 @parser("linux", "show_counters")
 def parse_show_counters(text: str) -> RdmaHwCounters:
     """mlnx-tools ``show_counters DEV``: the port's sysfs hw_counters as ``name: value``."""
-    counters = {m.group(1): int(m.group(2)) for m in map(_HW_COUNTER.match, text.splitlines()) if m}
+    port = _PORT_HEADER.search(text)
+    if port is None:
+        raise parse_error(
+            "no 'Port N hw counters:' header in show_counters output",
+            text,
+            expected="show_counters output",
+        )
+    counters: dict[str, int] = {}
+    for n, line in enumerate(text.splitlines(), start=1):
+        if m := _HW_COUNTER.match(line):
+            if m.group(1) in counters:
+                raise parse_error(f"counter {m.group(1)!r} twice", text, line=n)
+            counters[m.group(1)] = int(m.group(2))
     if not counters:
         raise parse_error("no 'name: value' hardware counters in show_counters output", text)
-    port = _PORT_HEADER.search(text)
     return RdmaHwCounters.from_counters(None, int(port.group(1)) if port else None, counters)
 
 
@@ -121,10 +140,15 @@ _GID_ROW = re.compile(
 def parse_show_gids(text: str) -> list[RdmaDevice]:
     """mlnx-tools ``show_gids``: the GID table of every port, with RoCE version and netdev."""
     ports: dict[tuple[str, int], list[GidEntry]] = {}
+    gids_seen: set[tuple[str, str, str]] = set()
     for line in text.splitlines():
         match = _GID_ROW.match(line.strip())
         if not match:
             continue
+        gid_key = (match["dev"], match["port"], match["index"])
+        if gid_key in gids_seen:
+            raise parse_error(f"GID {'/'.join(gid_key)} twice", text, expected="each GID once")
+        gids_seen.add(gid_key)
         ports.setdefault((match["dev"], int(match["port"])), []).append(
             GidEntry(
                 index=int(match["index"]),
@@ -160,6 +184,8 @@ _DEVINFO_GID = re.compile(r"^\s*GID\[\s*(\d+)\]:\s*([0-9a-fA-F:.]+)(?:,\s*(.+?))
 def parse_ibv_devinfo(text: str) -> list[RdmaDevice]:
     """Every port of every HCA; GIDs appear with ``ibv_devinfo -v``."""
     ports: list[dict] = []
+    seen: set[tuple[str, int]] = set()
+    gids_seen: set[tuple[int, int]] = set()
     hca: str | None = None
     fw: str | None = None
     for line in text.splitlines():
@@ -168,8 +194,14 @@ def parse_ibv_devinfo(text: str) -> list[RdmaDevice]:
         elif match := re.match(r"^\s*fw_ver:\s*(\S+)", line):
             fw = match.group(1)
         elif (match := re.match(r"^\s*port:\s*(\d+)", line)) and hca:
+            if (hca, int(match.group(1))) in seen:
+                raise parse_error(f"port {hca}/{match.group(1)} twice", text)
+            seen.add((hca, int(match.group(1))))
             ports.append({"name": hca, "port": int(match.group(1)), "fw_version": fw, "gids": []})
         elif ports and (match := _DEVINFO_GID.match(line)):
+            if (len(ports), int(match.group(1))) in gids_seen:
+                raise parse_error(f"GID[{match.group(1)}] twice on one port", text)
+            gids_seen.add((len(ports), int(match.group(1))))
             gid = match.group(2)
             ports[-1]["gids"].append(
                 GidEntry(int(match.group(1)), gid, match.group(3), _mapped_ipv4(gid))
