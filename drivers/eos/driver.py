@@ -43,6 +43,7 @@ from labtest.capabilities.switch import (
     QueueCounters,
 )
 from labtest.capabilities.transceiver import Transceiver
+from labtest.errors import CommandNotSupported
 
 
 class EosSwitch(CliSwitch):
@@ -61,8 +62,26 @@ class EosSwitch(CliSwitch):
         return self.show("show interfaces | json", p.parse_interface_counters)
 
     def transceivers(self) -> dict[str, Transceiver]:
-        """DOM with thresholds; EOS lists each lane of a multi-lane optic as its own port."""
-        return self.show("show interfaces transceiver detail | json", p.parse_transceivers)
+        """DOM with thresholds; EOS lists each lane of a multi-lane optic as its own port.
+        Vendor and part number come from the transceiver slots of ``show inventory``
+        (the DOM answer has neither); a release without it leaves them ``None``."""
+        dom = self.show("show interfaces transceiver detail | json", p.parse_transceivers)
+        try:
+            slots = self.show("show inventory | json", p.parse_inventory)
+        except CommandNotSupported:
+            return dom
+        out: dict[str, Transceiver] = {}
+        for port, module in dom.items():
+            slot = slots.get(p.slot_of(port, slots) or "")
+            if slot is not None and slot.present and module.present:
+                module = replace(
+                    module,
+                    vendor=module.vendor or slot.vendor,
+                    part_number=module.part_number or slot.part_number,
+                    serial=module.serial or slot.serial,
+                )
+            out[port] = module
+        return out
 
     def lldp_neighbors(self) -> dict[str, LldpNeighbor]:
         return self.show("show lldp neighbors detail | json", p.parse_lldp_neighbors)

@@ -149,6 +149,7 @@ _JSON_KEYS = {
     "egressQueueCounters": "show interfaces counters queue detail",
     "intfQueueCounters": "show qos interfaces ecn counters queue",
     "interfaceCounters": "show priority-flow-control counters",
+    "xcvrSlots": "show inventory",
 }
 _TRANSCEIVER_KEYS = {
     "txPower",
@@ -868,3 +869,81 @@ def parse_ecn_counters(text: str) -> dict[str, dict[int, int | None]]:
             row[int(queue)] = None if value == "-" else int(value)
         out[port] = row
     return out
+
+
+# --- inventory -----------------------------------------------------------------------
+
+
+def _module(vendor: Any, model: Any, serial: Any) -> Transceiver:
+    vendor, model = _str(vendor), _str(model)
+    if vendor is None or vendor == "Not Present" or model is None:
+        return Transceiver(present=False)
+    return Transceiver(vendor=vendor, part_number=model, serial=_str(serial))
+
+
+def _inventory_text(text: str) -> dict[str, Transceiver]:
+    """The ``System has N transceiver slots`` table: PORT MANUFACTURER... MODEL SERIAL REV
+    (the manufacturer may hold spaces, so the row is read from both ends)."""
+    lines = text.splitlines()
+    start = next(
+        (i for i, ln in enumerate(lines) if re.match(r"^System has \d+ transceiver slots", ln)),
+        None,
+    )
+    if start is None:
+        raise _Garbled("no 'System has N transceiver slots' table", expected="'show inventory'")
+    out: dict[str, Transceiver] = {}
+    for number, row in enumerate(lines[start + 1 :], start=start + 2):
+        tokens = row.split()
+        if not tokens or row.startswith("System has") or _PROMPT.match(row):
+            break
+        if tokens[0] == "Port" or set(row.strip()) <= {"-", " "}:
+            continue
+        if not re.fullmatch(r"\d+(?:/\d+)*", tokens[0]):
+            raise _Garbled(
+                f"slot row {row.strip()!r}",
+                line=number,
+                expected="SLOT MANUFACTURER MODEL SERIAL REV",
+            )
+        if tokens[0] in out:
+            raise _Garbled(
+                f"slot {tokens[0]} listed twice", line=number, expected="one row per slot"
+            )
+        if len(tokens) == 1 or tokens[1:] == ["Not", "Present"]:
+            out[tokens[0]] = Transceiver(present=False)
+            continue
+        if len(tokens) < 5:
+            raise _Garbled(
+                f"slot row {row.strip()!r} stops early",
+                line=number,
+                expected="SLOT MANUFACTURER MODEL SERIAL REV",
+            )
+        out[tokens[0]] = _module(" ".join(tokens[1:-3]), tokens[-3], tokens[-2])
+    return out
+
+
+@_eos("show inventory")
+def parse_inventory(text: str) -> dict[str, Transceiver]:
+    """Transceiver slots (vendor, part number, serial) keyed by slot as EOS numbers them
+    (``"3"``, ``"2/1"`` on a modular chassis); :func:`slot_of` maps a port to its slot."""
+    doc = _as_json(text)
+    if doc is None:
+        return _inventory_text(text)
+    _own_key(doc, "show inventory", "xcvrSlots")
+    return {
+        slot: _module(x.get("mfgName"), x.get("modelName"), x.get("serialNum"))
+        for slot, x in _entries(doc, "xcvrSlots").items()
+    }
+
+
+def slot_of(port: str, slots: dict[str, Any]) -> str | None:
+    """The transceiver slot of ``port``: ``Ethernet3/1/1`` -> ``"3/1"`` when a modular
+    chassis has it, ``Ethernet3/1`` (lane 1 of slot 3) -> ``"3"``, ``Ethernet52`` -> ``"52"``."""
+    m = re.fullmatch(r"Ethernet(\d+(?:/\d+)*)", port)
+    if not m:
+        return None
+    numbers = m.group(1).split("/")
+    for cut in (len(numbers), len(numbers) - 1):
+        slot = "/".join(numbers[:cut])
+        if cut and slot in slots:
+            return slot
+    return None

@@ -48,6 +48,10 @@ def eos_script(**options) -> Script:
         "show interfaces counters queue detail | json": sample(
             "eos", "show_interfaces_counters_queue_detail_json__anta_fixture"
         ),
+        "show inventory | json": (
+            '{"xcvrSlots": {"5": {"mfgName": "Arista Networks", "modelName": "100G-DWDM-E", '
+            '"serialNum": "SMD5309.1", "hardwareRev": "11"}}}\n'
+        ),
         "show qos interfaces ecn counters queue | json": (
             '{"intfQueueCounters": {"Ethernet2": {"queueCounters": {"0": "5", "1": "-"}}}}'
         ),
@@ -84,6 +88,7 @@ def test_reads_from_json(eos):
     assert counters["Management1"].tx_octets == 7_886_286
     optic = eos.transceivers()["Ethernet5/2"]
     assert optic.serial == "SMD5309.1" and optic.lanes[0].rx_power_dbm == pytest.approx(-0.53)
+    assert (optic.vendor, optic.part_number) == ("Arista Networks", "100G-DWDM-E")  # inventory
     assert optic.thresholds["tx_power_dbm"].high_alarm == 5.0
     lldp = eos.lldp_neighbors()
     assert lldp["Ethernet8"].remote_system == "78m3"

@@ -364,3 +364,43 @@ def test_cut_last_line_is_refused():
     status = sample("eos", "show_interfaces_status__eantc_7050sx3").splitlines()
     with pytest.raises(ParseError, match="cut mid-line"):
         lookup("eos", "show interfaces status")("\n".join(status[:2]) + "\n" + status[2][:-5])
+
+
+# --- inventory: vendor and part number of each transceiver slot ----------------------------
+
+
+def test_inventory_json_and_text_give_vendor_and_part_number():
+    j = eos("show inventory | json", "show_inventory_json__anta_fixture")
+    assert (j["1"].vendor, j["1"].part_number, j["1"].serial) == (
+        "Arista Networks",
+        "QSFP-100G-DR",
+        "XKT203501340",
+    )
+    t = eos("show inventory", "show_inventory__ntc_7280dr3a")
+    assert sorted(t, key=int) == ["1", "3", "8", "24", "35", "53"]
+    assert (t["8"].vendor, t["8"].part_number, t["8"].serial) == (
+        "PROLABS",
+        "CAB-Q-Q-100G-5MC",
+        "PL300OQME039B",
+    )
+    assert t["1"].vendor == "Arista Networks"  # a manufacturer with a space
+    assert eos("show inventory", "show_inventory__ntc_7150s")["52"].part_number == "SFP-10G-SR"
+
+
+def test_slot_of_port():
+    slots = {"3": 1, "52": 1, "2/1": 1}
+    assert p.slot_of("Ethernet3/2", slots) == "3"  # lane 2 of the optic in slot 3
+    assert p.slot_of("Ethernet52", slots) == "52"
+    assert p.slot_of("Ethernet2/1/4", slots) == "2/1"  # modular: card 2, port 1, lane 4
+    assert p.slot_of("Ethernet9/1", slots) is None and p.slot_of("Management1", slots) is None
+
+
+def test_inventory_refuses_cut_rows_and_other_commands():
+    lines = sample("eos", "show_inventory__ntc_7280dr3a").splitlines()
+    row = next(i for i, ln in enumerate(lines) if ln.startswith(" 8 PROLABS"))
+    lines[row] = " 8 PROLABS CAB-Q-Q-100G-5MC"
+    with pytest.raises(ParseError, match="stops early") as info:
+        lookup("eos", "show inventory")("\n".join(lines) + "\n")
+    assert f"line {row + 1}" in str(info.value)
+    with pytest.raises(ParseError, match="looks like 'show version"):
+        lookup("eos", "show inventory | json")(sample("eos", "show_version_json__veoslab_4_33"))

@@ -73,6 +73,7 @@ JSON = [  # command -> the real samples whose shape it must have
      ["show_interfaces_counters_queue_detail_json__anta_fixture"]),
     ("show qos interfaces ecn counters queue | json",
      ["show_qos_interfaces_ecn_counters_queue_json__anta_fixture"]),
+    ("show inventory | json", ["show_inventory_json__anta_fixture"]),
 ]
 
 
@@ -190,6 +191,16 @@ def test_fec_pfc_and_queues_parse_to_the_fabric_values(spine, fabric) -> None:
     assert [q.queue for q in queues["Ethernet1/1"].queues][:2] == ["UC0", "UC1"]
     ecn = p.parse_ecn_counters(run(spine, "show qos interfaces ecn counters queue | json"))
     assert set(ecn["Ethernet1/1"]) == set(range(8))
+
+
+def test_inventory_names_every_optic_in_both_forms(spine, fabric) -> None:
+    for command in ("show inventory | json", "show inventory"):
+        slots = p.parse_inventory(run(spine, command))
+        assert sorted(slots) == ["1", "2"]
+        inv = fabric.transceiver(SPINE, "Ethernet2/1")
+        assert (slots["2"].vendor, slots["2"].part_number, slots["2"].serial) == (
+            inv.vendor, inv.part_number, inv.serial)
+        assert p.slot_of("Ethernet2/3", slots) == "2"
 
 
 def test_marginal_lane_raises_eos_pre_fec_ber(fresh) -> None:

@@ -102,6 +102,7 @@ _TREE: dict[str, Any] = {
             "phy": {"detail": {}},
         },
         "priority-flow-control": {"counters": {}},
+        "inventory": {},
         "qos": {"interfaces": {"ecn": {"counters": {"queue": {}}}}},
         "lldp": {"neighbors": {"detail": {}}},
         "running-config": {},
@@ -181,12 +182,14 @@ class EosCli:
             "show priority-flow-control counters": self.pfc_json,
             "show interfaces counters queue detail": self.queue_detail_json,
             "show qos interfaces ecn counters queue": self.ecn_json,
+            "show inventory": self.inventory_json,
         }
         texts = {
             "show version": self.version_text,
             "show interfaces status": self.status_text,
             "show interfaces transceiver": self.transceiver_text,
             "show interfaces transceiver detail": self.transceiver_detail_text,
+            "show inventory": self.inventory_text,
             "show lldp neighbors": self.lldp_text,
             "show running-config": self.running_config,
         }
@@ -625,6 +628,50 @@ class EosCli:
                 ),
             ]
         return "\n".join(lines) + "\n"
+
+    # --- inventory -------------------------------------------------------------------
+
+    # keys: show_inventory_json__anta_fixture (xcvrSlots keyed by slot number; a
+    # breakout port EthernetX/N sits in slot X)
+    def inventory_json(self) -> dict[str, Any]:
+        slots: dict[str, Any] = {}
+        for port in self.state.ports:
+            m = re.fullmatch(r"Ethernet(\d+)(?:/1)?", port)
+            if not m:
+                continue
+            inv = self.dev.fabric.transceiver(self.state.name, port)
+            slots[m.group(1)] = (
+                {
+                    "mfgName": inv.vendor,
+                    "modelName": inv.part_number,
+                    "serialNum": inv.serial,
+                    "hardwareRev": inv.hardware_rev,
+                }
+                if inv.present
+                else {"mfgName": "Not Present", "modelName": "", "serialNum": "", "hardwareRev": ""}
+            )
+        return {"xcvrSlots": slots}
+
+    # layout: show_inventory__ntc_7280dr3a (the transceiver-slot table of the text)
+    def inventory_text(self) -> str:
+        slots = self.inventory_json()["xcvrSlots"]
+        rows = [
+            f" {slot} {x['mfgName']} {x['modelName']} {x['serialNum']} {x['hardwareRev']}"
+            if x["modelName"]
+            else f" {slot} Not Present"
+            for slot, x in slots.items()
+        ]
+        return (
+            "\n".join(
+                [
+                    f"System has {len(slots)} transceiver slots",
+                    " Port Manufacturer Model Serial Number Rev",
+                    " ---- ---------------- ---------------- ---------------- ----",
+                    *rows,
+                ]
+            )
+            + "\n"
+        )
 
     # --- FEC, PFC and queues -----------------------------------------------------------
 
