@@ -433,6 +433,12 @@ class _Evidence:
         return ev
 
     def cell(self, unit: str) -> Cell:
+        found = self._cell(unit)
+        reason = found.reason.removeprefix(f"{unit}: ").strip()
+        return found if reason == found.reason else Cell(
+            found.requirement, found.unit, found.status, reason, found.tests, found.waiver)
+
+    def _cell(self, unit: str) -> Cell:
         req = self.req
         ms = self.measurements.get(unit, [])
         notes = self.notes.get(unit, [])

@@ -1,8 +1,10 @@
 """The sign-off document as one self-contained HTML page.
 
-The first screen answers "can I sign this?": the verdict, then every failed
-and broken test with its culprit (the measurement that missed, its limit and
-source; or the device that could not be asked and what it said). Plots and
+The first screen answers "can I sign this?": the verdict, the root causes of
+the failures (with their evidence and the failures they explain), what was not
+proven, then every failed and broken test with its culprit (the measurement
+that missed, its limit and source; or the device that could not be asked and
+what it said). The coverage matrix (requirement x unit) and the waivers follow. Plots and
 raw output of those tests are inlined, so the page needs nothing but itself;
 the rest of the evidence is linked relative to the bundle. No JavaScript.
 """
@@ -42,7 +44,8 @@ pre{background:#1e1f22;color:#e8e8e8;padding:8px 10px;overflow:auto;max-height:2
 .banner .verdict{font-size:44px;font-weight:800;letter-spacing:1px}
 .banner .facts{font-size:14px;opacity:.95}
 .banner .facts b{font-weight:700}
-.v-FAIL{background:#c62828}.v-INCOMPLETE{background:#e65100}.v-PASS{background:#2e7d32}
+.v-FAIL{background:#c62828}.v-INCOMPLETE{background:#ffb300;color:#1c1c1c}
+.v-PASS{background:#2e7d32}
 .v-SKIPPED{background:#757575}.v-MARGINAL{background:#f9a825;color:#1c1c1c}
 .badge{display:inline-block;padding:1px 7px;border-radius:3px;color:#fff;font-size:12px;
  font-weight:700}
@@ -58,7 +61,15 @@ tr.FAIL td{background:#fdecea}tr.MARGINAL td{background:#fff8e1}
 .plots img{max-width:480px;border:1px solid #e1e4e8;margin:6px 8px 0 0}
 nav{font-size:13px;padding:8px 0}nav a{margin-right:12px}
 .ok{color:#2e7d32;font-weight:700}
+.card.cause{border-left-color:#6a1b9a}.card.hole{border-left-color:#ffb300}
+.consequence{color:#6a1b9a;font-weight:600}
+td.c-proven{background:#e8f5e9;text-align:center}td.c-failed{background:#fdecea;text-align:center}
+td.c-broken{background:#fff3e0;text-align:center}
+td.c-not-proven{background:#fff8e1;text-align:center;font-weight:700}
+td.c-waived{background:#eceff1;text-align:center}
 """
+#: how a coverage cell shows in the matrix (the reason is its tooltip and is listed below)
+CELL_MARK = {"proven": "✓", "failed": "✗", "broken": "B", "not proven": "?", "waived": "W"}
 
 
 def render(doc: dict[str, Any], out_dir: Path) -> str:
@@ -69,8 +80,12 @@ def render(doc: dict[str, Any], out_dir: Path) -> str:
         _banner(doc),
         "<main>",
         _nav(doc),
+        _root_causes(doc),
+        _holes(doc),
         _attention(doc, out_dir),
         _suites(doc),
+        _coverage(doc),
+        _waivers(doc),
         _criteria(doc),
         _measurements(doc),
         _tests(doc),
@@ -111,9 +126,14 @@ def _marginal_note(doc: dict[str, Any]) -> str:
 
 
 def _nav(doc: dict[str, Any]) -> str:
+    cov = _coverage_of(doc)
     links = [
+        ("causes", f"Root causes ({len(doc.get('root_causes') or [])})"),
+        ("holes", f"Not proven ({len(_hole_lines(doc))})"),
         ("attention", f"Failed and broken ({len(doc['attention'])})"),
         ("suites", "Suites"),
+        ("coverage", "Coverage"),
+        ("waivers", f"Waivers ({len(cov.get('waivers') or [])})"),
         ("criteria", "Criteria"),
         ("measurements", f"Measurements ({len(doc['measurements'])})"),
         ("tests", f"Tests ({doc['counts']['total']})"),
@@ -133,15 +153,60 @@ def _nav(doc: dict[str, Any]) -> str:
     return f"<nav>{''.join(items)}</nav>"
 
 
+def _root_causes(doc: dict[str, Any]) -> str:
+    causes = doc.get("root_causes") or []
+    head = f"<h2 id='causes'>Root causes ({len(causes)})</h2>"
+    if not causes:
+        return head + "<p class='ok'>Nothing failed: no root cause to name.</p>"
+    cards = []
+    for i, c in enumerate(causes, 1):
+        evidence = "".join(f"<li>{_e(e)}</li>" for e in c.get("evidence", []))
+        shown = "".join(f"<li class='mono'>{_e(n)}</li>" for n in c.get("tests", []))
+        follows = "".join(f"<li class='mono'>{_e(n)}</li>" for n in c.get("consequences", []))
+        cards.append(
+            f"<div class='card cause'><h3>{i}. {_e(c['cause'])}</h3>"
+            f"<div class='muted'>{_e(c['kind'].replace('_', ' '))} · culprit "
+            f"<b>{_e(c['culprit'])}</b></div>"
+            + (f"<div>evidence:</div><ul>{evidence}</ul>" if evidence else "")
+            + (f"<div>failures that show it:</div><ul>{shown}</ul>" if shown else "")
+            + (f"<div class='consequence'>explains {len(c['consequences'])} other failure(s) "
+               f"(consequences, not separate culprits):</div><ul>{follows}</ul>"
+               if follows else "")
+            + "</div>"
+        )
+    return head + "".join(cards)
+
+
+def _coverage_of(doc: dict[str, Any]) -> dict[str, Any]:
+    return doc.get("coverage") or {}
+
+
+def _hole_lines(doc: dict[str, Any]) -> list[str]:
+    cov = _coverage_of(doc)
+    lines = [r["summary"] for r in cov.get("requirements", []) if r["broken"] or r["not_proven"]]
+    return lines + list(cov.get("unjudged") or [])
+
+
+def _holes(doc: dict[str, Any]) -> str:
+    lines = _hole_lines(doc)
+    head = f"<h2 id='holes'>Not proven ({len(lines)})</h2>"
+    if not lines:
+        return head + "<p class='ok'>Every required cell is proven or waived.</p>"
+    items = "".join(f"<li>{_e(line)}</li>" for line in lines)
+    return (head + "<div class='card hole'><div>A PASS needs every required cell proven or "
+            f"waived in the limits profile; these were not:</div><ul>{items}</ul></div>")
+
+
 def _attention(doc: dict[str, Any], out_dir: Path) -> str:
     items = doc["attention"]
     head = f"<h2 id='attention'>Failed and broken ({len(items)})</h2>"
     if not items:
         return head + "<p class='ok'>No test failed and none was broken.</p>"
-    return head + "".join(_card(item, out_dir) for item in items)
+    because = {n: c["cause"] for c in doc.get("root_causes") or [] for n in c["consequences"]}
+    return head + "".join(_card(item, out_dir, because.get(item["nodeid"])) for item in items)
 
 
-def _card(item: dict[str, Any], out_dir: Path) -> str:
+def _card(item: dict[str, Any], out_dir: Path, consequence_of: str | None = None) -> str:
     outcome = item["outcome"]
     plan = ", ".join(item["plan_ids"])
     category = CATEGORY_LABEL.get(item["category"] or "", item["category"] or "")
@@ -154,6 +219,8 @@ def _card(item: dict[str, Any], out_dir: Path) -> str:
         + (f" · device <b>{_e(item['device'])}</b>" if item["device"] else "")
         + "</div>",
     ]
+    if consequence_of:
+        lines.append(f"<div class='consequence'>consequence of {_e(consequence_of)}</div>")
     for m in item["culprits"]:
         lines.append(
             f"<div class='culprit'>✗ <b>{_e(m['name'])}</b> {_e(_where(m))}: "
@@ -200,15 +267,89 @@ def _inline_evidence(attachments: list[dict[str, str]], out_dir: Path) -> str:
 
 
 def _suites(doc: dict[str, Any]) -> str:
-    rows = [
-        [_verdict(s["verdict"]), _e(s["suite"]), s["failed"], s["broken"], s["skipped"],
-         s["passed"]]
-        for s in doc["suites"]
-    ]
+    by_suite = _coverage_of(doc).get("by_suite") or {}
+    rows = []
+    for s in doc["suites"]:
+        cov = by_suite.get(s["suite"])
+        rows.append([_verdict(s["verdict"]), _e(s["suite"]), s["failed"], s["broken"],
+                     s["skipped"], s["passed"],
+                     f"{cov['proven']}/{cov['required']}" if cov else "-"])
     return _section(
         "suites", "Verdict per suite",
-        _table(["verdict", "suite", "failed", "broken", "skipped", "passed"], rows),
+        _table(["verdict", "suite", "failed", "broken", "skipped", "passed",
+                "coverage (proven or waived / required)"], rows),
     )
+
+
+def _coverage(doc: dict[str, Any]) -> str:
+    """Per unit kind, a matrix: one row per unit, one column per requirement."""
+    reqs = _coverage_of(doc).get("requirements") or []
+    if not reqs:
+        return _section("coverage", "Coverage", "<p class='muted'>No requirements were stated "
+                        "for the suites of this run (suites/&lt;family&gt;/requirements.yaml).</p>")
+    parts = ["<p class='muted'>✓ proven · ✗ failed · B broken · ? not proven · W waived "
+             "(hover a cell for its reason; every reason is listed below each table)</p>"]
+    kinds = list(dict.fromkeys(r["unit"] for r in reqs))
+    for kind in kinds:
+        cols = [r for r in reqs if r["unit"] == kind]
+        units = list(dict.fromkeys(c["unit"] for r in cols for c in r["cells"]))
+        cells = {(c["unit"], r["id"], r["suite"]): c for r in cols for c in r["cells"]}
+        head = [kind] + [f"{r['id']} ({r['suite']})" for r in cols]
+        rows = []
+        for unit in units:
+            row = [("", f"<span class='mono'>{_e(unit)}</span>")]
+            for r in cols:
+                c = cells.get((unit, r["id"], r["suite"]))
+                if c is None:
+                    row.append(("", ""))
+                    continue
+                tip = c["reason"] + (f" [waived: {c['waiver']}]" if c["waiver"] else "")
+                cls = "c-" + c["status"].replace(" ", "-")
+                row.append((cls, f"<span title='{_e(tip)}'>{CELL_MARK[c['status']]}</span>"))
+            rows.append(row)
+        table = _matrix(head, rows)
+        notes = [
+            f"<li><span class='mono'>{_e(c['requirement'])} @ {_e(c['unit'])}</span>: "
+            f"{_e(c['status'])} — {_e(c['reason'])}"
+            + (f" <i>(waived: {_e(c['waiver'])})</i>" if c["waiver"] else "") + "</li>"
+            for r in cols for c in r["cells"] if c["status"] != "proven"
+        ]
+        parts.append(f"<h3>{_e(kind)}</h3>{table}"
+                     + (f"<ul>{''.join(notes)}</ul>" if notes else ""))
+    unjudged = _coverage_of(doc).get("unjudged") or []
+    if unjudged:
+        parts.append("<h3>devices no suite could judge</h3><ul>"
+                     + "".join(f"<li>{_e(line)}</li>" for line in unjudged) + "</ul>")
+    return _section("coverage", "Coverage (requirement x unit)", "".join(parts))
+
+
+def _matrix(head: list[str], rows: list[list[tuple[str, str]]]) -> str:
+    th = "".join(f"<th>{_e(h)}</th>" for h in head)
+    trs = "".join(
+        "<tr>" + "".join(f"<td class='{cls}'>{html}</td>" if cls else f"<td>{html}</td>"
+                         for cls, html in row) + "</tr>"
+        for row in rows
+    )
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>"
+
+
+def _waivers(doc: dict[str, Any]) -> str:
+    cov = _coverage_of(doc)
+    waivers = cov.get("waivers") or []
+    if not waivers:
+        return _section("waivers", "Waivers", "<p class='muted'>The limits profile waives "
+                        "nothing: every required cell had to be proven.</p>")
+    used: dict[str, int] = {}
+    for r in cov.get("requirements", []):
+        used[r["id"]] = used.get(r["id"], 0) + r["waived"]
+    rows = [
+        [f"<span class='mono'>{_e(w['requirement'])}</span>",
+         _e(", ".join(w["units"]) if isinstance(w["units"], list) else w["units"]),
+         _e(w["reason"]), _e(w["source"]), used.get(w["requirement"], 0)]
+        for w in waivers
+    ]
+    return _section("waivers", "Waivers (from the limits profile)",
+                    _table(["requirement", "units", "reason", "source", "cells waived"], rows))
 
 
 def _criteria(doc: dict[str, Any]) -> str:

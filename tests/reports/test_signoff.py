@@ -56,8 +56,11 @@ def test_faulty_run_signoff(
     assert "<title>FAIL: labtest sign-off lab-b12</title>" in html
     assert "class='banner v-FAIL'" in html
     culprit_at = html.index("<b>pre_fec_ber</b> device=leaf2 port=Ethernet8: <b>0.00031</b>")
-    broken_at = html.index("labtest.errors.TransportTimeout: [spine1] no SSH banner")
-    # failed first, then broken, and both before any table
+    broken_at = html.index("labtest.errors.TransportTimeout: [spine1] no SSH banner", culprit_at)
+    # the root causes lead; then failed, then broken, and all before any table
+    causes = html.index("id='causes'")
+    assert causes < html.index("<h3>1. spine1 could not be asked: labtest.errors.Transport") < (
+        html.index("<h3>2. leaf2:Ethernet8: pre_fec_ber 0.00031")) < html.index("id='attention'")
     assert html.index("FAILED</span>") < culprit_at < broken_at < html.index("id='suites'")
     assert "limit x &lt;= 2.4e-05" in html and "acceptance pre-FEC BER ceiling" in html
     assert "data:image/png;base64," in html  # the plot travels inside the page

@@ -1,0 +1,137 @@
+"""Coverage and root causes in the sign-off, the Allure results and the run table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from labtest.reports import allure_env, results, signoff
+from labtest.run import EXIT_BY_VERDICT, EXIT_INCOMPLETE, format_table, verdict_table
+
+FAB1, FAB3 = "leaf1:Ethernet0--spine1:Ethernet0", "leaf3:Ethernet1/1--spine1:Ethernet16"
+CAPS = ["Interfaces", "Lldp", "SwitchFacts"]
+
+
+def _device(role: str, driver: str) -> dict[str, Any]:
+    return {"role": role, "driver": driver, "address": None, "transports": [],
+            "capabilities": CAPS}
+
+
+def _m(link: str, end: str, verdict: str = "PASS") -> dict[str, Any]:
+    device, port = end.split(":", 1)
+    return {"name": "prbs_ber_upper_bound", "value": 1e-13, "unit": "", "verdict": verdict,
+            "limit": {"high": 1e-12, "unit": "", "source": "IEEE 802.3 cl. 120"},
+            "limit_key": "link.prbs_target_ber",
+            "labels": {"device": device, "port": port, "lane": "0", "link": link}}
+
+
+def _test(name: str, outcome: str, ms: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    test = results.new_test(f"suites/link/test_link.py::{name}")
+    test.update(suite="link", outcome=outcome, measurements=ms, plan_ids=["LINK-1.1"], **extra)
+    return test
+
+
+def document(*, hole: bool = True, waive: bool = False, fail: bool = False) -> dict[str, Any]:
+    first = [_m(FAB1, e, "FAIL" if fail else "PASS") for e in FAB1.split("--")]
+    tests = [_test(f"test_prbs_ber[{FAB1}]", "failed" if fail else "passed", first)]
+    if hole:
+        tests.append(_test(f"test_prbs_ber[{FAB3}]", "skipped", [],
+                           skip_reason=f"{FAB3}: leaf3 (EOS) offers no Prbs capability"))
+    else:
+        tests.append(_test(f"test_prbs_ber[{FAB3}]", "passed",
+                           [_m(FAB3, e) for e in FAB3.split("--")]))
+    waivers = [{"requirement": "link.prbs_target_ber", "units": [FAB3],
+                "reason": "leaf3 has no PRBS generator; no BERT on this link",
+                "source": "lab lead J. Doe, 2026-11-30"}] if waive else []
+    doc: dict[str, Any] = {
+        "schema": results.SCHEMA,
+        "run": {"started_utc": "2026-12-01T00:00:00+00:00", "finished_utc": "x", "user": "u",
+                "host": "h", "labtest_version": "0.1.0", "git_commit": None, "args": [],
+                "python": "3.11", "pytest": "9",
+                "emulated": True, "pytest_exit_status": 0},
+        "testbed": {"name": "tiny", "description": "", "file": None, "sha256": None,
+                    "emulation": None, "devices": {"spine1": _device("spine", "sonic"),
+                                                "leaf1": _device("leaf", "sonic"),
+                                                "leaf3": _device("leaf", "eos")},
+                    "links": [{"a": a, "b": b, "speed_gbps": 400, "optic": None, "length_m": None}
+                              for a, b in (x.split("--") for x in (FAB1, FAB3))]},
+        "limits": {"profile": "p", "description": "", "file": None, "sha256": "0" * 64,
+                   "limits": {}, "waivers": waivers},
+        "inventory": {},
+        "inventory_error": None,
+        "tests": tests,
+        "requirements": [{"id": "link.prbs_target_ber", "unit": "fabric_link",
+                          "test": "test_prbs_ber", "suite": "link", "description": ""}],
+    }
+    doc["verdict"] = results.verdict_record(doc)
+    return doc
+
+
+def _bundle(tmp_path: Path, doc: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    res = tmp_path / "results"
+    res.mkdir()
+    results.write(res, doc)
+    bundle = signoff.build(res, tmp_path / "out")
+    return bundle.doc, bundle.html.read_text()
+
+
+def test_a_hole_is_an_amber_incomplete_sign_off_listing_it(tmp_path: Path) -> None:
+    doc, html = _bundle(tmp_path, document())
+    assert doc["verdict"] == "INCOMPLETE"
+    assert "class='banner v-INCOMPLETE'" in html
+    line = (f"link.prbs_target_ber: proven on 1/2 fabric_links; not proven on {FAB3} "
+            "(leaf3 (EOS) offers no Prbs capability)")
+    assert doc["verdict_reasons"] == [line, (
+        "leaf3: no suite could judge it (driver 'eos' offers no capability the suites of this "
+        "run need (it offers Interfaces, Lldp, SwitchFacts))")]
+    # first screen: the hole, before the tables; then the matrix with one row per link
+    holes = html.index("id='holes'")
+    assert holes < html.index(line, holes) < html.index("id='suites'") < html.index(
+        "id='coverage'")
+    assert "<td class='c-not-proven'>" in html and "<td class='c-proven'>" in html
+    assert "1/2</td>" in html  # the suite's coverage column
+    assert "waives nothing" in html
+
+
+def test_a_waiver_makes_it_pass_and_is_listed_with_its_source(tmp_path: Path) -> None:
+    doc, html = _bundle(tmp_path, document(waive=True))
+    assert doc["verdict"] == "PASS"
+    assert "class='banner v-PASS'" in html
+    assert "lab lead J. Doe, 2026-11-30" in html and "<td class='c-waived'>" in html
+
+
+def test_a_failure_leads_with_its_root_cause(tmp_path: Path) -> None:
+    doc, html = _bundle(tmp_path, document(fail=True))
+    assert doc["verdict"] == "FAIL"
+    (cause,) = doc["root_causes"]
+    assert cause["culprit"] == "leaf1:Ethernet0"
+    assert html.index("id='causes'") < html.index("id='holes'") < html.index("id='attention'")
+    assert any(r.startswith("also link.prbs_target_ber") for r in doc["verdict_reasons"])
+
+
+def test_allure_gets_a_broken_coverage_result_in_its_own_category(tmp_path: Path) -> None:
+    doc = document()
+    paths = results.write_coverage_results(tmp_path, doc)
+    (body,) = [json.loads(p.read_text()) for p in paths]
+    assert body["status"] == "broken"
+    rules = [*results.coverage_categories(), *allure_env.categories(RuntimeError)]
+    message = body["statusDetails"]["message"]
+    assert allure_env.match_category(rules, "broken", message) == results.COVERAGE_CATEGORY
+    assert FAB3 in body["statusDetails"]["trace"]
+    proven = json.loads(results.write_coverage_results(tmp_path, document(hole=False))[0]
+                        .read_text())
+    assert proven["status"] == "passed"
+
+
+def test_the_run_table_has_a_coverage_column_and_exit_code(tmp_path: Path) -> None:
+    doc = document()
+    table = verdict_table(doc["tests"], doc["verdict"])
+    text = format_table(table, 2.0, color=True)
+    assert text.splitlines()[1].endswith("coverage")
+    assert text.splitlines()[2].split()[-1] == "1/2"
+    assert "not proven:" in text and f"not proven on {FAB3}" in text
+    assert "\033[1;33mverdict: INCOMPLETE (2 s)\033[0m" in text  # amber
+    assert EXIT_BY_VERDICT[table.verdict] == EXIT_INCOMPLETE == 6
+    assert EXIT_BY_VERDICT[verdict_table(document(hole=False)["tests"],
+                                         document(hole=False)["verdict"]).verdict] == 0
