@@ -282,3 +282,40 @@ def test_the_example_lab_checks_host_keys_strictly() -> None:
     tb = load_testbed(root / "testbeds" / "example-lab.yaml")
     policies = {name: d.ssh.host_key_policy for name, d in tb.devices.items() if d.ssh}
     assert policies and set(policies.values()) == {"reject"}, policies
+
+
+# --- the burn-in database ----------------------------------------------------------------
+
+
+def test_a_planted_symlink_at_the_burnin_db_is_refused(tmp_path: Path) -> None:
+    from labtest.burnin.store import StoreError, open_store
+
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    (tmp_path / "b.db").symlink_to(victim)
+    with pytest.raises(StoreError):
+        open_store(tmp_path / "b.db")
+    assert victim.read_text() == "keep"
+
+
+def test_a_burnin_db_in_a_world_writable_directory_is_refused(tmp_path: Path) -> None:
+    from labtest.burnin.store import StoreError, open_store
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    with pytest.raises(StoreError, match="writable by every user"):
+        open_store(shared / "b.db")
+    assert list(shared.iterdir()) == []
+
+
+def test_a_new_burnin_db_and_its_directories_are_private(tmp_path: Path) -> None:
+    from labtest.burnin.store import open_store
+
+    old = os.umask(0)
+    try:
+        open_store(tmp_path / "new" / "dir" / "b.db").close()
+    finally:
+        os.umask(old)
+    assert mode(tmp_path / "new") == 0o700 and mode(tmp_path / "new" / "dir") == 0o700
+    assert mode(tmp_path / "new" / "dir" / "b.db") == 0o600
