@@ -55,15 +55,15 @@ def _copy_template(src: Any, dst: Path, name: str) -> list[Path]:
     for entry in src.iterdir():
         if entry.name in ("__pycache__",):
             continue
-        target = dst / entry.name
+        target = dst / entry.name.removesuffix(".tmpl")
+        text = "" if entry.is_dir() else entry.read_text(encoding="utf-8")
         if entry.is_dir():
             target.mkdir(exist_ok=True)
             out += _copy_template(entry, target, name)
-        elif target.suffix == ".py":
-            out.append(_write(target, entry.read_text(encoding="utf-8")))
-        else:
-            text = entry.read_text(encoding="utf-8")
+        elif entry.name.endswith(".tmpl"):  # {name} and {version} filled in
             out.append(_write(target, text.format(name=name, version=__version__)))
+        else:
+            out.append(_write(target, text))
     return out
 
 
