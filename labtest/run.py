@@ -198,6 +198,7 @@ class VerdictTable:
     suites: dict[str, SuiteVerdict]
     verdict: str = "PASS"  # PASS | INCOMPLETE | FAIL (labtest.measure.coverage.run_verdict)
     reasons: list[str] = field(default_factory=list)
+    headline: str = ""  # e.g. "87/102 required cells proven; not proven: ..."
     root_causes: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -239,6 +240,7 @@ def verdict_table(
     table = VerdictTable({name: suites[name] for name in ordered}, root_causes=list(causes))
     if verdict is not None:
         table.verdict, table.reasons = verdict["verdict"], list(verdict.get("reasons") or [])
+        table.headline = str(verdict.get("headline") or "")
     elif table.bad:
         table.verdict = "FAIL"
     return table
@@ -314,6 +316,8 @@ def format_table(table: VerdictTable, elapsed_s: float, color: bool = False) -> 
         if len(table.reasons) > MAX_LISTED:
             lines.append(f"  (+{len(table.reasons) - MAX_LISTED} more in the sign-off)")
     banner = f"verdict: {table.verdict} ({elapsed_s:.0f} s)"
+    if table.headline:
+        banner += f": {table.headline}"
     if color:
         banner = f"{BANNER_COLOR.get(table.verdict, '')}{banner}\033[0m"
     lines.append(banner)

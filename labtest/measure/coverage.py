@@ -553,9 +553,28 @@ class RunVerdict:
     reasons: tuple[str, ...]  # why it is not PASS (empty for PASS)
     coverage: Coverage
 
+    def headline(self) -> str:
+        """One line for a banner: how much was proven, and what kept it from PASS."""
+        cells = self.coverage.cells
+        done = sum(1 for c in cells if c.status in (PROVEN, WAIVED))
+        waived = sum(1 for c in cells if c.status == WAIVED)
+        head = f"{done}/{len(cells)} required cells proven" + (
+            f" or waived ({waived} waived)" if waived else "")
+        if self.verdict == FAIL:
+            return f"{head}; {self.reasons[0]}" if self.reasons else head
+        holes = [
+            f"{r.requirement.id} on {len(r.holes)} {r.requirement.unit}(s)"
+            for r in self.coverage.requirements if r.holes
+        ]
+        extra = [line for line in self.reasons if not any(
+            line.startswith(r.requirement.id + ":") for r in self.coverage.requirements)]
+        parts = ([f"not proven: {', '.join(holes)}"] if holes else []) + extra
+        return "; ".join([head, *parts])
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "verdict": self.verdict,
+            "headline": self.headline(),
             "reasons": list(self.reasons),
             "coverage": self.coverage.as_dict(),
         }

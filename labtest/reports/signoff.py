@@ -136,10 +136,8 @@ def signoff(run: dict[str, Any], evidence: Path, out_dir: Path) -> dict[str, Any
     measurements.sort(key=lambda m: VERDICT_ORDER.get(m["verdict"], 3))
     record = results.verdict_of(run)
     reason = _summary(counts)
-    if record["verdict"] == INCOMPLETE and record["reasons"]:
-        reason += ": " + "; ".join(record["reasons"][:2])
-        if len(record["reasons"]) > 2:
-            reason += f"; +{len(record['reasons']) - 2} more"
+    if record["verdict"] == INCOMPLETE and record.get("headline"):
+        reason += f": {record['headline']}"
     return {
         "schema": SCHEMA,
         "verdict": record["verdict"],
