@@ -217,3 +217,31 @@ def test_a_device_held_elsewhere_makes_burnin_fail_fast_naming_the_holder(
     assert f"pid {os.getpid()} (run pytest-run" in line, line
     assert opened == []  # not one device was touched
     assert run_status(db) == []
+
+
+def test_burnin_waits_for_a_busy_device_then_runs(tmp_path, capsys) -> None:
+    leases = str(tmp_path / "leases.db")
+    keys = reservation.testbed_keys(load_testbed(MINI_TESTBED))
+    held, done = threading.Event(), threading.Event()
+
+    def other_run() -> None:  # reserve and release in one thread (file locks are per thread)
+        with reservation.reserve(keys, store=reservation.open_store(leases), run_id="other"):
+            held.set()
+            done.wait(1.5)
+
+    holder = threading.Thread(target=other_run)
+    holder.start()
+    try:
+        assert held.wait(10)
+        path = station_variant(tmp_path, duration_h=0.5, chamber=None,
+                               monitors={"dom": {"period_s": 600}})
+        rc = main([str(path), *ARGS, "--reserve", "--lease-store", leases,
+                   "--reserve-timeout", "60", "--db", str(tmp_path / "b.db"),
+                   "--output", str(tmp_path / "out")])
+    finally:
+        done.set()
+        holder.join(10)
+    err = capsys.readouterr().err
+    assert "waiting up to 60 s: burnin-mini/" in err and "(run other, since" in err, err
+    assert rc == 0, err
+    assert run_status(tmp_path / "b.db") == ["complete"]
