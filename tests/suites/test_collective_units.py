@@ -216,3 +216,18 @@ def test_a_port_down_outranks_a_flap_and_a_flap_outranks_a_common_host(view):
 def test_a_healthy_fabric_gives_no_network_suspect(view):
     ok = {f"{a.switch}:{a.switch_port}": 9100 for a in view.attachment.values()}
     assert _suspects(view, mtu_bytes=ok, oper_up=dict.fromkeys(ok, True)) == []
+
+
+def test_the_fabric_suspect_names_its_direction(view):
+    one_way = _deltas(view, {"spine1:Ethernet0": (0.5, 0.5)},
+                      **{"spine1:Ethernet0": {"queue_ecn_marked": {3: 10}}})  # fmt: skip
+    suspects = straggler_suspects(
+        link_evidence(view, one_way, _speeds(one_way), SECONDS), view, util_below=0.9
+    )
+    labels = straggler_labels(view, [], suspects)
+    assert labels["direction"] == "spine1:Ethernet0->leaf1:Ethernet0"
+    both = _deltas(view, {"spine1:Ethernet0": (0.5, 0.5), "leaf1:Ethernet0": (0.5, 0.5)})
+    suspects = straggler_suspects(
+        link_evidence(view, both, _speeds(both), SECONDS), view, util_below=0.9
+    )
+    assert straggler_labels(view, [], suspects)["direction"] == "both"
