@@ -43,6 +43,8 @@ def test_grep_h_output_with_the_address_and_the_old_kernel_spelling():
         "current_link_speed:32.0 GT/s PCIe\ncurrent_link_width:x16\nmax_link_speed:32.0 GT/s PCIe\n"
         "max_link_width:16\n",
         "current_link_width:16\ncurrent_link_width:8\n",  # two answers for one file
+        "current_link_speed:32.0 GT/s PCIe\ncurrent_link_width:16\nmax_link_speed:32.0 GT/s"
+        " PCIe\nmax_link_width:1",  # cut in the middle of "16"
     ],
 )
 def test_what_it_cannot_read_is_a_parse_error(text):

@@ -43,6 +43,11 @@ def parse_pcie_sysfs(text: str) -> PcieLink:
         if key in values and values[key] != value:
             raise parse_error(f"{key} given twice ({values[key]!r}, {value!r})", text, line=n)
         values[key] = value
+    last = text.rstrip("\r\n").rsplit("\n", 1)[-1]
+    if text and not text.endswith(("\n", "\r")) and (_LINE.match(last) or _SLOT.search(last)):
+        raise parse_error(  # "16" cut to "1" would read as one lane
+            "the last line has no line end: the capture looks cut", text, line=text.count("\n") + 1
+        )
     missing = [f for f in _FIELDS if f not in values]
     if missing:
         raise parse_error(
