@@ -1,9 +1,9 @@
 """``labtest report``: the sign-off bundle from a results directory, and its check.
 
-Exit status: 0 the verdict is PASS (or ``--exit-zero``); 1 the verdict is FAIL
-or INCOMPLETE, or ``--verify`` found a changed file; 2 the report could not be
-made (no results, output not writable, Allure or the screenshot failed; the
-sign-off is still written when possible).
+Exit status: 0 the verdict is PASS (or ``--exit-zero``); 1 the verdict is FAIL,
+or ``--verify`` found a changed file; 2 the report could not be made (no
+results, output not writable, Allure or the screenshot failed; the sign-off is
+still written when possible); 6 the verdict is INCOMPLETE (as ``labtest run``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 from labtest.reports import results, signoff
 
-EXIT_OK, EXIT_VERDICT, EXIT_ERROR = 0, 1, 2
+EXIT_OK, EXIT_VERDICT, EXIT_ERROR, EXIT_INCOMPLETE = 0, 1, 2, 6
 
 
 def register(subparsers: Any) -> None:
@@ -54,7 +54,13 @@ def _report(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     doc = bundle.doc
     status = EXIT_OK if doc["verdict"] == signoff.PASS or args.exit_zero else EXIT_VERDICT
+    if doc["verdict"] == signoff.INCOMPLETE and not args.exit_zero:
+        status = EXIT_INCOMPLETE
     print(f"{doc['verdict']}: {doc['verdict_reason']}")
+    for i, cause in enumerate(doc.get("root_causes") or [], 1):
+        follows = len(cause["consequences"])
+        print(f"  root cause {i}: {cause['cause']}"
+              + (f" (explains {follows} other failure(s))" if follows else ""))
     for item in doc["attention"]:
         print(f"  {item['outcome'].upper():<7} {item['nodeid']}: {_culprit(item)}")
     print(f"sign-off:  {bundle.html}")

@@ -139,3 +139,21 @@ def test_the_run_table_has_a_coverage_column_and_exit_code(tmp_path: Path) -> No
     assert EXIT_BY_VERDICT[table.verdict] == EXIT_INCOMPLETE == 6
     assert EXIT_BY_VERDICT[verdict_table(document(hole=False)["tests"],
                                          document(hole=False)["verdict"]).verdict] == 0
+
+
+def test_labtest_report_exits_6_for_incomplete_and_leads_with_root_causes(
+    tmp_path: Path, capsys: Any
+) -> None:
+    from labtest.cli import main
+
+    for name, doc, status in (("hole", document(), 6), ("fail", document(fail=True), 1),
+                              ("ok", document(hole=False), 0)):
+        res = tmp_path / name / "results"
+        res.mkdir(parents=True)
+        results.write(res, doc)
+        assert main(["report", str(res), "-o", str(tmp_path / name / "out"),
+                     "--no-allure"]) == status
+        lines = capsys.readouterr().out.splitlines()
+        if name == "fail":
+            assert lines[1] == ("  root cause 1: leaf1:Ethernet0: prbs_ber_upper_bound 1e-13 "
+                                "outside its limit")

@@ -26,8 +26,11 @@ def test_faulty_run_signoff(
     out = tmp_path / "signoff"
     rc, text = _bundle(faulty_run.results_dir, out, capsys)
     assert rc == 1  # verdict FAIL
-    assert text.splitlines()[:3] == [
+    assert text.splitlines()[:5] == [
         "FAIL: 1 failed, 1 broken, 2 passed",
+        "  root cause 1: spine1 could not be asked: labtest.errors.TransportTimeout: [spine1] "
+        "no SSH banner after 10.0 s",
+        "  root cause 2: leaf2:Ethernet8: pre_fec_ber 0.00031 outside its limit",
         "  FAILED  test_acceptance.py::test_pre_fec_ber[leaf2]: "
         "pre_fec_ber device=leaf2 port=Ethernet8 = 0.00031",
         "  BROKEN  test_acceptance.py::test_spine_facts: "
