@@ -260,6 +260,7 @@ def _hold(station: Station, options: Options) -> reservation.Lease | None:
     return reservation.reserve(
         keys,
         store=reservation.open_store(options.lease_store),
+        ttl_s=float(os.environ.get(reservation.ENV_TTL, reservation.DEFAULT_TTL_S)),
         wait_s=options.reserve_timeout_s,
         on_wait=waiting,
     )
@@ -425,7 +426,11 @@ class Runner:
         return finished
 
     def _lease_lost(self, t_s: float) -> bool:
-        if self.lease is None or self.lease.valid():
+        """Ask the store before each round (as pytest does before each test)."""
+        if self.lease is None:
+            return False
+        self.lease.renew()
+        if self.lease.valid():
             return False
         text = f"lease lost, stopping before touching the devices again: {self.lease.lost_reason}"
         self._note(t_s, "error", text)

@@ -245,3 +245,32 @@ def test_burnin_waits_for_a_busy_device_then_runs(tmp_path, capsys) -> None:
     assert "waiting up to 60 s: burnin-mini/" in err and "(run other, since" in err, err
     assert rc == 0, err
     assert run_status(tmp_path / "b.db") == ["complete"]
+
+
+class TakeLeaseAway(Signals):
+    """After some readings, remove this run's lease from the store (an expiry + takeover)."""
+
+    def __init__(self, leases: Path) -> None:
+        super().__init__(times=0)
+        self.leases = leases
+
+    def update(self, status: Status) -> None:
+        if status.readings_done >= self.after:
+            with sqlite3.connect(self.leases) as con:
+                con.execute("DELETE FROM members")
+
+
+def test_a_lost_lease_stops_the_run_safe_and_resumable(
+    tmp_path, station, capsys, monkeypatch
+) -> None:
+    leases = tmp_path / "leases.db"
+    monkeypatch.setattr(cli, "_progress", lambda plain: TakeLeaseAway(leases))
+    db = tmp_path / "b.db"
+    path = station_variant(tmp_path, duration_h=6)
+    assert main([str(path), *ARGS, "--reserve", "--lease-store", str(leases),
+                 "--db", str(db)]) == 3
+    captured = capsys.readouterr()
+    assert "lease lost, stopping before touching the devices again" in captured.err
+    assert "its lease was removed from the store" in captured.err
+    assert station.was_loaded() and station.safe()
+    assert run_status(db) == ["stopped"]
