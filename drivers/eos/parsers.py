@@ -452,8 +452,10 @@ def _counters(c: dict[str, Any]) -> InterfaceCounters:
 def parse_interface_counters(text: str) -> dict[str, InterfaceCounters]:
     doc = _as_json(text)
     if doc is None:
+        if re.search(r"^\S+ is (?:up|down|administratively down), line protocol is", text, re.M):
+            return _interfaces_text(text)
         raise _Garbled(
-            "expected JSON output (run 'show interfaces | json')",
+            "expected JSON output (run 'show interfaces | json') or 'show interfaces' text",
             line=1,
             expected="a JSON document",
         )
@@ -947,3 +949,73 @@ def slot_of(port: str, slots: dict[str, Any]) -> str | None:
         if cut and slot in slots:
             return slot
     return None
+
+
+# --- show interfaces as text -----------------------------------------------------------
+
+_N = r"(\d+)"
+#: counter lines of one ``show interfaces`` block -> the fields their numbers fill
+_COUNTER_LINES = [
+    (re.compile(rf"^\s+{_N} packets input, {_N} bytes$"), ("rx_packets", "rx_octets")),
+    (
+        re.compile(rf"^\s+Received {_N} broadcasts, {_N} multicast$"),
+        ("rx_broadcast_packets", "rx_multicast_packets"),
+    ),
+    (re.compile(rf"^\s+{_N} runts, {_N} giants$"), ("rx_runts", "rx_giants")),
+    (
+        re.compile(
+            rf"^\s+{_N} input errors, {_N} CRC, {_N} alignment, {_N} symbol, {_N} input discards$"
+        ),
+        ("rx_errors", "rx_fcs_errors", "rx_alignment_errors", "rx_symbol_errors", "rx_discards"),
+    ),
+    (re.compile(rf"^\s+{_N} PAUSE input$"), ("rx_pause_frames",)),
+    (re.compile(rf"^\s+{_N} packets output, {_N} bytes$"), ("tx_packets", "tx_octets")),
+    (
+        re.compile(rf"^\s+Sent {_N} broadcasts, {_N} multicast$"),
+        ("tx_broadcast_packets", "tx_multicast_packets"),
+    ),
+    (re.compile(rf"^\s+{_N} output errors, {_N} collisions$"), ("tx_errors", None)),
+    (
+        re.compile(rf"^\s+{_N} late collision, {_N} deferred, {_N} output discards$"),
+        (None, None, "tx_discards"),
+    ),
+    (re.compile(rf"^\s+{_N} PAUSE output$"), ("tx_pause_frames",)),
+]
+_BLOCK = re.compile(r"^(\S+) is (?:up|down|administratively down), line protocol is")
+
+
+def _interfaces_text(text: str) -> dict[str, InterfaceCounters]:
+    """One block per interface; Vlan/Vxlan/Loopback blocks carry no counters and are
+    left out, like their JSON entries without ``interfaceCounters``."""
+    blocks: dict[str, dict[str, int | None]] = {}
+    current: dict[str, int | None] | None = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if m := _BLOCK.match(line):
+            if m.group(1) in blocks:
+                raise _Garbled(
+                    f"interface {m.group(1)} listed twice",
+                    line=number,
+                    expected="one block per interface",
+                )
+            current = blocks[m.group(1)] = {}
+            continue
+        if current is None:
+            continue
+        for rx, fields in _COUNTER_LINES:
+            if not (c := rx.match(line)):
+                continue
+            for field, value in zip(fields, c.groups(), strict=True):
+                if field is None:
+                    continue
+                if field in current:
+                    raise _Garbled(
+                        f"{field} printed twice in one block",
+                        line=number,
+                        expected="each counter line once",
+                    )
+                current[field] = int(value)
+            break
+    out = {port: InterfaceCounters(**values) for port, values in blocks.items() if values}
+    if not out:
+        raise _Garbled("no interface block with counters", expected="'show interfaces' text")
+    return out

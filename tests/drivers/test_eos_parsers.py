@@ -404,3 +404,22 @@ def test_inventory_refuses_cut_rows_and_other_commands():
     assert f"line {row + 1}" in str(info.value)
     with pytest.raises(ParseError, match="looks like 'show version"):
         lookup("eos", "show inventory | json")(sample("eos", "show_version_json__veoslab_4_33"))
+
+
+def test_show_interfaces_text_reads_the_counter_lines():
+    c = eos("show interfaces", "show_interfaces__ntc_portchannel_members")
+    e = c["Ethernet47"]
+    assert (e.rx_packets, e.rx_octets, e.rx_broadcast_packets, e.rx_multicast_packets) == (
+        209559,
+        26469103,
+        66320,
+        136323,
+    )
+    assert (e.tx_packets, e.tx_octets, e.tx_discards, e.rx_pause_frames) == (7809, 1398036, 0, 0)
+    assert e.rx_unicast_packets is None  # the text prints no unicast count
+    routed = eos("show interfaces", "show_interfaces__ntc_routed")
+    assert routed["Ethernet1"].rx_packets == 292 and routed["Ethernet1"].tx_octets == 33221
+    text = sample("eos", "show_interfaces__ntc_routed")
+    block = text[: text.index("Ethernet2 is up")]
+    with pytest.raises(ParseError, match="Ethernet1 listed twice"):
+        lookup("eos", "show interfaces")(block + block)

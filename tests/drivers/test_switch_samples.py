@@ -35,6 +35,7 @@ COMMANDS = {
         "show_interfaces_status_json": "show interfaces status | json",
         "show_interfaces_status": "show interfaces status",
         "show_interfaces_json": "show interfaces | json",
+        "show_interfaces": "show interfaces",
         "show_interfaces_counters_errors_json": "show interfaces counters errors | json",
         "show_interfaces_transceiver_json": "show interfaces transceiver | json",
         "show_interfaces_transceiver_detail_json": "show interfaces transceiver detail | json",

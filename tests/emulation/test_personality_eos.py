@@ -137,7 +137,7 @@ def test_status_parses_from_json_and_text(spine, fabric) -> None:
 
 def test_counters_parse_to_the_fabric_counters(spine, fabric) -> None:
     for command in ("show interfaces | json", "show interfaces counters | json",
-                    "show interfaces counters errors | json"):
+                    "show interfaces counters errors | json", "show interfaces"):
         found = p.parse_interface_counters(run(spine, command))
         c = fabric.counters(SPINE, "Ethernet1/1")
         if "errors" in command:

@@ -190,6 +190,7 @@ class EosCli:
             "show interfaces transceiver": self.transceiver_text,
             "show interfaces transceiver detail": self.transceiver_detail_text,
             "show inventory": self.inventory_text,
+            "show interfaces": self.interfaces_text,
             "show lldp neighbors": self.lldp_text,
             "show running-config": self.running_config,
         }
@@ -482,6 +483,37 @@ class EosCli:
                 "lanes": self.dev.fabric.interface(self.state.name, view.name).lanes,
             }
         return {"interfaces": out}
+
+    # layout: show_interfaces__ntc_routed (one block per interface, counter lines last)
+    def interfaces_text(self) -> str:
+        out = []
+        for port, e in self.interfaces_json()["interfaces"].items():
+            c = e["interfaceCounters"]
+            i, o = c["inputErrorsDetail"], c["outputErrorsDetail"]
+            state = {"connected": "up", "disabled": "administratively down"}.get(
+                e["interfaceStatus"], "down"
+            )
+            out += [
+                f"{port} is {state}, line protocol is {e['lineProtocolStatus']} "
+                f"({e['interfaceStatus']})",
+                f"  Hardware is Ethernet, address is {dotted_mac(e['physicalAddress'])}",
+                f"  Ethernet MTU {e['mtu']} bytes, BW {e['bandwidth'] // 1000} kbit",
+                f"     {c['inTotalPkts']} packets input, {c['inOctets']} bytes",
+                f"     Received {c['inBroadcastPkts']} broadcasts, "
+                f"{c['inMulticastPkts']} multicast",
+                f"     {i['runtFrames']} runts, {i['giantFrames']} giants",
+                f"     {c['totalInErrors']} input errors, {i['fcsErrors']} CRC, "
+                f"{i['alignmentErrors']} alignment, {i['symbolErrors']} symbol, "
+                f"{c['inDiscards']} input discards",
+                f"     {i['rxPause']} PAUSE input",
+                f"     {c['outTotalPkts']} packets output, {c['outOctets']} bytes",
+                f"     Sent {c['outBroadcastPkts']} broadcasts, {c['outMulticastPkts']} multicast",
+                f"     {c['totalOutErrors']} output errors, {o['collisions']} collisions",
+                f"     {o['lateCollisions']} late collision, "
+                f"{o['deferredTransmissions']} deferred, {c['outDiscards']} output discards",
+                f"     {o['txPause']} PAUSE output",
+            ]
+        return "\n".join(out) + "\n"
 
     # keys: EOS eAPI "show interfaces counters" (no published capture kept; the parser's
     # reading of it is the same counter set as interfaceCounters above)
