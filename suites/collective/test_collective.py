@@ -146,6 +146,7 @@ def test_allreduce(
             need = int(measure.profile.get("roce.port_mtu_bytes").low)
             _judge_network_error(measure, order, result.network_error, diagnose(ring, need))
         return
+    measure("collective.network_errors", 0, key="collective.network_errors", ring=order)
     with allure.step("COLL-1.1/3: zero corrupted elements (#wrong, out-of-bounds)"):
         wrong = sum((t.wrong or 0) for r in result.rows for t in (r.out_of_place, r.in_place)) + (
             result.out_of_bounds or 0
@@ -164,7 +165,7 @@ def test_allreduce(
         }
         if limit.judge(ratio).value == "FAIL":
             with allure.step(
-                "COLL-1.1/5: localise the straggler: saturate every link, read every counter"
+                "COLL-1.1/5: localise the straggler: host links alone, then the whole fabric"
             ):
                 labels.update(localise())
         measure(
