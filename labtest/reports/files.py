@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
+import tempfile
 from pathlib import Path
 
 from labtest import secrets
 
 CHUNK_BYTES = 1 << 20
+#: reports are for reading by the lab (secrets are scrubbed before they are written)
+REPORT_MODE = 0o644
 
 
 def write_atomic(path: Path, data: str | bytes) -> None:
@@ -18,12 +22,14 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     goes through here.
     """
     data = secrets.redact(data) if isinstance(data, str) else secrets.redact_bytes(data)
-    tmp = path.with_name(path.name + ".tmp")
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    # a fresh name (O_EXCL: nothing planted is followed or reused), then an explicit mode
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = Path(name)
     try:
-        if isinstance(data, str):
-            tmp.write_text(data, encoding="utf-8")
-        else:
-            tmp.write_bytes(data)
+        with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), REPORT_MODE)
+            fh.write(raw)
         tmp.replace(path)
     except OSError:
         with contextlib.suppress(OSError):
