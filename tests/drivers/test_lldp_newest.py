@@ -51,7 +51,8 @@ EOS_DETAIL = """{"lldpNeighbors": {"Ethernet1": {"lldpNeighborInfo": [
    "neighborInterfaceInfo": {"interfaceId": "\\"Ethernet1/1\\""}},
   {"systemName": "spine9", "chassisId": "001c.7300.0009", "ttl": 120,
    "lastContactTime": 1700000190.0,
-   "neighborInterfaceInfo": {"interfaceId": "\\"Ethernet7/1\\""}}]}}}"""
+   "neighborInterfaceInfo": {"interfaceId": "\\"Ethernet7/1\\""}}]}}}
+"""
 
 
 def test_eos_detail_json_prefers_the_latest_contact() -> None:
