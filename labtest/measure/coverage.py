@@ -547,6 +547,18 @@ def _unjudged(coverage: Coverage, tests: list[Mapping[str, Any]], units: Units) 
 # --- the run's verdict ------------------------------------------------------------------------
 
 
+def unstated_skips(doc: Mapping[str, Any]) -> list[str]:
+    """Skipped tests of suites that state no requirements: with nothing to say which cells
+    they prove, every such skip is a hole (never a silent one)."""
+    stated = {r.suite for r in requirements_of(doc)}
+    return [
+        f"{t.get('suite')}: {t.get('name')} skipped ({_first_line(t.get('skip_reason'))}); "
+        "the suite states no requirements.yaml, so its skips are holes"
+        for t in doc.get("tests") or []
+        if t.get("outcome") == "skipped" and t.get("suite") not in stated
+    ]
+
+
 @dataclass(frozen=True)
 class RunVerdict:
     verdict: str  # PASS | INCOMPLETE | FAIL
@@ -592,7 +604,7 @@ def run_verdict(doc: Mapping[str, Any], coverage: Coverage | None = None) -> Run
         reasons += [f"{c.requirement} failed on {c.unit}: {c.reason}" for c in coverage.failed]
         reasons += [f"also {line}" for line in coverage.hole_lines()]
         return RunVerdict(FAIL, tuple(reasons), coverage)
-    reasons = coverage.hole_lines()
+    reasons = coverage.hole_lines() + unstated_skips(doc)
     broken = outcomes.count("broken")
     if broken:
         reasons.append(f"{broken} test(s) broken: the lab could not be asked, nothing verified")

@@ -203,13 +203,22 @@ def verdict_record(doc: dict[str, Any]) -> dict[str, Any]:
     """PASS / INCOMPLETE / FAIL with its reasons, the coverage matrix and the root causes."""
     from labtest.measure import rootcause
 
-    verdict = coverage.run_verdict(doc)
+    try:
+        verdict = coverage.run_verdict(doc)
+    except Exception as exc:  # the results must still be written; the verdict says why
+        why = f"the verdict could not be computed: {type(exc).__name__}: {exc}"
+        return {"verdict": coverage.INCOMPLETE, "headline": why, "reasons": [why],
+                "coverage": coverage.Coverage([]).as_dict(), "root_causes": []}
     out = verdict.as_dict()
     problems = list(doc.get("requirements_errors") or [])
     if problems and out["verdict"] == coverage.PASS:
         out["verdict"] = coverage.INCOMPLETE
     out["reasons"] += [f"requirements unreadable: {p}" for p in problems]
-    out["root_causes"] = [c.as_dict() for c in rootcause.root_causes(doc)]
+    try:
+        out["root_causes"] = [c.as_dict() for c in rootcause.root_causes(doc)]
+    except Exception as exc:  # never lose the run over its summary
+        out["root_causes"] = []
+        out["reasons"].append(f"root causes not computed: {type(exc).__name__}: {exc}")
     return out
 
 

@@ -329,3 +329,15 @@ def test_the_document_is_not_modified() -> None:
     before = copy.deepcopy(doc)
     run_verdict(doc)
     assert doc == before
+
+
+def test_skips_of_a_suite_without_requirements_are_holes() -> None:
+    doc = healthy_doc()
+    doc["tests"].append(test_doc("test_site_optic[x]", "skipped", suite="site",
+                                 skip_reason="no OPM cabled"))
+    verdict = run_verdict(doc)
+    assert verdict.verdict == "INCOMPLETE"
+    assert verdict.reasons == ("site: test_site_optic[x] skipped (no OPM cabled); the suite "
+                               "states no requirements.yaml, so its skips are holes",)
+    doc["tests"][-1]["suite"] = "link"  # a stated suite: its requirements decide
+    assert run_verdict(doc).verdict == "PASS"
