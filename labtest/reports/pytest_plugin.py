@@ -121,6 +121,7 @@ class _Run:
     inventory_error: str | None = None
     unshipped: dict[str, Any] | None = None  # inventory read here, not yet on a report
     write_error: str | None = None
+    verdict: dict[str, Any] | None = None  # the run's verdict record, once written
     suite_dirs: dict[str, Path] = field(default_factory=dict)  # family -> folder (requirements)
     _testbed: Testbed | None = None
 
@@ -189,6 +190,13 @@ class _Run:
             f"labtest: results in {self.results_dir} "
             f"(sign-off: labtest report {self.results_dir})"
         )
+        if self.verdict is not None:  # pytest's own summary knows nothing of coverage
+            colour = {"PASS": "green", "INCOMPLETE": "yellow", "FAIL": "red"}
+            verdict = self.verdict["verdict"]
+            terminalreporter.write_line(
+                f"labtest verdict: {verdict}: {self.verdict.get('headline', '')}",
+                **{colour.get(verdict, "red"): True, "bold": True},
+            )
 
 
 _key = pytest.StashKey[_Run]()
@@ -445,7 +453,7 @@ def _write(run: _Run, session: pytest.Session, exitstatus: int) -> None:
         "tests": list(run.tests.values()),
     }
     doc["requirements"], doc["requirements_errors"] = results.requirements_record(run.suite_dirs)
-    doc["verdict"] = results.verdict_record(doc)
+    doc["verdict"] = run.verdict = results.verdict_record(doc)
     results.write(run.results_dir, doc)
     results.write_coverage_results(run.results_dir, doc)
     rules = allure_env.categories(EmulationDeviation)
