@@ -92,7 +92,7 @@ def _parse(args: argparse.Namespace) -> int:
 Handler = Callable[[argparse.Namespace], int]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="labtest", description="Hardware-in-the-loop tests for AI-cluster networks."
     )
@@ -111,7 +111,11 @@ def build_parser() -> argparse.ArgumentParser:
     parse.add_argument("file", help="file with the captured output, or - for stdin")
     parse.set_defaults(handler=_parse)
 
-    for module_name in SUBCOMMAND_MODULES:
+    wanted = _command_in(argv)
+    for name, (module_name, summary) in SUBCOMMANDS.items():
+        if name != wanted:  # listed for --help; its module (and its imports) load on use
+            sub.add_parser(name, help=summary)
+            continue
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
@@ -122,19 +126,30 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-#: modules with ``register(subparsers)`` adding a subcommand each; a subcommand
-#: lives next to the feature it drives, not in this file
-SUBCOMMAND_MODULES = [
-    "labtest.emulation.cli",
-    "labtest.reports.cli",
-    "labtest.burnin.cli",
-    "labtest.runner_cli",
-    "labtest.project",
-]
+def _command_in(argv: list[str] | None) -> str | None:
+    """The subcommand named on the command line (its first word that is not an option)."""
+    args = sys.argv[1:] if argv is None else argv
+    return next((a for a in args if not a.startswith("-")), None)
+
+
+#: subcommand -> (module with ``register(subparsers)``, one-line help). A subcommand lives
+#: next to the feature it drives; only the one being run is imported, so start-up stays
+#: quick (the burn-in and emulation modules pull in scipy and the fabric model).
+SUBCOMMANDS = {
+    "emulate": ("labtest.emulation.cli", "run an emulated lab built from a testbed file"),
+    "report": ("labtest.reports.cli",
+               "build the sign-off report (and Allure HTML) from a results directory"),
+    "burnin": ("labtest.burnin.cli",
+               "run a burn-in station: monitors, durable samples, resume, verdict per serial"),
+    "run": ("labtest.runner_cli",
+            "run the suites (default: all, on the emulated leaf-spine lab) with a verdict table"),
+    "init": ("labtest.project",
+             "start a lab project: testbed, limits, an example suite, pinned labtest"),
+}
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv).parse_args(argv)
     handler: Handler = args.handler
     return handler(args)
 

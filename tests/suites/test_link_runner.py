@@ -47,7 +47,8 @@ def test_unknown_suite_or_testbed_is_a_usage_error(tmp_path: Path) -> None:
         runner.pytest_command(runner.RunOptions(suites=["nope"]))
     with pytest.raises(runner.RunError, match="does not exist"):
         runner.pytest_command(runner.RunOptions(testbed=tmp_path / "missing.yaml"))
-    args = build_parser().parse_args(["run", "--no-emulate", "--suite", "link", "--", "-x"])
+    argv = ["run", "--no-emulate", "--suite", "link", "--", "-x"]
+    args = build_parser(argv).parse_args(argv)
     assert args.emulate is False and args.suites == ["link"] and args.pytest_args[-1] == "-x"
 
 
