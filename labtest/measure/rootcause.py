@@ -65,6 +65,8 @@ SYMPTOM_KEYS = (
 #: labels whose values name hosts a traffic test used
 HOST_LABELS = ("client", "server", "receiver", "host", "bottleneck_host")
 MAX_EVIDENCE = 8
+#: labels that say what is wrong (shown in an anomaly's one-line cause)
+EXPLAINING_LABELS = ("trained", "capable", "expected", "seen", "peer")
 
 
 @dataclass(frozen=True)
@@ -355,8 +357,10 @@ def anomaly_rule(pool: list[Failure], topo: Topology) -> list[RootCause]:
         if len(consequences) >= 2 and device and topo.units.device_kind.get(device) == "host":
             evidence.append(f"{device} takes part in {len(consequences)} failing traffic tests")
         first = found[0][1]
-        out.append(RootCause(f"{culprit}: {first.get('name')} "
-                             f"{_value(first)} outside its limit", "anomaly", culprit,
+        labels = first.get("labels") or {}
+        why = ", ".join(f"{k}={labels[k]}" for k in EXPLAINING_LABELS if labels.get(k))
+        out.append(RootCause(f"{culprit}: {first.get('name')} {_value(first)} outside its limit"
+                             + (f" ({why})" if why else ""), "anomaly", culprit,
                              evidence, tests, consequences))
     return out
 

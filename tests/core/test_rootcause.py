@@ -98,7 +98,8 @@ def test_degraded_nic_names_host5_with_its_pcie_link(testbed_record: dict[str, A
     tests = pcie_tests("host5") + pair_tests("host5") + [bisection]
     cause = only(root_causes(doc_of(testbed_record, tests)))
     assert (cause.kind, cause.culprit) == ("anomaly", "host5")
-    assert cause.cause.startswith("host5: roce.nic_pcie_fraction_of_capability 0.5")
+    assert cause.cause == ("host5: roce.nic_pcie_fraction_of_capability 0.5 outside its limit "
+                           "(trained=16 GT/s x8, capable=16 GT/s x16)")
     assert cause.tests == ["suites/roce/test_roce.py::test_nic_pcie_link[host5]"]
     assert "trained=16 GT/s x8" in cause.evidence[0]
     pairs = [x["nodeid"] for x in tests if "host5" in x["name"] and "pair_bandwidth" in x["name"]]
@@ -252,3 +253,22 @@ def test_the_results_document_carries_the_root_causes(testbed_record: dict[str, 
     assert record["root_causes"][0]["kind"] == "storm"
     assert set(record["root_causes"][0]) == {"cause", "kind", "culprit", "evidence", "tests",
                                              "consequences"}
+
+
+# --- issue 23 case 3: a switch port's MTU -----------------------------------------------------
+
+
+def test_a_port_mtu_explains_the_pairs_and_rings_of_the_host_behind_it(
+    testbed_record: dict[str, Any],
+) -> None:
+    link = "host5:eth0--leaf3:Ethernet3/1"
+    mtu = t("roce", f"test_link_mtu[{link}]", [
+        m("roce.port_mtu_bytes", 1500, "FAIL", {"low": 4200, "source": "x"}, device="leaf3",
+          port="Ethernet3/1", link=link),
+        m("roce.port_mtu_bytes", 9100, "PASS", {"low": 4200, "source": "x"}, device="host5",
+          port="eth0", link=link)])
+    tests = [mtu, *pair_tests("host5", fraction=0.0), *rings(link, "leaf3", "Ethernet3/1")]
+    cause = only(root_causes(doc_of(testbed_record, tests)))
+    assert (cause.kind, cause.culprit) == ("anomaly", "leaf3:Ethernet3/1")
+    assert cause.cause == "leaf3:Ethernet3/1: roce.port_mtu_bytes 1500 outside its limit"
+    assert len(cause.consequences) == 7 + 4  # the pairs of host5 and the rings through it
