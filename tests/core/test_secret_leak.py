@@ -80,6 +80,12 @@ def test_device_output(device):
     raise InfraError("leaf1", "could not parse the prompt", raw="login: admin " + PW)
 
 
+def test_device_echoes_it(device):
+    answer = device("leaf1").cli.exec("echo " + PW)
+    print("device answered:", answer.stdout, answer.stderr)
+    device("leaf1").run("show " + PW)  # refused by the device, which quotes the command
+
+
 def test_measurement_label(measure, device):
     device("leaf1").facts()
     measure("rx " + PW, 1.0, unit="count", port="Ethernet" + PW)
@@ -133,7 +139,7 @@ def test_no_secret_in_any_output(tmp_path: Path, sonic_server: SshServer) -> Non
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180,
     )
     out = run.stdout + run.stderr
-    assert "4 passed" in out and "2 failed" in out and "2 broken" in out, out[-3000:]
+    assert "4 passed" in out and "2 failed" in out and "3 broken" in out, out[-3000:]
     report = subprocess.run(
         [sys.executable, "-c", "import sys; from labtest.cli import main; sys.exit(main())",
          "report", "allure", "--output", "signoff",
@@ -148,6 +154,8 @@ def test_no_secret_in_any_output(tmp_path: Path, sonic_server: SshServer) -> Non
     assert any("password ********" in a for a in attachments)  # written, and scrubbed
     written = [p for p in tmp_path.rglob("*") if p.is_file() and p.name != "tb.yaml"]
     assert any(p.parent.name == "recording" for p in written)  # the session was recorded
+    recorded = (tmp_path / "recording" / "leaf1.jsonl").read_text()
+    assert "echo ********" in recorded and "show ********" in recorded  # went through, scrubbed
     assert (tmp_path / "run.log").stat().st_size > 1000  # DEBUG logging did run
     leaks = []
     for secret in (GOOD_PW, BAD_PW, COMMUNITY):
