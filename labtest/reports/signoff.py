@@ -148,7 +148,7 @@ def signoff(run: dict[str, Any], evidence: Path, out_dir: Path) -> dict[str, Any
         "counts": {k: counts.get(k, 0) for k in OUTCOME_ORDER} | {"total": len(tests)},
         "marginal_measurements": sum(1 for m in measurements if m["verdict"] == "MARGINAL"),
         "attention": [_attention(t) for t in tests if t["outcome"] in ("failed", "broken")],
-        "suites": suites(tests),
+        "suites": suites(tests, record["coverage"].get("by_suite")),
         "criteria": criteria(measurements),
         "measurements": measurements,
         "tests": tests,
@@ -200,7 +200,11 @@ def _attention(test: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def suites(tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def suites(
+    tests: list[dict[str, Any]], coverage: dict[str, dict[str, int]] | None = None
+) -> list[dict[str, Any]]:
+    """A row per suite; a suite whose required cells are not all proven (or waived) is
+    INCOMPLETE even when none of its tests failed."""
     by_suite: dict[str, Counter[str]] = {}
     for t in tests:
         by_suite.setdefault(t["suite"], Counter())[t["outcome"]] += 1
@@ -209,6 +213,9 @@ def suites(tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
         verdict, _ = overall_verdict(counts)
         if verdict == INCOMPLETE and not (counts["broken"] or counts["passed"]):
             verdict = SKIPPED
+        cov = (coverage or {}).get(name)
+        if verdict == PASS and cov and cov["proven"] < cov["required"]:
+            verdict = INCOMPLETE
         out.append({"suite": name, "verdict": verdict, **{k: counts[k] for k in OUTCOME_ORDER}})
     out.sort(key=lambda s: (SUITE_ORDER[s["verdict"]], s["suite"]))
     return out

@@ -157,3 +157,8 @@ def test_labtest_report_exits_6_for_incomplete_and_leads_with_root_causes(
         if name == "fail":
             assert lines[1] == ("  root cause 1: leaf1:Ethernet0: prbs_ber_upper_bound 1e-13 "
                                 "outside its limit")
+
+
+def test_a_suite_with_holes_is_incomplete_in_its_row(tmp_path: Path) -> None:
+    doc, _ = _bundle(tmp_path, document())
+    assert [(s["suite"], s["verdict"]) for s in doc["suites"]] == [("link", "INCOMPLETE")]
