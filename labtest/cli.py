@@ -24,11 +24,11 @@ def _testbed_check(args: argparse.Namespace) -> int:
 
     try:
         tb = load_testbed(args.file)
-    except ConfigError as exc:
+    except ConfigError as exc:  # exit 2: the file is wrong, as for any usage error
         for problem in exc.problems:
             print(problem, file=sys.stderr)
         print(f"{exc.path}: {len(exc.problems)} error(s)", file=sys.stderr)
-        return 1
+        return 2
     for warning in tb.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if tb.limits is not None:
@@ -36,7 +36,7 @@ def _testbed_check(args: argparse.Namespace) -> int:
             load_limits(tb.limits)
         except ConfigError as exc:
             print("\n".join(exc.problems), file=sys.stderr)
-            return 1
+            return 2
     print(f"testbed {tb.name!r} ({args.file}): OK")
     if tb.description:
         print(f"  {tb.description}")

@@ -2,7 +2,10 @@
 
 Every user-facing file (testbed, limits, station) is read through here, so
 each error can name ``file:line:column`` and the field path, and all errors
-of a file are reported at once.
+of a file are reported at once. What YAML allows but a config file must not
+hold is a located error too, never a traceback: bytes that are not UTF-8, an
+alias that contains itself, a list or mapping used as a key, and a document
+whose aliases expand past ``MAX_NODES`` (an "alias bomb").
 """
 
 from __future__ import annotations
@@ -20,6 +23,12 @@ from labtest.errors import ConfigError
 Loc = tuple[str | int, ...]
 M = TypeVar("M", bound=BaseModel)
 
+#: the most nodes a document may expand to, aliases counted at each use; a
+#: 2000-device testbed is ~200 000, a 9-line alias bomb is 10**9
+MAX_NODES = 1_000_000
+#: the deepest nesting a document may have (YAML and the builder recurse)
+MAX_DEPTH = 200
+
 
 @dataclass
 class Source:
@@ -29,6 +38,7 @@ class Source:
     data: Any
     marks: dict[Loc, tuple[int, int]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    nodes: int = 0  # built so far, aliases counted at each use
 
     def where(self, loc: Iterable[str | int]) -> tuple[str, str]:
         """``file:line:col`` of the deepest known part of ``loc``, and the dotted path."""
@@ -57,12 +67,35 @@ def dotted(loc: Iterable[str | int]) -> str:
     return out
 
 
+class _TooBig(Exception):
+    """The document expands past MAX_NODES; building stops at once."""
+
+
+def decode_text(path: Path, data: bytes) -> str:
+    """UTF-8 text of a config file, or ConfigError at the first byte that is not."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        byte = data[exc.start : exc.start + 1].hex()
+        raise ConfigError(
+            str(path),
+            [
+                f"{path}:{line}:{col}: not UTF-8 (byte 0x{byte}); save the file as UTF-8 "
+                "(a latin-1 file: iconv -f latin1 -t utf-8)"
+            ],
+        ) from None
+
+
 def read(path: Path) -> Source:
     """Parse ``path``; syntax errors and duplicate keys raise ``ConfigError``."""
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except OSError as exc:
-        raise ConfigError(str(path), [f"{path}: cannot read: {exc.strerror}"]) from None
+        reason = exc.strerror or str(exc)
+        raise ConfigError(str(path), [f"{path}: cannot read: {reason}"]) from None
+    text = decode_text(path, data)
     src = Source(path=path, data=None)
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
@@ -70,27 +103,63 @@ def read(path: Path) -> Source:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         raise ConfigError(str(path), [f"{path}:{line}:{col}: YAML syntax: {exc.problem}"]) from None
+    except yaml.YAMLError as exc:  # the reader: a control character, a NUL
+        mark = getattr(exc, "position", None)
+        where = _position(text, mark) if isinstance(mark, int) else "1:1"
+        reason = getattr(exc, "reason", None) or str(exc).splitlines()[0]
+        raise ConfigError(str(path), [f"{path}:{where}: YAML: {reason}"]) from None
+    except RecursionError:
+        raise ConfigError(str(path), [f"{path}:1:1: nested too deeply for a config file"]) from None
     if node is None:
         raise ConfigError(str(path), [f"{path}:1:1: the file is empty"])
-    src.data = _build(node, (), src)
+    try:
+        src.data = _build(node, (), src, ())
+    except _TooBig:
+        src.problems.append(
+            f"{path}:{node.start_mark.line + 1}:{node.start_mark.column + 1}: the document "
+            f"expands to more than {MAX_NODES} values through its aliases (an alias bomb?)"
+        )
     src.raise_if_problems()
     return src
+
+
+def _position(text: str, offset: int) -> str:
+    line = text.count("\n", 0, offset) + 1
+    return f"{line}:{offset - (text.rfind(chr(10), 0, offset) + 1) + 1}"
 
 
 _scalars = yaml.SafeLoader("")
 MERGE = "tag:yaml.org,2002:merge"
 
 
-def _build(node: yaml.Node, loc: Loc, src: Source) -> Any:
+def _build(node: yaml.Node, loc: Loc, src: Source, parents: tuple[int, ...]) -> Any:
+    """The value of ``node``; ``parents`` (node ids on the way down) catch an alias
+    that contains itself, which YAML allows and a config file cannot mean."""
     src.marks[loc] = (node.start_mark.line + 1, node.start_mark.column + 1)
+    src.nodes += 1
+    if src.nodes > MAX_NODES:
+        raise _TooBig
+    if id(node) in parents:
+        src.problem(loc, "an alias refers to the node that contains it (recursive YAML)")
+        return None
+    if len(parents) > MAX_DEPTH:
+        src.problem(loc, f"nested deeper than {MAX_DEPTH} levels")
+        return None
+    inner = (*parents, id(node))
     if isinstance(node, yaml.MappingNode):
-        return _build_mapping(node, loc, src)
+        return _build_mapping(node, loc, src, inner)
     if isinstance(node, yaml.SequenceNode):
-        return [_build(item, (*loc, i), src) for i, item in enumerate(node.value)]
-    return _scalars.construct_object(node, deep=True)
+        return [_build(item, (*loc, i), src, inner) for i, item in enumerate(node.value)]
+    try:
+        return _scalars.construct_object(node, deep=True)
+    except yaml.YAMLError as exc:  # an unknown tag (!!python/object, ...)
+        src.problem(loc, f"cannot read this value: {getattr(exc, 'problem', None) or exc}")
+        return None
 
 
-def _build_mapping(node: yaml.MappingNode, loc: Loc, src: Source) -> dict[Any, Any]:
+def _build_mapping(
+    node: yaml.MappingNode, loc: Loc, src: Source, parents: tuple[int, ...]
+) -> dict[Any, Any]:
     out: dict[Any, Any] = {}
     merged: dict[Any, Any] = {}
     for key_node, value_node in node.value:
@@ -99,18 +168,29 @@ def _build_mapping(node: yaml.MappingNode, loc: Loc, src: Source) -> dict[Any, A
                 value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
             )
             for source in sources:
-                built = _build(source, loc, src)
+                built = _build(source, loc, src, parents)
                 if isinstance(built, dict):
                     merged.update({k: v for k, v in built.items() if k not in merged})
             continue
-        key = _scalars.construct_object(key_node, deep=True)
-        child = (*loc, key)
         key_mark = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+        if not isinstance(key_node, yaml.ScalarNode):
+            src.marks[(*loc, "<key>")] = key_mark
+            src.problem(
+                (*loc, "<key>"), "a mapping key must be a plain value, not a list or mapping"
+            )
+            continue
+        try:
+            key = _scalars.construct_object(key_node, deep=True)
+        except yaml.YAMLError as exc:
+            src.marks[(*loc, "<key>")] = key_mark
+            src.problem((*loc, "<key>"), f"cannot read this key: {getattr(exc, 'problem', exc)}")
+            continue
+        child = (*loc, key)
         if isinstance(key, str | int) and key in out:
             src.marks[child] = key_mark
             src.problem(child, "duplicate key")
             continue
-        out[key] = _build(value_node, child, src)
+        out[key] = _build(value_node, child, src, parents)
         src.marks[child] = key_mark  # point at the key: where a person looks for a field
     src.marks[loc] = (node.start_mark.line + 1, node.start_mark.column + 1)
     return {**{k: v for k, v in merged.items() if k not in out}, **out}

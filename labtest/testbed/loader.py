@@ -1,8 +1,19 @@
-"""Load a testbed file: parse, resolve secrets, validate, cross-check the cabling."""
+"""Load a testbed file: parse, resolve secrets, validate, cross-check the cabling.
+
+Everything a run would otherwise trip over later is checked here and reported
+at once, each with ``file:line:col``: driver names against the installed
+``labtest.drivers`` entry points (with a "did you mean"), fault kinds, targets
+and parameters against the emulation's fault catalogue, numbers that must be
+finite, and devices named in another device's ``vars`` (PDU feeds, VOA link,
+power-meter taps, BERT port).
+"""
 
 from __future__ import annotations
 
+import difflib
+import math
 from collections import Counter
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +31,12 @@ def load_testbed(path: str | Path) -> Testbed:
     src = read(path)
     warnings: list[str] = []
     _prepare(src.data, (), src, warnings)
+    _check_finite_vars(src.data, src)
     testbed = validate(src, Testbed, SECRET_KEYS)
     _check_references(src.data, src)
+    _check_drivers(src.data, src)
+    _check_device_vars(src.data, src)
+    _check_faults(src.data, src)
     src.raise_if_problems()
     assert testbed is not None
     testbed._source = path
@@ -50,6 +65,10 @@ def _prepare(node: Any, loc: Loc, src: Source, warnings: list[str]) -> None:
                 node[key] = secrets.resolve(value, src.path.parent)
             except SecretError as exc:
                 src.problem(here, str(exc))
+            except UnicodeDecodeError:
+                src.problem(here, "the secret file is not UTF-8 text (a binary file?)")
+            except (OSError, ValueError) as exc:
+                src.problem(here, f"cannot read the secret: {type(exc).__name__}")
         elif key in PATH_KEYS and isinstance(value, str) and value:
             p = Path(value).expanduser()
             node[key] = str(p if p.is_absolute() else (src.path.parent / p))
@@ -109,3 +128,150 @@ def _check_device(name: str, dev: dict[str, Any], src: Source) -> None:
         for key in ("user", "auth_key", "priv_key"):
             if not snmp.get(key):
                 src.problem((*loc, "snmp"), f"SNMP v3 authPriv needs {key!r}")
+
+
+def _check_finite_vars(data: Any, src: Source) -> None:
+    """The schema refuses ``.inf``/``.nan`` in its own fields; ``vars`` and fault
+    ``params`` are free-form, so they are scanned here."""
+    for name, dev in _devices(data).items():
+        if isinstance(dev, dict) and "vars" in dev:
+            _check_finite(dev["vars"], ("devices", name, "vars"), src)
+    emulation = data.get("emulation") if isinstance(data, dict) else None
+    faults = emulation.get("faults") if isinstance(emulation, dict) else None
+    for i, spec in enumerate(faults if isinstance(faults, list) else []):
+        if isinstance(spec, dict) and "params" in spec:
+            _check_finite(spec["params"], ("emulation", "faults", i, "params"), src)
+
+
+def _check_finite(node: Any, loc: Loc, src: Source) -> None:
+    if isinstance(node, float) and not math.isfinite(node):
+        src.problem(loc, f"number must be finite; found {node}")
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            _check_finite(value, (*loc, key), src)
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            _check_finite(value, (*loc, i), src)
+
+
+def _devices(data: Any) -> dict[Any, Any]:
+    if not isinstance(data, dict) or not isinstance(data.get("devices"), dict):
+        return {}
+    return data["devices"]
+
+
+def _suggest(name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"{hint}known: {', '.join(known) or 'none'}"
+
+
+def installed_drivers() -> list[str]:
+    """Driver names a testbed may use: the ``labtest.drivers`` entry points."""
+    return sorted({ep.name for ep in entry_points(group="labtest.drivers")})
+
+
+def _check_drivers(data: Any, src: Source) -> None:
+    known = installed_drivers()
+    for name, dev in _devices(data).items():
+        driver = dev.get("driver") if isinstance(dev, dict) else None
+        if isinstance(driver, str) and driver not in known:
+            src.problem(
+                ("devices", name, "driver"), f"unknown driver {driver!r}; {_suggest(driver, known)}"
+            )
+
+
+#: vars that name other devices: key -> "endpoint" (device:port) or "device"
+REFERENCE_VARS = {
+    "taps": "endpoint",
+    "link": "endpoint",
+    "links": "endpoint",
+    "port": "endpoint",
+    "feeds": "device",
+    "outlets": "device",
+    "mpi_host": "device",
+}
+
+
+def _check_device_vars(data: Any, src: Source) -> None:
+    devices = _devices(data)
+    known = sorted(map(str, devices))
+    for name, dev in devices.items():
+        vars_ = dev.get("vars") if isinstance(dev, dict) else None
+        if not isinstance(vars_, dict):
+            continue
+        for key, kind in REFERENCE_VARS.items():
+            if key not in vars_:
+                continue
+            value = vars_[key]
+            items: list[tuple[Loc, Any]]
+            if isinstance(value, dict):
+                items = [(("devices", name, "vars", key, k), v) for k, v in value.items()]
+            elif isinstance(value, list):
+                items = [(("devices", name, "vars", key, i), v) for i, v in enumerate(value)]
+            else:
+                items = [(("devices", name, "vars", key), value)]
+            for loc, ref in items:
+                if not isinstance(ref, str):
+                    continue
+                if kind == "endpoint" and ":" not in ref:
+                    continue  # a plain port of this device (e.g. a host's own port)
+                target, _, port = ref.partition(":")
+                other = devices.get(target)
+                if not isinstance(other, dict):
+                    src.problem(loc, f"names unknown device {target!r}; {_suggest(target, known)}")
+                    continue
+                ports = other.get("ports")
+                if port and isinstance(ports, list) and ports and port not in ports:
+                    src.problem(loc, f"device {target!r} has no port {port!r}")
+
+
+def _check_faults(data: Any, src: Source) -> None:
+    emulation = data.get("emulation") if isinstance(data, dict) else None
+    faults = emulation.get("faults") if isinstance(emulation, dict) else None
+    if not isinstance(faults, list) or not faults:
+        return
+    # the catalogue is imported only for a testbed that injects faults (it pulls numpy)
+    from labtest.emulation.model.faults import FaultError, load_catalogue, parse_params
+
+    catalogue = load_catalogue()
+    kinds = sorted(catalogue)
+    devices = _devices(data)
+    links = data.get("links") if isinstance(data.get("links"), list) else []
+    link_names = set()
+    for lk in links:
+        if isinstance(lk, dict) and isinstance(lk.get("a"), str) and isinstance(lk.get("b"), str):
+            link_names |= {f"{lk['a']}--{lk['b']}", f"{lk['b']}--{lk['a']}"}
+    for i, spec in enumerate(faults):
+        if not isinstance(spec, dict):
+            continue
+        loc: Loc = ("emulation", "faults", i)
+        kind = spec.get("kind")
+        if isinstance(kind, str) and kind not in catalogue:
+            src.problem((*loc, "kind"), f"unknown fault {kind!r}; {_suggest(kind, kinds)}")
+            continue
+        params = spec.get("params", {})
+        if isinstance(kind, str) and isinstance(params, dict):
+            try:
+                parse_params(kind, params)
+            except FaultError as exc:
+                src.problem((*loc, "params"), str(exc))
+        target = spec.get("target")
+        if isinstance(target, str) and target:
+            problem = _target_problem(target, devices, link_names)
+            if problem:
+                src.problem((*loc, "target"), problem)
+
+
+def _target_problem(target: str, devices: dict[Any, Any], link_names: set[str]) -> str | None:
+    """A fault target is a device, ``device:port`` or a link ``a--b`` of this testbed."""
+    if "--" in target:
+        return None if target in link_names else f"no link {target!r} in links"
+    device, _, port = target.partition(":")
+    dev = devices.get(device)
+    if not isinstance(dev, dict):
+        return f"names unknown device {device!r}; {_suggest(device, sorted(map(str, devices)))}"
+    ports = dev.get("ports")
+    if port and isinstance(ports, list) and ports and port not in ports:
+        return f"device {device!r} has no port {port!r}"
+    return None

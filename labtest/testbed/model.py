@@ -21,7 +21,8 @@ SECRET_KEYS = frozenset({"password", "community", "auth_key", "priv_key", "passp
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # .inf / .nan are YAML floats but never a meaningful setting (time_scale: .inf)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class SshSettings(Strict):
