@@ -32,6 +32,7 @@ errors, run and unit info) is scrubbed of known secrets.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import json
 import os
@@ -144,6 +145,17 @@ def storage_error(path: Path, exc: BaseException) -> StoreError:
     if "unable to open" in low:
         return StoreError(f"{path}: the database cannot be opened or created ({text})")
     return StoreError(f"{path}: {text}")
+
+
+def _allocate(fd: int, size: int) -> None:
+    """Really take ``size`` bytes of disk (zeros where the file system cannot fallocate)."""
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError as exc:
+        if exc.errno not in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+            raise
+        os.write(fd, bytes(size))
+        os.fsync(fd)
 
 
 def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -316,7 +328,10 @@ class SqliteStore:
         with contextlib.suppress(FileExistsError):
             fd = safefs.open_private(reserve, os.O_WRONLY | os.O_EXCL)
             try:
-                os.posix_fallocate(fd, 0, RESERVE_BYTES)
+                _allocate(fd, RESERVE_BYTES)
+            except OSError:  # the disk is already (nearly) full: say so before the first sample
+                reserve.unlink(missing_ok=True)
+                raise
             finally:
                 os.close(fd)
 
