@@ -185,6 +185,13 @@ def parse_interface_status(text: str) -> dict[str, InterfaceStatus]:
     header = next((i for i, ln in enumerate(lines) if re.match(r"^Port\s+Name\s+Status", ln)), None)
     if header is None:
         raise _Garbled("no 'Port Name Status ...' header")
+    if re.search(r"\bFlags\s+Encapsulation\b", lines[header]):
+        raise _Garbled(
+            "this looks like Arista EOS 'show interfaces status' output (Flags/Encapsulation "
+            "columns), not NX-OS 'show interface status'",
+            line=header + 1,
+            expected="Port Name Status Vlan Duplex Speed Type",
+        )
     names = re.findall(r"\S+", lines[header])
     starts = [m.start() for m in re.finditer(r"\S+", lines[header])]
     out: dict[str, InterfaceStatus] = {}

@@ -295,3 +295,9 @@ def test_sub_interface_packets_are_not_summed_from_a_partial_capture():
     partial = text[: text.index("Port                                       InPkts")]
     s = lookup("nxos", "show interface counters")(partial)["Eth1/1.1"]
     assert (s.rx_packets, s.tx_packets, s.rx_unicast_packets) == (None, None, 0)
+
+
+def test_eos_status_text_is_not_nxos_status():
+    eos_text = sample("eos", "show_interfaces_status__eantc_7050sx3")
+    with pytest.raises(ParseError, match="Arista EOS"):
+        lookup("nxos", "show interface status")(eos_text)
