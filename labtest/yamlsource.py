@@ -26,6 +26,9 @@ M = TypeVar("M", bound=BaseModel)
 #: the most nodes a document may expand to, aliases counted at each use; a
 #: 2000-device testbed is ~200 000, a 9-line alias bomb is 10**9
 MAX_NODES = 1_000_000
+#: the most nodes built again through aliases (a ``<<: *host`` merge per device
+#: of a large lab is a few thousand)
+MAX_ALIASED_NODES = 100_000
 #: the deepest nesting a document may have (YAML and the builder recurse)
 MAX_DEPTH = 200
 
@@ -39,6 +42,8 @@ class Source:
     marks: dict[Loc, tuple[int, int]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     nodes: int = 0  # built so far, aliases counted at each use
+    aliased: int = 0  # of those, built again through an alias
+    built: set[int] = field(default_factory=set)  # ids of nodes built at least once
 
     def where(self, loc: Iterable[str | int]) -> tuple[str, str]:
         """``file:line:col`` of the deepest known part of ``loc``, and the dotted path."""
@@ -117,7 +122,8 @@ def read(path: Path) -> Source:
     except _TooBig:
         src.problems.append(
             f"{path}:{node.start_mark.line + 1}:{node.start_mark.column + 1}: the document "
-            f"expands to more than {MAX_NODES} values through its aliases (an alias bomb?)"
+            f"expands to more than {MAX_ALIASED_NODES} values through its aliases "
+            "(an alias bomb?)"
         )
     src.raise_if_problems()
     return src
@@ -137,7 +143,10 @@ def _build(node: yaml.Node, loc: Loc, src: Source, parents: tuple[int, ...]) -> 
     that contains itself, which YAML allows and a config file cannot mean."""
     src.marks[loc] = (node.start_mark.line + 1, node.start_mark.column + 1)
     src.nodes += 1
-    if src.nodes > MAX_NODES:
+    if id(node) in src.built:  # a node built before: this is an alias expanding again
+        src.aliased += 1
+    src.built.add(id(node))
+    if src.nodes > MAX_NODES or src.aliased > MAX_ALIASED_NODES:
         raise _TooBig
     if id(node) in parents:
         src.problem(loc, "an alias refers to the node that contains it (recursive YAML)")

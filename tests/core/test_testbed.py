@@ -135,3 +135,138 @@ def test_yaml_merge_keys_keep_locations(tmp_path, monkeypatch) -> None:
     text = text.replace("  host1:\n", "  host1: &host\n")
     errs = problems(write(tmp_path, text))
     assert len(errs) == 1 and "devices.h2.role" in errs[0] and ":15:5:" in errs[0]
+
+
+# --- inputs that never lie: hostile YAML and load-time validation (issues 14, 15) ------
+
+BASE = """\
+name: lab1
+devices:
+  leaf1: {role: leaf, driver: sonic, ports: [Ethernet0, Ethernet8]}
+  leaf2: {role: leaf, driver: sonic, ports: [Ethernet0]}
+links:
+  - {a: "leaf1:Ethernet0", b: "leaf2:Ethernet0"}
+"""
+
+
+def test_self_referencing_alias_is_a_located_error(tmp_path) -> None:
+    errs = problems(write(tmp_path, BASE + "emulation: &loop {faults: [*loop]}\n"))
+    assert any("recursive" in e and ":7:" in e for e in errs), errs
+
+
+def test_list_used_as_mapping_key_is_a_located_error(tmp_path) -> None:
+    errs = problems(write(tmp_path, BASE.replace("name: lab1", "? [a, b]\n: 1\nname: lab1")))
+    assert any("mapping key must be a plain value" in e and ":1:3:" in e for e in errs), errs
+
+
+def test_alias_bomb_is_refused_quickly_not_expanded(tmp_path) -> None:
+    bomb = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    bomb += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    path = tmp_path / "bomb.yaml"
+    path.write_text("\n".join(bomb) + "\n" + BASE)
+    errs = problems(path)
+    assert len(errs) == 1 and "alias bomb" in errs[0] and f"{path}:1:1:" in errs[0]
+
+
+def test_limits_file_alias_bomb_is_refused(tmp_path) -> None:
+    from labtest.measure import load_limits
+
+    bomb = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    bomb += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    path = tmp_path / "limits.yaml"
+    path.write_text("\n".join(bomb) + "\n")
+    with pytest.raises(ConfigError, match="alias bomb"):
+        load_limits(path)
+
+
+def test_non_utf8_file_names_line_and_column(tmp_path) -> None:
+    path = tmp_path / "tb.yaml"
+    path.write_bytes(
+        BASE.encode().replace(
+            b"role: leaf, driver: sonic, ports", b"role: l\xe9af, driver: sonic, ports", 1
+        )
+    )
+    errs = problems(path)
+    assert len(errs) == 1
+    assert errs[0].startswith(f"{path}:3:18: not UTF-8 (byte 0xe9); save the file as UTF-8")
+
+
+def test_secret_file_that_is_binary_is_a_located_error(tmp_path) -> None:
+    (tmp_path / "pw.bin").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00")
+    text = BASE.replace(
+        "  leaf2: {role: leaf, driver: sonic, ports: [Ethernet0]}",
+        "  leaf2:\n    role: leaf\n    driver: sonic\n    ports: [Ethernet0]\n"
+        "    address: 127.0.0.1\n"
+        '    ssh: {username: admin, password: "${file:pw.bin}"}',
+    )
+    errs = problems(write(tmp_path, text))
+    assert any("leaf2.ssh.password" in e and "not UTF-8 text" in e and ":9:" in e for e in errs)
+
+
+def test_unknown_driver_suggests_the_close_name(tmp_path) -> None:
+    errs = problems(
+        write(
+            tmp_path,
+            BASE.replace(
+                "driver: sonic, ports: [Ethernet0]}", "driver: sonci, ports: [Ethernet0]}"
+            ),
+        )
+    )
+    assert len(errs) == 1
+    assert ":4:" in errs[0] and "devices.leaf2.driver" in errs[0]
+    assert "unknown driver 'sonci'; did you mean 'sonic'?" in errs[0]
+
+
+def test_faults_checked_against_the_catalogue(tmp_path) -> None:
+    text = BASE + textwrap.dedent(
+        """\
+        emulation:
+          time_scale: .inf
+          faults:
+            - {kind: dirty_conector, target: "leaf1:Ethernet0"}
+            - {kind: dirty_connector, target: "leaf1:Ethernet0", params: {loss_db: -1}}
+            - {kind: dirty_connector, target: "leaf9:Ethernet0"}
+            - {kind: dirty_connector, target: "leaf1:Ethernet0--leaf2:Ethernet4"}
+        """
+    )
+    errs = problems(write(tmp_path, text))
+    joined = "\n".join(errs)
+    assert len(errs) == 5, joined
+    assert "emulation.time_scale" in joined and "finite" in joined
+    assert "unknown fault 'dirty_conector'; did you mean 'dirty_connector'?" in joined
+    assert "emulation.faults[1].params" in joined and "loss_db" in joined
+    assert "unknown device 'leaf9'" in joined and ":12:" in joined
+    assert "no link 'leaf1:Ethernet0--leaf2:Ethernet4'" in joined
+
+
+def test_devices_named_in_vars_must_exist(tmp_path) -> None:
+    text = BASE.replace(
+        "links:",
+        "  pdu1: {role: pdu, driver: pdu, vars: {feeds: {1: leaf1, 2: leaf3}}}\n"
+        '  voa1: {role: attenuator, driver: voa, vars: {link: "leaf2:Ethernet9"}}\n'
+        "  opm1: {role: power-meter, driver: opm,\n"
+        '         vars: {taps: ["leaf1:Ethernet0", "spine1:Ethernet0"]}}\n'
+        "links:",
+    )
+    errs = problems(write(tmp_path, text))
+    joined = "\n".join(errs)
+    assert len(errs) == 3, joined
+    assert "devices.pdu1.vars.feeds[2]" in joined and "unknown device 'leaf3'" in joined
+    assert "device 'leaf2' has no port 'Ethernet9'" in joined
+    assert "devices.opm1.vars.taps[1]" in joined and "'spine1'" in joined
+
+
+def test_testbed_check_exits_2_with_every_error_and_never_a_traceback(tmp_path, capsys) -> None:
+    from labtest.cli import main
+
+    assert main(["testbed", "check", str(tmp_path / "missing.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot read" in err and "Traceback" not in err
+    bad = write(
+        tmp_path,
+        BASE.replace("driver: sonic, ports: [Ethernet0]}", "driver: sonci, ports: [Ethernet0]}")
+        + "emulation: {time_scale: .inf}\n",
+    )
+    assert main(["testbed", "check", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "did you mean 'sonic'" in err and "finite" in err and "2 error(s)" in err
