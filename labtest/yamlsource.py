@@ -129,6 +129,11 @@ def read(path: Path) -> Source:
     return src
 
 
+def load_data(path: str | Path) -> Any:
+    """Plain data of a YAML file with every ``read`` guard (settings, overrides)."""
+    return read(Path(path)).data
+
+
 def _position(text: str, offset: int) -> str:
     line = text.count("\n", 0, offset) + 1
     return f"{line}:{offset - (text.rfind(chr(10), 0, offset) + 1) + 1}"
