@@ -79,12 +79,24 @@ def _line_gbps(view: FabricView, host: str) -> float:
     return att.speed_gbps
 
 
+def _pair_links(view: FabricView, outcome: PairOutcome) -> str:
+    """The host links a pair's traffic crossed at both ends (sorted, comma-separated):
+    an RDMA completion error is evidence against them, and the link common to every
+    failing pair of one host is the likely cause."""
+    return ",".join(sorted(view.attachment[h].link for h in (outcome.client, outcome.server)))
+
+
 def _judge_pair(
-    measure: Any, outcome: PairOutcome, line_gbps: float, directions: int, **labels: str
+    measure: Any,
+    outcome: PairOutcome,
+    line_gbps: float,
+    directions: int,
+    view: FabricView,
+    **labels: str,
 ) -> None:
     """Bandwidth against line rate, and the RoCE MTU the run used."""
     fraction_of_line = fraction(outcome.bw_gbps, line_gbps * directions)
-    why = {"error": outcome.error} if outcome.error else {}
+    why = {"error": outcome.error, "links": _pair_links(view, outcome)} if outcome.error else {}
     measure(
         "roce.bw_fraction_of_line",
         fraction_of_line,
@@ -237,7 +249,7 @@ def test_pair_bandwidth(host_pair: tuple[str, str], fabric_view: FabricView, mea
             attach_json(f"ib_write_bw {outcome.pair}", outcome.bandwidth)
     with allure.step("ROCE-1.1/3: bandwidth and the run's RoCE MTU against the limits"):
         directions = 2 if spec.bidirectional else 1
-        _judge_pair(measure, outcome, line, directions, client=client, server=server)
+        _judge_pair(measure, outcome, line, directions, fabric_view, client=client, server=server)
 
 
 @pytest.mark.plan("ROCE-1.2")
@@ -254,6 +266,7 @@ def test_pair_latency(host_pair: tuple[str, str], fabric_view: FabricView, measu
                 key="roce.latency_p50_us",
                 pair=outcome.unit,
                 error=outcome.error or "no latency table",
+                links=_pair_links(fabric_view, outcome),
             )
             return
         attach_json(f"ib_write_lat {outcome.pair}", outcome.latency)
@@ -287,7 +300,7 @@ def test_bisection_bandwidth(fabric_view: FabricView, measure: Any) -> None:
     with allure.step("ROCE-2.1/3: each pair's bandwidth against line rate"):
         directions = 2 if spec.bidirectional else 1
         for outcome, pair in zip(outcomes, pairs, strict=True):
-            _judge_pair(measure, outcome, lines[pair], directions, scope="bisection")
+            _judge_pair(measure, outcome, lines[pair], directions, view, scope="bisection")
     with allure.step("ROCE-2.1/4: no switch port dropped frames during the run"):
         _judge_drops(measure, before, after)
         line = min(lines.values()) * directions
@@ -338,6 +351,7 @@ def test_ecmp_balance(fabric_view: FabricView, measure: Any) -> None:
                     key="roce.bw_fraction_of_line",
                     pair=outcome.unit,
                     error=outcome.error,
+                    links=_pair_links(view, outcome),
                 )
         for leaf in leaves:
             members = view.uplinks[leaf]
