@@ -162,3 +162,81 @@ def test_labtest_report_exits_6_for_incomplete_and_leads_with_root_causes(
 def test_a_suite_with_holes_is_incomplete_in_its_row(tmp_path: Path) -> None:
     doc, _ = _bundle(tmp_path, document())
     assert [(s["suite"], s["verdict"]) for s in doc["suites"]] == [("link", "INCOMPLETE")]
+
+
+# --- through the plugins: a fake lab run ------------------------------------------------------
+
+NOT_PROVEN_TESTS = '''
+import pytest
+
+
+@pytest.mark.parametrize("leaf", ["leaf1", "leaf2"])
+def test_pre_fec_ber(device, measure, leaf):
+    if leaf == "leaf2":
+        measure.not_proven("fec.pre_fec_ber", "leaf2 offers no FEC counters", device=leaf)
+        pytest.skip("no FEC counters")
+    ber, bins, raw = device(leaf).fec_counters("Ethernet8")
+    measure("pre_fec_ber", ber, key="fec.pre_fec_ber", device=leaf, port="Ethernet8")
+'''
+REQUIREMENTS = """\
+requirements:
+  - {id: fec.pre_fec_ber, unit: switch, test: test_pre_fec_ber}
+"""
+WAIVERS = """\
+waivers:
+  - requirement: fec.pre_fec_ber
+    units: [leaf2, spine1]
+    reason: no FEC counters on these (fake) switches
+    source: test plan rev A
+"""
+
+
+def test_a_lab_run_records_holes_and_the_verdict(pytester: Any) -> None:
+    from conftest import run_lab
+
+    (pytester.path / "requirements.yaml").write_text(REQUIREMENTS)
+    result, results_dir = run_lab(pytester, faulty=False, tests=NOT_PROVEN_TESTS)
+    result.assert_outcomes(passed=1, skipped=1)
+    assert any(line.startswith("labtest verdict: INCOMPLETE: 1/3 required cells proven")
+               for line in result.outlines), result.outlines[-5:]
+    doc = json.loads((results_dir / "labtest-results.json").read_text())
+    assert doc["requirements"][0]["suite"] == "test_acceptance"
+    skipped = next(t for t in doc["tests"] if t["name"] == "test_pre_fec_ber[leaf2]")
+    assert skipped["not_proven"] == [{"requirement": "fec.pre_fec_ber",
+                                      "reason": "leaf2 offers no FEC counters",
+                                      "labels": {"device": "leaf2"}}]
+    assert skipped["skip_reason"] == "no FEC counters"
+    assert doc["testbed"]["devices"]["leaf1"]["capabilities"] == ["SwitchFacts", "Transceivers"]
+    cells = {c["unit"]: (c["status"], c["reason"])
+             for c in doc["verdict"]["coverage"]["requirements"][0]["cells"]}
+    assert cells == {
+        "leaf1": ("proven", ""),
+        "leaf2": ("not proven", "leaf2 offers no FEC counters"),
+        "spine1": ("not proven", "no measurement of fec.pre_fec_ber (test_pre_fec_ber did not "
+                                 "run for it)"),
+    }
+    assert doc["verdict"]["verdict"] == "INCOMPLETE"
+    coverage = [r for r in allure_results_of(results_dir) if r["name"].startswith("coverage:")]
+    assert [r["status"] for r in coverage] == ["broken"]
+    props = (results_dir / "environment.properties").read_text()
+    assert "labtest.verdict=INCOMPLETE" in props
+
+
+def test_a_lab_run_with_waivers_passes(pytester: Any) -> None:
+    from conftest import LIMITS, run_inprocess, write_lab
+
+    write_lab(pytester.path, faulty=False, tests=NOT_PROVEN_TESTS)
+    (pytester.path / "requirements.yaml").write_text(REQUIREMENTS)
+    (pytester.path / "limits.yaml").write_text(LIMITS + WAIVERS)
+    results_dir = pytester.path / "results"
+    result = run_inprocess(pytester, "--testbed", "tb.yaml", "--alluredir", str(results_dir))
+    result.assert_outcomes(passed=1, skipped=1)
+    doc = json.loads((results_dir / "labtest-results.json").read_text())
+    assert doc["verdict"]["verdict"] == "PASS", doc["verdict"]["reasons"]
+    assert doc["limits"]["waivers"][0]["source"] == "test plan rev A"
+    assert [r["status"] for r in allure_results_of(results_dir)
+            if r["name"].startswith("coverage:")] == ["passed"]
+
+
+def allure_results_of(results_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted(results_dir.glob("*-result.json"))]
