@@ -341,3 +341,14 @@ def test_skips_of_a_suite_without_requirements_are_holes() -> None:
                                "states no requirements.yaml, so its skips are holes",)
     doc["tests"][-1]["suite"] = "link"  # a stated suite: its requirements decide
     assert run_verdict(doc).verdict == "PASS"
+
+
+def test_switch_groups_and_receivers_are_matched() -> None:
+    units = expand_units(make_testbed())
+    assert coverage.unit_of("switch_group", {"device": "leaf3"}, units) == "eos"
+    assert coverage.unit_of("switch_group", {"group": "sonic"}, units) == "sonic"
+    # a drop at a switch port inside host5's incast test judges host5 (its parametrize id)
+    assert coverage.unit_of("host", {"device": "leaf3", "port": "Ethernet3/1"}, units,
+                            "host5") == "host5"
+    assert coverage.unit_of("host", {"device": "leaf3"}, units) is None
+    assert coverage.unit_of("fabric_link", {"link": "host1:eth0--leaf1:Ethernet16"}, units) is None
