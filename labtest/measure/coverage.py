@@ -446,7 +446,10 @@ class _Evidence:
         failing = [(n, m) for n, m in ms if m.get("verdict") == "FAIL"]
         if failing:
             return Cell(req.id, unit, FAILED, _measured(failing[0][1]), _ids(failing))
-        failed_runs = [t for t in runs if t.get("outcome") == "failed"]
+        # a test that judges many units and failed says nothing about this one, unless it is
+        # this unit's own test (or the requirement is run-wide)
+        own = runs if req.unit == FABRIC_UNIT else self.instances.get(unit, [])
+        failed_runs = [t for t in own if t.get("outcome") == "failed"]
         if failed_runs and not ms:
             return Cell(req.id, unit, FAILED, _first_line(failed_runs[0].get("message")),
                         tuple(str(t["nodeid"]) for t in failed_runs))

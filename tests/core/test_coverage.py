@@ -352,3 +352,17 @@ def test_switch_groups_and_receivers_are_matched() -> None:
                             "host5") == "host5"
     assert coverage.unit_of("host", {"device": "leaf3"}, units) is None
     assert coverage.unit_of("fabric_link", {"link": "host1:eth0--leaf1:Ethernet16"}, units) is None
+
+
+def test_a_run_wide_test_failing_elsewhere_leaves_an_unmeasured_switch_not_proven() -> None:
+    req = {"id": "congestion.stormed_queues", "unit": "switch", "test": "test_no_pause_storm",
+           "suite": "congestion"}
+    storm = test_doc("test_no_pause_storm", "failed", suite="congestion", measurements=[
+        measurement("congestion.stormed_queues", "FAIL", 1, device="leaf1", port="Ethernet16"),
+        measurement("congestion.stormed_queues", "PASS", 0, device="spine1", port="")])
+    doc = {"testbed": make_testbed(), "limits": {}, "requirements": [req], "tests": [storm]}
+    assert cell(doc, "leaf1").status == FAILED
+    assert cell(doc, "spine1").status == PROVEN
+    leaf3 = cell(doc, "leaf3")  # no PfcQueues: the storm elsewhere does not fail it
+    assert (leaf3.status, leaf3.reason) == (NOT_PROVEN, "test_no_pause_storm recorded no "
+                                                        "measurement of congestion.stormed_queues")
