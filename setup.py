@@ -5,7 +5,7 @@ folders (suites, testbeds, stations) ``labtest.suites`` and friends, so one dist
 installs one import name and nothing else at the top of site-packages.
 """
 
-from setuptools import find_packages, setup
+from setuptools import find_namespace_packages, find_packages, setup
 
 ROOTS = {
     "labtest": "labtest",
@@ -22,6 +22,9 @@ def _packages() -> list[str]:
     for name, folder in ROOTS.items():
         found.append(name)
         found += [f"{name}.{sub}" for sub in find_packages(folder)]
+    # `labtest init`'s template: data folders, not importable code
+    found += [f"labtest.{sub}" for sub in find_namespace_packages("labtest",
+                                                                 include=["project_template*"])]
     return found
 
 
