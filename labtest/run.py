@@ -199,6 +199,8 @@ class VerdictTable:
     verdict: str = "PASS"  # PASS | INCOMPLETE | FAIL (labtest.measure.coverage.run_verdict)
     reasons: list[str] = field(default_factory=list)
     headline: str = ""  # e.g. "87/102 required cells proven; not proven: ..."
+    #: per requirement with holes: its head line and one line per unproven cell
+    holes: list[tuple[str, list[str]]] = field(default_factory=list)
     root_causes: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -241,6 +243,17 @@ def verdict_table(
     if verdict is not None:
         table.verdict, table.reasons = verdict["verdict"], list(verdict.get("reasons") or [])
         table.headline = str(verdict.get("headline") or "")
+        for req in (verdict.get("coverage") or {}).get("requirements", []):
+            cells = [c for c in req["cells"] if c["status"] in ("not proven", "broken")]
+            if cells:
+                head = (f"{req['id']}: proven on {req['proven']}/{req['required']} "
+                        f"{req['unit']}(s)")
+                table.holes.append((head, [
+                    f"{c['unit']}: " + ("BROKEN: " if c["status"] == "broken" else "")
+                    + c["reason"] for c in cells]))
+            if req["broken"] or req["not_proven"]:
+                table.reasons = [r for r in table.reasons
+                                 if not r.removeprefix("also ").startswith(req["id"] + ":")]
     elif table.bad:
         table.verdict = "FAIL"
     return table
@@ -308,13 +321,19 @@ def format_table(table: VerdictTable, elapsed_s: float, color: bool = False) -> 
     for name, s in table.suites.items():
         for test, outcome, who in s.attention:
             lines.append(f"  {outcome.upper():<7} {name}: {test}: {who}")
-    if table.verdict != "PASS" and table.reasons:
-        title = "not proven" if table.verdict == "INCOMPLETE" else "why"
-        lines.append(f"{title}:")
+    if table.verdict != "PASS" and (table.reasons or table.holes):
+        lines.append("not proven:" if table.verdict == "INCOMPLETE" else "why:")
         for reason in table.reasons[:MAX_LISTED]:
             lines.append(f"  {reason}")
         if len(table.reasons) > MAX_LISTED:
             lines.append(f"  (+{len(table.reasons) - MAX_LISTED} more in the sign-off)")
+        if table.holes and table.verdict == "FAIL":
+            lines.append("also not proven:")
+        for head, cells in table.holes:
+            lines.append(f"  {head}; not proven on:")
+            lines += [f"    {c}" for c in cells[:MAX_LISTED]]
+            if len(cells) > MAX_LISTED:
+                lines.append(f"    (+{len(cells) - MAX_LISTED} more in the sign-off)")
     banner = f"verdict: {table.verdict} ({elapsed_s:.0f} s)"
     if table.headline:
         banner += f": {table.headline}"

@@ -130,7 +130,9 @@ def test_the_run_table_has_a_coverage_column_and_exit_code(tmp_path: Path) -> No
     text = format_table(table, 2.0, color=True)
     assert text.splitlines()[1].endswith("coverage")
     assert text.splitlines()[2].split()[-1] == "1/2"
-    assert "not proven:" in text and f"not proven on {FAB3}" in text
+    assert "not proven:" in text
+    assert "  link.prbs_target_ber: proven on 1/2 fabric_link(s); not proven on:" in text
+    assert f"    {FAB3}: leaf3 (EOS) offers no Prbs capability" in text
     assert text.splitlines()[-1] == (  # amber
         "\033[1;33mverdict: INCOMPLETE (2 s): 1/2 required cells proven; not proven: "
         "link.prbs_target_ber on 1 fabric_link(s); leaf3: no suite could judge it (driver 'eos' "
