@@ -13,7 +13,6 @@ from __future__ import annotations
 import difflib
 import math
 from collections import Counter
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -167,8 +166,11 @@ def _suggest(name: str, known: list[str]) -> str:
 
 
 def installed_drivers() -> list[str]:
-    """Driver names a testbed may use: the ``labtest.drivers`` entry points."""
-    return sorted({ep.name for ep in entry_points(group="labtest.drivers")})
+    """Driver names a testbed may use: the ``labtest.drivers`` entry points, and drivers a
+    lab's conftest registered (``labtest.registry.register_driver``)."""
+    from labtest.registry import driver_names  # the registry imports the testbed model
+
+    return driver_names()
 
 
 def _check_drivers(data: Any, src: Source) -> None:
