@@ -89,6 +89,15 @@ class _State:
         return self._testbed
 
     def _start_emulation(self, testbed: Testbed) -> Testbed:
+        if testbed.emulation is not None and testbed.emulation.backend == "kernel":
+            from labtest.emulation.kernel import KernelLab, KernelLabUnavailable
+
+            self._emulated = KernelLab(testbed)
+            try:
+                return self._emulated.start()
+            except KernelLabUnavailable as exc:
+                self._emulated = None
+                raise pytest.UsageError(f"--emulate: {exc}") from None
         try:
             from labtest.emulation.lab import EmulatedLab  # type: ignore[import-not-found]
         except ImportError:

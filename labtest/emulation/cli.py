@@ -79,6 +79,17 @@ def _emulate(args: argparse.Namespace) -> int:
         return 1
     faults = [parse_fault(f) for f in args.fault]
     out = args.out
+    if testbed.emulation is not None and testbed.emulation.backend == "kernel":
+        from labtest.emulation.kernel import cli as kernel_cli
+
+        done = threading.Event()
+        stops = (signal.SIGINT, signal.SIGTERM)
+        previous = {s: signal.signal(s, lambda *_: done.set()) for s in stops}
+        try:
+            return kernel_cli.run(testbed, out, _wait, done, args.duration_s, faults)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
     lab = EmulatedLab(
         testbed,
         workdir=out.parent if out else None,

@@ -135,11 +135,23 @@ class FaultSpec(Strict):
     duration_s: float | None = Field(None, gt=0)
 
 
+class BfdTimers(Strict):
+    """BFD timers of the kernel lab's FRR sessions (RFC 5880)."""
+
+    detect_multiplier: int = Field(3, ge=1, le=255)
+    receive_interval_ms: int = Field(100, ge=10, le=60000)
+    transmit_interval_ms: int = Field(100, ge=10, le=60000)
+
+
 class Emulation(Strict):
+    #: "model": the fabric model and its emulators; "kernel": real FRR, lldpd, snmpd and
+    #: sshd in network namespaces (docs/kernel-lab.md)
+    backend: Literal["model", "kernel"] = "model"
     seed: int = 0
     time_scale: float = Field(1.0, gt=0)
     ambient_c: float = 25.0
     faults: list[FaultSpec] = Field(default_factory=list)
+    bfd: BfdTimers | None = Field(None, description="kernel backend: BFD timers of every session")
 
 
 class Testbed(Strict):

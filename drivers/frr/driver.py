@@ -1,0 +1,88 @@
+"""Linux + FRR switch driver: iproute2, lldpcli and vtysh over SSH.
+
+A "switch" here is a Linux box routing with FRR (zebra, bgpd, bfdd), the way
+the kernel lab builds one and the way SONiC's routing container works. Every
+method is one shell command (``docs/drivers.md``):
+
+- interfaces: ``ip -j -d link show`` plus ``/sys/class/net/*/speed``;
+- counters: ``ip -s -j link show`` (the kernel's own counters, read directly:
+  no agent cache in between, unlike net-snmp's IF-MIB, which refreshes every
+  ~3 s — see docs/kernel-lab.md);
+- LLDP: ``lldpcli -f json show neighbors`` (the newest row per port);
+- BGP and BFD: ``vtysh -c 'show bgp summary json'``, ``show bfd peers json``;
+- port admin: ``vtysh`` ``interface X`` / ``shutdown`` (zebra takes the link down);
+- snapshot and restore: the FRR running-config, saved to a file on the box
+  (``vars.snapshot_dir``, default ``/var/lib/frr``); restore negates what was
+  added since and applies the saved file again with ``vtysh -f``.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from labtest.drivers.common.cli import (
+    CliSwitch,
+    new_snapshot_token,
+    port_name,
+    snapshot_token,
+)
+from labtest.drivers.frr import parsers as p
+
+from labtest.capabilities.switch import Facts, InterfaceCounters, InterfaceStatus, LldpNeighbor
+
+SPEEDS = f"echo '{p.SPEED_MARK}'; grep -Hs . /sys/class/net/*/speed; true"
+
+
+class FrrSwitch(CliSwitch):
+    """A Linux + FRR router reached over SSH (a shell with ip, lldpcli and vtysh)."""
+
+    def facts(self) -> Facts:
+        command = "vtysh -c 'show version'"
+        text = self.run(f"{command}; vtysh -c 'show running-config' | grep '^hostname '; true")
+        return self.parse(p.parse_version, command, text)
+
+    def interfaces(self) -> dict[str, InterfaceStatus]:
+        command = "ip -j -d link show"
+        return self.parse(p.parse_links, command, self.run(f"{command}; {SPEEDS}"))
+
+    def counters(self) -> dict[str, InterfaceCounters]:
+        return self.show("ip -s -j link show", p.parse_link_stats)
+
+    def lldp_neighbors(self) -> dict[str, LldpNeighbor]:
+        return self.show("lldpcli -f json show neighbors", p.parse_lldp_neighbors)
+
+    def bgp_peers(self) -> dict[str, p.BgpPeer]:
+        return self.show("vtysh -c 'show bgp summary json'", p.parse_bgp_summary)
+
+    def bfd_peers(self) -> dict[str, p.BfdPeer]:
+        return self.show("vtysh -c 'show bfd peers json'", p.parse_bfd_peers)
+
+    def set_admin(self, port: str, up: bool) -> None:
+        self.vtysh_config(f"interface {port_name(port)}", "no shutdown" if up else "shutdown")
+
+    def vtysh_config(self, *lines: str) -> None:
+        args = " ".join(f"-c {shlex.quote(x)}" for x in ("configure terminal", *lines, "end"))
+        self.run(f"vtysh {args}")
+
+    # --- snapshot and restore -----------------------------------------------------------
+
+    def running_config(self) -> str:
+        return self.run("vtysh -c 'show running-config'")
+
+    def _path(self, token: str) -> str:
+        folder = str(self.device.vars.get("snapshot_dir", "/var/lib/frr"))
+        return shlex.quote(f"{folder}/{snapshot_token(token)}.conf")
+
+    def snapshot(self) -> str:
+        token = new_snapshot_token()
+        strip = "grep -v -e '^Building configuration' -e '^Current configuration'"
+        self.run(f"vtysh -c 'show running-config' | {strip} > {self._path(token)}")
+        return token
+
+    def restore(self, token: str) -> None:
+        path = self._path(token)
+        saved = self.run(f"cat {path}")
+        undo = p.undo_commands(saved, self.running_config())
+        if undo:
+            self.vtysh_config(*undo)
+        self.run(f"vtysh -f {path}")

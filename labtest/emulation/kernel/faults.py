@@ -1,0 +1,228 @@
+"""Real faults on a running kernel lab, each named as in the fault catalogue where it has one.
+
+Every fault is done with the tool an engineer would use (``ip``, ``nft``, ``tc``,
+``vtysh``, killing a daemon) and returns how to undo it. ``target`` is a testbed
+endpoint ``device:port`` (a link fault, applied at that end and its peer where the
+fault is on the cable) or a device name.
+
+=====================  ===========================================================
+kind                   what happens
+=====================  ===========================================================
+link_down              ``ip link set PORT down`` at both ends (carrier loss)
+silent_drop            nft netdev ingress drop at both ends: the link stays up,
+                       only BFD notices (the catalogue's blackhole)
+miswired_cables        two links' ``b`` ends swap places (veth ends moved between
+                       namespaces): target ``devA:portA,devB:portB``
+slow_convergence       BFD timers raised (``params``: detect_multiplier,
+                       interval_ms) on both ends of the target link
+straggler_link         ``tc qdisc ... tbf rate R`` on both ends (``rate_mbit``)
+unreachable_device     the device's sshd and snmpd are stopped
+=====================  ===========================================================
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from typing import Any
+
+from labtest import netns as ns
+from labtest.emulation.kernel.lab import KernelLab
+
+Undo = Callable[[], None]
+NFT_TABLE = "labtest_fault"
+
+
+def _ends(lab: KernelLab, target: str) -> list[tuple[str, str]]:
+    """(netns, port) of both ends of the link at ``target`` ("device:port")."""
+    device, _, port = target.partition(":")
+    peer = lab.testbed.peer(device, port)
+    if peer is None:
+        raise ValueError(f"{target} is not cabled in the testbed")
+    return [(lab.plan.nodes[d].netns, p) for d, p in ((device, port), (peer.device, peer.port))]
+
+
+def link_down(lab: KernelLab, target: str) -> Undo:
+    ends = _ends(lab, target)
+    for netns, port in ends:
+        ns.ip("link", "set", port, "down", netns=netns)
+
+    def undo() -> None:
+        for netns, port in ends:
+            ns.ip("link", "set", port, "up", netns=netns)
+
+    return undo
+
+
+def silent_drop(lab: KernelLab, target: str) -> Undo:
+    ends = _ends(lab, target)
+    for netns, port in ends:
+        rules = (
+            f"add table netdev {NFT_TABLE}\n"
+            f"add chain netdev {NFT_TABLE} drop_{port} {{ type filter hook ingress device "
+            f'"{port}" priority 0; policy accept; }}\n'
+            f"add rule netdev {NFT_TABLE} drop_{port} drop\n"
+        )
+        _nft(netns, rules)
+
+    def undo() -> None:
+        for netns, _port in ends:
+            ns.run_in_netns(netns, ["nft", "delete", "table", "netdev", NFT_TABLE], check=False)
+
+    return undo
+
+
+def _nft(netns: str, rules: str) -> None:
+    done = subprocess.run(
+        ["ip", "netns", "exec", netns, "nft", "-f", "-"],
+        input=rules,
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise ns.NetnsError(netns, f"nft: {done.stderr.strip()}")
+
+
+def straggler_link(lab: KernelLab, target: str, rate_mbit: float = 100.0) -> Undo:
+    ends = _ends(lab, target)
+    for netns, port in ends:
+        ns.run_in_netns(
+            netns,
+            [
+                "tc",
+                "qdisc",
+                "replace",
+                "dev",
+                port,
+                "root",
+                "tbf",
+                "rate",
+                f"{rate_mbit:g}mbit",
+                "burst",
+                "32kbit",
+                "latency",
+                "50ms",
+            ],
+        )
+
+    def undo() -> None:
+        for netns, port in ends:
+            ns.run_in_netns(netns, ["tc", "qdisc", "del", "dev", port, "root"], check=False)
+
+    return undo
+
+
+def slow_convergence(
+    lab: KernelLab, target: str, detect_multiplier: int = 10, interval_ms: int = 300
+) -> Undo:
+    """Slow BFD on the sessions of the target link (the ``fast`` profile on both switches)."""
+    device, _, port = target.partition(":")
+    peer = lab.testbed.peer(device, port)
+    assert peer is not None
+    old = lab.plan.bfd
+    names = [device, peer.device]
+
+    def set_timers(mult: int, rx: int, tx: int) -> None:
+        for name in names:
+            subprocess.run(
+                [
+                    "vtysh",
+                    "-N",
+                    lab.plan.nodes[name].netns,
+                    "-c",
+                    "configure terminal",
+                    "-c",
+                    "bfd",
+                    "-c",
+                    "profile fast",
+                    "-c",
+                    f"detect-multiplier {mult}",
+                    "-c",
+                    f"receive-interval {rx}",
+                    "-c",
+                    f"transmit-interval {tx}",
+                    "-c",
+                    "end",
+                ],
+                capture_output=True,
+                timeout=10,
+                check=True,
+            )
+
+    set_timers(detect_multiplier, interval_ms, interval_ms)
+    return lambda: set_timers(
+        old["detect_multiplier"], old["receive_interval_ms"], old["transmit_interval_ms"]
+    )
+
+
+def unreachable_device(lab: KernelLab, target: str) -> Undo:
+    device = target.partition(":")[0]
+    node = lab.plan.nodes[device]
+    lab.stop_daemon(device, "sshd")
+    if node.kind == "switch":
+        lab.stop_daemon(device, "snmpd")
+
+    def undo() -> None:
+        if node.kind == "switch":
+            lab.start_snmpd(device)
+        lab.start_sshd(device)
+
+    return undo
+
+
+def miswired_cables(lab: KernelLab, target: str) -> Undo:
+    """Swap where two links' far ends plug in: ``a1:p1,a2:p2`` names the near ends."""
+    first, _, second = target.partition(",")
+    (n1, p1), (m1, q1) = _ends(lab, first)
+    (n2, p2), (m2, q2) = _ends(lab, second)
+
+    def cable(x: tuple[str, str, str, str], y: tuple[str, str, str, str]) -> None:
+        for netns, port, _far_ns, _far_port in (x, y):
+            ns.ip("link", "del", port, netns=netns)  # deletes the veth pair (both ends)
+        for netns, port, far_ns, far_port in (x, y):
+            ns.ip(
+                "link",
+                "add",
+                port,
+                "netns",
+                netns,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                far_port,
+                "netns",
+                far_ns,
+            )
+        for netns, port, far_ns, far_port in (x, y):
+            for where, dev in ((netns, port), (far_ns, far_port)):
+                _readdress(lab, where, dev)
+                ns.ip("link", "set", dev, "up", netns=where)
+
+    cable((n1, p1, m2, q2), (n2, p2, m1, q1))
+    return lambda: cable((n1, p1, m1, q1), (n2, p2, m2, q2))
+
+
+def _readdress(lab: KernelLab, netns: str, port: str) -> None:
+    """A re-created veth end gets back the address the plan gave its port."""
+    for node in lab.plan.nodes.values():
+        if node.netns == netns and port in node.ports and node.kind != "tg":
+            ns.ip("addr", "replace", node.ports[port], "dev", port, netns=netns)
+
+
+FAULTS: dict[str, Callable[..., Undo]] = {
+    "link_down": link_down,
+    "silent_drop": silent_drop,
+    "straggler_link": straggler_link,
+    "slow_convergence": slow_convergence,
+    "unreachable_device": unreachable_device,
+    "miswired_cables": miswired_cables,
+}
+
+
+def inject(lab: KernelLab, kind: str, target: str, **params: Any) -> Undo:
+    if kind not in FAULTS:
+        raise ValueError(f"kernel lab has no fault {kind!r}; known: {', '.join(sorted(FAULTS))}")
+    return FAULTS[kind](lab, target, **params)

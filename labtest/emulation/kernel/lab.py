@@ -1,0 +1,564 @@
+"""The kernel lab: the testbed built from real software in network namespaces.
+
+One namespace per device (named ``lt-k<pid>-<device>``), veth pairs named
+after the testbed's ports, and per device the daemons its role needs, each
+started by hand with its own configuration, log and socket under one lab
+folder: FRR (zebra, bfdd, bgpd), net-snmp snmpd with lldpd as its AgentX
+sub-agent, and OpenSSH sshd for switches; sshd and lldpd for hosts; lldpd for
+traffic-generator namespaces. ``start()`` returns the testbed pointing at
+forwarders on 127.0.0.1 (see ``forward.py``), so the drivers run unchanged.
+
+``stop()`` stops every daemon by its process group, deletes every namespace
+and removes the lab folder and FRR's runtime folders; ``leftovers()`` lists
+whatever survived, so a test can prove nothing did.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import secrets as pysecrets
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import SecretStr
+
+from labtest import netns as ns
+from labtest.emulation.kernel import plan as pl
+from labtest.emulation.kernel.forward import TcpForwarder, UdpForwarder
+from labtest.emulation.kernel.prereq import why_not
+from labtest.errors import InfraError, LabtestError
+from labtest.secrets import register
+from labtest.testbed.model import PacketSettings, SnmpSettings, SshSettings, Testbed
+
+log = logging.getLogger("labtest.emulation.kernel")
+
+FRR_RUN = Path("/var/run/frr")
+POLL_S = 0.2
+DAEMON_READY_S = 15.0  # bound on one daemon's socket or port appearing
+CONVERGED_S = 90.0  # bound on every BGP session and BFD peer coming up
+LLDP_READY_S = 30.0  # bound on every cabled port hearing its neighbour
+STOP_GRACE_S = 5.0
+
+
+class KernelLabUnavailable(LabtestError):
+    """This machine cannot build a kernel lab (not root, or packages missing)."""
+
+
+@dataclass
+class _Proc:
+    device: str
+    what: str
+    popen: subprocess.Popen[bytes]
+
+
+@dataclass
+class KernelLab:
+    """Build with a testbed; ``start()`` returns the testbed to hand the drivers."""
+
+    testbed: Testbed
+    prefix: str = field(default_factory=lambda: f"lt-k{os.getpid()}{pysecrets.token_hex(2)}-")
+    plan: pl.LabPlan = field(init=False)
+    workdir: Path = field(init=False)
+    skipped: dict[str, str] = field(default_factory=dict, init=False)
+    start_s: float = field(default=0.0, init=False)
+    _procs: list[_Proc] = field(default_factory=list, init=False)
+    _forwarders: dict[str, dict[str, Any]] = field(default_factory=dict, init=False)
+    _made_netns: list[str] = field(default_factory=list, init=False)
+    _made_dirs: list[Path] = field(default_factory=list, init=False)
+    _pgids: set[int] = field(default_factory=set, init=False)  # every daemon ever started
+    _snmp: dict[str, tuple[str, str, str, str]] = field(default_factory=dict, init=False)
+
+    # --- building ----------------------------------------------------------------------
+
+    def start(self) -> Testbed:
+        reason = why_not()
+        if reason is not None:
+            raise KernelLabUnavailable(f"kernel lab: {reason}")
+        began = time.monotonic()
+        emu = self.testbed.emulation
+        bfd = emu.bfd.model_dump() if emu is not None and emu.bfd is not None else None
+        self.plan = pl.make_plan(self.testbed, self.prefix, bfd)
+        self.skipped = dict(self.plan.unsupported)
+        self.workdir = Path(tempfile.mkdtemp(prefix=self.prefix))
+        self.workdir.chmod(0o755)  # FRR daemons run as user frr and read their configs here
+        try:
+            self._keys()
+            for node in self.plan.nodes.values():
+                self._namespace(node)
+            for veth in self.plan.veths:
+                self._veth(veth)
+            for node in self.plan.nodes.values():
+                self._files(node)
+                self._daemons(node)
+            self.wait_converged()
+            self.wait_lldp()
+        except BaseException:
+            self.stop()
+            raise
+        self.start_s = time.monotonic() - began
+        return self.lab_testbed()
+
+    def _keys(self) -> None:
+        key = self.workdir / "id_ed25519"
+        _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "labtest", "-f", str(key)])
+        shutil.copy(key.with_suffix(".pub"), self.workdir / "authorized_keys")
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation dir
+
+    def _namespace(self, node: pl.NodePlan) -> None:
+        ns.create_netns(node.netns)
+        self._made_netns.append(node.netns)
+        if node.kind == "switch":
+            ns.run_in_netns(node.netns, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"])
+            # ECMP: hash on L4 ports so the probe's flows spread over the spines
+            ns.run_in_netns(
+                node.netns, ["sysctl", "-q", "-w", "net.ipv4.fib_multipath_hash_policy=1"]
+            )
+
+    def _veth(self, v: pl.VethPlan) -> None:
+        na, nb = self.plan.nodes[v.a_device], self.plan.nodes[v.b_device]
+        ns.ip(
+            "link",
+            "add",
+            v.a_port,
+            "netns",
+            na.netns,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            v.b_port,
+            "netns",
+            nb.netns,
+        )
+        for node, port, addr in ((na, v.a_port, v.a_address), (nb, v.b_port, v.b_address)):
+            if node.kind != "tg":  # a TG port has no IP stack: it only sends and counts
+                ns.ip("addr", "add", addr, "dev", port, netns=node.netns)
+            ns.ip("link", "set", port, "up", netns=node.netns)
+        for here, there, there_port, there_addr in (
+            (na, nb, v.b_port, v.b_address),
+            (nb, na, v.a_port, v.a_address),
+        ):
+            if there.kind == "tg" and here.kind == "switch":
+                mac = ns.interface_mac(there_port, there.netns)
+                port = v.a_port if here is na else v.b_port
+                ns.ip(
+                    "neigh",
+                    "replace",
+                    there_addr.split("/")[0],
+                    "lladdr",
+                    mac,
+                    "dev",
+                    port,
+                    "nud",
+                    "permanent",
+                    netns=here.netns,
+                )
+            if here.kind == "host" and there.kind == "switch":
+                ns.ip(
+                    "route", "replace", "default", "via", there_addr.split("/")[0], netns=here.netns
+                )
+
+    def _files(self, node: pl.NodePlan) -> None:
+        d = self.node_dir(node.name)
+        d.mkdir(mode=0o755)
+        (d / "bin").mkdir(mode=0o755)
+        for tool, text in pl.wrappers(str(self.workdir), node).items():
+            _write(d / "bin" / tool, text, 0o755)
+        _write(d / "lldpd.conf", pl.lldpd_config(node.name))
+        if node.kind == "tg":
+            return
+        _write(d / "login", pl.login_script(str(self.workdir), node.name), 0o755)
+        _write(d / "sshd_config", pl.sshd_config(str(self.workdir), node.name))
+        _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / "ssh_host_ed25519_key")])
+        if node.kind == "switch":
+            for daemon, text in pl.frr_configs(node, self.plan.bfd).items():
+                _write(d / f"{daemon}.conf", text)
+            (d / "snmp").mkdir(mode=0o700)
+            creds = (_secret(), f"lt-{node.name}", _secret(), _secret())
+            self._snmp[node.name] = creds
+            _write(
+                d / "snmpd.conf",
+                pl.snmpd_config(node.name, *creds, agentx=str(d / "agentx.sock")),
+                0o600,
+            )
+
+    def node_dir(self, name: str) -> Path:
+        return self.workdir / name
+
+    # --- daemons -------------------------------------------------------------------------
+
+    def _daemons(self, node: pl.NodePlan) -> None:
+        if node.kind == "switch":
+            self._start_frr(node)
+            self.start_snmpd(node.name)
+        self._start_lldpd(node)
+        if node.kind != "tg":
+            self.start_sshd(node.name)
+
+    def _spawn(
+        self, node: pl.NodePlan, what: str, argv: list[str], env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
+        logf = open(self.node_dir(node.name) / f"{what}.out", "ab")  # noqa: SIM115
+        try:
+            p = subprocess.Popen(
+                ["ip", "netns", "exec", node.netns, *argv],
+                stdin=subprocess.DEVNULL,
+                stdout=logf,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env={**os.environ, **(env or {})},
+            )
+        finally:
+            logf.close()
+        self._procs.append(_Proc(node.name, what, p))
+        self._pgids.add(p.pid)
+        return p
+
+    def _start_frr(self, node: pl.NodePlan) -> None:
+        run = FRR_RUN / node.netns
+        run.mkdir(parents=True, exist_ok=True)
+        shutil.chown(run, "frr", "frr")
+        self._made_dirs.append(run)
+        d = self.node_dir(node.name)
+        for daemon in ("zebra", "bfdd", "bgpd"):
+            argv = [
+                f"/usr/lib/frr/{daemon}",
+                "-N",
+                node.netns,
+                "-f",
+                str(d / f"{daemon}.conf"),
+                "-i",
+                str(run / f"{daemon}.pid"),
+                "-u",
+                "frr",
+                "-g",
+                "frr",
+                "--log",
+                f"file:{d / daemon}.log",
+            ]
+            p = self._spawn(node, daemon, argv)
+            sock = run / ("zserv.api" if daemon == "zebra" else f"{daemon}.vty")
+            _wait(
+                sock.exists,
+                DAEMON_READY_S,
+                node.name,
+                f"{daemon} socket {sock}",
+                p,
+                self.node_dir(node.name) / f"{daemon}.out",
+            )
+
+    def start_snmpd(self, name: str) -> None:
+        node = self.plan.nodes[name]
+        d = self.node_dir(name)
+        argv = [
+            "/usr/sbin/snmpd",
+            "-f",
+            "-C",
+            "-c",
+            str(d / "snmpd.conf"),
+            "-p",
+            str(d / "snmpd.pid"),
+            "-Lf",
+            str(d / "snmpd.log"),
+        ]
+        p = self._spawn(node, "snmpd", argv, {"SNMP_PERSISTENT_DIR": str(d / "snmp"), "MIBS": ""})
+        _wait(
+            lambda: (d / "agentx.sock").exists(),
+            DAEMON_READY_S,
+            name,
+            "snmpd AgentX socket",
+            p,
+            d / "snmpd.out",
+        )
+        self._forward(name, "snmp", UdpForwarder, 161)
+
+    def stop_daemon(self, name: str, what: str) -> None:
+        """Stop one daemon of a device (a fault: its management plane goes dark)."""
+        for proc in [p for p in self._procs if p.device == name and p.what == what]:
+            _kill_group(proc.popen)
+            self._procs.remove(proc)
+
+    def start_sshd(self, name: str) -> None:
+        node = self.plan.nodes[name]
+        d = self.node_dir(name)
+        pid = d / "sshd.pid"
+        pid.unlink(missing_ok=True)
+        p = self._spawn(
+            node,
+            "sshd",
+            ["/usr/sbin/sshd", "-D", "-f", str(d / "sshd_config"), "-E", str(d / "sshd.log")],
+        )
+        _wait(pid.exists, DAEMON_READY_S, name, "sshd listening (pid file)", p, d / "sshd.log")
+        self._forward(name, "ssh", TcpForwarder, 22)
+
+    def _start_lldpd(self, node: pl.NodePlan) -> None:
+        d = self.node_dir(node.name)
+        argv = ["/usr/sbin/lldpd", "-d", "-u", str(d / "lldpd.sock"), "-O", str(d / "lldpd.conf")]
+        if node.kind == "switch":
+            argv += ["-x", "-X", str(d / "agentx.sock")]
+        p = self._spawn(node, "lldpd", argv)
+        _wait(
+            lambda: (d / "lldpd.sock").exists(),
+            DAEMON_READY_S,
+            node.name,
+            "lldpd socket",
+            p,
+            d / "lldpd.out",
+        )
+
+    def _forward(self, name: str, what: str, kind: Any, port: int) -> None:
+        if what not in self._forwarders.get(name, {}):
+            self._forwarders.setdefault(name, {})[what] = kind(
+                self.plan.nodes[name].netns, port
+            ).start()
+
+    # --- readiness -------------------------------------------------------------------------
+
+    def vtysh(self, name: str, command: str, timeout_s: float = 10.0) -> str:
+        node = self.plan.nodes[name]
+        return _run(["vtysh", "-N", node.netns, "-c", command], timeout_s).stdout
+
+    def bgp_state(self, name: str) -> dict[str, str]:
+        """peer address -> BGP state of one switch (``show bgp summary json``)."""
+        data = json.loads(self.vtysh(name, "show bgp summary json") or "{}")
+        peers = (data.get("ipv4Unicast") or {}).get("peers") or {}
+        return {ip: str(p.get("state")) for ip, p in peers.items()}
+
+    def bfd_state(self, name: str) -> dict[str, str]:
+        data = json.loads(self.vtysh(name, "show bfd peers json") or "[]")
+        return {str(p.get("peer")): str(p.get("status")) for p in data}
+
+    def wait_converged(self, timeout_s: float = CONVERGED_S) -> None:
+        """Every planned BGP session Established and its BFD peer up (bounded)."""
+        switches = [n for n in self.plan.nodes.values() if n.kind == "switch"]
+
+        def down() -> list[str]:
+            out = []
+            for node in switches:
+                bgp, bfd = self.bgp_state(node.name), self.bfd_state(node.name)
+                for ip, _asn, port in node.neighbours:
+                    if bgp.get(ip) != "Established" or bfd.get(ip) != "up":
+                        out.append(f"{node.name}:{port} (BGP {bgp.get(ip)}, BFD {bfd.get(ip)})")
+            return out
+
+        deadline = time.monotonic() + timeout_s
+        while (left := down()) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        if left:
+            raise InfraError(
+                left[0].split(":")[0],
+                f"kernel lab did not converge in {timeout_s:g} s: {', '.join(left)}",
+            )
+
+    def lldp_heard(self, name: str) -> dict[str, str]:
+        """port -> "system:port" each neighbour table row (lldpcli JSON)."""
+        d = self.node_dir(name)
+        text = _run(
+            ["lldpcli", "-u", str(d / "lldpd.sock"), "-f", "json", "show", "neighbors"], 10
+        ).stdout
+        out: dict[str, str] = {}
+        for port, info in _lldp_rows(json.loads(text or "{}")):
+            system = next(iter((info.get("chassis") or {}).keys()), "?")
+            pid = ((info.get("port") or {}).get("id") or {}).get("value", "?")
+            out[port] = f"{system}:{pid}"
+        return out
+
+    def wait_lldp(self, timeout_s: float = LLDP_READY_S) -> None:
+        """Every cabled port of every node hears someone (bounded)."""
+
+        def deaf() -> list[str]:
+            out = []
+            for node in self.plan.nodes.values():
+                heard = self.lldp_heard(node.name)
+                out += [f"{node.name}:{p}" for p in node.ports if p not in heard]
+            return out
+
+        deadline = time.monotonic() + timeout_s
+        while (left := deaf()) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        if left:
+            raise InfraError(
+                left[0].split(":")[0], f"LLDP silent after {timeout_s:g} s on {', '.join(left)}"
+            )
+
+    # --- the testbed the drivers get --------------------------------------------------------
+
+    def lab_testbed(self) -> Testbed:
+        known = self.workdir / "known_hosts"
+        lines = []
+        devices = dict(self.testbed.devices)
+        for name, node in self.plan.nodes.items():
+            dev = devices[name]
+            update: dict[str, Any] = {"address": "127.0.0.1"}
+            fw = self._forwarders.get(name, {})
+            if "ssh" in fw:
+                pub = (self.node_dir(name) / "ssh_host_ed25519_key.pub").read_text().split()
+                lines.append(f"[127.0.0.1]:{fw['ssh'].port} {pub[0]} {pub[1]}\n")
+                base = dev.ssh or SshSettings(username="root")
+                update["ssh"] = base.model_copy(
+                    update={
+                        "port": fw["ssh"].port,
+                        "username": "root",
+                        "password": None,
+                        "key_file": self.workdir / "id_ed25519",
+                        "known_hosts": known,
+                        "host_key_policy": "reject",
+                    }
+                )
+            if "snmp" in fw:
+                community, user, auth, priv = self._snmp[name]
+                for s in (community, auth, priv):
+                    register(s)
+                base_snmp = dev.snmp or SnmpSettings()
+                update["snmp"] = base_snmp.model_copy(
+                    update={
+                        "port": fw["snmp"].port,
+                        "community": SecretStr(community),
+                        "user": user,
+                        "auth_key": SecretStr(auth),
+                        "priv_key": SecretStr(priv),
+                        "auth_protocol": "SHA",
+                        "priv_protocol": "AES",
+                        "context": "",
+                    }
+                )
+            if node.kind == "switch":
+                update["vars"] = {**dev.vars, "snapshot_dir": str(self.node_dir(name))}
+            if node.kind == "tg":
+                update["packet"] = PacketSettings(
+                    interfaces={p: p for p in node.ports}, netns=node.netns
+                )
+                update["vars"] = {**dev.vars, **self._tg_vars(node)}
+            devices[name] = dev.model_copy(update=update)
+        known.write_text("".join(lines))
+        tb = self.testbed.model_copy(update={"devices": devices})
+        tb._source = self.testbed.source
+        return tb
+
+    def _tg_vars(self, node: pl.NodePlan) -> dict[str, Any]:
+        """The TG ports' addresses and the router MAC of the switch port each is cabled to."""
+        ipv4, gateways = {}, {}
+        for v in self.plan.veths:
+            for mine, port, addr, other, other_port in (
+                (v.a_device, v.a_port, v.a_address, v.b_device, v.b_port),
+                (v.b_device, v.b_port, v.b_address, v.a_device, v.a_port),
+            ):
+                if mine == node.name:
+                    ipv4[port] = addr.split("/")[0]
+                    gateways[port] = ns.interface_mac(other_port, self.plan.nodes[other].netns)
+        return {"ipv4": ipv4, "gateway_macs": gateways}
+
+    # --- teardown ---------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        for fws in self._forwarders.values():
+            for fw in fws.values():
+                fw.stop()
+        self._forwarders.clear()
+        for proc in reversed(self._procs):
+            _kill_group(proc.popen)
+        self._procs.clear()
+        for name in reversed(self._made_netns):
+            with contextlib.suppress(ns.NetnsError):
+                ns.delete_netns(name)
+        for d in self._made_dirs:
+            shutil.rmtree(d, ignore_errors=True)
+        if getattr(self, "workdir", None) is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def leftovers(self) -> list[str]:
+        """Namespaces, processes and files of this lab still present (empty after stop())."""
+        out = [f"netns {n}" for n in ns.list_netns() if n.startswith(self.prefix)]
+        out += [f"process {pid}" for pid in _pids_in_groups(self._pgids)]
+        out += [f"file {d}" for d in self._made_dirs if d.exists()]
+        if getattr(self, "workdir", None) is not None and self.workdir.exists():
+            out.append(f"file {self.workdir}")
+        return out
+
+    def __enter__(self) -> Testbed:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# --- helpers -----------------------------------------------------------------------------
+
+
+def _lldp_rows(data: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """lldpcli JSON: ``lldp.interface`` is a dict (one port) or a list of one-key dicts."""
+    iface = (data.get("lldp") or {}).get("interface") or []
+    items = iface if isinstance(iface, list) else [{k: v} for k, v in iface.items()]
+    return [(port, info) for item in items for port, info in item.items()]
+
+
+def _secret() -> str:
+    return pysecrets.token_urlsafe(12)
+
+
+def _write(path: Path, text: str, mode: int = 0o644) -> None:
+    path.write_text(text)
+    path.chmod(mode)
+
+
+def _run(argv: list[str], timeout_s: float = 30.0) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
+    if done.returncode != 0:
+        raise InfraError(
+            "kernel-lab", f"{' '.join(argv)} exited {done.returncode}: {done.stderr.strip()[-300:]}"
+        )
+    return done
+
+
+def _wait(
+    ready: Any,
+    timeout_s: float,
+    device: str,
+    what: str,
+    proc: subprocess.Popen[bytes],
+    logfile: Path,
+) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not ready():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            tail = logfile.read_text(errors="replace")[-400:] if logfile.exists() else ""
+            state = f"exited {proc.returncode}" if proc.poll() is not None else "timed out"
+            raise InfraError(device, f"{what}: {state}; log: {tail.strip()}")
+        time.sleep(POLL_S / 4)
+
+
+def _kill_group(p: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the daemon's process group, then SIGKILL what is left after a grace time."""
+    for sig, wait in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, STOP_GRACE_S)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, sig)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if p.poll() is not None and not _pids_in_groups({p.pid}):
+                return
+            time.sleep(0.05)
+    p.poll()
+
+
+def _pids_in_groups(pgids: set[int]) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[0] != "Z" and int(fields[2]) in pgids:
+            out.append(int(entry.name))
+    return out
