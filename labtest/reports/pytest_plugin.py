@@ -456,6 +456,7 @@ def _write(run: _Run, session: pytest.Session, exitstatus: int) -> None:
     doc["verdict"] = run.verdict = results.verdict_record(doc)
     results.write(run.results_dir, doc)
     results.write_coverage_results(run.results_dir, doc)
+    results.label_consequences(run.results_dir, doc)
     rules = allure_env.categories(EmulationDeviation)
     allure_env.write_categories(run.results_dir, [*results.coverage_categories(), *rules])
     allure_env.write_environment(run.results_dir, environment(doc))
@@ -489,6 +490,8 @@ def environment(doc: dict[str, Any]) -> dict[str, object]:
     props: dict[str, object] = {
         "labtest.verdict": verdict.get("verdict"),
         "coverage": f"{proven}/{required} required cells proven or waived" if by_suite else None,
+        **{f"labtest.root_cause.{i}": c["cause"]
+           for i, c in enumerate(verdict.get("root_causes") or [], 1)},
         "testbed": tb.get("name"),
         "testbed.file": tb.get("file"),
         "testbed.sha256": tb.get("sha256"),

@@ -245,6 +245,25 @@ def coverage_categories() -> list[dict[str, Any]]:
     ]
 
 
+def label_consequences(results_dir: Path, doc: dict[str, Any]) -> int:
+    """Give each Allure result a root cause explains the labels ``root_cause`` (the cause)
+    and tag ``consequence``, so Allure shows the cause beside the symptom (the causes
+    themselves are listed in ``environment.properties``: a result per cause would count
+    each failure twice). Returns how many results were labelled."""
+    causes = (doc.get("verdict") or {}).get("root_causes") or []
+    because = {n: c["cause"] for c in causes for n in c["consequences"]}
+    labelled = 0
+    for path in sorted(results_dir.glob("*-result.json")) if because else []:
+        result = json.loads(path.read_text(encoding="utf-8"))
+        ids = [lb["value"] for lb in result.get("labels", []) if lb["name"] == NODEID_LABEL]
+        if ids and ids[0] in because:
+            result["labels"] += [{"name": "root_cause", "value": because[ids[0]]},
+                                 {"name": "tag", "value": "consequence"}]
+            write_atomic(path, json.dumps(result) + "\n")
+            labelled += 1
+    return labelled
+
+
 def write_coverage_results(results_dir: Path, doc: dict[str, Any]) -> list[Path]:
     """One Allure result per requirement (epic = suite, feature = "coverage"): passed when
     every cell is proven or waived, failed with a failed cell, else broken with the holes,

@@ -242,3 +242,20 @@ def test_a_lab_run_with_waivers_passes(pytester: Any) -> None:
 
 def allure_results_of(results_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted(results_dir.glob("*-result.json"))]
+
+
+def test_allure_marks_the_consequences_of_a_root_cause(tmp_path: Path) -> None:
+    nodeid = "suites/congestion/test_congestion.py::test_incast[host1]"
+    own = tmp_path / "abc-result.json"
+    own.write_text(json.dumps({"name": "test_incast[host1]", "status": "failed", "labels": [
+        {"name": results.NODEID_LABEL, "value": nodeid}]}))
+    other = tmp_path / "def-result.json"
+    other.write_text(json.dumps({"name": "test_no_pause_storm", "status": "failed", "labels": [
+        {"name": results.NODEID_LABEL, "value": "x::test_no_pause_storm"}]}))
+    cause = {"cause": "PFC storm at leaf4:Ethernet16 (from host7:eth0)", "kind": "storm",
+             "culprit": "leaf4:Ethernet16", "evidence": ["idle_pfc_rx_frames ... is FAIL"],
+             "tests": ["x::test_no_pause_storm"], "consequences": [nodeid]}
+    assert results.label_consequences(tmp_path, {"verdict": {"root_causes": [cause]}}) == 1
+    labels = {lb["name"]: lb["value"] for lb in json.loads(own.read_text())["labels"]}
+    assert labels["root_cause"] == cause["cause"] and labels["tag"] == "consequence"
+    assert len(json.loads(other.read_text())["labels"]) == 1

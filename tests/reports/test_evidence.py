@@ -103,6 +103,9 @@ def test_categories_and_environment(faulty_run: LabRun) -> None:
         for line in (faulty_run.results_dir / "environment.properties").read_text().splitlines()
     )
     assert props["testbed"] == "lab-b12"
+    assert props["labtest.verdict"] == "FAIL"
+    assert props["labtest.root_cause.1"].startswith("spine1 could not be asked")
+    assert props["labtest.root_cause.2"].startswith("leaf2:Ethernet8: pre_fec_ber")
     assert props["limits.profile"] == "acceptance-400g-demo"
     assert re.fullmatch(r"[0-9a-f]{64}", props["limits.sha256"])
     assert props["labtest.version"] == "0.1.0"
