@@ -154,7 +154,7 @@ def check_existing(path: str | Path, kind: str = "file") -> None:
     _check(path, st, kind)
 
 
-def writable_dir(path: str | Path) -> None:
+def shared_dir_guard(path: str | Path) -> None:
     """Refuse a directory others can write to (they could plant files we then open)."""
     path = Path(path)
     st = os.stat(path)

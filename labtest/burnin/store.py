@@ -289,7 +289,7 @@ class SqliteStore:
         try:
             if not self.path.parent.exists():
                 safefs.private_dir(self.path.parent)
-            safefs.writable_dir(self.path.parent)  # anyone could swap the file there
+            safefs.shared_dir_guard(self.path.parent)  # anyone could swap the file there
             os.close(safefs.open_private(self.path))
             for suffix in ("-wal", "-shm"):
                 safefs.check_existing(f"{self.path}{suffix}")
