@@ -152,3 +152,5 @@ class DeviceQos:
     wd_poll_s: float
     wd_action: str
     honor_pfc: bool
+    ecn_kmin_b: float | None = None  # WRED/ECN profile of the lossless queues; None: by speed
+    ecn_kmax_b: float | None = None

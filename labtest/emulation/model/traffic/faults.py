@@ -54,6 +54,31 @@ def ecn_disabled(fabric: HasTraffic, target: str, params: NoParams) -> Undo:
     return fabric.traffic.set_ecn(_need(target, "a switch or host"), False)
 
 
+class EcnThresholdsParams(FaultParams):
+    kmin_kb: float = Field(8000.0, gt=0)
+    kmax_kb: float = Field(32000.0, gt=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> EcnThresholdsParams:
+        if self.kmin_kb > self.kmax_kb:
+            raise ValueError("kmin_kb must not exceed kmax_kb")
+        return self
+
+
+@fault(
+    "ecn_thresholds",
+    EcnThresholdsParams,
+    "the switch's lossless queues mark ECN only from kmin_kb to kmax_kb (default 10x the "
+    "400G profile, above PFC XOFF): its queues stand deep, PFC does the work, tail latency "
+    "under load rises",
+    "latency",
+)
+def ecn_thresholds(fabric: HasTraffic, target: str, params: EcnThresholdsParams) -> Undo:
+    return fabric.traffic.set_ecn_thresholds(
+        _need(target, "a switch"), params.kmin_kb * 1e3, params.kmax_kb * 1e3
+    )
+
+
 class PfcStormParams(FaultParams):
     priority: int = Field(3, ge=0, le=7)
 

@@ -53,6 +53,8 @@ CC_EVERY = 4  # slices between DCQCN alpha / rate-increase updates
 RATE_CACHE_SIZE = 64  # scenarios whose steady rates are kept (a flapping link cycles a few)
 SEED_ABOVE_FAIR = 1.02  # DCQCN settles a little above the fair share, on a standing queue
 _WD_MODES = {"drop": 0, "forward": 1, "alert": 2}
+TRACE_SLICES = 1024  # queue occupancy kept per slice, for latency under load
+TRACE_CHUNKS = 2  # the settled trace: the last chunks ``simulate`` stepped
 
 
 class FluidNet:
@@ -143,6 +145,8 @@ class FluidNet:
                 self.pfc_g[q] = lossless and sw
                 self.lossy_limit[q] = LOSSY_LIMIT_BYTES if sw and not lossless else math.inf
                 self.ecn_q[q] = sw and dq.ecn and prio in dq.ecn_priorities
+                if sw and dq.ecn_kmin_b is not None and dq.ecn_kmax_b is not None:
+                    self.kmin[q], self.kmax[q] = dq.ecn_kmin_b, dq.ecn_kmax_b  # PFC XOFF stays
                 self.honor_q[q] = dq.honor_pfc
                 self.wd_on[q] = sw and dq.pfcwd and lossless
                 self.wd_detect[q], self.wd_restore[q] = dq.wd_detect_s, dq.wd_restore_s
@@ -316,6 +320,8 @@ class FluidNet:
         self.acc_cnp_sent = np.zeros(n)
         self.acc_cnp_handled = np.zeros(n)
         self._tick = 0
+        self.q_trace = np.zeros((TRACE_SLICES, len(self.qs)))
+        self.q_trace_n = self.q_trace_from = 0
 
     def _load_watch(self, t: float) -> None:
         self.w_paused_since = self.paused_since[self.ws].copy()
@@ -363,6 +369,7 @@ class FluidNet:
         self.q_cap = self.cap[self.qs // PRIORITIES]
         self.any_partial = bool(((self.w_ext > 0) & (self.w_ext < 1)).any())
         self.scenario_key = self._key()
+        self.q_trace_n = self.q_trace_from = 0  # a new scenario: its queues start a new trace
 
     def _key(self) -> str:
         """Everything the steady rates depend on, hashed."""
@@ -381,6 +388,8 @@ class FluidNet:
             self.down,
             self.mtu,
             self.ecn_q,
+            self.kmin,
+            self.kmax,
             self.pfc_g,
             self.honor_q,
             self.wd_on,
@@ -538,8 +547,52 @@ class FluidNet:
         pf[self.wd_storm & (self.wd_mode != 2)] = 0.0
         return pf
 
+    def sustained_pause(self) -> np.ndarray:
+        """``effective_pause`` without PFC's XOFF/XON cycling: only pauses that held through
+        the last simulated chunk (a storm, a stuck peer) or come from a full-time source.
+        A queue that a congested PG pauses now and then delays packets; it does not stop them."""
+        pf = self.effective_pause()
+        pf[~(self.steady_paused | (self.pf_ext >= 1.0))] = 0.0
+        return pf
+
     def port_bytes(self) -> np.ndarray:
         return np.bincount(self.seg_port, self.content, minlength=self.P)
+
+    def queue_trace(self) -> np.ndarray:
+        """Bytes queued per used queue (``self.qs``), one row per slice, oldest first: the
+        chunks ``simulate`` stepped last in this scenario (where the queues had settled);
+        the queues as they are now when nothing was stepped since (closed form, cache)."""
+        n = self.q_trace_n
+        first = max(self.q_trace_from, n - TRACE_SLICES)
+        if n - first < 2:
+            return np.bincount(self.sq, self.content, minlength=len(self.qs))[None, :]
+        rows = np.arange(first, n) % TRACE_SLICES
+        return self.q_trace[rows]
+
+    def queueing_delay_samples(
+        self, path: list[int], n: int, rng: np.random.Generator
+    ) -> np.ndarray:
+        """Seconds a packet waits in the egress queues of ``path`` at ``n`` random instants.
+
+        Per hop, the bytes queued at the port when the packet arrives over the port's drain
+        rate (its line rate: the port shares it among its queues by backlog, so every byte
+        queued there is ahead of the packet); summed over hops at the same instant (a queue
+        moves slowly against a packet's microseconds in flight). The instants are uniform
+        over the settled trace, interpolated between slices, so the distribution follows
+        the queues' own fluctuation: the tail is where the queues peak.
+        """
+        weight = np.zeros(len(self.qs))
+        q_port = self.qs // PRIORITIES
+        for p in path:
+            if self.cap[p] > 0:
+                weight[q_port == p] += 1.0 / self.cap[p]
+        delay = self.queue_trace() @ weight
+        if len(delay) == 1:
+            return np.full(n, float(delay[0]))
+        at = rng.uniform(0.0, len(delay) - 1.0, n)
+        i = np.minimum(at.astype(np.int64), len(delay) - 2)
+        frac = at - i
+        return delay[i] * (1.0 - frac) + delay[i + 1] * frac
 
     # --- one slice -----------------------------------------------------------
 
@@ -578,6 +631,8 @@ class FluidNet:
                 content -= drop
                 self.acc_lossy += drop
                 qb = np.minimum(qb, self.q_limit)
+        self.q_trace[self.q_trace_n % TRACE_SLICES] = qb  # what a packet arriving now finds
+        self.q_trace_n += 1
         nG = len(self.gs)
         if self.any_pfc and self.g_xoff.any():  # only a paused PG can outrun its headroom
             gb = np.bincount(self.sg, content, minlength=nG + 1)[:nG]
@@ -775,8 +830,13 @@ class FluidNet:
         prev: np.ndarray | None = None
         rates: np.ndarray | None = None
         queued = self.queued_bytes()
+        chunk_starts: list[int] = []
         for k in range(max_chunks):
             start = t
+            chunk_starts.append(self.q_trace_n)
+            # latency reads the last chunks (the settled ones); a watchdog change restarts it
+            first = chunk_starts[max(0, len(chunk_starts) - TRACE_CHUNKS)]
+            self.q_trace_from = min(first, self.q_trace_n)
             s0 = self.snapshot()
             stop = min(end, t + chunk_s)
             changed = False

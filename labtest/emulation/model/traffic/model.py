@@ -627,10 +627,14 @@ class TrafficModel:
     def run_latency(
         self, client: str, server: str, size_b: int = 2, iterations: int = 1000
     ) -> roce.LatencyResult:
-        """ib_write_lat: one-way latency samples over the current path and queues."""
+        """ib_write_lat: one-way latency samples over the current path: the fixed part (NIC,
+        switches, serialisation, propagation) with its jitter, plus the queueing delay each
+        sample meets in the egress queues on the way, drawn from the queues' settled trace
+        (``FluidNet.queueing_delay_samples``): idle, nothing; under load, what the queues
+        hold and how they move."""
         c, s = self._host_port(client), self._host_port(server)
         f = self._roce_qp(c, s, size_b, 3, self.now_s, self.now_s, "perftest-lat")
-        if self._path_broken(f):
+        if self._path_broken(f, self.engine.sustained_pause()):
             nan = float("nan")
             return roce.LatencyResult(
                 client,
@@ -647,15 +651,9 @@ class TrafficModel:
                 error="transport retry counter exceeded",
             )
         assert f.path is not None
-        base = f.base_latency_s + self._queueing_s(f.path)
-        return roce.latency_result(
-            client, server, size_b, roce.latency_samples(base, iterations, self.rng)
-        )
-
-    def _queueing_s(self, path: list[int]) -> float:
-        eng = self.engine
-        port_b = eng.port_bytes()
-        return float(sum(port_b[p] / eng.cap[p] for p in path if eng.cap[p] > 0))
+        samples = roce.latency_samples(f.base_latency_s, iterations, self.rng)
+        samples += self.engine.queueing_delay_samples(f.path, iterations, self.rng)
+        return roce.latency_result(client, server, size_b, samples)
 
     @_locked
     def run_allreduce(
@@ -784,6 +782,28 @@ class TrafficModel:
 
         def undo() -> None:
             self.set_ecn(device, was)
+
+        return undo
+
+    @_locked
+    def set_ecn_thresholds(self, device: str, kmin_b: float | None, kmax_b: float | None) -> Undo:
+        """Switch: the ECN marking thresholds of its lossless queues (None, None: the
+        defaults by port speed). The PFC XOFF thresholds stay where the buffer profile
+        put them, so thresholds above XOFF leave the work to PFC."""
+        self.topo.require_device(device)
+        if not self.topo.is_switch(device):
+            raise FaultError(f"{device!r} is not a switch")
+        if (kmin_b is None) != (kmax_b is None) or (
+            kmin_b is not None and kmax_b is not None and not 0 <= kmin_b <= kmax_b
+        ):
+            raise FaultError(f"ECN thresholds need 0 <= Kmin <= Kmax, got {kmin_b}, {kmax_b}")
+        q = self.qos[device]
+        was = (q.ecn_kmin_b, q.ecn_kmax_b)
+        q.ecn_kmin_b, q.ecn_kmax_b = kmin_b, kmax_b
+        self._changed()
+
+        def undo() -> None:
+            self.set_ecn_thresholds(device, *was)
 
         return undo
 

@@ -1,0 +1,99 @@
+"""Latency under load follows the queue model: per-packet delay = base path + the bytes
+queued at each egress on the way / the port's drain rate, distributed as the queues move."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from labtest.emulation.model.faults import CATALOGUE, FaultError, parse_params
+from labtest.emulation.model.traffic import TrafficModel
+from labtest.emulation.model.traffic.congestion import ecn_thresholds
+from labtest.emulation.model.traffic.lab import DictLinkView, clos_testbed
+
+LINE_GBPS = 400.0
+KMIN_B, KMAX_B, _ = ecn_thresholds(LINE_GBPS)
+KMAX_US = KMAX_B * 8 / (LINE_GBPS * 1e9) * 1e6  # 64 us: Kmax drained at line rate
+KMIN_US = KMIN_B * 8 / (LINE_GBPS * 1e9) * 1e6  # 16 us
+
+
+def fabric(seed: int = 1) -> TrafficModel:
+    tb = clos_testbed(spines=2, leaves=4, hosts_per_leaf=2, speed_gbps=LINE_GBPS)
+    return TrafficModel(tb, DictLinkView.of(tb), np.random.default_rng(seed))
+
+
+def loaded(m: TrafficModel, client: str = "host3", iterations: int = 5000) -> tuple:
+    """(idle, loaded) ib_write_lat of client -> host1 beside a 5:1 incast into host1."""
+    idle = m.run_latency(client, "host1", iterations=iterations)
+    for h in range(4, 9):
+        m.start_roce(f"host{h}", "host1", qps=2)
+    m.advance(0.01)
+    return idle, m.run_latency(client, "host1", iterations=iterations)
+
+
+def test_idle_latency_has_no_queueing_part() -> None:
+    m = fabric()
+    r = m.run_latency("host3", "host1", iterations=5000)
+    assert r.t_typical_us < 3.5  # base path only: NIC, three switches, fibre
+    assert r.p99_us < r.t_typical_us * 1.1
+
+
+def test_a_dcqcn_queue_stands_between_kmin_and_kmax_and_fluctuates() -> None:
+    idle, busy = loaded(fabric())
+    queue_p50 = busy.t_typical_us - idle.t_typical_us
+    assert KMIN_US <= queue_p50 <= KMAX_US
+    assert busy.p99_us <= idle.p99_us + KMAX_US  # ECN holds the queue below Kmax
+    assert busy.t_stdev_us > 5 * idle.t_stdev_us  # a distribution, not a constant shift
+    assert busy.t_min_us < busy.t_typical_us < busy.p99_us <= busy.p99_9_us <= busy.t_max_us
+
+
+def test_p99_is_kmax_over_line_rate_when_the_queue_oscillates_near_kmax() -> None:
+    m = fabric()
+    m.set_ecn_thresholds("leaf1", 0.9 * KMAX_B, KMAX_B)  # marks start just below Kmax
+    idle, busy = loaded(m)
+    queue_p99 = busy.p99_us - idle.t_typical_us
+    assert queue_p99 == pytest.approx(KMAX_US, rel=0.08)
+
+
+def test_pfc_doing_the_work_holds_the_queue_at_xoff_of_every_ingress() -> None:
+    m = fabric()
+    m.set_ecn("leaf1", False)
+    idle, busy = loaded(m)
+    # leaf1's port to host1 fills to XOFF (= Kmax) from each spine-facing ingress PG
+    assert busy.t_typical_us - idle.t_typical_us > 1.5 * KMAX_US
+
+
+def test_samples_follow_the_recorded_queue_trace() -> None:
+    m = fabric()
+    loaded(m)
+    eng = m.engine
+    path = [m.topo.port(e) for e in m.path("host3", "host1")]
+    trace = eng.queue_trace()
+    assert len(trace) > 100  # the settled chunks, slice by slice
+    hop = np.zeros(len(eng.qs))
+    for p in path:
+        hop[eng.qs // 8 == p] += 1.0 / eng.cap[p]
+    delay = trace @ hop
+    samples = eng.queueing_delay_samples(path, 20000, np.random.default_rng(0))
+    assert delay.min() - 1e-12 <= samples.min() and samples.max() <= delay.max() + 1e-12
+    assert samples.mean() == pytest.approx(delay.mean(), rel=0.02)
+
+
+def test_ecn_thresholds_fault_raises_the_queue_and_undoes() -> None:
+    m = fabric()
+    fabric_ns = SimpleNamespace(traffic=m)
+    params = parse_params("ecn_thresholds", {})
+    undo = CATALOGUE["ecn_thresholds"].effect(fabric_ns, "leaf1", params)  # type: ignore[arg-type]
+    assert CATALOGUE["ecn_thresholds"].caught_by == "latency"
+    q = m.topo.port("leaf1:Ethernet16") * 8 + 3
+    assert m.engine.kmin[q] == 8e6 and m.engine.xoff[q] == KMAX_B  # PFC XOFF unchanged
+    idle, busy = loaded(m)
+    assert busy.p99_us - idle.p99_us > 1.5 * KMAX_US
+    undo()
+    assert m.engine.kmin[q] == KMIN_B and m.engine.kmax[q] == KMAX_B
+    with pytest.raises(FaultError):
+        parse_params("ecn_thresholds", {"kmin_kb": 5, "kmax_kb": 1})
+    with pytest.raises(FaultError):
+        m.set_ecn_thresholds("host1", 1e6, 2e6)
