@@ -530,8 +530,10 @@ def _unjudged(coverage: Coverage, tests: list[Mapping[str, Any]], units: Units) 
     for c in coverage.cells:
         if c.status in (PROVEN, FAILED, WAIVED) and units.device_kind.get(c.unit):
             named.add(c.unit)
-        if c.status == WAIVED:  # accepted as it is: its devices are accounted for
+        if c.status in (PROVEN, FAILED, WAIVED):  # a judged (or accepted) link: both ends
             named.update(units.link_devices.get(c.unit, ()))
+        pair = c.unit.split("--") if c.status in (PROVEN, FAILED) and "--" in c.unit else []
+        named.update(d for d in pair if units.device_kind.get(d) == "host")
     lines = []
     for name, kind in units.device_kind.items():
         if kind not in _KINDS_OF or not (_KINDS_OF[kind] & needed) or name in named:
