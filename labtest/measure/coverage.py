@@ -542,8 +542,8 @@ def _unjudged(coverage: Coverage, tests: list[Mapping[str, Any]], units: Units) 
         driver = units.drivers.get(name, "?")
         offers = (
             f"driver {driver!r} is not installed" if caps is None
-            else f"driver {driver!r} offers no capability the suites of this run need"
-            + (f" (it offers {', '.join(caps)})" if caps else "")
+            else f"driver {driver!r} offers {', '.join(caps)}; no check of this run could use it"
+            if caps else f"driver {driver!r} offers no capability"
         )
         lines.append(f"{name}: no suite could judge it ({offers})")
     return lines

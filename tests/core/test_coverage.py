@@ -264,8 +264,7 @@ def test_a_switch_no_suite_could_judge_is_an_incomplete_line() -> None:
     verdict = run_verdict(doc)
     assert verdict.verdict == "INCOMPLETE"
     assert verdict.reasons[-1] == ("leaf3: no suite could judge it (driver 'dumb-switch' offers "
-                                   "no capability the suites of this run need (it offers "
-                                   "PowerMeter))")
+                                   "PowerMeter; no check of this run could use it)")
     assert compute(doc).unjudged == [verdict.reasons[-1]]  # spine1 was judged at FAB1
 
 
@@ -366,3 +365,17 @@ def test_a_run_wide_test_failing_elsewhere_leaves_an_unmeasured_switch_not_prove
     leaf3 = cell(doc, "leaf3")  # no PfcQueues: the storm elsewhere does not fail it
     assert (leaf3.status, leaf3.reason) == (NOT_PROVEN, "test_no_pause_storm recorded no "
                                                         "measurement of congestion.stormed_queues")
+
+
+def test_a_host_is_judged_through_its_link() -> None:
+    req = {"id": "link.flaps", "unit": "link", "test": "test_link_stability", "suite": "link"}
+    host_link = "host1:eth0--leaf1:Ethernet16"
+    tests = [test_doc(f"test_link_stability[{lk}]", measurements=[
+        measurement("link.flaps", device=lk.split("--")[1].split(":")[0],
+                    port=lk.split("--")[1].split(":")[1], link=lk)])
+        for lk in expand_units(make_testbed()).of("link") if not lk.startswith("host5")]
+    doc = {"testbed": make_testbed(), "limits": {}, "requirements": [req], "tests": tests}
+    assert any(t["name"] == f"test_link_stability[{host_link}]" for t in tests)
+    assert compute(doc).unjudged == [  # host1 was judged at its link, host5 nowhere
+        "host5: no suite could judge it (driver 'linux' offers Perftest, RdmaDevices; no check "
+        "of this run could use it)"]

@@ -83,8 +83,8 @@ def test_a_hole_is_an_amber_incomplete_sign_off_listing_it(tmp_path: Path) -> No
     line = (f"link.prbs_target_ber: proven on 1/2 fabric_links; not proven on {FAB3} "
             "(leaf3 (EOS) offers no Prbs capability)")
     assert doc["verdict_reasons"] == [line, (
-        "leaf3: no suite could judge it (driver 'eos' offers no capability the suites of this "
-        "run need (it offers Interfaces, Lldp, SwitchFacts))")]
+        "leaf3: no suite could judge it (driver 'eos' offers Interfaces, Lldp, SwitchFacts; no "
+        "check of this run could use it)")]
     # first screen: the hole, before the tables; then the matrix with one row per link
     holes = html.index("id='holes'")
     assert holes < html.index(line, holes) < html.index("id='suites'") < html.index(
@@ -136,8 +136,7 @@ def test_the_run_table_has_a_coverage_column_and_exit_code(tmp_path: Path) -> No
     assert text.splitlines()[-1] == (  # amber
         "\033[1;33mverdict: INCOMPLETE (2 s): 1/2 required cells proven; not proven: "
         "link.prbs_target_ber on 1 fabric_link(s); leaf3: no suite could judge it (driver 'eos' "
-        "offers no capability the suites of this run need (it offers Interfaces, Lldp, "
-        "SwitchFacts))\033[0m")
+        "offers Interfaces, Lldp, SwitchFacts; no check of this run could use it)\033[0m")
     assert EXIT_BY_VERDICT[table.verdict] == EXIT_INCOMPLETE == 6
     assert EXIT_BY_VERDICT[verdict_table(document(hole=False)["tests"],
                                          document(hole=False)["verdict"]).verdict] == 0
