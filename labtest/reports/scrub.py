@@ -10,6 +10,7 @@ first scrub what it writes; :func:`redact_item_ids` renames the tests.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -90,3 +91,21 @@ def copy_scrubbed(src: str, dst: str) -> str:
         return shutil.copy2(src, dst)
     write_atomic(Path(dst), clean)
     return dst
+
+
+def learn_run_secrets(run: dict[str, Any]) -> None:
+    """Register the secrets of the run's testbed, when it can still be loaded here.
+
+    ``labtest report`` runs in another process than the tests: without this it
+    would only know the secrets it is told, and could not scrub the results of
+    an older labtest (or a hand-made attachment) on their way into the evidence.
+    A testbed that cannot be loaded (moved, its variables unset) teaches nothing.
+    """
+    record = run.get("testbed") or {}
+    path = record.get("file") if isinstance(record, dict) else None
+    if not path or not Path(path).is_file():
+        return
+    from labtest.testbed import load_testbed
+
+    with contextlib.suppress(Exception):  # best effort: what the run wrote is scrubbed already
+        load_testbed(path)

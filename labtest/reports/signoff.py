@@ -80,6 +80,7 @@ def build(
     from labtest.reports.signoff_html import render
 
     run = results.load(results_dir)
+    scrub.learn_run_secrets(run)  # so the evidence copy below is scrubbed of them too
     _prepare_out(results_dir, out_dir)
     evidence = out_dir / EVIDENCE_DIR
     shutil.copytree(

@@ -140,6 +140,8 @@ def test_no_secret_in_any_output(tmp_path: Path, sonic_server: SshServer) -> Non
     )
     out = run.stdout + run.stderr
     assert "4 passed" in out and "2 failed" in out and "3 broken" in out, out[-3000:]
+    planted = tmp_path / "allure" / "from-an-older-labtest.txt"  # results never scrubbed
+    planted.write_text(f"password {GOOD_PW}\n")
     report = subprocess.run(
         [sys.executable, "-c", "import sys; from labtest.cli import main; sys.exit(main())",
          "report", "allure", "--output", "signoff",
@@ -150,6 +152,9 @@ def test_no_secret_in_any_output(tmp_path: Path, sonic_server: SshServer) -> Non
     assert report.returncode == 0, out[-3000:]
     assert (tmp_path / "signoff" / "signoff.html").is_file()
     assert any((tmp_path / "signoff" / "evidence").glob("*-result.json"))
+    copied = tmp_path / "signoff" / "evidence" / planted.name
+    assert copied.read_text() == "password ********\n"  # the report learnt the testbed's secrets
+    planted.unlink()  # ours, not the run's: everything else must be clean
     attachments = [p.read_text() for p in (tmp_path / "allure").glob("*-attachment*")]
     assert any("password ********" in a for a in attachments)  # written, and scrubbed
     written = [p for p in tmp_path.rglob("*") if p.is_file() and p.name != "tb.yaml"]
