@@ -11,8 +11,10 @@ takes the failures it explains out of the pool:
 1. ``storm``: a pause storm (limit keys in ``STORM_KEYS``) explains every
    traffic failure of the run; its source is the stormed port whose far end is
    not a switch (the NIC that pauses), else the port with most pause frames.
-2. ``unreachable``: a broken test that names a device (the lab could not ask it)
-   explains the traffic failures of the hosts behind it.
+2. ``unreachable``: a test broken by a transport error (``TransportError``: no
+   connection, timeout, authentication) that names a device explains the
+   traffic failures of the hosts behind it. Other broken tests (a command or a
+   parser that failed) are left to the last rule.
 3. ``link_down``: a link that flapped or went down (``LINK_DOWN_KEYS``)
    explains the traffic failures of the hosts behind it.
 4. ``anomaly``: a device or port whose own counters or readings failed (any
@@ -35,6 +37,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from labtest.errors import TransportError
 from labtest.measure.coverage import Units, expand_units, test_param
 from labtest.measure.limits import Limit
 
@@ -281,12 +284,26 @@ def storm_rule(pool: list[Failure], topo: Topology) -> list[RootCause]:
                       consequences)]
 
 
+def transport_errors() -> tuple[str, ...]:
+    """Names of the errors that mean "the device could not be reached" (and subclasses)."""
+    found, todo = [], [TransportError]
+    while todo:
+        cls = todo.pop()
+        found.append(cls.__name__)
+        todo.extend(cls.__subclasses__())
+    return tuple(sorted(found))
+
+
+def _unreachable(test: Mapping[str, Any]) -> bool:
+    first = str(test.get("message") or "").split(":", 1)[0].rsplit(".", 1)[-1]
+    return test.get("outcome") == "broken" and first in transport_errors()
+
+
 def unreachable_rule(pool: list[Failure], topo: Topology) -> list[RootCause]:
     by_device: dict[str, list[Failure]] = {}
     for f in pool:
         device = f.test.get("device")
-        if f.test.get("outcome") == "broken" and device and (f.test.get("category") in
-                                                             ("infrastructure", None)):
+        if device and _unreachable(f.test):
             by_device.setdefault(str(device), []).append(f)
     out = []
     for device, broken in sorted(by_device.items(), key=lambda kv: -len(kv[1])):

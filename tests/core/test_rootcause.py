@@ -220,6 +220,19 @@ def test_an_unreachable_leaf_explains_the_traffic_of_its_hosts(
     assert len(cause.consequences) == 7
 
 
+def test_a_command_that_failed_is_not_an_unreachable_device(
+    testbed_record: dict[str, Any],
+) -> None:
+    broken = t("collective", "test_allreduce[ring0]", [], outcome="broken", device="host1",
+               message="labtest.errors.CommandFailed: [host1] mpirun exited 1: NCCL WARN NET/IB",
+               category="infrastructure")
+    pairs = pair_tests("host1", fraction=0.0)
+    causes = root_causes(doc_of(testbed_record, [broken, *pairs]))
+    assert [(c.kind, c.culprit) for c in causes] == [
+        ("common_member", "host1"), ("located", "host1: labtest.errors.CommandFailed: [host1] "
+                                                "mpirun exited 1: NCCL WARN NET/IB")]
+
+
 def test_rings_that_name_one_link_are_one_cause_and_a_far_anomaly_does_not_absorb_them(
     testbed_record: dict[str, Any],
 ) -> None:
