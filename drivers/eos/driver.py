@@ -18,9 +18,10 @@ interfaces ecn counters queue``).
 
 Not offered (no real published output to build a parser against, see
 docs/drivers.md): the FEC codeword histogram, PRBS, PFC counters per priority
-and the PFC watchdog. So the driver has ``fec_stats``, ``pfc_counters`` and
-``queue_counters`` but not the whole ``Fec``/``PfcQueues``/``Prbs`` capabilities;
-a suite needing them reports the EOS end as not proven.
+and the PFC watchdog. So the driver offers ``FecCounters`` (``fec_stats``) but not
+``FecCodewordHistogram`` (hence not ``Fec``, which is both), nor ``PfcQueues`` or
+``Prbs`` (it has ``pfc_counters`` and ``queue_counters`` only); a suite needing them
+reports the EOS end as not proven.
 
 ``vars`` understood: ``reboot_command`` (``reload now``), ``reboot_poll_s`` (5),
 ``reboot_command_timeout_s`` (30).

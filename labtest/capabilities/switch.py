@@ -264,10 +264,22 @@ class PfcQueues(Protocol):
 
 
 @runtime_checkable
-class Fec(Protocol):
+class FecCounters(Protocol):
+    """Corrected and uncorrectable codewords, pre-FEC BER per port (what EOS publishes)."""
+
     def fec_stats(self) -> dict[str, FecStats]: ...
 
+
+@runtime_checkable
+class FecCodewordHistogram(Protocol):
+    """Codewords per count of symbol errors, one port (SONiC ``fec-histogram``)."""
+
     def fec_histogram(self, port: str) -> FecHistogram: ...
+
+
+@runtime_checkable
+class Fec(FecCounters, FecCodewordHistogram, Protocol):
+    """Both FEC reads: what the burn-in and the tail-bin check need."""
 
 
 @runtime_checkable
@@ -316,6 +328,8 @@ SWITCH_CAPABILITIES: tuple[type, ...] = (
     SwitchFacts,
     Interfaces,
     PfcQueues,
+    FecCounters,
+    FecCodewordHistogram,
     Fec,
     Transceivers,
     Lldp,

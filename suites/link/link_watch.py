@@ -1,7 +1,8 @@
 """Which links the link suite tests, and the live watch behind LINK-2 and LINK-3.
 
 The watch observes every selected link at once for ``link.watch_s``: FEC
-counters and histograms at both ends of switch-switch links before and after,
+counters (and histograms, where the switch publishes them) at both ends of
+switch-switch links before and after,
 and the oper state of every end that reports it (a switch; the switch end of a
 host or traffic-generator link) sampled all along (one thread per switch, each at its own pace, so a
 slow switch does not thin out the others' samples). Each link's test then
@@ -18,7 +19,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from labtest.capabilities.switch import Fec, FecHistogram, FecStats, Interfaces
+from labtest.capabilities.switch import (
+    FecCodewordHistogram,
+    FecCounters,
+    FecHistogram,
+    FecStats,
+    Interfaces,
+)
 from labtest.errors import InfraError
 from labtest.testbed.model import Endpoint, Link, Testbed
 
@@ -50,23 +57,42 @@ class PortWatch:
         self.last_up = up
 
 
+def _delta(before: int | None, after: int | None) -> int | None:
+    """What a counter counted between two reads (from zero if it was cleared meanwhile)."""
+    if after is None:
+        return None
+    b = before or 0
+    return after - b if after >= b else after
+
+
 @dataclass
 class FecWindow:
-    """FEC counters of one end at the start and the end of the watch."""
+    """FEC counters of one end at the start and the end of the watch; the histograms are
+    ``None`` where the switch publishes none (FecCounters without FecCodewordHistogram)."""
 
     before: FecStats
     after: FecStats
-    hist_before: FecHistogram
-    hist_after: FecHistogram
+    hist_before: FecHistogram | None = None
+    hist_after: FecHistogram | None = None
 
     @property
     def uncorrectable_cw(self) -> int:
-        a, b = self.after.uncorrectable_cw or 0, self.before.uncorrectable_cw or 0
-        return a - b if a >= b else a  # counters cleared meanwhile: count from zero
+        return _delta(self.before.uncorrectable_cw, self.after.uncorrectable_cw) or 0
 
     @property
-    def tail_bin(self) -> int:
-        """Highest bin that counted codewords during the watch (0 when none moved)."""
+    def corrected_cw(self) -> int | None:
+        return _delta(self.before.corrected_cw, self.after.corrected_cw)
+
+    @property
+    def symbol_errors(self) -> int | None:
+        return _delta(self.before.symbol_errors, self.after.symbol_errors)
+
+    @property
+    def tail_bin(self) -> int | None:
+        """Highest bin that counted codewords during the watch (0 when none moved; ``None``
+        without a histogram)."""
+        if self.hist_before is None or self.hist_after is None:
+            return None
         before = self.hist_before.bins
         delta = [
             (v or 0) - ((before[i] or 0) if i < len(before) else 0)
@@ -85,8 +111,10 @@ class FecWindow:
 
 @dataclass
 class LinkWatch:
-    duration_s: float
+    duration_s: float  # from the last "before" FEC read to the first "after" read
     ports: dict[str, PortWatch] = field(default_factory=dict)  # "device:port"
+    #: from the first "before" FEC read to the last "after" read (what a counter may span)
+    outer_s: float = 0.0
     fec: dict[str, FecWindow] = field(default_factory=dict)
     errors: dict[str, InfraError] = field(default_factory=dict)  # device -> what broke
 
@@ -117,17 +145,22 @@ def watch_links(
     for device, ports in ends.items():
         for port in ports:
             watch.ports[f"{device}:{port}"] = PortWatch()
+    outer_start = time.monotonic()
     before = _per_device(watch, ends, lambda d, ps: _fec_read(lab, d, ps, fec_capable))
     start = time.monotonic()
     deadline = start + duration_s
     _per_device(watch, ends, lambda d, ps: _sample_until(lab, d, ps, watch, deadline, poll_s))
     watch.duration_s = time.monotonic() - start
     after = _per_device(watch, ends, lambda d, ps: _fec_read(lab, d, ps, fec_capable))
+    watch.outer_s = time.monotonic() - outer_start
     for device, stats in after.items():
         for port, (s1, h1) in stats.items():
             s0, h0 = before.get(device, {}).get(port, (None, None))
-            if s0 is not None and h0 is not None:
-                watch.fec[f"{device}:{port}"] = FecWindow(s0, s1, h0, h1)
+            if s0 is not None:
+                both = h0 is not None and h1 is not None
+                watch.fec[f"{device}:{port}"] = FecWindow(
+                    s0, s1, h0 if both else None, h1 if both else None
+                )
     return watch
 
 
@@ -175,14 +208,18 @@ def _oper_states(lab: Any, device: str, ports: list[str]) -> dict[str, bool]:
 
 def _fec_read(
     lab: Any, device: str, ports: list[str], fec_capable: set[str]
-) -> dict[str, tuple[FecStats, FecHistogram]]:
+) -> dict[str, tuple[FecStats, FecHistogram | None]]:
+    """Counters of ``ports`` (FecCounters), with each port's histogram where the switch
+    offers FecCodewordHistogram."""
     if device not in fec_capable:
         return {}
     driver = lab.device(device)
-    if not isinstance(driver, Fec):
+    if not isinstance(driver, FecCounters):
         return {}
     stats = driver.fec_stats()
-    return {p: (stats[p], driver.fec_histogram(p)) for p in ports if p in stats}
+    hist = isinstance(driver, FecCodewordHistogram)
+    return {p: (stats[p], driver.fec_histogram(p) if hist else None)
+            for p in ports if p in stats}
 
 
 def link_id(link: Link) -> str:

@@ -1,5 +1,9 @@
 """Link suite: PRBS BER per lane (LINK-1), stability (LINK-2), live FEC (LINK-3).
 
+LINK-1 is proven by switch PRBS at both ends, else a BERT, else (per receiver) from
+the FEC counters read across the LINK-2/3 watch (``link_fec_ber``; label
+``method=fec_counters``); whatever none of them reaches is recorded not proven.
+
 One test result per switch-switch link of the cabling plan. The test plan, with
 the numbered steps these tests follow, is README.md in this folder; run
 parameters are in settings.yaml, pass criteria in the limits profile
@@ -15,15 +19,22 @@ from typing import TYPE_CHECKING, Any
 import allure
 import pytest
 from labtest.fixtures.traffic import load_deviations, load_settings
-from link_prbs import Campaign, LinkOutcome, plan_links
+from link_fec_ber import (
+    MIN_RS544_GBPS,
+    FecBerProof,
+    FecCounts,
+    fec_ber_proof,
+    post_fec_ber_upper_bound,
+)
+from link_prbs import Campaign, LinkOutcome, _lanes_of, plan_links
 from link_watch import LinkWatch, switch_links, switch_names, watch_links
 
 from labtest import plugin
-from labtest.capabilities.switch import Fec
+from labtest.capabilities.switch import FecCounters
 from labtest.measure import Verdict
 from labtest.reports import plots
 from labtest.reports.attach import attach_png
-from labtest.stats import SequentialBerTest, confidence_below
+from labtest.stats import Decision, SequentialBerTest, confidence_below
 
 if TYPE_CHECKING:  # names pytest must not collect (Testbed, test-prefixed helpers)
     from labtest.measure import LimitsProfile
@@ -33,6 +44,8 @@ SETTINGS = load_settings("link")
 DEVIATIONS = load_deviations("link")
 #: what LINK-3.1 proves per receiver (the requirement ids of the live FEC judgement)
 FEC_KEYS = ("link.fec_uncorrectable_cw", "link.fec_tail_bin", "link.fec_pre_fec_ber")
+#: LINK-1's selected links are watched too: their FEC counters prove LINK-1 where PRBS cannot
+WATCHED_BY = ("test_link_stability", "test_fec_live", "test_prbs_ber")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -74,12 +87,8 @@ def profile(limits: LimitsProfile | None) -> LimitsProfile:
 
 @pytest.fixture(scope="module")
 def watch(request: pytest.FixtureRequest, lab: Any, profile: LimitsProfile) -> LinkWatch:
-    links = {
-        lk.name: lk
-        for name in ("test_link_stability", "test_fec_live")
-        for lk in _selected(request, name)
-    }
-    fec_capable = set(lab.names(capability=Fec))
+    links = {lk.name: lk for name in WATCHED_BY for lk in _selected(request, name)}
+    fec_capable = set(lab.names(capability=FecCounters))
     return watch_links(
         lab,
         list(links.values()),
@@ -123,12 +132,12 @@ def test_link_stability(link: Link, watch: LinkWatch, measure: Any) -> None:
 
 
 @pytest.mark.plan("LINK-3.1")
-def test_fec_live(link: Link, watch: LinkWatch, measure: Any) -> None:
+def test_fec_live(link: Link, watch: LinkWatch, testbed: Testbed, measure: Any) -> None:
     a, b = link.ends
     watch.raise_for(a.device, b.device)
     windows = {end: watch.fec[str(end)] for end in (a, b) if str(end) in watch.fec}
     if not windows:
-        reason = f"{link.name}: neither end offers FEC counters (Fec capability)"
+        reason = f"{link.name}: neither end offers FEC counters (FecCounters capability)"
         for key in FEC_KEYS:
             measure.not_proven(key, reason, link=link.name)
         pytest.skip(reason)
@@ -150,8 +159,18 @@ def test_fec_live(link: Link, watch: LinkWatch, measure: Any) -> None:
                     key="link.fec_uncorrectable_cw",
                     **labels,
                 ),
-                measure("fec_tail_bin", w.tail_bin, key="link.fec_tail_bin", **labels),
             ]
+            if w.tail_bin is not None:
+                judged.append(
+                    measure("fec_tail_bin", w.tail_bin, key="link.fec_tail_bin", **labels)
+                )
+            else:
+                driver = testbed.devices[end.device].driver
+                measure.not_proven(
+                    "link.fec_tail_bin",
+                    f"{end.device} ({driver}) publishes no FEC codeword histogram",
+                    **labels,
+                )
             if w.pre_fec_ber is not None:
                 judged.append(
                     measure("fec_pre_fec_ber", w.pre_fec_ber, key="link.fec_pre_fec_ber", **labels)
@@ -159,6 +178,8 @@ def test_fec_live(link: Link, watch: LinkWatch, measure: Any) -> None:
             else:
                 measure.not_proven("link.fec_pre_fec_ber",
                                    f"{end}: the switch reports no pre-FEC BER", **labels)
+            if w.hist_after is None:
+                continue
             bins = [v or 0 for v in w.hist_after.bins]
             allure.attach(
                 json.dumps({"bins": bins}),
@@ -206,20 +227,24 @@ def prbs_campaign(
 @pytest.mark.plan("LINK-1.1")
 @pytest.mark.destructive
 def test_prbs_ber(
-    link: Link, prbs_campaign: tuple[Campaign, dict[str, LinkOutcome]], measure: Any
+    link: Link,
+    watch: LinkWatch,  # before the campaign: the watch reads live links' FEC counters
+    prbs_campaign: tuple[Campaign, dict[str, LinkOutcome]],
+    profile: LimitsProfile,
+    measure: Any,
 ) -> None:
     campaign, outcomes = prbs_campaign
     outcome = outcomes[link.name]
     plan = outcome.plan
-    if plan.mode is None:  # a hole in the coverage, said so: never a silent skip
-        measure.not_proven("link.prbs_target_ber", f"{link.name}: {plan.note}", link=link.name)
-        pytest.skip(f"{link.name}: {plan.note}")
-    for end in plan.unmeasured:  # a BERT on one end measures one direction only
-        measure.not_proven(
-            "link.prbs_target_ber",
-            f"{link.name}: the receiver at {end} is not measured ({plan.note})",
-            link=link.name, device=end.device, port=end.port,
-        )
+    # receivers PRBS does not reach: proven from their FEC counters, else a stated hole
+    fec = {end: _fec_proves(link, end, watch, profile, measure, plan.note)
+           for end in plan.unmeasured}
+    holes = [end for end, verdict in fec.items() if verdict is None]
+    if plan.mode is None:
+        if holes and all(v is not Verdict.FAIL for v in fec.values()):  # a FAIL must show
+            pytest.skip(f"{link.name}: {plan.note}; FEC counters do not prove "
+                        f"{', '.join(map(str, holes))}")
+        return
     with allure.step(f"LINK-1.1/1: {campaign.pattern} generator and checker ({plan.note})"):
         if outcome.error is not None:
             raise outcome.error.with_traceback(None)  # shared by the campaign: fresh frames
@@ -251,7 +276,8 @@ def _judge_lanes(outcome: LinkOutcome, campaign: Campaign, measure: Any, link: L
         measure("prbs_bits", lane.bits, unit="bits", **labels)
         measure("prbs_errors", lane.errors, unit="errors", **labels)
         bound = measure(
-            "prbs_ber_upper_bound", st.upper_bound, key="link.prbs_target_ber", **labels
+            "prbs_ber_upper_bound", st.upper_bound, key="link.prbs_target_ber",
+            method="prbs" if checker.source == "switch" else "bert", **labels,
         )
         measure(
             "prbs_confidence",
@@ -292,3 +318,61 @@ def _lanes_json(outcome: LinkOutcome, campaign: Campaign) -> str:
     return json.dumps(
         {"stages": outcome.stages, "run_time_s": outcome.run_time_s, "lanes": rows}, indent=2
     )
+
+
+# --- LINK-1 without PRBS: the FEC counters of the watch ------------------------------------
+
+
+def _fec_proves(
+    link: Link, end: Any, watch: LinkWatch, profile: LimitsProfile, measure: Any, note: str
+) -> Verdict | None:
+    """Judge ``end``'s receiver from its FEC counters over the watch (``link_fec_ber``);
+    records the bound (``method=fec_counters``) and returns its verdict, or records why it
+    is not proven and returns None."""
+    labels = {"device": end.device, "port": end.port, "link": link.name}
+    prbs_why = f"{link.name}: the receiver at {end} is not measured by PRBS ({note})"
+
+    def hole(why: str) -> None:
+        measure.not_proven("link.prbs_target_ber", f"{prbs_why}; FEC counters: {why}", **labels)
+
+    watch.raise_for(end.device)
+    window = watch.fec.get(str(end))
+    if window is None:
+        return hole(f"{end.device} offers none (FecCounters capability)")
+    speed = link.speed_gbps or 0.0
+    if speed < MIN_RS544_GBPS:
+        return hole(f"{speed:g} Gb/s does not fix RS(544,514), so codewords cannot be counted")
+    if window.corrected_cw is None and window.symbol_errors is None:
+        return hole(f"{end} reports neither corrected codewords nor corrected symbols")
+    downs = [str(e) for e in link.ends
+             if str(e) not in watch.ports or watch.ports[str(e)].down_samples
+             or watch.ports[str(e)].down_events]
+    if downs:
+        return hole(f"{', '.join(downs)} not seen up throughout the watch, so the "
+                    "codewords decoded are unknown")
+    rate_bps = speed * 1e9 * float(SETTINGS["prbs"]["lane_rate_factor"])
+    proof = fec_ber_proof(
+        FecCounts(window.corrected_cw, window.uncorrectable_cw, window.symbol_errors),
+        inner_s=watch.duration_s,
+        outer_s=max(watch.outer_s, watch.duration_s),
+        line_rate_bps=rate_bps,
+        lanes=_lanes_of(link),
+        target_ber=float(profile.get("link.prbs_target_ber").high or 0.0),
+        confidence=float(profile.get("link.prbs_confidence").low or 0.0),
+    )
+    _attach_fec_proof(end, proof, window.uncorrectable_cw, measure, labels)
+    if proof.decision is Decision.CONTINUE:
+        return hole(f"the watch ({watch.duration_s:.1f} s) is too short: {proof}")
+    return measure("fec_ber_upper_bound", proof.upper_bound, key="link.prbs_target_ber",
+                   method="fec_counters", **labels).verdict
+
+
+def _attach_fec_proof(
+    end: Any, proof: FecBerProof, uncorrectable_cw: int, measure: Any, labels: dict[str, Any]
+) -> None:
+    measure("fec_codewords_decoded", proof.codewords, unit="codewords", **labels)
+    measure("fec_error_events", proof.events, unit="events", **labels)
+    measure("post_fec_ber_upper_bound",
+            post_fec_ber_upper_bound(uncorrectable_cw, proof.codewords, proof.confidence),
+            **labels)
+    allure.attach(str(proof), name=f"LINK-1 from FEC counters {end}")

@@ -13,6 +13,8 @@ from labtest import connect
 from labtest.capabilities.switch import (
     ConfigSnapshot,
     Fec,
+    FecCodewordHistogram,
+    FecCounters,
     Interfaces,
     Lldp,
     PfcQueues,
@@ -73,7 +75,8 @@ def eos(script, tmp_path):
 def test_capabilities_offered_and_left_out(eos):
     offered = [SwitchFacts, Interfaces, Transceivers, Lldp, PortAdmin, ConfigSnapshot, Reboot]
     assert all(isinstance(eos, c) for c in offered)
-    assert not any(isinstance(eos, c) for c in (PfcQueues, Fec, Prbs))
+    assert not any(isinstance(eos, c) for c in (PfcQueues, Fec, FecCodewordHistogram, Prbs))
+    assert isinstance(eos, FecCounters)  # corrected/uncorrectable codewords, pre-FEC BER
 
 
 def test_reads_from_json(eos):

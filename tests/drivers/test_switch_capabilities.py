@@ -58,3 +58,27 @@ def test_issue5_json_shapes():
 def test_histogram_max_nonzero_bin():
     assert FecHistogram(bins=[9, 3, 0, 1, 0]).max_nonzero_bin == 3
     assert FecHistogram(bins=[0, 0]).max_nonzero_bin is None
+
+
+def test_fec_capability_is_split_into_counters_and_histogram() -> None:
+    """EOS publishes FEC counters but no codeword histogram: it offers FecCounters, not
+    FecCodewordHistogram, hence not Fec (both); SONiC offers all three; NX-OS none."""
+    from labtest.capabilities.switch import Fec, FecCodewordHistogram, FecCounters
+    from labtest.registry import capabilities_of, driver_class, provides
+
+    class CountersOnly:
+        def fec_stats(self) -> dict:
+            return {}
+
+    class Both(CountersOnly):
+        def fec_histogram(self, port: str) -> FecHistogram:
+            return FecHistogram(bins=[])
+
+    assert isinstance(CountersOnly(), FecCounters) and not isinstance(CountersOnly(), Fec)
+    assert isinstance(Both(), Fec) and isinstance(Both(), FecCodewordHistogram)
+    assert provides(Both, Fec) and not provides(CountersOnly, Fec)
+    fec = {"Fec", "FecCounters", "FecCodewordHistogram"}
+    assert fec <= set(capabilities_of(driver_class("sonic")))
+    assert fec & set(capabilities_of(driver_class("eos"))) == {"FecCounters"}
+    assert not fec & set(capabilities_of(driver_class("nxos")))
+    assert not fec & set(capabilities_of(driver_class("snmp-switch")))
