@@ -109,7 +109,13 @@ def fingerprint(driver: str, label: str, pattern: str, *commands: str, strength:
     )
 
 
+#: fingerprints are looked for in the head of a capture, where banners and table
+#: headers are; scanning 10 MB forty times would cost more than parsing it
+FINGERPRINT_WINDOW = 256_000
+
+
 def _check_fingerprint(key: tuple[str, str], command: str, text: str) -> None:
+    text = text[:FINGERPRINT_WINDOW]
     matching = [f for f in _fingerprints if f.pattern.search(text)]
     if not matching:
         return

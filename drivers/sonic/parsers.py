@@ -94,9 +94,14 @@ def _sonic(*commands: str) -> Callable[[F], F]:
 
 
 def _int(cell: str | None) -> int | None:
-    if cell is None or cell.strip() in _NA:
+    if cell is None:
         return None
-    value = cell.strip().replace(",", "")
+    value = cell.strip()
+    if value.isascii() and value.isdigit():  # the common case, without a regex
+        return int(value)
+    if value in _NA:
+        return None
+    value = value.replace(",", "")
     if not re.fullmatch(r"[-+]?\d+", value):
         raise _Garbled(f"expected an integer, got {cell!r}")
     return int(value)
@@ -142,13 +147,17 @@ class _Table:
     title: str | None  # the non-blank line just above the header, if any
     lines: list[int]  # 1-based line number of each row in the text
 
+    def __post_init__(self) -> None:
+        self._lower = {h.lower(): h for h in self.headers}
+        self._found: dict[tuple[str, ...], str | None] = {}
+
     def column(self, *names: str) -> str | None:
         """The first of ``names`` present (case-insensitive), else None."""
-        lower = {h.lower(): h for h in self.headers}
-        for name in names:
-            if name.lower() in lower:
-                return lower[name.lower()]
-        return None
+        if names in self._found:
+            return self._found[names]
+        found = next((self._lower[n.lower()] for n in names if n.lower() in self._lower), None)
+        self._found[names] = found
+        return found
 
     def cell(self, row: dict[str, str | None], *names: str) -> str | None:
         """``row``'s value in the first of ``names`` present; None if no such column."""
@@ -158,9 +167,10 @@ class _Table:
 
 def _columns(line: str, spans: list[tuple[int, int]]) -> list[str | None]:
     """Cells of ``line`` assigned to the columns whose dash spans they overlap."""
+    words = _CELL.findall(line)
+    if len(words) == len(spans):  # the common case; also survives hand-aligned docs
+        return words
     cells = [(m.start(), m.end(), m.group()) for m in _CELL.finditer(line)]
-    if len(cells) == len(spans):  # the common case; also survives hand-aligned docs
-        return [c[2] for c in cells]
     out: list[str | None] = [None] * len(spans)
     for start, end, value in cells:
 
@@ -850,7 +860,10 @@ def parse_transceiver_pm(text: str) -> dict[str, TransceiverPm]:
         if _SEPARATOR.match(line):
             in_rows = True
             continue
-        if not in_rows or not line.strip():
+        if not line.strip():
+            in_rows = False  # a blank line ends the table, as in every tabulate output
+            continue
+        if not in_rows:
             continue
         cells = re.split(r"\s{2,}", line.strip())
         if len(cells) != 11:
