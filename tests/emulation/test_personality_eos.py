@@ -218,6 +218,28 @@ def test_marginal_lane_raises_eos_pre_fec_ber(fresh) -> None:
     assert after == pytest.approx(fab.fec(SPINE, "Ethernet1/1").pre_fec_ber)
 
 
+def test_codeword_counters_follow_virtual_time_and_a_dirty_connector_fails(fresh) -> None:
+    """What the link suite's LINK-1-from-FEC-counters proof relies on: a live 400G port
+    decodes 425e9 / 5440 = 7.8125e7 codewords per virtual second (the model's total; EOS
+    publishes only the errored ones), the published corrected count grows with time, and a
+    dirty connector at the far end floods it and lifts pre-FEC BER over the 2.4e-5 limit."""
+    fab, served = fresh
+
+    def phy():
+        return p.parse_phy_detail(run(served, "show interfaces phy detail | json"))["Ethernet1/1"]
+
+    total0, seen0 = fab.fec(SPINE, "Ethernet1/1").total_codewords, phy()
+    fab.advance(10.0)
+    total1, seen1 = fab.fec(SPINE, "Ethernet1/1").total_codewords, phy()
+    assert total1 - total0 == pytest.approx(10 * 425e9 / 5440, abs=2)
+    assert seen1.corrected_cw >= seen0.corrected_cw and seen1.uncorrectable_cw == 0
+    fab.inject("dirty_connector", "leaf1:Ethernet0", loss_db=3)
+    fab.advance(1.0)
+    dirty = phy()
+    assert dirty.corrected_cw - seen1.corrected_cw > 1e6  # of 7.8e7 codewords in that second
+    assert dirty.pre_fec_ber > 2.4e-5
+
+
 def test_lldp_parses_from_every_form(spine, fabric) -> None:
     expected = {n.local_port: (n.system_name, n.port_id) for n in fabric.lldp_neighbours(SPINE)}
     assert expected == {"Ethernet1/1": ("leaf1", "Ethernet0"),
