@@ -44,7 +44,9 @@ PROJECT_SUITES = Path("suites")
 #: packages whose sub-folders are suite families (``labtest.suites`` ships the built-in ones)
 SUITES_GROUP = "labtest.suites"
 #: the order suites run in: the physical layer first, then traffic
-SUITE_ORDER = ("link", "transceiver", "cabling", "roce", "congestion", "failover", "collective")
+SUITE_ORDER = (
+    "link", "transceiver", "cabling", "roce", "congestion", "latency", "failover", "collective"
+)
 INTERRUPT_GRACE_S = 300.0  # how long an interrupted pytest may take to restore devices
 
 EXIT_OK, EXIT_VERDICT, EXIT_USAGE, EXIT_NO_RESULTS = 0, 1, 2, 3

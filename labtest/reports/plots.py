@@ -17,6 +17,7 @@ from statistics import NormalDist
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
 SIZE_IN = (7.0, 3.6)
 DPI = 100
@@ -222,6 +223,37 @@ def incast(
     bottom.bar(list(t_s), list(pause_frames), width=_step(t_s), color=WARN_COLOUR)
     bottom.set_ylabel("pause frames")
     bottom.set_xlabel("time (s)")
+    return _png(fig)
+
+
+def latency_cdf(
+    curves: Mapping[str, Mapping[float, float]],
+    *,
+    limit_us: float | None = None,
+    title: str = "Latency CDF",
+) -> bytes:
+    """Latency CDFs through the quantiles a tool printed (``{fraction: microseconds}``, e.g.
+    0 for the minimum, 0.5 the median, 0.99, 0.999, 1 the maximum), one curve per load,
+    on a log time axis so idle and loaded fit one plot; the limit as a dashed line."""
+    fig, ax = _figure(title)
+    colours = [PASS_COLOUR, FAIL_COLOUR, WARN_COLOUR, NEUTRAL]
+    for i, (name, points) in enumerate(curves.items()):
+        pts = sorted((us, q) for q, us in points.items() if us is not None and math.isfinite(us))
+        if not pts:
+            continue
+        ax.plot([us for us, _ in pts], [q for _, q in pts], marker="o", markersize=3,
+                color=colours[i % len(colours)], label=name)  # fmt: skip
+    if limit_us is not None:
+        ax.axvline(limit_us, color=FAIL_COLOUR, linestyle="--", linewidth=1, label="p99 limit")
+    ax.set_xscale("log")
+    plain = FuncFormatter(lambda v, _: f"{v:g}")
+    ax.xaxis.set_major_formatter(plain)
+    ax.xaxis.set_minor_formatter(plain)
+    ax.tick_params(axis="x", which="minor", labelsize=7)
+    ax.set_xlabel("one-way latency (us)")
+    ax.set_ylabel("fraction of samples")
+    ax.set_ylim(0, 1.02)
+    ax.legend(loc="lower right", fontsize=8)
     return _png(fig)
 
 

@@ -1,0 +1,135 @@
+"""Latency under load: which pairs, which hops they cross, which queue holds the delay.
+
+Pure functions over the cabling plan and counter deltas (unit-tested in
+tests/suites/test_latency_units.py); the suite module runs the traffic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from labtest.fixtures.traffic import FabricView, PortDelta, hosts_by_switch
+
+
+def pick_pairs(view: FabricView, setting: object, max_pairs: int) -> list[tuple[str, str]]:
+    """(client, server) pairs whose latency is measured under an incast into the server.
+
+    ``auto``: for each leaf with hosts, in testbed order, its first host is the server and
+    the first host of the next leaf the client: every leaf's host-facing egress (where an
+    N:1 incast queues) is judged once, and each latency flow crosses the fabric (uplink,
+    spine, downlink) as an inference request from another rack does. An explicit list of
+    ``[client, server]`` names is taken as given (unknown hosts raise ValueError).
+    """
+    if setting != "auto":
+        if not isinstance(setting, list):
+            why = f"latency pairs: 'auto' or a list of [client, server], got {setting!r}"
+            raise ValueError(why)
+        pairs = []
+        for item in setting:
+            client, server = (str(x) for x in item)
+            for h in (client, server):
+                if h not in view.attachment:
+                    raise ValueError(f"latency pairs: {h!r} is not a RoCE host with a link")
+            pairs.append((client, server))
+        return pairs[:max_pairs]
+    groups = list(hosts_by_switch(view.attachment).values())
+    if len(groups) == 1:
+        group = groups[0]
+        return [(group[1], group[0])] if len(group) > 1 else []
+    pairs = [(groups[(i + 1) % len(groups)][0], g[0]) for i, g in enumerate(groups)]
+    return pairs[:max_pairs]
+
+
+def incast_senders(view: FabricView, pair: tuple[str, str], max_senders: int) -> list[str]:
+    """Every other host writes to the server: the incast shares the latency flow's last
+    egress (the server's leaf port), the queue the issue's inference fabric must keep short."""
+    client, server = pair
+    return [h for h in view.hosts if h not in (client, server)][:max_senders]
+
+
+@dataclass(frozen=True)
+class Hop:
+    """A switch egress port the latency flow may cross, client side first."""
+
+    device: str
+    port: str
+
+    @property
+    def endpoint(self) -> str:
+        return f"{self.device}:{self.port}"
+
+
+def path_hops(view: FabricView, client: str, server: str) -> list[Hop]:
+    """Every switch egress the flow can take (all ECMP members), in path order: the client
+    leaf's uplinks, the spines' ports down to the server's leaf, the server's leaf port."""
+    c, s = view.attachment[client], view.attachment[server]
+    hops: list[Hop] = []
+    if c.switch != s.switch:
+        for up in view.uplinks.get(c.switch, []):
+            hops.append(Hop(up.switch, up.port))
+        for up in view.uplinks.get(c.switch, []):
+            for down in view.uplinks.get(up.peer, []):
+                if down.peer == s.switch:
+                    hops.append(Hop(down.switch, down.port))
+    hops.append(Hop(s.switch, s.switch_port))
+    return list(dict.fromkeys(hops))
+
+
+@dataclass(frozen=True)
+class HopEvidence:
+    """What one egress queue showed while the latency flow ran beside the incast."""
+
+    hop: Hop
+    priority: int
+    ecn_marked: int | None  # marks on that queue; None where the switch does not count them
+    paused: int  # pause frames the port received on the priority: held by its peer
+    xoff_sent: int  # pause frames its switch sent on the priority: its buffers hit XOFF
+
+    @property
+    def queue(self) -> str:
+        return f"{self.hop.endpoint}:{self.priority}"
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.ecn_marked) or self.paused > 0 or self.xoff_sent > 0
+
+    def summary(self) -> str:
+        marks = "n/a" if self.ecn_marked is None else str(self.ecn_marked)
+        return f"ecn_marked={marks} pfc_rx={self.paused} switch_pfc_tx={self.xoff_sent}"
+
+
+def hop_evidence(
+    hops: Sequence[Hop], deltas: Mapping[str, PortDelta], priority: int
+) -> list[HopEvidence]:
+    xoff: dict[str, int] = {}
+    for d in deltas.values():
+        if d.pfc_tx:
+            xoff[d.device] = xoff.get(d.device, 0) + d.pfc_tx_on([priority])
+    out = []
+    for hop in hops:
+        d = deltas.get(hop.endpoint)
+        marks = None
+        if d is not None and d.queue_ecn_marked:
+            marks = d.queue_ecn_marked.get(priority, 0)
+        paused = d.pfc_rx_on([priority]) if d is not None else 0
+        out.append(HopEvidence(hop, priority, marks, paused, xoff.get(hop.device, 0)))
+    return out
+
+
+def congested_queue(evidence: Sequence[HopEvidence]) -> tuple[HopEvidence, str]:
+    """The queue that holds the delay, and why it is named.
+
+    PFC spreads a queue upstream: a port its peer pauses holds bytes because the hop after
+    it is full. So the hop furthest down the path that shows congestion (ECN marks: the
+    queue passed Kmin; its switch sent pause frames: an ingress hit XOFF; or it was paused)
+    is the origin. With no evidence anywhere (no counters), the last hop is named: the
+    incast's egress, where an N:1 incast queues by construction.
+    """
+    if not evidence:
+        raise ValueError("a path has at least the server's leaf port")
+    for ev in reversed(evidence):
+        if ev.busy:
+            return ev, ev.summary()
+    last = evidence[-1]
+    return last, f"no congestion counters moved ({last.summary()}): the incast's egress"
