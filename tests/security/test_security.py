@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+import labtest.emulation.lab  # noqa: F401 - imported at collection: numpy's C parts load once
 from labtest import reservation as r
 from labtest import safefs
 
