@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-for family in ("link", "transceiver", "cabling"):
+for family in ("link", "transceiver", "cabling", "latency"):
     path = str(REPO / "suites" / family)
     if path not in sys.path:
         sys.path.insert(0, path)

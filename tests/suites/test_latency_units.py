@@ -1,0 +1,95 @@
+"""Pure parts behind the latency suite: the pairs, their hops, the queue named for the delay."""
+
+from __future__ import annotations
+
+import pytest
+from labtest.fixtures.traffic import FabricView, PortDelta, attachments, uplinks
+from latency_lib import (
+    Hop,
+    congested_queue,
+    hop_evidence,
+    incast_senders,
+    path_hops,
+    pick_pairs,
+)
+
+from labtest.testbed.loader import load_testbed
+from tests.suites.suite_runs import LEAFSPINE
+
+
+@pytest.fixture(scope="module")
+def view() -> FabricView:
+    tb = load_testbed(LEAFSPINE)
+    hosts = [f"host{i}" for i in range(1, 9)]
+    switches = ["spine1", "spine2", "leaf1", "leaf2", "leaf3", "leaf4"]
+    return FabricView(None, hosts, switches, attachments(tb, hosts, switches),  # type: ignore[arg-type]
+                      uplinks(tb, switches))  # fmt: skip
+
+
+def test_auto_pairs_judge_every_leaf_port_once_from_another_leaf(view):
+    pairs = pick_pairs(view, "auto", 8)
+    assert pairs == [("host3", "host1"), ("host5", "host3"), ("host7", "host5"), ("host1", "host7")]
+    servers = {view.attachment[s].switch for _, s in pairs}
+    assert servers == {"leaf1", "leaf2", "leaf3", "leaf4"}
+    assert all(view.attachment[c].switch != view.attachment[s].switch for c, s in pairs)
+    assert pick_pairs(view, "auto", 2) == pairs[:2]
+
+
+def test_explicit_pairs_are_checked(view):
+    assert pick_pairs(view, [["host2", "host1"]], 4) == [("host2", "host1")]
+    with pytest.raises(ValueError, match="host9"):
+        pick_pairs(view, [["host9", "host1"]], 4)
+    with pytest.raises(ValueError):
+        pick_pairs(view, "some", 4)
+
+
+def test_the_incast_comes_from_every_other_host(view):
+    assert incast_senders(view, ("host3", "host1"), 6) == ["host2", "host4", "host5", "host6",
+                                                          "host7", "host8"]  # fmt: skip
+    assert len(incast_senders(view, ("host3", "host1"), 3)) == 3
+
+
+def test_path_hops_cover_every_ecmp_member_and_end_at_the_servers_port(view):
+    hops = [h.endpoint for h in path_hops(view, "host3", "host1")]
+    assert hops == ["leaf2:Ethernet0", "leaf2:Ethernet8", "spine1:Ethernet0",
+                    "spine2:Ethernet1/1", "leaf1:Ethernet16"]  # fmt: skip
+    assert [h.endpoint for h in path_hops(view, "host2", "host1")] == ["leaf1:Ethernet16"]
+
+
+def _delta(device: str, port: str, marks: int | None = None, pfc_rx: int = 0,
+           pfc_tx: int = 0) -> PortDelta:  # fmt: skip
+    return PortDelta(
+        device, port, 1.0,
+        pfc_tx=[0, 0, 0, pfc_tx, 0, 0, 0, 0],
+        pfc_rx=[0, 0, 0, pfc_rx, 0, 0, 0, 0],
+        queue_ecn_marked={} if marks is None else {3: marks},
+    )  # fmt: skip
+
+
+HOPS = [Hop("leaf2", "Ethernet0"), Hop("spine1", "Ethernet0"), Hop("leaf1", "Ethernet16")]
+
+
+def test_the_marking_egress_is_named():
+    marked = (_delta("leaf2", "Ethernet0", 0), _delta("spine1", "Ethernet0", 0),
+              _delta("leaf1", "Ethernet16", 5000))  # fmt: skip
+    deltas = {d.endpoint: d for d in marked}
+    top, why = congested_queue(hop_evidence(HOPS, deltas, 3))
+    assert top.queue == "leaf1:Ethernet16:3" and "ecn_marked=5000" in why
+
+
+def test_pfc_doing_the_work_names_the_origin_not_the_paused_spine():
+    # ECN off at leaf1: no marks there; its ingress PGs pause spine1, whose queue then marks
+    deltas = {d.endpoint: d for d in (
+        _delta("leaf2", "Ethernet0", 0), _delta("spine1", "Ethernet0", 900, pfc_rx=40),
+        _delta("leaf1", "Ethernet16", 0), _delta("leaf1", "Ethernet0", pfc_tx=40),
+    )}  # fmt: skip
+    top, why = congested_queue(hop_evidence(HOPS, deltas, 3))
+    assert top.queue == "leaf1:Ethernet16:3" and "switch_pfc_tx=40" in why
+
+
+def test_no_counters_name_the_incast_egress_and_say_so():
+    top, why = congested_queue(hop_evidence(HOPS, {}, 3))
+    assert top.queue == "leaf1:Ethernet16:3" and "no congestion counters" in why
+    assert top.ecn_marked is None
+    with pytest.raises(ValueError):
+        congested_queue([])
