@@ -310,7 +310,8 @@ def test_every_suite_states_its_requirements(family: str) -> None:
 
 
 def test_waivers_in_a_profile_are_validated(tmp_path: Path) -> None:
-    src = (SUITES / "limits" / "acceptance-400g.yaml").read_text()
+    # the profile's own waivers cut off: the test appends its own list
+    src = (SUITES / "limits" / "acceptance-400g.yaml").read_text().split("\nwaivers:")[0]
     good = tmp_path / "good.yaml"
     good.write_text(src + "\nwaivers:\n  - requirement: link.prbs_target_ber\n"
                     "    units: [a--b]\n    reason: no BERT yet\n    source: lab lead\n")
