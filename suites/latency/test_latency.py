@@ -100,6 +100,10 @@ def _under_incast(
         after = view.snapshot_switches(pfc=True)
         if outcome is not None:
             return outcome, outcomes, before, after
+        errors = [o.error for o in outcomes if o.error]
+        if errors:  # the incast died on the data plane: a product failure, not a rerun
+            why = f"the incast into {server} failed: {errors[0]}"
+            return PairOutcome(client, server, error=why), outcomes, before, after
     seconds = SETTINGS["incast"]["duration_s"]
     why = f"the latency run {client}->{server} outlived the {seconds} s incast {attempts} times"
     raise InfraError(server, why)
