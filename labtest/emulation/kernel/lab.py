@@ -47,6 +47,7 @@ DAEMON_READY_S = 15.0  # bound on one daemon's socket or port appearing
 CONVERGED_S = 90.0  # bound on every BGP session and BFD peer coming up
 LLDP_READY_S = 30.0  # bound on every cabled port hearing its neighbour
 STOP_GRACE_S = 5.0
+LOSSLESS_QUEUE_PKTS = 10000  # each veth's FIFO: a mapping burst waits instead of dropping
 
 
 class KernelLabUnavailable(LabtestError):
@@ -142,6 +143,8 @@ class KernelLab:
         for node, port, addr in ((na, v.a_port, v.a_address), (nb, v.b_port, v.b_address)):
             if node.kind != "tg":  # a TG port has no IP stack: it only sends and counts
                 ns.ip("addr", "add", addr, "dev", port, netns=node.netns)
+            if "tg" in (na.kind, nb.kind):
+                self._lossless(node.netns, port)
             ns.ip("link", "set", port, "up", netns=node.netns)
         for here, there, there_port, there_addr in (
             (na, nb, v.b_port, v.b_address),
@@ -166,6 +169,28 @@ class KernelLab:
                 ns.ip(
                     "route", "replace", "default", "via", there_addr.split("/")[0], netns=here.netns
                 )
+
+    @staticmethod
+    def _lossless(netns: str, port: str) -> None:
+        """Back-pressure instead of drops on a burst: GRO puts the veth's receive side in
+        NAPI mode (a ring the sender stops on when full, Linux 6.15+) and a FIFO queue
+        on the sending side holds what waits (a veth has no queue by default)."""
+        ns.run_in_netns(netns, ["ethtool", "-K", port, "gro", "on"], check=False)
+        ns.run_in_netns(
+            netns,
+            [
+                "tc",
+                "qdisc",
+                "replace",
+                "dev",
+                port,
+                "root",
+                "pfifo",
+                "limit",
+                str(LOSSLESS_QUEUE_PKTS),
+            ],
+            check=False,
+        )
 
     def _files(self, node: pl.NodePlan) -> None:
         d = self.node_dir(node.name)

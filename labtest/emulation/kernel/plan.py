@@ -128,7 +128,10 @@ def frr_configs(node: NodePlan, bfd: dict[str, int]) -> dict[str, str]:
     """zebra.conf, bfdd.conf and bgpd.conf of a switch (one file per daemon, as each reads
     only its own part)."""
     head = [f"hostname {node.name}", "log timestamp precision 6", "!"]
-    zebra = head + [line for port in sorted(node.ports) for line in (f"interface {port}", "!")]
+    # routes carry their next hops inline: with kernel nexthop objects, FRR 8.4's zebra
+    # lost an ECMP member for good after a link flap (seen here: RIB 2 paths, kernel 1)
+    zebra = [*head, "no zebra nexthop kernel enable", "!"]
+    zebra += [line for port in sorted(node.ports) for line in (f"interface {port}", "!")]
     bfdd = [
         *head,
         "bfd",
