@@ -93,3 +93,14 @@ def test_no_counters_name_the_incast_egress_and_say_so():
     assert top.ecn_marked is None
     with pytest.raises(ValueError):
         congested_queue([])
+
+
+def test_the_cdf_plot_takes_printed_quantiles_and_skips_missing_ones():
+    from labtest.reports import plots
+
+    png = plots.latency_cdf(
+        {"idle": {0.0: 2.9, 0.5: 3.0, 0.99: 3.2, 0.999: float("nan"), 1.0: 5.0},
+         "loaded": {0.0: 38.0, 0.5: 40.0, 0.99: 42.0, 0.999: 42.3, 1.0: 45.0}},
+        limit_us=75.0,
+    )  # fmt: skip
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
