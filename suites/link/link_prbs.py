@@ -110,7 +110,7 @@ def plan_links(lab: Any, testbed: Testbed, links: list[Link], lane_rate_factor: 
     plans: dict[str, LinkPlan] = {}
     for lk in links:
         a, b = lk.ends
-        lanes = _lanes_of(lk)
+        lanes = lanes_of(lk)
         rate = (lk.speed_gbps or 400.0) * 1e9 * lane_rate_factor / lanes
         if a.device in prbs and b.device in prbs:
             checkers = [Checker(lk.name, e.device, e.port, "switch", rate) for e in (a, b)]
@@ -135,7 +135,7 @@ def plan_links(lab: Any, testbed: Testbed, links: list[Link], lane_rate_factor: 
     return plans
 
 
-def _lanes_of(link: Link) -> int:
+def lanes_of(link: Link) -> int:
     """Lanes of the link's optic from its name (``400G-DR4`` -> 4, ``800G-DR8`` -> 8)."""
     optic = (link.optic or "").upper()
     digits = "".join(ch for ch in optic.rsplit("-", 1)[-1] if ch.isdigit())

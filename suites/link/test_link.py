@@ -26,7 +26,7 @@ from link_fec_ber import (
     fec_ber_proof,
     post_fec_ber_upper_bound,
 )
-from link_prbs import Campaign, LinkOutcome, _lanes_of, plan_links
+from link_prbs import Campaign, LinkOutcome, lanes_of, plan_links
 from link_watch import LinkWatch, switch_links, switch_names, watch_links
 
 from labtest import plugin
@@ -356,7 +356,7 @@ def _fec_proves(
         inner_s=watch.duration_s,
         outer_s=max(watch.outer_s, watch.duration_s),
         line_rate_bps=rate_bps,
-        lanes=_lanes_of(link),
+        lanes=lanes_of(link),
         target_ber=float(profile.get("link.prbs_target_ber").high or 0.0),
         confidence=float(profile.get("link.prbs_confidence").low or 0.0),
     )
