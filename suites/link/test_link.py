@@ -362,7 +362,8 @@ def _fec_proves(
     )
     _attach_fec_proof(end, proof, window.uncorrectable_cw, measure, labels)
     if proof.decision is Decision.CONTINUE:
-        return hole(f"the watch ({watch.duration_s:.1f} s) is too short: {proof}")
+        return hole(f"undecided after the {watch.duration_s:.1f} s watch (too short for "
+                    f"these counts): {proof}")
     return measure("fec_ber_upper_bound", proof.upper_bound, key="link.prbs_target_ber",
                    method="fec_counters", **labels).verdict
 
