@@ -30,7 +30,7 @@ from labtest.parsing import lookup  # noqa: E402
 
 TARGET_MB_S = 5.0
 _ROW = re.compile(r"^(\s*)(\d+)(\s+\d+\s.*)$", re.M)
-_PORT = re.compile(r"\b(Ethernet|Eth|eth|mlx5_|Port-Channel|PortChannel)(\d+)")
+_PORT = re.compile(r"\b(Ethernet-BP|Ethernet|Eth|eth|mlx5_|Port-Channel|PortChannel)(\d+)")
 _PROMPT = re.compile(r"^\S*@\S*?[#$]|^\S*[#$]\s|^#\s*(?:ethtool|show)\b")
 _COUNTER = re.compile(r"^(\s+)([A-Za-z_][\w.\-\[\]]*)(:\s)", re.M)
 

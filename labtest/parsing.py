@@ -57,7 +57,7 @@ def decode(data: bytes, source: str = "<input>") -> tuple[str, str | None]:
         text = data.decode("utf-8-sig", errors="replace")
         return text, (
             f"{source}:{line}:{col}: not UTF-8 (byte 0x{byte}); undecodable bytes read as "
-            "U+FFFD, and a value containing one is refused"
+            "U+FFFD, which a parser refuses where it finds one"
         )
 
 
