@@ -83,3 +83,54 @@ def test_fec_window_without_histogram_has_no_tail_bin() -> None:
     assert eos.symbol_errors is None and eos.pre_fec_ber == 2e-9
     sonic = FecWindow(before, after, FecHistogram([5, 1, 0]), FecHistogram([9, 2, 1]))
     assert sonic.tail_bin == 2
+
+
+class CountersOnlySwitch:
+    """An EOS-like switch: link state and FEC counters, no codeword histogram."""
+
+    def __init__(self, port: str) -> None:
+        self.port, self.reads = port, 0
+
+    def interfaces(self) -> dict:
+        from labtest.capabilities.switch import InterfaceStatus
+
+        return {self.port: InterfaceStatus(name=self.port, admin_up=True, oper_up=True)}
+
+    def counters(self) -> dict:
+        return {}
+
+    def fec_stats(self) -> dict[str, FecStats]:
+        self.reads += 1
+        return {self.port: FecStats(corrected_cw=100 * self.reads, uncorrectable_cw=0)}
+
+
+class FullFecSwitch(CountersOnlySwitch):
+    def fec_histogram(self, port: str) -> FecHistogram:
+        return FecHistogram([1000 * self.reads, 10 * self.reads, self.reads - 1])
+
+
+def test_the_watch_reads_counters_everywhere_and_histograms_where_offered() -> None:
+    from link_watch import watch_links
+
+    from labtest.capabilities.switch import FecCounters
+    from labtest.testbed import model
+
+    eos, sonic = CountersOnlySwitch("Ethernet1/1"), FullFecSwitch("Ethernet0")
+    devices = {"eos1": eos, "sonic1": sonic}
+    tb = model.Testbed(
+        name="t",
+        devices={n: model.Device(role="leaf", driver="x") for n in devices},
+        links=[model.Link(a="sonic1:Ethernet0", b="eos1:Ethernet1/1", speed_gbps=400)],
+    )
+
+    class Lab:
+        def device(self, name: str):
+            return devices[name]
+
+    watch = watch_links(Lab(), tb.links, duration_s=0.02, poll_s=0.005,
+                        fec_capable={n for n, d in devices.items() if isinstance(d, FecCounters)},
+                        watchable=set(devices))
+    assert watch.outer_s >= watch.duration_s >= 0.02
+    eos_w, sonic_w = watch.fec["eos1:Ethernet1/1"], watch.fec["sonic1:Ethernet0"]
+    assert (eos_w.corrected_cw, eos_w.tail_bin, eos_w.hist_after) == (100, None, None)
+    assert (sonic_w.corrected_cw, sonic_w.tail_bin) == (100, 2)
