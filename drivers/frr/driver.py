@@ -19,6 +19,7 @@ method is one shell command (``docs/drivers.md``):
 from __future__ import annotations
 
 import shlex
+import time
 
 from labtest.drivers.common.cli import (
     CliSwitch,
@@ -27,8 +28,13 @@ from labtest.drivers.common.cli import (
     snapshot_token,
 )
 from labtest.drivers.frr import parsers as p
+from labtest.drivers.snmp_switch.driver import SnmpSwitch
 
 from labtest.capabilities.switch import Facts, InterfaceCounters, InterfaceStatus, LldpNeighbor
+
+#: net-snmp refreshes IF-MIB from the kernel at most every 3 s (its ifTable/ifXTable data
+#: cache, IFTABLE_CACHE_TIMEOUT): a read sooner after traffic can miss all of it
+NET_SNMP_IFMIB_CACHE_S = 3.0
 
 SPEEDS = f"echo '{p.SPEED_MARK}'; grep -Hs . /sys/class/net/*/speed; true"
 
@@ -47,6 +53,18 @@ class FrrSwitch(CliSwitch):
 
     def counters(self) -> dict[str, InterfaceCounters]:
         return self.show("ip -s -j link show", p.parse_link_stats)
+
+    def snmp_counters(self) -> dict[str, InterfaceCounters]:
+        """IF-MIB counters through the box's SNMP agent, counting everything sent before
+        the call: the agent's cache time (``vars.snmp_cache_s``, net-snmp: 3 s) passes
+        first, so the agent has refreshed from the kernel since. ``counters()`` reads the
+        kernel directly and needs no wait."""
+        time.sleep(self.seconds("snmp_cache_s", NET_SNMP_IFMIB_CACHE_S) + 0.1)
+        agent = SnmpSwitch(self.name, self.device, self.testbed)
+        try:
+            return agent.counters()
+        finally:
+            agent.close()
 
     def lldp_neighbors(self) -> dict[str, LldpNeighbor]:
         return self.show("lldpcli -f json show neighbors", p.parse_lldp_neighbors)

@@ -45,17 +45,13 @@ def run(
     duration_s: float | None,
     faults: list[tuple[str, str, dict[str, Any]]],
 ) -> int:
-    from labtest.emulation.kernel.faults import inject
-
-    lab = KernelLab(testbed)
+    lab = KernelLab(testbed, faults=faults)
     try:
         lab.start()
     except KernelLabUnavailable as exc:
         print(f"labtest emulate: {exc}", file=sys.stderr)
         return 1
     try:
-        for kind, target, params in faults:
-            inject(lab, kind, target, **params)
         path = write_testbed(lab, out or lab.workdir / "emulated.yaml")
         print(f"kernel lab {testbed.name!r} is up in {lab.start_s:.1f} s; testbed: {path}")
         for name, node in lab.plan.nodes.items():

@@ -11,8 +11,8 @@ kind                   what happens
 link_down              ``ip link set PORT down`` at both ends (carrier loss)
 silent_drop            nft netdev ingress drop at both ends: the link stays up,
                        only BFD notices (the catalogue's blackhole)
-miswired_cables        two links' ``b`` ends swap places (veth ends moved between
-                       namespaces): target ``devA:portA,devB:portB``
+miswired               the ``b`` ends of the target link and ``other`` swap places
+                       (veth pairs re-created crossed between namespaces)
 slow_convergence       BFD timers raised (``params``: detect_multiplier,
                        interval_ms) on both ends of the target link
 straggler_link         ``tc qdisc ... tbf rate R`` on both ends (``rate_mbit``)
@@ -172,11 +172,12 @@ def unreachable_device(lab: KernelLab, target: str) -> Undo:
     return undo
 
 
-def miswired_cables(lab: KernelLab, target: str) -> Undo:
-    """Swap where two links' far ends plug in: ``a1:p1,a2:p2`` names the near ends."""
-    first, _, second = target.partition(",")
-    (n1, p1), (m1, q1) = _ends(lab, first)
-    (n2, p2), (m2, q2) = _ends(lab, second)
+def miswired(lab: KernelLab, target: str, other: str) -> Undo:
+    """The far (``b``) ends of the link at ``target`` and the link at ``other`` swap
+    places: both veth pairs are deleted and re-created crossed, as a technician would
+    re-plug two cables."""
+    (n1, p1), (m1, q1) = _ends(lab, target)
+    (n2, p2), (m2, q2) = _ends(lab, other)
 
     def cable(x: tuple[str, str, str, str], y: tuple[str, str, str, str]) -> None:
         for netns, port, _far_ns, _far_port in (x, y):
@@ -218,7 +219,7 @@ FAULTS: dict[str, Callable[..., Undo]] = {
     "straggler_link": straggler_link,
     "slow_convergence": slow_convergence,
     "unreachable_device": unreachable_device,
-    "miswired_cables": miswired_cables,
+    "miswired": miswired,
 }
 
 

@@ -46,6 +46,7 @@ POLL_S = 0.2
 DAEMON_READY_S = 15.0  # bound on one daemon's socket or port appearing
 CONVERGED_S = 90.0  # bound on every BGP session and BFD peer coming up
 LLDP_READY_S = 30.0  # bound on every cabled port hearing its neighbour
+LLDP_HOLD_S = 4.5  # lldpd: tx-interval 1 s x tx-hold 4: a silent neighbour is gone after 4 s
 STOP_GRACE_S = 5.0
 LOSSLESS_QUEUE_PKTS = 10000  # each veth's FIFO: a mapping burst waits instead of dropping
 
@@ -67,6 +68,7 @@ class KernelLab:
 
     testbed: Testbed
     prefix: str = field(default_factory=lambda: f"lt-k{os.getpid()}{pysecrets.token_hex(2)}-")
+    faults: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
     plan: pl.LabPlan = field(init=False)
     workdir: Path = field(init=False)
     skipped: dict[str, str] = field(default_factory=dict, init=False)
@@ -102,11 +104,27 @@ class KernelLab:
                 self._daemons(node)
             self.wait_converged()
             self.wait_lldp()
+            self._start_faults()
         except BaseException:
             self.stop()
             raise
         self.start_s = time.monotonic() - began
         return self.lab_testbed()
+
+    def _start_faults(self) -> None:
+        """The testbed's ``emulation.faults`` (and the constructor's), on the converged lab;
+        then one LLDP hold time passes, so neighbour tables show the faulty lab."""
+        from labtest.emulation.kernel.faults import inject
+
+        wanted = [
+            (f.kind, f.target, dict(f.params))
+            for f in (self.testbed.emulation.faults if self.testbed.emulation else [])
+        ]
+        wanted += self.faults
+        for kind, target, params in wanted:
+            inject(self, kind, target, **params)
+        if wanted:
+            time.sleep(LLDP_HOLD_S)
 
     def _keys(self) -> None:
         key = self.workdir / "id_ed25519"

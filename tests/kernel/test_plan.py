@@ -1,0 +1,154 @@
+"""The kernel lab's plan and configuration text, and the frr parsers on real captures.
+
+No root needed: the samples were captured from FRR 8.4.4, lldpd 1.0.16 and iproute2 6.1
+(Debian 12) in a kernel lab on this project's CI image.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import KERNEL_TESTBED, SAMPLES
+from labtest.drivers.frr import parsers as p
+
+from labtest.emulation.kernel import plan as pl
+from labtest.emulation.kernel.prereq import INSTALL, PROGRAMS
+from labtest.errors import ParseError
+from labtest.testbed import load_testbed
+
+
+def _plan() -> pl.LabPlan:
+    return pl.make_plan(load_testbed(KERNEL_TESTBED), "lt-kT-")
+
+
+def test_plan_addresses_every_link_with_a_31_from_the_benchmark_range() -> None:
+    plan = _plan()
+    seen = set()
+    for v in plan.veths:
+        a, b = v.a_address.split("/")[0], v.b_address.split("/")[0]
+        assert v.a_address.endswith("/31") and a.startswith("198.18.")
+        assert int(b.rsplit(".", 1)[1]) == int(a.rsplit(".", 1)[1]) + 1
+        seen |= {a, b}
+    assert len(seen) == 2 * len(plan.veths) == 16
+
+
+def test_plan_peers_switches_over_their_links_with_distinct_private_asns() -> None:
+    plan = _plan()
+    leaf1 = plan.nodes["leaf1"]
+    asns = {n.asn for n in plan.nodes.values() if n.kind == "switch"}
+    assert len(asns) == 4 and all(64512 <= a <= 65534 for a in asns)
+    assert sorted(port for _, _, port in leaf1.neighbours) == ["Ethernet0", "Ethernet4"]
+    assert {asn for _, asn, _ in leaf1.neighbours} == {
+        plan.nodes["spine1"].asn,
+        plan.nodes["spine2"].asn,
+    }
+    assert plan.nodes["host1"].gateway == plan.nodes["leaf1"].ports["Ethernet16"].split("/")[0]
+    assert plan.nodes["tg1"].kind == "tg" and set(plan.nodes["tg1"].ports) == {"p1", "p2"}
+
+
+def test_frr_configs_carry_the_testbeds_bfd_timers_and_ecmp() -> None:
+    plan = pl.make_plan(
+        load_testbed(KERNEL_TESTBED),
+        "lt-kT-",
+        {"detect_multiplier": 5, "receive_interval_ms": 300, "transmit_interval_ms": 200},
+    )
+    conf = pl.frr_configs(plan.nodes["leaf1"], plan.bfd)
+    assert "  detect-multiplier 5\n  receive-interval 300\n  transmit-interval 200" in conf["bfdd"]
+    assert "maximum-paths 4" in conf["bgpd"] and "multipath-relax" in conf["bgpd"]
+    assert conf["bgpd"].count("bfd profile fast") == 2
+    assert "no zebra nexthop kernel enable" in conf["zebra"]
+
+
+def test_unsupported_devices_are_named_and_long_port_names_refused() -> None:
+    tb = load_testbed(KERNEL_TESTBED)
+    dev = tb.devices["spine1"].model_copy(update={"driver": "sonic"})
+    plan = pl.make_plan(tb.model_copy(update={"devices": {**tb.devices, "spine1": dev}}), "x-")
+    assert "sonic" in plan.unsupported["spine1"]
+    assert not any("spine1" in (v.a_device, v.b_device) for v in plan.veths)
+    link = tb.links[0].model_copy(update={"a": "leaf1:Ethernet0-too-long-name"})
+    with pytest.raises(pl.PlanError, match="longer than 15"):
+        pl.make_plan(tb.model_copy(update={"links": [link, *tb.links[1:]]}), "x-")
+
+
+def test_install_line_names_every_debian_package() -> None:
+    for pkg in ("frr", "lldpd", "snmpd", "snmp", "openssh-server", "iproute2", "nftables"):
+        assert pkg in PROGRAMS.values() and f" {pkg}" in INSTALL
+
+
+# --- parsers on captured output ------------------------------------------------------------
+
+
+def test_links_with_speeds() -> None:
+    text = (SAMPLES / "ip_link_detail.json").read_text() + "\n--- speed\n"
+    text += (SAMPLES / "sys_speed.txt").read_text()
+    links = p.parse_links(text)
+    assert sorted(links) == ["Ethernet0", "Ethernet16", "Ethernet32", "Ethernet4"]
+    e0 = links["Ethernet0"]
+    assert (e0.admin_up, e0.oper_up, e0.speed_gbps, e0.type, e0.fec) == (
+        True,
+        True,
+        10.0,
+        "veth",
+        None,
+    )
+
+
+def test_link_stats() -> None:
+    stats = p.parse_link_stats((SAMPLES / "ip_link_stats.json").read_text())
+    e0 = stats["Ethernet0"]
+    assert e0.rx_packets is not None and e0.rx_packets > 0 and e0.tx_octets is not None
+    assert "lo" not in stats
+
+
+def test_link_stats_without_s_is_a_parse_error() -> None:
+    with pytest.raises(ParseError, match="stats64"):
+        p.parse_link_stats((SAMPLES / "ip_link_detail.json").read_text(), device="leaf1")
+
+
+def test_lldp_neighbours_and_the_newest_row_after_a_recable() -> None:
+    heard = p.parse_lldp_neighbors((SAMPLES / "lldp_neighbors.json").read_text())
+    assert (heard["Ethernet0"].remote_system, heard["Ethernet0"].remote_port) == (
+        "spine1",
+        "Ethernet0",
+    )
+    assert heard["Ethernet32"].remote_system == "tg1"
+    recabled = p.parse_lldp_neighbors((SAMPLES / "lldp_neighbors_recabled.json").read_text())
+    e0 = recabled["Ethernet0"]
+    assert (e0.remote_system, e0.remote_port) == ("spine1", "Ethernet4")  # the newer row
+    assert e0.older_neighbours == ("spine1:Ethernet0",)
+
+
+def test_bgp_and_bfd() -> None:
+    bgp = p.parse_bgp_summary((SAMPLES / "bgp_summary.json").read_text())
+    assert {x.state for x in bgp.values()} == {"Established"} and len(bgp) == 2
+    bfd = p.parse_bfd_peers((SAMPLES / "bfd_peers.json").read_text())
+    assert {(x.status, x.detect_multiplier, x.receive_interval_ms) for x in bfd.values()} == {
+        ("up", 3, 100)
+    }
+
+
+def test_version() -> None:
+    facts = p.parse_version((SAMPLES / "show_version.txt").read_text() + "hostname leaf1\n")
+    assert (facts.vendor, facts.os_version, facts.hostname) == ("FRRouting", "8.4.4", "leaf1")
+    with pytest.raises(ParseError):
+        p.parse_version("% Unknown command", device="leaf1")
+
+
+@pytest.mark.parametrize(
+    "text", ["", "{", "[]", '{"lldp": {"interface": {"Ethernet0": {"chassis": {}}}}}']
+)
+def test_garbled_lldp_is_a_parse_error(text: str) -> None:
+    with pytest.raises(ParseError):
+        p.parse_lldp_neighbors(text, device="leaf1")
+
+
+def test_restore_undoes_a_shutdown_and_an_added_neighbour() -> None:
+    saved = (SAMPLES / "running_config.txt").read_text()
+    current = saved.replace("!\nrouter bgp", "interface Ethernet0\n shutdown\nexit\n!\nrouter bgp")
+    current = current.replace(
+        " timers bgp 3 9\n", " timers bgp 3 9\n neighbor 198.18.0.99 remote-as 65999\n"
+    )
+    undo = p.undo_commands(saved, current)
+    assert undo[:3] == ["interface Ethernet0", "no shutdown", "exit"]
+    bgp = undo.index(next(x for x in undo if x.startswith("router bgp")))
+    assert undo[bgp + 1] == "no neighbor 198.18.0.99 remote-as 65999"
+    assert p.undo_commands(saved, saved) == []
