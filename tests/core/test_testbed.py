@@ -272,3 +272,25 @@ def test_testbed_check_exits_2_with_every_error_and_never_a_traceback(tmp_path, 
     assert main(["testbed", "check", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "did you mean 'sonic'" in err and "finite" in err and "2 error(s)" in err
+
+
+def test_kernel_backend_faults_are_checked_for_targets_only(tmp_path) -> None:
+    text = BASE + textwrap.dedent(
+        """\
+        emulation:
+          backend: kernel
+          faults:
+            - {kind: link_down, target: "leaf1:Ethernet0"}
+            - {kind: link_down, target: "leaf7:Ethernet0"}
+        """
+    )
+    errs = problems(write(tmp_path, text))
+    assert len(errs) == 1 and "faults[1].target" in errs[0] and "'leaf7'" in errs[0]
+
+
+def test_pytest_plugin_stops_with_a_usage_error_naming_every_problem(pytester, tmp_path) -> None:
+    bad = write(tmp_path, BASE.replace("driver: sonic, ports: [Ethernet0]}", "driver: sonci}"))
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    result = pytester.runpytest_subprocess(f"--testbed={bad}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*unknown driver 'sonci'; did you mean 'sonic'?*"])
