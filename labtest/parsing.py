@@ -252,7 +252,7 @@ def load_driver_parsers(driver: str) -> None:
         # every family's fingerprints, so another driver's output is recognised too
         try:
             importlib.import_module(ep.value)
-        except ImportError:
+        except Exception:
             if ep.name == driver:
                 raise
             continue
