@@ -94,6 +94,10 @@ _CASES = [
          params={"priority": 3}),
     case("ecn_disabled", "leaf4", ("leaf4",),
          "leaf4 marks no ECN: incasts into its hosts see no ECN marks and no CNPs"),
+    case("ecn_thresholds", "leaf1", ("leaf1",),
+         "leaf1 marks ECN only from 8 MB to 32 MB: its incast queues stand deep and the "
+         "latency flow's p99 under load inflates",
+         params={"kmin_kb": 8000, "kmax_kb": 32000}),
     case("pfc_storm", "host3", ("host3", "leaf2:Ethernet16", "host3:eth0"),
          "host3's NIC pauses priority 3 without end: pause frames on an idle fabric",
          params={"priority": 3}),
@@ -274,6 +278,17 @@ _DOMAINS = [
         (Placement(("leaf",), {}, "a leaf of either vendor: ECN is marked where the incast "
                    "queues build, at the receiver's leaf port"),),
         catches=("congestion",)),
+    Domain(
+        "ecn_thresholds",
+        (Placement(("leaf",), {
+            "kmin_kb": IntRange(2400, 8000, "the latency suite measured p99 >= 103 us (limit "
+                                "75 us) from kmin 2400 kB; 1600 kB was marginal (~80 us); "
+                                "8000 kB is the fault's default"),
+            "kmax_kb": IntRange(9600, 32000, "at least 4x the lowest kmin (the suite's own "
+                                "fault runs use kmax = 4 kmin); 32000 kB is the default"),
+        }, "a leaf of either vendor: the latency suite's incasts congest the receiver's leaf "
+           "port; a spine downlink carries only half an incast"),),
+        catches=("latency",)),
     Domain(
         "pfc_storm",
         (Placement(("host",), {

@@ -367,6 +367,9 @@ def _rows(text: str) -> list[str]:
 
 
 # --- real labtest run children over fake suites ----------------------------------------------
+# The fake suites act on catalogue fault kinds (the loader refuses unknown ones) without an
+# emulated lab: dirty_connector fails the port, hot_module fails a pair, unreachable_device
+# breaks, slow_convergence hangs.
 
 ALPHA = '''
 import time
@@ -377,13 +380,13 @@ def _faults(testbed):
 
 def test_port(testbed, measure):
     faults = _faults(testbed)
-    if "hang" in faults:
+    if "slow_convergence" in faults:
         time.sleep(120)
-    if "unreachable" in faults:
-        raise InfraError(faults["unreachable"], "management plane does not answer")
-    port = faults.get("dirty", "leaf1:Ethernet8")
+    if "unreachable_device" in faults:
+        raise InfraError(faults["unreachable_device"], "management plane does not answer")
+    port = faults.get("dirty_connector", "leaf1:Ethernet8")
     device, _, name = port.partition(":")
-    bad = 3 if "dirty" in faults else 0
+    bad = 3 if "dirty_connector" in faults else 0
     measure("fec.uncorrectable_codewords", bad, key="fec.uncorrectable_codewords",
             device=device, port=name)
 '''
@@ -391,10 +394,10 @@ def test_port(testbed, measure):
 BETA = '''
 def test_pair(testbed, measure):
     faults = {f.kind: f.target for f in testbed.emulation.faults}
-    if "unreachable" in faults:
+    if "unreachable_device" in faults:
         from labtest.errors import InfraError
         raise InfraError("leaf9", "not the unreachable device")
-    errors = 5 if "noisy" in faults else 0
+    errors = 5 if "hot_module" in faults else 0
     measure("fec.uncorrectable_codewords", errors, key="fec.uncorrectable_codewords",
             pair="host1--host2")
 '''
@@ -426,12 +429,12 @@ def test_engine_runs_labtest_run_children_and_judges_them(
 ) -> None:
     suites, base = fake_lab
     cases = [
-        Case("caught", _fault("dirty", "leaf1:Ethernet0"), ("alpha",), ("leaf1:Ethernet0",)),
-        Case("blamed-wrong", _fault("dirty", "leaf1:Ethernet16"), ("alpha",),
+        Case("caught", _fault("dirty_connector", "leaf1:Ethernet0"), ("alpha",), ("leaf1:Ethernet0",)),
+        Case("blamed-wrong", _fault("dirty_connector", "leaf1:Ethernet16"), ("alpha",),
              ("leaf1:Ethernet0",)),
-        Case("false-failure", _fault("dirty", "leaf1:Ethernet0") + _fault("noisy"), ("alpha",),
+        Case("false-failure", _fault("dirty_connector", "leaf1:Ethernet0") + _fault("hot_module"), ("alpha",),
              ("leaf1:Ethernet0",)),
-        Case("unreachable", _fault("unreachable", "leaf1"), ("alpha",), ("leaf1",),
+        Case("unreachable", _fault("unreachable_device", "leaf1"), ("alpha",), ("leaf1",),
              unreachable="leaf1"),
         matrix.healthy_case(2),
     ]
@@ -477,7 +480,7 @@ def test_engine_kills_a_hung_run_at_its_timeout(
     suites, base = fake_lab
     runner = matrix.Runner(tmp_path / "runs", base=base, suites_dir=suites, timeout_s=6,
                            emulate=False, pytest_args=("-q", "--no-inventory"))
-    hang = Case("hang", _fault("hang"), ("alpha",), ("leaf1",))
+    hang = Case("hang", _fault("slow_convergence"), ("alpha",), ("leaf1",))
     began = time.monotonic()
     try:
         runner.start(hang, ["alpha"])
