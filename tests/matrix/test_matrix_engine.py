@@ -429,11 +429,12 @@ def test_engine_runs_labtest_run_children_and_judges_them(
 ) -> None:
     suites, base = fake_lab
     cases = [
-        Case("caught", _fault("dirty_connector", "leaf1:Ethernet0"), ("alpha",), ("leaf1:Ethernet0",)),
+        Case("caught", _fault("dirty_connector", "leaf1:Ethernet0"), ("alpha",),
+             ("leaf1:Ethernet0",)),
         Case("blamed-wrong", _fault("dirty_connector", "leaf1:Ethernet16"), ("alpha",),
              ("leaf1:Ethernet0",)),
-        Case("false-failure", _fault("dirty_connector", "leaf1:Ethernet0") + _fault("hot_module"), ("alpha",),
-             ("leaf1:Ethernet0",)),
+        Case("false-failure", _fault("dirty_connector", "leaf1:Ethernet0") + _fault("hot_module"),
+             ("alpha",), ("leaf1:Ethernet0",)),
         Case("unreachable", _fault("unreachable_device", "leaf1"), ("alpha",), ("leaf1",),
              unreachable="leaf1"),
         matrix.healthy_case(2),
