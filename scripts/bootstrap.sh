@@ -12,9 +12,10 @@ venv=${LABTEST_VENV:-.venv}
 #   snmpd snmp        a real net-snmp agent and client for the SNMP transport tests
 #   tcpdump libpcap0.8 iproute2 nftables   Scapy traffic generation on veth in namespaces
 #   openssh-server    a real sshd for the SSH transport tests (never started as a service)
+#   lldpd frr ethtool real LLDP and routing software as peers (kernel lab, LLDP tests)
 #   chromium          headless screenshots of the sign-off report
 #   python3-venv      the virtual environment below (Debian splits it out of python3)
-packages="snmpd snmp tcpdump iproute2 libpcap0.8 openssh-server chromium nftables"
+packages="snmpd snmp tcpdump iproute2 libpcap0.8 openssh-server chromium nftables lldpd frr ethtool"
 python3 -m venv --help >/dev/null 2>&1 && python3 -c "import ensurepip" 2>/dev/null \
     || packages="$packages python3-venv"
 
