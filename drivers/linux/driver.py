@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from labtest.drivers.common.clock import DATE_EPOCH_COMMAND, parse_date_epoch
 from labtest.drivers.linux.counters import PfcCounters, flavour, hw_counters, pfc_counters
 from labtest.drivers.linux.nccl import run_collective
 from labtest.drivers.linux.parsers.ethtool import parse_ethtool_module, parse_ethtool_stats
@@ -28,7 +29,7 @@ from labtest.drivers.linux.parsers.rdma import (
     parse_ibv_devinfo,
     parse_rdma_link,
     parse_rdma_statistic,
-    parse_show_counters,
+    parse_sysfs_hw_counters,
 )
 from labtest.drivers.linux.perftest import (
     PerftestPair,
@@ -122,6 +123,10 @@ class LinuxHost:
     @property
     def mpi_host(self) -> str:
         return self.vars.mpi_host or self.device.address or self.name
+
+    def device_time_s(self) -> float:
+        """The host's clock (Clock): ``date +%s.%N``."""
+        return self._read(DATE_EPOCH_COMMAND, "date", parse_date_epoch)
 
     # --- links and RDMA devices --------------------------------------------
 
@@ -245,7 +250,8 @@ class LinuxHost:
 
     def _sysfs_hw_counters(self, device: str, port: int) -> RdmaHwCounters:
         path = shlex.quote(f"/sys/class/infiniband/{device}/ports/{port}/hw_counters")
-        record = self._read(f"cd {path} && grep -H . *", "grep", parse_show_counters)
+        record = self._read(f"cd {path} && grep -H . *", "grep",
+                            lambda text: parse_sysfs_hw_counters(text, port))
         return hw_counters(device, port, record.counters, self.nic)
 
     # --- PCIe ------------------------------------------------------------------

@@ -119,6 +119,30 @@ def parse_show_counters(text: str) -> RdmaHwCounters:
     return RdmaHwCounters.from_counters(None, int(port.group(1)) if port else None, counters)
 
 
+_SYSFS_COUNTER = re.compile(r"^([a-z][a-z0-9_]*):(\d+)$")
+
+
+def parse_sysfs_hw_counters(text: str, port: int | None = None) -> RdmaHwCounters:
+    """``grep -H . *`` in a port's sysfs ``hw_counters`` folder: one ``file:value`` per line.
+
+    The driver's fallback where ``rdma statistic`` is unsupported; unlike ``show_counters``
+    there is no header, so every non-blank line must be a counter."""
+    counters: dict[str, int] = {}
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        m = _SYSFS_COUNTER.match(line.strip())
+        if m is None:
+            raise parse_error(f"not a 'counter:value' line: {line.strip()[:60]!r}", text, line=n,
+                              expected="grep -H . output of a hw_counters folder")
+        if m.group(1) in counters:
+            raise parse_error(f"counter {m.group(1)!r} twice", text, line=n)
+        counters[m.group(1)] = int(m.group(2))
+    if not counters:
+        raise parse_error("no 'counter:value' lines in the hw_counters listing", text)
+    return RdmaHwCounters.from_counters(None, port, counters)
+
+
 # --- GIDs: ibv_devinfo and show_gids --------------------------------------------------
 
 
