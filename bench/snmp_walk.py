@@ -1,24 +1,27 @@
-"""SNMP bulk walk of a 64-port switch's IF-MIB: our transport vs net-snmp's snmpbulkwalk.
+"""SNMP bulk walk of a switch's IF-MIB: our transport vs net-snmp's snmpbulkwalk.
 
-    python bench/snmp_walk.py [--ports 64] [--repeat 5] [--max-repetitions 50]
+    python bench/snmp_walk.py [--ports 300] [--repeat 5] [--max-repetitions 50]
+                              [--oid 1.3.6.1.2.1.31.1.1] [--emulated]
 
-Both clients walk the same subtrees (the ``interfaces`` group with ifTable, and
-ifXTable), v2c, GETBULK with the same max-repetitions, against the same agent,
-in one run; the bench prints the best of ``--repeat`` walks for each and the
-ratio. Two agents, because which side is slow depends on the agent:
+Both clients walk the same subtree (ifXTable unless ``--oid``), GETBULK with
+the same max-repetitions, against the same agent, in one run; the bench prints
+the best of ``--repeat`` walks for each and the ratio, for v2c and for v3
+authPriv (SHA/AES):
 
-- **our SnmpAgent** serving the emulated SONiC switch's MIB (``SwitchMib`` on a
-  fabric with one switch of ``--ports`` cabled ports), in a child process so
-  the agent does not share a GIL with our client; the Python agent's time is
-  in both clients' walks (GETBULK round trips are sequential), the client's own
-  decoding adds to it;
 - **net-snmp's snmpd** serving the real IF-MIB of a network namespace with
-  ``--ports`` interfaces (veth pairs; needs root, skipped otherwise); a C agent
-  answers fast enough that the clients' own costs show: pysnmp decodes BER in
-  pure Python (pyasn1), net-snmp in C.
+  ``--ports`` veth interfaces plus lo (needs root); a C agent answers fast
+  enough that the clients' own costs show;
+- with ``--emulated`` also **our SnmpAgent** serving the emulated SONiC
+  switch's MIB, in a child process (v2c only); there the Python agent's time
+  is in both clients' walks.
 
 ``snmpbulkwalk`` runs as a script would run it: one process per walk (its
-start-up is part of its time), numeric OIDs, no MIB loading (``-m ""``).
+start-up, and for v3 its engine discovery, is part of its time), numeric OIDs,
+no MIB loading (``-m ""``). Our transport is warmed up once (socket, v3
+discovery and key localization), as a driver's transport is.
+
+Profile our side of a walk with
+``python -m cProfile -s cumtime bench/snmp_walk.py --repeat 1``.
 """
 
 from __future__ import annotations
@@ -42,8 +45,9 @@ from labtest import netns
 from labtest.testbed.model import SnmpSettings
 from labtest.transports.snmp import SnmpTransport
 
-WALKS = ("1.3.6.1.2.1.2", "1.3.6.1.2.1.31.1.1")  # interfaces (ifNumber, ifTable); ifXTable
+IF_X_TABLE = "1.3.6.1.2.1.31.1.1"
 COMMUNITY = "bench-walk"
+USER, AUTH_KEY, PRIV_KEY = "benchuser", "bench-auth-key", "bench-priv-key"  # SHA / AES
 SNMPBULKWALK = shutil.which("snmpbulkwalk") or "/usr/bin/snmpbulkwalk"
 
 
@@ -130,15 +134,20 @@ def snmpd_agent(ports: int, workdir: Path) -> Iterator[Agent]:
         batch.write_text("\n".join(lines) + "\n")
         netns.ip("-batch", str(batch), netns=ns, timeout_s=60)
         port = 16161
-        conf = workdir / "snmpd.conf"
-        conf.write_text(f"agentAddress udp:127.0.0.1:{port}\nrocommunity {COMMUNITY} 127.0.0.1\n")
-        env = {**os.environ, "MIBS": "", "SNMP_PERSISTENT_DIR": str(workdir)}
+        conf = workdir / "agent.conf"  # not snmpd.conf: snmpd rewrites that one in its state dir
+        conf.write_text(
+            f"agentAddress udp:127.0.0.1:{port}\nrocommunity {COMMUNITY} 127.0.0.1\n"
+            f'createUser {USER} SHA "{AUTH_KEY}" AES "{PRIV_KEY}"\nrouser {USER} priv\n'
+        )
+        state = workdir / "state"
+        state.mkdir(exist_ok=True)
+        env = {**os.environ, "MIBS": "", "SNMP_PERSISTENT_DIR": str(state)}
         command = ["ip", "netns", "exec", ns, "snmpd", "-f", "-Lf", str(workdir / "snmpd.log"),
                    "-C", "-c", str(conf), "-p", str(workdir / "snmpd.pid")]  # fmt: skip
         daemon = subprocess.Popen(command, env=env)
         try:
             agent = Agent(f"net-snmp snmpd ({2 * len(pairs)} veth interfaces + lo)", port, ns)
-            _wait_until(lambda: _answers(agent), 10.0, "snmpd did not answer")
+            _wait_until(lambda: _answers(agent), 20.0, "snmpd did not answer")
             yield agent
         finally:
             daemon.send_signal(signal.SIGTERM)
@@ -151,7 +160,8 @@ def snmpd_agent(ports: int, workdir: Path) -> Iterator[Agent]:
 
 def _answers(agent: Agent) -> bool:
     done = subprocess.run(
-        _bulkwalk_argv(agent, "1.3.6.1.2.1.1.1", 10), capture_output=True, text=True, timeout=10
+        _bulkwalk_argv(agent, "2c", "1.3.6.1.2.1.1.1", 10), capture_output=True, text=True,
+        timeout=10,
     )
     return done.returncode == 0 and bool(done.stdout.strip())
 
@@ -167,26 +177,37 @@ def _wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> N
 # --- clients ----------------------------------------------------------------------------
 
 
-def _bulkwalk_argv(agent: Agent, oid: str, max_repetitions: int) -> list[str]:
-    argv = [SNMPBULKWALK, "-v2c", "-c", COMMUNITY, "-m", "", "-On", "-t", "2", "-r", "1",
+def _bulkwalk_argv(agent: Agent, version: str, oid: str, max_repetitions: int) -> list[str]:
+    if version == "2c":
+        auth = ["-v2c", "-c", COMMUNITY]
+    else:
+        auth = ["-v3", "-l", "authPriv", "-u", USER, "-a", "SHA", "-A", AUTH_KEY,
+                "-x", "AES", "-X", PRIV_KEY]  # fmt: skip
+    argv = [SNMPBULKWALK, *auth, "-m", "", "-On", "-t", "2", "-r", "1",
             f"-Cr{max_repetitions}", f"udp:127.0.0.1:{agent.port}", oid]  # fmt: skip
     return ["nsenter", f"--net={netns.NETNS_DIR / agent.netns}", *argv] if agent.netns else argv
 
 
-def net_snmp_walk(agent: Agent, max_repetitions: int) -> int:
-    """One walk of every subtree with snmpbulkwalk; returns the number of OIDs."""
-    count = 0
-    for oid in WALKS:
-        done = subprocess.run(
-            _bulkwalk_argv(agent, oid, max_repetitions), capture_output=True, text=True,
-            timeout=60, check=True,
+def net_snmp_walk(agent: Agent, version: str, oid: str, max_repetitions: int) -> int:
+    """One walk of the subtree with snmpbulkwalk; returns the number of OIDs."""
+    done = subprocess.run(
+        _bulkwalk_argv(agent, version, oid, max_repetitions), capture_output=True, text=True,
+        timeout=60, check=True,
+    )  # fmt: skip
+    return sum(1 for line in done.stdout.splitlines() if line.startswith("."))
+
+
+def settings_for(agent: Agent, version: str) -> SnmpSettings:
+    if version == "2c":
+        return SnmpSettings(
+            version="2c", port=agent.port, community=SecretStr(COMMUNITY), timeout_s=2.0,
+            retries=1,
         )  # fmt: skip
-        count += sum(1 for line in done.stdout.splitlines() if line.startswith("."))
-    return count
-
-
-def our_walk(transport: SnmpTransport, max_repetitions: int) -> int:
-    return sum(len(transport.walk(oid, max_repetitions)) for oid in WALKS)
+    return SnmpSettings(
+        version="3", port=agent.port, user=USER, auth_protocol="SHA",
+        auth_key=SecretStr(AUTH_KEY), priv_protocol="AES", priv_key=SecretStr(PRIV_KEY),
+        timeout_s=2.0, retries=1,
+    )  # fmt: skip
 
 
 def best_of(repeat: int, walk: Callable[[], int]) -> Timing:
@@ -200,33 +221,32 @@ def best_of(repeat: int, walk: Callable[[], int]) -> Timing:
     return Timing(min(times), counts.pop())
 
 
-def compare(agent: Agent, repeat: int, max_repetitions: int) -> float:
-    settings = SnmpSettings(
-        version="2c", port=agent.port, community=SecretStr(COMMUNITY), timeout_s=2.0, retries=1
-    )
-    transport = SnmpTransport("bench", "127.0.0.1", settings)
+def compare(agent: Agent, version: str, oid: str, repeat: int, max_repetitions: int) -> float:
+    transport = SnmpTransport("bench", "127.0.0.1", settings_for(agent, version))
     try:
-        # the first call starts the transport's loop thread, which opens its socket:
-        # inside the agent's namespace when there is one
+        # the first call opens the transport's socket (and for v3 discovers the
+        # engine): inside the agent's namespace when there is one
         netns.call_in_netns(agent.netns, lambda: transport.get("1.3.6.1.2.1.1.3.0"))
-        ours = best_of(repeat, lambda: our_walk(transport, max_repetitions))
+        ours = best_of(repeat, lambda: len(transport.walk(oid, max_repetitions)))
     finally:
         transport.close()
-    theirs = best_of(repeat, lambda: net_snmp_walk(agent, max_repetitions))
+    theirs = best_of(repeat, lambda: net_snmp_walk(agent, version, oid, max_repetitions))
     if ours.oids != theirs.oids:
         raise RuntimeError(f"our walk saw {ours.oids} OIDs, snmpbulkwalk {theirs.oids}")
     ratio = ours.best_s / theirs.best_s
-    print(f"\nagent: {agent.name}; {ours.oids} OIDs per walk, best of {repeat}")
+    print(f"\nagent: {agent.name}; SNMP v{version}; {ours.oids} OIDs per walk, best of {repeat}")
     print(f"  labtest SnmpTransport : {ours.best_s * 1e3:8.1f} ms ({ours.oids_per_s:9,.0f} OIDs/s)")
     print(f"  net-snmp snmpbulkwalk : {theirs.best_s * 1e3:8.1f} ms "
-          f"({theirs.oids_per_s:9,.0f} OIDs/s, one process per subtree)")  # fmt: skip
+          f"({theirs.oids_per_s:9,.0f} OIDs/s, one process per walk)")  # fmt: skip
     print(f"  ratio (ours / net-snmp): {ratio:.2f}x the time")
     return ratio
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--ports", type=int, default=64)
+    ap.add_argument("--ports", type=int, default=300)
+    ap.add_argument("--oid", default=IF_X_TABLE, help="subtree to walk (default ifXTable)")
+    ap.add_argument("--emulated", action="store_true", help="also against our SnmpAgent")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--max-repetitions", type=int, default=50)
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
@@ -236,10 +256,11 @@ def main(argv: list[str] | None = None) -> int:
     if not Path(SNMPBULKWALK).exists():
         print("snmpbulkwalk not found: apt-get install snmp", file=sys.stderr)
         return 2
-    print(f"IF-MIB walk ({', '.join(WALKS)}), v2c, GETBULK max-repetitions "
-          f"{args.max_repetitions}, {os.cpu_count()} CPUs")  # fmt: skip
-    with switch_mib_agent(args.ports) as agent:
-        compare(agent, args.repeat, args.max_repetitions)
+    print(f"walk of {args.oid}, GETBULK max-repetitions {args.max_repetitions}, "
+          f"{os.cpu_count()} CPUs")  # fmt: skip
+    if args.emulated:
+        with switch_mib_agent(args.ports) as agent:
+            compare(agent, "2c", args.oid, args.repeat, args.max_repetitions)
     if not netns.is_root() or shutil.which("snmpd") is None:
         print("\nnet-snmp snmpd: skipped (needs root for a namespace, and snmpd)")
         return 0
@@ -247,7 +268,8 @@ def main(argv: list[str] | None = None) -> int:
         tempfile.TemporaryDirectory(prefix="labtest-walk-") as tmp,
         snmpd_agent(args.ports, Path(tmp)) as agent,
     ):
-        compare(agent, args.repeat, args.max_repetitions)
+        for version in ("2c", "3"):
+            compare(agent, version, args.oid, args.repeat, args.max_repetitions)
     return 0
 
 
