@@ -34,8 +34,9 @@ NFT_TABLE = "labtest_fault"
 
 
 def _ends(lab: KernelLab, target: str) -> list[tuple[str, str]]:
-    """(netns, port) of both ends of the link at ``target`` ("device:port")."""
-    device, _, port = target.partition(":")
+    """(netns, port) of both ends of the link at ``target`` ("device:port", or a link
+    "a--b", whose ``a`` end is meant)."""
+    device, _, port = target.partition("--")[0].partition(":")
     peer = lab.testbed.peer(device, port)
     if peer is None:
         raise ValueError(f"{target} is not cabled in the testbed")
@@ -118,9 +119,10 @@ def slow_convergence(
     lab: KernelLab, target: str, detect_multiplier: int = 10, interval_ms: int = 300
 ) -> Undo:
     """Slow BFD on the sessions of the target link (the ``fast`` profile on both switches)."""
-    device, _, port = target.partition(":")
+    device, _, port = target.partition("--")[0].partition(":")
     peer = lab.testbed.peer(device, port)
-    assert peer is not None
+    if peer is None:
+        raise ValueError(f"{target} is not cabled in the testbed")
     old = lab.plan.bfd
     names = [device, peer.device]
 
