@@ -89,6 +89,10 @@ class EosSwitch(CliSwitch):
 
     # --- FEC, PFC and queues --------------------------------------------------------
 
+    def device_time_s(self) -> float:
+        """The switch's clock (Clock): ``utcTime`` of ``show clock``."""
+        return self.show("show clock | json", p.parse_clock)
+
     def fec_stats(self) -> dict[str, FecStats]:
         """Corrected/uncorrected codewords and pre-FEC BER of the line-side PHY."""
         return self.show("show interfaces phy detail | json", p.parse_phy_detail)

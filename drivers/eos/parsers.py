@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -150,6 +151,7 @@ _JSON_KEYS = {
     "intfQueueCounters": "show qos interfaces ecn counters queue",
     "interfaceCounters": "show priority-flow-control counters",
     "xcvrSlots": "show inventory",
+    "utcTime": "show clock",
 }
 _TRANSCEIVER_KEYS = {
     "txPower",
@@ -790,6 +792,22 @@ def parse_phy_detail(text: str) -> dict[str, FecStats]:
             )
             break
     return out
+
+
+# --- clock ----------------------------------------------------------------------------
+
+
+@_eos("show clock")
+def parse_clock(text: str) -> float:
+    """The switch's clock, ``utcTime`` (epoch seconds with a fraction), for windows the
+    counters were kept over. JSON only: the text form prints local time to the second."""
+    doc = _require_json(text, "show clock", "utcTime", (int, float))
+    raw = doc["utcTime"]
+    if isinstance(raw, bool) or not isinstance(raw, int | float):
+        raise _Garbled(f"utcTime {raw!r} is not a number", expected="epoch seconds")
+    if not math.isfinite(raw) or raw <= 0:
+        raise _Garbled(f"utcTime {raw!r} is not a time", expected="epoch seconds")
+    return float(raw)
 
 
 # --- PFC and queues ------------------------------------------------------------------

@@ -35,6 +35,7 @@ from labtest.drivers.common.cli import (
     port_name,
     snapshot_token,
 )
+from labtest.drivers.common.clock import DATE_EPOCH_COMMAND, parse_date_epoch
 from labtest.drivers.sonic import parsers as p
 
 from labtest.capabilities.switch import (
@@ -142,6 +143,10 @@ class SonicSwitch(CliSwitch):
     def pfc_watchdog_stop(self, ports: list[str] | None = None) -> None:
         names = " ".join(port_name(x) for x in ports or [])
         self.run(f"sudo pfcwd stop {names}".rstrip())
+
+    def device_time_s(self) -> float:
+        """The switch's clock (Clock), from its Linux shell: ``date +%s.%N``."""
+        return self.show(DATE_EPOCH_COMMAND, parse_date_epoch)
 
     # --- FEC and transceivers -------------------------------------------------------
 

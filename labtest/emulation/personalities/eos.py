@@ -29,11 +29,13 @@ import re
 import shlex
 import threading
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from labtest.emulation.lab import Served
 from labtest.emulation.model.fabric import Fabric
 from labtest.emulation.personalities import PRIORITIES, STARTUP, PortView, SwitchState
+from labtest.emulation.personalities._clock import epoch_s
 from labtest.emulation.personalities._text import eos_uptime, expand, fixed_columns
 from labtest.emulation.personalities.switch_mib import SwitchMib, dbm_to_mw
 from labtest.emulation.sshserver import CliReply
@@ -95,6 +97,7 @@ class EosDevice:
 _TREE: dict[str, Any] = {
     "show": {
         "version": {},
+        "clock": {},
         "interfaces": {
             "status": {},
             "counters": {"errors": {}, "queue": {"detail": {}}},
@@ -170,6 +173,7 @@ class EosCli:
             return self._filtered(key, args, pipe)
         documents = {
             "show version": self.version_json,
+            "show clock": self.clock_json,
             "show interfaces status": self.status_json,
             "show interfaces": self.interfaces_json,
             "show interfaces counters": self.counters_json,
@@ -186,6 +190,7 @@ class EosCli:
         }
         texts = {
             "show version": self.version_text,
+            "show clock": self.clock_text,
             "show interfaces status": self.status_text,
             "show interfaces transceiver": self.transceiver_text,
             "show interfaces transceiver detail": self.transceiver_detail_text,
@@ -294,6 +299,34 @@ class EosCli:
             "memFree": MEM_FREE_KB,
             "isIntlVersion": False,
         }
+
+    # --- clock: the fabric's virtual pace, so counter windows match what they counted ---
+
+    # shape: show_clock_json__anta_asynceapi_ceoslab / show_clock_json__vane_fixture_dut
+    def clock_json(self) -> dict[str, Any]:
+        now = epoch_s(self.state.fabric)
+        t = datetime.fromtimestamp(now, UTC)
+        return {
+            "utcTime": now,
+            "timezone": "UTC",
+            "localTime": {
+                "year": t.year,
+                "month": t.month,
+                "dayOfMonth": t.day,
+                "hour": t.hour,
+                "min": t.minute,
+                "sec": t.second,
+                "dayOfWeek": (t.weekday() + 1) % 7,
+                "dayOfYear": t.timetuple().tm_yday,
+                "daylightSavingsAdjust": 0,
+            },
+            "clockSource": {"local": True},
+        }
+
+    # layout: the text of show_clock_json__vane_fixture_dut
+    def clock_text(self) -> str:
+        t = datetime.fromtimestamp(epoch_s(self.state.fabric), UTC)
+        return f"{t:%a %b %d %H:%M:%S %Y}\nTimezone: UTC\nClock source: local\n"
 
     # layout: show_version__eantc_7050sx3 (EOS 4.31.2F text)
     def version_text(self) -> str:

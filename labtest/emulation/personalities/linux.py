@@ -39,6 +39,7 @@ from labtest.emulation.model.fabric import Fabric
 from labtest.emulation.model.optics import DARK_DBM
 from labtest.emulation.model.traffic.topology import TrafficSettings
 from labtest.emulation.personalities import _linux_nic as nic_text
+from labtest.emulation.personalities._clock import date_output, epoch_s
 from labtest.emulation.personalities._linux_host import (
     BASE_PROCESSES,
     HostState,
@@ -116,6 +117,7 @@ def _tool_paths() -> dict[str, str]:
         t: f"/usr/bin/{t}"
         for t in (
             "cat",
+            "date",
             "grep",
             "head",
             "tail",
@@ -494,6 +496,7 @@ class Shell:
             "whoami": lambda a, c: Output(self.host.user + "\n"),
             "id": self._id,
             "uname": self._uname,
+            "date": self._date,
             "sleep": self._sleep,
             "cat": self._cat,
             "grep": self._grep,
@@ -588,6 +591,11 @@ class Shell:
         if "-n" in argv:
             return Output(self.host.hostname + "\n")
         return Output("Linux\n")
+
+    def _date(self, argv: list[str], ctx: _Ctx) -> Output:
+        """The host's clock at the fabric's pace (its NIC counters run on it too)."""
+        out, err, status = date_output(argv[1:], epoch_s(self.host.fabric))
+        return Output(out, err, status)
 
     def _sleep(self, argv: list[str], ctx: _Ctx) -> Output:
         try:

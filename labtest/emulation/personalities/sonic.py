@@ -36,6 +36,7 @@ from labtest.emulation.personalities import (
     QueueView,
     SwitchState,
 )
+from labtest.emulation.personalities._clock import date_output, epoch_s
 from labtest.emulation.personalities._text import (
     commas,
     expand,
@@ -175,6 +176,9 @@ class SonicCli:
         program = words[0]
         if program == "reboot":
             return self._reboot(sudo)
+        if program == "date":  # SONiC's Linux shell; the clock runs at the fabric's pace
+            out, err, status = date_output(words[1:], epoch_s(self.dev.fabric))
+            return CliReply(out, status, err)
         if program not in _TREE:
             return CliReply("", 127, f"-bash: {program}: command not found\n")
         if program in ("config", "pfcwd") and not sudo:
