@@ -9,6 +9,14 @@ slow switch does not thin out the others' samples). Each link's test then
 judges its own share, so the whole fabric pays for one watch, not one per
 link. A device that cannot be read is kept as its error and re-raised by the
 tests of its links (broken, not failed).
+
+The time the counters were kept over is the *device's*: each FEC counter read
+is bracketed by two readings of the switch's clock (the Clock capability), and
+the window is taken from those (``device_window``), not from the test host's
+clock. The two differ when the device's time runs at another pace (an emulated
+lab at ``time_scale`` 10 counts ten seconds per wall second) and when a read
+queues behind a slow CLI. A switch without a clock falls back to the host's
+monotonic clock, and the window says so (``clock="host"``).
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from labtest.capabilities.clock import Clock
 from labtest.capabilities.switch import (
     FecCodewordHistogram,
     FecCounters,
@@ -26,7 +35,7 @@ from labtest.capabilities.switch import (
     FecStats,
     Interfaces,
 )
-from labtest.errors import InfraError
+from labtest.errors import CommandNotSupported, InfraError
 from labtest.testbed.model import Endpoint, Link, Testbed
 
 
@@ -109,14 +118,58 @@ class FecWindow:
         return max(values) if values else None
 
 
+@dataclass(frozen=True)
+class Window:
+    """How long one device's FEC counters counted, on the clock named by ``clock``."""
+
+    inner_s: float  # at most what the counter deltas span: a lower bound of codewords seen
+    outer_s: float  # at least what they span: for the lowest reading of the error rate
+    clock: str  # "device" (its own clock, Clock) or "host" (the test host's, a fallback)
+    note: str = ""  # why the host's clock was used
+
+    def __str__(self) -> str:
+        why = f" ({self.note})" if self.note else ""
+        return f"{self.inner_s:.3f}-{self.outer_s:.3f} s on the {self.clock} clock{why}"
+
+
+@dataclass(frozen=True)
+class Bracket:
+    """Device-clock readings right before and right after one FEC counter read."""
+
+    start_s: float
+    end_s: float
+
+
+def device_window(before: Bracket, after: Bracket) -> Window | None:
+    """The counters' window from the clock readings around the two reads: the inner
+    interval (after the first read ended to before the second began) cannot exceed what
+    the deltas span, so ``N`` stays a lower bound; the outer one cannot fall short of it.
+    None when the readings are out of order (the device's clock was stepped meanwhile)."""
+    if not (before.start_s <= before.end_s <= after.start_s <= after.end_s):
+        return None
+    return Window(after.start_s - before.end_s, after.end_s - before.start_s, "device")
+
+
 @dataclass
 class LinkWatch:
-    duration_s: float  # from the last "before" FEC read to the first "after" read
+    duration_s: float  # host clock: from the last "before" FEC read to the first "after" read
     ports: dict[str, PortWatch] = field(default_factory=dict)  # "device:port"
-    #: from the first "before" FEC read to the last "after" read (what a counter may span)
+    #: host clock: from the first "before" FEC read to the last "after" read
     outer_s: float = 0.0
     fec: dict[str, FecWindow] = field(default_factory=dict)
     errors: dict[str, InfraError] = field(default_factory=dict)  # device -> what broke
+    #: device -> its own-clock window; a device missing here falls back to the host clock
+    device_windows: dict[str, Window] = field(default_factory=dict)
+    #: device -> why its own clock was not used (no Clock, clock stepped)
+    clock_notes: dict[str, str] = field(default_factory=dict)
+
+    def window(self, device: str) -> Window:
+        """The window ``device``'s FEC counters counted over: its own clock's, else the
+        host's (labelled so)."""
+        if device in self.device_windows:
+            return self.device_windows[device]
+        note = self.clock_notes.get(device, f"{device} offers no clock (Clock capability)")
+        return Window(self.duration_s, max(self.outer_s, self.duration_s), "host", note)
 
     def raise_for(self, *devices: str) -> None:
         """Re-raise the error of the first of ``devices`` that could not be read."""
@@ -153,15 +206,34 @@ def watch_links(
     watch.duration_s = time.monotonic() - start
     after = _per_device(watch, ends, lambda d, ps: _fec_read(lab, d, ps, fec_capable))
     watch.outer_s = time.monotonic() - outer_start
-    for device, stats in after.items():
-        for port, (s1, h1) in stats.items():
-            s0, h0 = before.get(device, {}).get(port, (None, None))
+    for device, read1 in after.items():
+        read0 = before.get(device)
+        if read0 is None:
+            continue
+        for port, (s1, h1) in read1.stats.items():
+            s0, h0 = read0.stats.get(port, (None, None))
             if s0 is not None:
                 both = h0 is not None and h1 is not None
                 watch.fec[f"{device}:{port}"] = FecWindow(
                     s0, s1, h0 if both else None, h1 if both else None
                 )
+        _clock_window(watch, device, read0, read1)
     return watch
+
+
+def _clock_window(watch: LinkWatch, device: str, read0: _FecRead, read1: _FecRead) -> None:
+    if read0.clock is None or read1.clock is None:
+        if read0.clock_note or read1.clock_note:
+            watch.clock_notes[device] = read0.clock_note or read1.clock_note
+        return
+    window = device_window(read0.clock, read1.clock)
+    if window is None:
+        watch.clock_notes[device] = (
+            f"{device}'s clock read {read0.clock.start_s:.3f}, {read0.clock.end_s:.3f}, "
+            f"{read1.clock.start_s:.3f}, {read1.clock.end_s:.3f}: out of order (stepped?)"
+        )
+    else:
+        watch.device_windows[device] = window
 
 
 def _per_device(
@@ -206,20 +278,47 @@ def _oper_states(lab: Any, device: str, ports: list[str]) -> dict[str, bool]:
     return {p: bool(status[p].oper_up) if p in status else False for p in ports}
 
 
-def _fec_read(
-    lab: Any, device: str, ports: list[str], fec_capable: set[str]
-) -> dict[str, tuple[FecStats, FecHistogram | None]]:
-    """Counters of ``ports`` (FecCounters), with each port's histogram where the switch
-    offers FecCodewordHistogram."""
+@dataclass
+class _FecRead:
+    """One device's FEC read: per port (counters, histogram), and the device-clock readings
+    around the counter command (``None`` without a clock, ``clock_note`` saying why)."""
+
+    stats: dict[str, tuple[FecStats, FecHistogram | None]] = field(default_factory=dict)
+    clock: Bracket | None = None
+    clock_note: str = ""
+
+
+def _fec_read(lab: Any, device: str, ports: list[str], fec_capable: set[str]) -> _FecRead:
+    """Counters of ``ports`` (FecCounters) between two readings of the switch's clock
+    (Clock), then each port's histogram where the switch offers FecCodewordHistogram."""
     if device not in fec_capable:
-        return {}
+        return _FecRead()
     driver = lab.device(device)
     if not isinstance(driver, FecCounters):
-        return {}
+        return _FecRead()
+    read = _FecRead()
+    start = _device_time(driver, device, read)
     stats = driver.fec_stats()
+    end = _device_time(driver, device, read) if start is not None else None
+    if start is not None and end is not None:
+        read.clock = Bracket(start, end)
     hist = isinstance(driver, FecCodewordHistogram)
-    return {p: (stats[p], driver.fec_histogram(p) if hist else None)
-            for p in ports if p in stats}
+    read.stats = {p: (stats[p], driver.fec_histogram(p) if hist else None)
+                  for p in ports if p in stats}
+    return read
+
+
+def _device_time(driver: Any, device: str, read: _FecRead) -> float | None:
+    """The switch's clock, or None (noted in ``read``) when it offers none; any other
+    failure to read it breaks the device like a failed counter read."""
+    if not isinstance(driver, Clock):
+        read.clock_note = f"{device} offers no clock (Clock capability)"
+        return None
+    try:
+        return driver.device_time_s()
+    except CommandNotSupported as exc:
+        read.clock_note = f"{device} cannot tell its time: {exc}"
+        return None
 
 
 def link_id(link: Link) -> str:

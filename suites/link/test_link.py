@@ -27,7 +27,7 @@ from link_fec_ber import (
     post_fec_ber_upper_bound,
 )
 from link_prbs import Campaign, LinkOutcome, lanes_of, plan_links
-from link_watch import LinkWatch, switch_links, switch_names, watch_links
+from link_watch import LinkWatch, Window, switch_links, switch_names, watch_links
 
 from labtest import plugin
 from labtest.capabilities.switch import FecCounters
@@ -351,29 +351,32 @@ def _fec_proves(
         return hole(f"{', '.join(downs)} not seen up throughout the watch, so the "
                     "codewords decoded are unknown")
     rate_bps = speed * 1e9 * float(SETTINGS["prbs"]["lane_rate_factor"])
+    span = watch.window(end.device)  # the receiver's own clock, else the host's (labelled)
+    clocked = {**labels, "clock": span.clock}
     proof = fec_ber_proof(
         FecCounts(window.corrected_cw, window.uncorrectable_cw, window.symbol_errors),
-        inner_s=watch.duration_s,
-        outer_s=max(watch.outer_s, watch.duration_s),
+        inner_s=span.inner_s,
+        outer_s=span.outer_s,
         line_rate_bps=rate_bps,
         lanes=lanes_of(link),
         target_ber=float(profile.get("link.prbs_target_ber").high or 0.0),
         confidence=float(profile.get("link.prbs_confidence").low or 0.0),
     )
-    _attach_fec_proof(end, proof, window.uncorrectable_cw, measure, labels)
+    _attach_fec_proof(end, proof, window.uncorrectable_cw, measure, clocked, span)
     if proof.decision is Decision.CONTINUE:
-        return hole(f"undecided after the {watch.duration_s:.1f} s watch (too short for "
-                    f"these counts): {proof}")
+        return hole(f"undecided after the {span.inner_s:.1f} s watch ({span.clock} clock; "
+                    f"too short for these counts): {proof}")
     return measure("fec_ber_upper_bound", proof.upper_bound, key="link.prbs_target_ber",
-                   method="fec_counters", **labels).verdict
+                   method="fec_counters", **clocked).verdict
 
 
 def _attach_fec_proof(
-    end: Any, proof: FecBerProof, uncorrectable_cw: int, measure: Any, labels: dict[str, Any]
+    end: Any, proof: FecBerProof, uncorrectable_cw: int, measure: Any, labels: dict[str, Any],
+    span: Window,
 ) -> None:
     measure("fec_codewords_decoded", proof.codewords, unit="codewords", **labels)
     measure("fec_error_events", proof.events, unit="events", **labels)
     measure("post_fec_ber_upper_bound",
             post_fec_ber_upper_bound(uncorrectable_cw, proof.codewords, proof.confidence),
             **labels)
-    allure.attach(str(proof), name=f"LINK-1 from FEC counters {end}")
+    allure.attach(f"{proof}\nwindow: {span}", name=f"LINK-1 from FEC counters {end}")
