@@ -53,6 +53,7 @@ COMMANDS = {
         "show_qos_interfaces_ecn_counters_queue_json": (
             "show qos interfaces ecn counters queue | json"
         ),
+        "show_clock_json": "show clock | json",
     },
     "nxos": {
         "show_version": "show version",
