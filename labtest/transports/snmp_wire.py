@@ -234,13 +234,10 @@ def _read_integer(data: bytes, pos: int, end: int, what: str) -> tuple[int, int]
     return _signed(data, start, stop), stop
 
 
-def decode_oid(data: bytes, start: int, stop: int) -> str:
-    raw = data[start:stop]
-    if not raw or raw[-1] & 0x80:
-        raise Malformed("empty or truncated OBJECT IDENTIFIER")
+def _oid_text(raw: bytes) -> str:
     if max(raw) < 0x80:  # every arc below 128: the common case
-        first = raw[0]
-        head = f"{min(first // 40, 2)}.{first - 40 * min(first // 40, 2)}"
+        top = min(raw[0] // 40, 2)
+        head = f"{top}.{raw[0] - 40 * top}"
         return head + "." + ".".join(map(str, raw[1:])) if len(raw) > 1 else head
     arcs: list[int] = []
     sub, starting = 0, True
@@ -254,6 +251,36 @@ def decode_oid(data: bytes, start: int, stop: int) -> str:
             sub = 0
     top = min(arcs[0] // 40, 2)
     return ".".join(map(str, (top, arcs[0] - 40 * top, *arcs[1:])))
+
+
+#: encoded OID heads (all but the last arc) -> dotted text: a walk repeats them
+_HEADS: dict[bytes, str] = {}
+
+
+def decode_oid(data: bytes, start: int, stop: int) -> str:
+    raw = data[start:stop]
+    if not raw or raw[-1] & 0x80:
+        raise Malformed("empty or truncated OBJECT IDENTIFIER")
+    cut = len(raw) - 1  # where the last arc starts
+    while cut and raw[cut - 1] & 0x80:
+        cut -= 1
+    if not cut:
+        return _oid_text(raw)
+    head_bytes = raw[:cut]
+    head = _HEADS.get(head_bytes)
+    if head is None:
+        head = _oid_text(head_bytes)
+        if len(_HEADS) > 4096:
+            _HEADS.clear()
+        _HEADS[head_bytes] = head
+    if cut == len(raw) - 1:
+        return f"{head}.{raw[cut]}"
+    if raw[cut] == 0x80:
+        raise Malformed("OBJECT IDENTIFIER arc with a leading 0x80")
+    last = 0
+    for byte in raw[cut:]:
+        last = (last << 7) | (byte & 0x7F)
+    return f"{head}.{last}"
 
 
 def decode_value(tag: int, data: bytes, start: int, stop: int) -> Any:
@@ -279,25 +306,45 @@ def decode_value(tag: int, data: bytes, start: int, stop: int) -> Any:
 
 
 def decode_var_binds(data: bytes, pos: int, end: int) -> list[VarBind]:
+    """The hot loop of a walk: short-form lengths are read inline."""
     out: list[VarBind] = []
-    append = out.append  # a local is faster in the loop
-    while pos < end:
-        tag, start, stop = read_tlv(data, pos, end)
-        if tag != SEQUENCE:
-            raise Malformed(f"VarBind: tag 0x{tag:02x}")
-        tag, oid_start, oid_stop = read_tlv(data, start, stop)
-        if tag != OBJECT_IDENTIFIER:
-            raise Malformed(f"VarBind name: tag 0x{tag:02x}")
-        tag, value_start, value_stop = read_tlv(data, oid_stop, stop)
-        if value_stop != stop:
-            raise Malformed("VarBind with trailing bytes")
-        append(
-            (
-                decode_oid(data, oid_start, oid_stop),
-                decode_value(tag, data, value_start, value_stop),
+    append = out.append
+    try:
+        while pos < end:
+            if data[pos] != SEQUENCE:
+                raise Malformed(f"VarBind: tag 0x{data[pos]:02x}")
+            size = data[pos + 1]
+            if size < 0x80:
+                start, stop = pos + 2, pos + 2 + size
+            else:
+                _, start, stop = read_tlv(data, pos, end)
+            if stop > end:
+                raise Malformed(f"truncated VarBind at byte {pos}")
+            if data[start] != OBJECT_IDENTIFIER:
+                raise Malformed(f"VarBind name: tag 0x{data[start]:02x}")
+            size = data[start + 1]
+            if size < 0x80:
+                oid_start, oid_stop = start + 2, start + 2 + size
+            else:
+                _, oid_start, oid_stop = read_tlv(data, start, stop)
+            if oid_stop + 2 > stop:
+                raise Malformed(f"VarBind without a value at byte {pos}")
+            tag, size = data[oid_stop], data[oid_stop + 1]
+            if size < 0x80:
+                value_start, value_stop = oid_stop + 2, oid_stop + 2 + size
+            else:
+                tag, value_start, value_stop = read_tlv(data, oid_stop, stop)
+            if value_stop != stop:
+                raise Malformed(f"VarBind of inconsistent lengths at byte {pos}")
+            append(
+                (
+                    decode_oid(data, oid_start, oid_stop),
+                    decode_value(tag, data, value_start, value_stop),
+                )
             )
-        )
-        pos = stop
+            pos = stop
+    except IndexError:
+        raise Malformed(f"truncated VarBind at byte {pos}") from None
     return out
 
 

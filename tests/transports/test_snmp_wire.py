@@ -99,6 +99,14 @@ def test_oid_arcs_above_127_take_base_128_bytes() -> None:
     assert w.encode_oid("2.999").hex() == "0602" + "8837"
 
 
+@pytest.mark.parametrize("raw", ["2b06018001", "2b0601028001", "2b06018000", "2b0681", ""])
+def test_oids_with_padded_or_cut_arcs_are_refused(raw: str) -> None:
+    data = bytes.fromhex(raw)
+    for _ in range(2):  # the second time through the cache of OID heads
+        with pytest.raises(w.Malformed):
+            w.decode_oid(data, 0, len(data))
+
+
 @pytest.mark.parametrize(
     ("size", "header"),
     [(127, "047f"), (200, "0481c8"), (1000, "048203e8"), (70000, "0483011170")],
