@@ -174,6 +174,9 @@ class SnmpTransport:
             raise self._error(
                 ProtocolError, f"{what}: {len(var_binds)} value(s) for {len(numeric)} OID(s)"
             )
+        for asked, (name, _) in zip(numeric, var_binds, strict=True):
+            if _arcs(name) != _arcs(asked):
+                raise self._error(ProtocolError, f"{what}: asked for {asked}, answered {name}")
         result: dict[str, Any] = {}
         for name, value in var_binds:
             if isinstance(value, snmp_wire.Missing):
@@ -427,6 +430,10 @@ class SnmpTransport:
         for secret in self._secrets:
             text = text.replace(secret, MASK)
         return redact(text)
+
+
+def _arcs(oid: str) -> tuple[int, ...]:
+    return tuple(int(arc) for arc in oid.strip(".").split("."))
 
 
 def _secrets_of(settings: SnmpSettings) -> list[str]:

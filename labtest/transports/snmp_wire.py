@@ -529,6 +529,8 @@ class SnmpWireClient:
 
         An agent whose next OID does not increase would loop forever: Malformed.
         """
+        if max_repetitions < 1:
+            raise ValueError(f"max_repetitions must be at least 1, not {max_repetitions}")
         root = root.strip(".")
         prefix = root + "."
         rows: list[VarBind] = []
@@ -538,8 +540,8 @@ class SnmpWireClient:
             page = self.get_bulk([cursor], max_repetitions)
             if on_page is not None:
                 on_page()
-            if not page:
-                return rows
+            if not page:  # RFC 3416 4.2.3: at least one binding per requested OID
+                raise Malformed(f"empty GETBULK response after {cursor}")
             for oid, value in page:
                 if value is END_OF_MIB_VIEW or not oid.startswith(prefix):
                     return rows
@@ -582,10 +584,12 @@ class SnmpWireClient:
 
     def _socket(self) -> socket.socket:
         if self._sock is None:
-            family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-            sock = socket.socket(family, socket.SOCK_DGRAM)
+            family, kind, proto, _, address = socket.getaddrinfo(
+                self.host, self.port, type=socket.SOCK_DGRAM
+            )[0]
+            sock = socket.socket(family, kind, proto)
             try:
-                sock.connect((self.host, self.port))  # the kernel drops other senders
+                sock.connect(address)  # the kernel drops other senders
             except OSError:
                 sock.close()
                 raise

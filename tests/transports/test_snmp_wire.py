@@ -337,6 +337,24 @@ def test_fewer_values_than_asked_is_a_protocol_error() -> None:
         snmp.get("sysDescr.0", "sysName.0")
 
 
+def test_an_answer_for_another_oid_is_a_protocol_error() -> None:
+    with (
+        ScriptedAgent(lambda rid: [response(rid, VALUES[:1])]) as agent,
+        transport(agent.port) as snmp,
+        pytest.raises(ProtocolError, match=r"asked for 1\.3\.6\.1\.2\.1\.1\.5\.0"),
+    ):
+        snmp.get("sysName.0")
+
+
+def test_an_empty_bulk_page_is_a_protocol_error_not_an_empty_walk() -> None:
+    with (
+        ScriptedAgent(lambda rid: [response(rid, [])]) as agent,
+        transport(agent.port) as snmp,
+        pytest.raises(ProtocolError, match="empty GETBULK response"),
+    ):
+        snmp.walk("system")
+
+
 def test_an_agent_that_walks_backwards_is_a_protocol_error_not_a_loop() -> None:
     page = [("1.3.6.1.2.1.1.9.1.2.1", w.OBJECT_IDENTIFIER, "1.3.6.1.6.3.1")]
     with (
