@@ -12,6 +12,7 @@ import pytest
 from labtest.emulation.lab import EmulatedLab, Served, register_personality
 from labtest.emulation.sshserver import FunctionHandler
 from labtest.errors import TransportTimeout
+from labtest.registry import register_driver
 from labtest.testbed import load_testbed
 from labtest.transports.ssh import SshTransport
 
@@ -25,7 +26,7 @@ devices:
     ssh: {username: admin, password: "${env:NOPE:-not-the-real-one}"}
   sw2:
     role: leaf
-    driver: no-such-driver
+    driver: no-emulator-driver
     address: 10.0.0.2
 links:
   - {a: "sw1:Ethernet0", b: "sw2:Ethernet0", speed_gbps: 400, optic: 400G-DR4}
@@ -41,7 +42,14 @@ def toy(fabric, name, device) -> Served:
     return Served(cli=lambda: FunctionHandler(run, prompt=f"{name}# "))
 
 
+class _Driverless:
+    """Stands for a driver labtest knows but the emulated lab has no personality for."""
+
+
 register_personality("toy-switch", toy)
+# the loader refuses unknown driver names; these are known in-process, as a lab's conftest does
+register_driver("toy-switch", _Driverless)
+register_driver("no-emulator-driver", _Driverless)
 
 
 @pytest.fixture
@@ -60,7 +68,7 @@ def test_lab_serves_devices_and_cleans_up(testbed, tmp_path) -> None:
         assert emulated.devices["sw1"].address == "127.0.0.1"
         assert ssh.password.get_secret_value() != "not-the-real-one"
         assert ssh.host_key_policy == "reject"  # the generated key is in known_hosts
-        assert lab.skipped == {"sw2": "no emulator for driver 'no-such-driver'"}
+        assert lab.skipped == {"sw2": "no emulator for driver 'no-emulator-driver'"}
         with SshTransport("sw1", "127.0.0.1", ssh) as t:
             assert t.exec("show version").stdout == "sw1: show version\n"
             # unreachable: the device goes silent on every protocol, then comes back
