@@ -48,7 +48,10 @@ CONVERGED_S = 90.0  # bound on every BGP session and BFD peer coming up
 LLDP_READY_S = 30.0  # bound on every cabled port hearing its neighbour
 LLDP_HOLD_S = 4.5  # lldpd: tx-interval 1 s x tx-hold 4: a silent neighbour is gone after 4 s
 STOP_GRACE_S = 5.0
-LOSSLESS_QUEUE_PKTS = 10000  # each veth's FIFO: a mapping burst waits instead of dropping
+#: the FIFO on a TG-facing veth: a full queue makes the TG's send fail (ENOBUFS) and retry,
+#: so a burst waits instead of dropping; kept short so little is still queued when the TG
+#: reports done (a counter read right after would miss it)
+LOSSLESS_QUEUE_PKTS = 1000
 
 
 class KernelLabUnavailable(LabtestError):
@@ -161,7 +164,7 @@ class KernelLab:
         for node, port, addr in ((na, v.a_port, v.a_address), (nb, v.b_port, v.b_address)):
             if node.kind != "tg":  # a TG port has no IP stack: it only sends and counts
                 ns.ip("addr", "add", addr, "dev", port, netns=node.netns)
-            if "tg" in (na.kind, nb.kind):
+            if "tg" in (na.kind, nb.kind):  # only here: see _lossless
                 self._lossless(node.netns, port)
             ns.ip("link", "set", port, "up", netns=node.netns)
         for here, there, there_port, there_addr in (
@@ -192,7 +195,8 @@ class KernelLab:
     def _lossless(netns: str, port: str) -> None:
         """Back-pressure instead of drops on a burst: GRO puts the veth's receive side in
         NAPI mode (a ring the sender stops on when full, Linux 6.15+) and a FIFO queue
-        on the sending side holds what waits (a veth has no queue by default)."""
+        on the sending side holds what waits (a veth has no queue by default). Done on
+        TG-facing ports only: where the TG's bursts enter the fabric."""
         ns.run_in_netns(netns, ["ethtool", "-K", port, "gro", "on"], check=False)
         ns.run_in_netns(
             netns,

@@ -151,12 +151,16 @@ def frr_configs(node: NodePlan, bfd: dict[str, int]) -> dict[str, str]:
         " no bgp network import-check",
         " bgp bestpath as-path multipath-relax",
         " timers bgp 3 9",
+        # a recovered link carries traffic again as soon as its session is up: no update
+        # batching (default 1 s) and no eBGP advertisement interval
+        " coalesce-time 0",
     ]
     for ip, asn, _port in node.neighbours:
         bgpd += [
             f" neighbor {ip} remote-as {asn}",
             f" neighbor {ip} bfd profile fast",
             f" neighbor {ip} timers connect 1",
+            f" neighbor {ip} advertisement-interval 0",
         ]
     bgpd += [
         " address-family ipv4 unicast",
