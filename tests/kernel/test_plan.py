@@ -152,3 +152,19 @@ def test_restore_undoes_a_shutdown_and_an_added_neighbour() -> None:
     bgp = undo.index(next(x for x in undo if x.startswith("router bgp")))
     assert undo[bgp + 1] == "no neighbor 198.18.0.99 remote-as 65999"
     assert p.undo_commands(saved, saved) == []
+
+
+def test_without_root_or_packages_the_lab_refuses_with_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from labtest.emulation.kernel import KernelLab, KernelLabUnavailable, prereq
+
+    monkeypatch.setattr(prereq.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(
+        prereq, "_present", lambda program: "frr" not in program and "lldp" not in program
+    )
+    reason = prereq.why_not()
+    assert reason is not None and "needs root" in reason
+    assert "missing Debian packages: frr lldpd (apt-get install" in reason
+    with pytest.raises(KernelLabUnavailable, match="frr lldpd"):
+        KernelLab(load_testbed(KERNEL_TESTBED)).start()
