@@ -245,7 +245,6 @@ def compare(agent: Agent, version: str, oid: str, repeat: int, max_repetitions: 
 def driver_counters(agent: Agent, version: str, repeat: int) -> None:
     """The snmp-switch driver's ``counters()`` (ifName, ifDescr and eight counter columns)."""
     from labtest.drivers.snmp_switch.driver import SnmpSwitch
-
     from labtest.testbed.model import Testbed
 
     settings = settings_for(agent, version).model_dump(mode="json")

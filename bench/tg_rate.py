@@ -20,10 +20,9 @@ import json
 import sys
 from dataclasses import asdict, dataclass
 
-from labtest.drivers.tg.scapy_tg import ScapyTrafficGenerator
-
 from labtest import netns
 from labtest.capabilities.traffic import Ethernet, Flow, Ipv4, Port, TrafficConfig, Udp
+from labtest.drivers.tg.scapy_tg import ScapyTrafficGenerator
 from labtest.testbed.model import Testbed
 
 STEPS_PPS = [10_000, 25_000, 50_000, 75_000, 100_000, 150_000, 200_000, 300_000, 400_000,

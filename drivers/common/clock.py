@@ -12,7 +12,6 @@ import math
 import re
 
 from labtest.drivers.common.capture import DamagedCapture, check_bytes, check_last_line
-
 from labtest.errors import ParseError
 
 #: the command whose answer ``parse_date_epoch`` reads

@@ -31,9 +31,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from labtest.drivers.common.cli import CliSwitch, new_snapshot_token, port_name, snapshot_token
-from labtest.drivers.eos import parsers as p
-
 from labtest.capabilities.switch import (
     Facts,
     FecStats,
@@ -44,6 +41,8 @@ from labtest.capabilities.switch import (
     QueueCounters,
 )
 from labtest.capabilities.transceiver import Transceiver
+from labtest.drivers.common.cli import CliSwitch, new_snapshot_token, port_name, snapshot_token
+from labtest.drivers.eos import parsers as p
 from labtest.errors import CommandNotSupported
 
 
@@ -56,7 +55,10 @@ class EosSwitch(CliSwitch):
         return self.show("show version | json", p.parse_version)
 
     def interfaces(self) -> dict[str, InterfaceStatus]:
-        return self.show("show interfaces status | json", p.parse_interfaces_status)
+        """``show interfaces status`` with each port's MTU from ``show interfaces``."""
+        status = self.show("show interfaces status | json", p.parse_interfaces_status)
+        mtus = self.show("show interfaces | json", p.parse_interface_mtus)
+        return {name: replace(st, mtu_bytes=mtus.get(name)) for name, st in status.items()}
 
     def counters(self) -> dict[str, InterfaceCounters]:
         """``show interfaces | json``: packets, octets and the error detail in one answer."""

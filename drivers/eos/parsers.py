@@ -23,9 +23,6 @@ import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from labtest.drivers.common.capture import DamagedCapture, check_bytes, check_last_line
-from labtest.drivers.common.lldp import newest_per_port
-
 from labtest.capabilities.switch import (
     Facts,
     FecStats,
@@ -37,6 +34,8 @@ from labtest.capabilities.switch import (
     QueueCounters,
 )
 from labtest.capabilities.transceiver import LaneDom, Threshold, Transceiver
+from labtest.drivers.common.capture import DamagedCapture, check_bytes, check_last_line
+from labtest.drivers.common.lldp import newest_per_port
 from labtest.errors import ParseError
 from labtest.parsing import parser
 
@@ -72,8 +71,8 @@ def _parse_error(
         return ParseError(device, f"{command}{where}: {message}", raw=raw)
 
 
-def _eos(*commands: str) -> Callable[[F], F]:
-    """Register ``fn`` for each command and its ``| json`` form, with the ParseError contract."""
+def _checked(command: str) -> Callable[[F], F]:
+    """``fn`` with the ParseError contract (damaged bytes, cut last line, typed refusals)."""
 
     def decorate(fn: F) -> F:
         @functools.wraps(fn)
@@ -85,14 +84,22 @@ def _eos(*commands: str) -> Callable[[F], F]:
                     check_last_line(text, record, lambda rest: fn(rest, *args, **kwargs))
                 return record
             except (_Garbled, DamagedCapture) as exc:
-                raise _parse_error(
-                    device, commands[0], str(exc), text, exc.line, exc.expected
-                ) from exc
+                raise _parse_error(device, command, str(exc), text, exc.line, exc.expected) from exc
             except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
-                raise _parse_error(device, commands[0], repr(exc), text, None, None) from exc
+                raise _parse_error(device, command, repr(exc), text, None, None) from exc
 
-        parser(DRIVER, *commands, *(f"{c} | json" for c in commands))(wrapper)
         return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def _eos(*commands: str) -> Callable[[F], F]:
+    """Register ``fn`` for each command and its ``| json`` form, with the ParseError contract."""
+
+    def decorate(fn: F) -> F:
+        wrapper = _checked(commands[0])(fn)
+        parser(DRIVER, *commands, *(f"{c} | json" for c in commands))(wrapper)
+        return wrapper
 
     return decorate
 
@@ -410,6 +417,27 @@ def parse_interfaces_status(text: str) -> dict[str, InterfaceStatus]:
             description=_str(st.get("description")),
             state=_str(st.get("linkStatus")),
         )
+    return out
+
+
+@_checked("show interfaces")  # not registered: 'show interfaces' parses to counters
+def parse_interface_mtus(text: str) -> dict[str, int]:
+    """Each port's L2 MTU from ``show interfaces | json`` (``show interfaces status`` has none).
+
+    A port whose entry carries no ``mtu`` is left out (its MTU stays unknown), never guessed."""
+    doc = _as_json(text)
+    if doc is None:
+        raise _Garbled("expected JSON output (run 'show interfaces | json')", line=1,
+                       expected="a JSON document")
+    _own_key(doc, "show interfaces", "interfaces")
+    out: dict[str, int] = {}
+    for port, entry in _entries(doc, "interfaces").items():
+        if "mtu" in entry:
+            mtu = _int(entry["mtu"])
+            if mtu is None or mtu <= 0:
+                raise _Garbled(f"interfaces.{port}.mtu is {entry['mtu']!r}, not a positive "
+                               "number of bytes", expected="mtu in bytes")
+            out[port] = mtu
     return out
 
 

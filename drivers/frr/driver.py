@@ -21,6 +21,7 @@ from __future__ import annotations
 import shlex
 import time
 
+from labtest.capabilities.switch import Facts, InterfaceCounters, InterfaceStatus, LldpNeighbor
 from labtest.drivers.common.cli import (
     CliSwitch,
     new_snapshot_token,
@@ -29,8 +30,6 @@ from labtest.drivers.common.cli import (
 )
 from labtest.drivers.frr import parsers as p
 from labtest.drivers.snmp_switch.driver import SnmpSwitch
-
-from labtest.capabilities.switch import Facts, InterfaceCounters, InterfaceStatus, LldpNeighbor
 
 #: net-snmp refreshes IF-MIB from the kernel at most every 3 s (its ifTable/ifXTable data
 #: cache, IFTABLE_CACHE_TIMEOUT): a read sooner after traffic can miss all of it

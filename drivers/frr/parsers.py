@@ -13,9 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from labtest.drivers.common.lldp import newest_per_port
-
 from labtest.capabilities.switch import Facts, InterfaceCounters, InterfaceStatus, LldpNeighbor
+from labtest.drivers.common.lldp import newest_per_port
 from labtest.errors import ParseError
 from labtest.parsing import parser
 

@@ -18,9 +18,8 @@ e.g. ``{attenuation_db: {min: 2, max: 25, max_step: 0.5, step_delay_s: 0.2}}``.
 
 from __future__ import annotations
 
-from labtest.drivers.instruments.scpi import BoolSetting, FloatSetting, ScpiInstrument
-
 from labtest.capabilities.instruments import AttenuatorState
+from labtest.drivers.instruments.scpi import BoolSetting, FloatSetting, ScpiInstrument
 from labtest.testbed.model import Device, Testbed
 from labtest.transports.visa import VisaTransport
 

@@ -24,9 +24,8 @@ from __future__ import annotations
 
 import re
 
-from labtest.drivers.instruments.scpi import BoolSetting, EnumSetting, Measurement, ScpiInstrument
-
 from labtest.capabilities.instruments import BERT_PATTERNS, PrbsResult
+from labtest.drivers.instruments.scpi import BoolSetting, EnumSetting, Measurement, ScpiInstrument
 from labtest.testbed.model import Device, Testbed
 from labtest.transports.visa import VisaTransport
 

@@ -23,9 +23,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from labtest.drivers.instruments.scpi import EnumSetting, FloatSetting, Measurement, ScpiInstrument
-
 from labtest.capabilities.instruments import ChamberStatus
+from labtest.drivers.instruments.scpi import EnumSetting, FloatSetting, Measurement, ScpiInstrument
 from labtest.errors import InfraError
 
 MODES = {"constant": "CONSTANT", "standby": "STANDBY"}

@@ -16,7 +16,6 @@ a spare, unconnected output). Testbed ``vars``: ``slot`` (1), ``channels``
 from __future__ import annotations
 
 from labtest.drivers.instruments.scpi import IntSetting, ScpiInstrument, SettingRefused
-
 from labtest.testbed.model import Device, Testbed
 from labtest.transports.visa import VisaTransport
 

@@ -24,10 +24,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from labtest.drivers.instruments.scpi import SettingRefused
-
 from labtest import connect
 from labtest.capabilities.instruments import OutletStatus
+from labtest.drivers.instruments.scpi import SettingRefused
 from labtest.errors import ConfigError, ProtocolError
 from labtest.testbed.model import Device, Testbed
 from labtest.transports.snmp import SnmpTransport

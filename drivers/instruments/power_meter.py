@@ -21,9 +21,8 @@ Testbed ``vars``: ``channels`` (ports, default 4).
 
 from __future__ import annotations
 
-from labtest.drivers.instruments.scpi import FloatSetting, IntSetting, Measurement, ScpiInstrument
-
 from labtest.capabilities.instruments import PowerReading
+from labtest.drivers.instruments.scpi import FloatSetting, IntSetting, Measurement, ScpiInstrument
 from labtest.testbed.model import Device, Testbed
 from labtest.transports.visa import VisaTransport
 

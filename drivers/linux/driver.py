@@ -19,6 +19,22 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from labtest import connect
+from labtest.capabilities.host import (
+    GidEntry,
+    LinkInfo,
+    NcclResult,
+    NcclSpec,
+    PcieLink,
+    PerftestBandwidthPair,
+    PerftestLatencyPair,
+    PerftestSpec,
+    RdmaDevice,
+    RdmaHwCounters,
+)
+from labtest.capabilities.transceiver import Transceiver
 from labtest.drivers.common.clock import DATE_EPOCH_COMMAND, parse_date_epoch
 from labtest.drivers.linux.counters import PfcCounters, flavour, hw_counters, pfc_counters
 from labtest.drivers.linux.nccl import run_collective
@@ -39,22 +55,6 @@ from labtest.drivers.linux.perftest import (
     run_pairs,
 )
 from labtest.drivers.linux.shell import HostShell
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from labtest import connect
-from labtest.capabilities.host import (
-    GidEntry,
-    LinkInfo,
-    NcclResult,
-    NcclSpec,
-    PcieLink,
-    PerftestBandwidthPair,
-    PerftestLatencyPair,
-    PerftestSpec,
-    RdmaDevice,
-    RdmaHwCounters,
-)
-from labtest.capabilities.transceiver import Transceiver
 from labtest.errors import CommandFailed, ConfigError, InfraError, ParseError
 from labtest.testbed.model import Device, Testbed
 

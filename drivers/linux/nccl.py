@@ -24,10 +24,9 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from labtest.capabilities.host import NcclNetworkError, NcclResult, NcclSpec
 from labtest.drivers.linux.parsers.nccl import parse_nccl_tests
 from labtest.drivers.linux.shell import HostShell, ToolMissing
-
-from labtest.capabilities.host import NcclNetworkError, NcclResult, NcclSpec
 from labtest.errors import ParseError
 
 log = logging.getLogger("labtest.drivers.linux.nccl")

@@ -35,15 +35,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from labtest.drivers.linux.parsers.perftest import parse_perftest_bw, parse_perftest_lat
-from labtest.drivers.linux.shell import HostShell
-
 from labtest.capabilities.host import (
     PerftestBandwidth,
     PerftestBandwidthPair,
     PerftestLatencyPair,
     PerftestSpec,
 )
+from labtest.drivers.linux.parsers.perftest import parse_perftest_bw, parse_perftest_lat
+from labtest.drivers.linux.shell import HostShell
 from labtest.errors import InfraError, ParseError, ProtocolError, TransportTimeout
 
 log = logging.getLogger("labtest.drivers.linux.perftest")

@@ -15,9 +15,8 @@ import threading
 from collections.abc import Callable, Collection, Mapping
 from typing import TypeVar
 
-from labtest.drivers.linux.parsers._common import SOURCE
-
 from labtest.connect import CommandRunner
+from labtest.drivers.linux.parsers._common import SOURCE
 from labtest.errors import CommandFailed, CommandNotSupported, ParseError, PermissionDenied
 from labtest.transports.ssh import CommandResult
 

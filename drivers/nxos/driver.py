@@ -23,9 +23,6 @@ from __future__ import annotations
 import re
 from dataclasses import fields, replace
 
-from labtest.drivers.common.cli import CliSwitch, new_snapshot_token, port_name, snapshot_token
-from labtest.drivers.nxos import parsers as p
-
 from labtest.capabilities.switch import (
     Facts,
     InterfaceCounters,
@@ -34,6 +31,8 @@ from labtest.capabilities.switch import (
     PfcCounters,
 )
 from labtest.capabilities.transceiver import Transceiver
+from labtest.drivers.common.cli import CliSwitch, new_snapshot_token, port_name, snapshot_token
+from labtest.drivers.nxos import parsers as p
 
 #: lines of ``show running-config`` that change on every call (a clock, not config)
 VOLATILE = re.compile(r"^!(?:Time|Running configuration last done at):.*\n?", re.MULTILINE)

@@ -18,9 +18,6 @@ import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from labtest.drivers.common.capture import DamagedCapture, check_bytes, check_last_line
-from labtest.drivers.common.lldp import newest_per_port
-
 from labtest.capabilities.switch import (
     Facts,
     InterfaceCounters,
@@ -29,6 +26,8 @@ from labtest.capabilities.switch import (
     PfcCounters,
 )
 from labtest.capabilities.transceiver import LaneDom, Threshold, Transceiver
+from labtest.drivers.common.capture import DamagedCapture, check_bytes, check_last_line
+from labtest.drivers.common.lldp import newest_per_port
 from labtest.errors import ParseError
 from labtest.parsing import parser
 

@@ -25,11 +25,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from labtest.drivers.common.lldp import newest_per_port
-
 from labtest import connect
 from labtest.capabilities.switch import Facts, InterfaceCounters, InterfaceStatus, LldpNeighbor
 from labtest.capabilities.transceiver import LaneDom, Transceiver, mw_to_dbm
+from labtest.drivers.common.lldp import newest_per_port
 from labtest.errors import ParseError
 from labtest.testbed.model import Device, Testbed
 from labtest.transports import mibs

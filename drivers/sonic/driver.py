@@ -29,15 +29,6 @@ import json
 import re
 from dataclasses import fields, replace
 
-from labtest.drivers.common.cli import (
-    CliSwitch,
-    new_snapshot_token,
-    port_name,
-    snapshot_token,
-)
-from labtest.drivers.common.clock import DATE_EPOCH_COMMAND, parse_date_epoch
-from labtest.drivers.sonic import parsers as p
-
 from labtest.capabilities.switch import (
     Facts,
     FecHistogram,
@@ -54,6 +45,14 @@ from labtest.capabilities.switch import (
     TransceiverPm,
 )
 from labtest.capabilities.transceiver import Transceiver
+from labtest.drivers.common.cli import (
+    CliSwitch,
+    new_snapshot_token,
+    port_name,
+    snapshot_token,
+)
+from labtest.drivers.common.clock import DATE_EPOCH_COMMAND, parse_date_epoch
+from labtest.drivers.sonic import parsers as p
 from labtest.errors import CommandNotSupported, ParseError
 from labtest.testbed.model import Device, Testbed
 

@@ -21,8 +21,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from labtest.drivers.common.lldp import newest_per_port
-
 from labtest.capabilities.switch import (
     Facts,
     FecHistogram,
@@ -41,6 +39,7 @@ from labtest.capabilities.switch import (
     TransceiverPm,
 )
 from labtest.capabilities.transceiver import LaneDom, Threshold, Transceiver
+from labtest.drivers.common.lldp import newest_per_port
 from labtest.errors import ParseError
 from labtest.parsing import fingerprint, parser
 

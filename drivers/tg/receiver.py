@@ -20,9 +20,8 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
-from labtest.drivers.tg.frames import SIGNATURE, locate_signature
-
 from labtest import netns as ns
+from labtest.drivers.tg.frames import SIGNATURE, locate_signature
 from labtest.errors import TransportError
 
 ETH_P_ALL = 0x0003

@@ -29,9 +29,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from labtest.drivers.tg.frames import FrameTemplate, build_template
-from labtest.drivers.tg.receiver import RxFlowStats, RxPort
-
 from labtest import netns as ns
 from labtest.capabilities.traffic import (
     MAX_PAUSE_QUANTA,
@@ -43,6 +40,8 @@ from labtest.capabilities.traffic import (
     loss_duration_ms,
     loss_pct,
 )
+from labtest.drivers.tg.frames import FrameTemplate, build_template
+from labtest.drivers.tg.receiver import RxFlowStats, RxPort
 from labtest.errors import ConfigError, TransportError
 from labtest.testbed.model import Device, Testbed
 from labtest.transports import packets as pk

@@ -20,10 +20,10 @@ from cabling_lib import (
     speed_fec_mismatches,
     unplanned_neighbours,
 )
-from labtest.fixtures.traffic import load_settings
 
 from labtest import plugin
 from labtest.capabilities.switch import Interfaces, Lldp
+from labtest.fixtures.traffic import load_settings
 
 if TYPE_CHECKING:  # names pytest must not collect
     from labtest.testbed.model import Link, Testbed

@@ -14,6 +14,17 @@ from typing import Any
 
 import allure
 import pytest
+
+from labtest import plugin
+from labtest.capabilities.host import (
+    Collectives,
+    NcclNetworkError,
+    NcclSpec,
+    PerftestSpec,
+    RdmaDevices,
+)
+from labtest.capabilities.switch import Interfaces
+from labtest.errors import InfraError
 from labtest.fixtures.traffic import (
     FabricView,
     HostLinkProbe,
@@ -34,17 +45,6 @@ from labtest.fixtures.traffic import (
     straggler_suspects,
     watch_oper_states,
 )
-
-from labtest import plugin
-from labtest.capabilities.host import (
-    Collectives,
-    NcclNetworkError,
-    NcclSpec,
-    PerftestSpec,
-    RdmaDevices,
-)
-from labtest.capabilities.switch import Interfaces
-from labtest.errors import InfraError
 from labtest.reports.attach import attach_json
 
 SETTINGS = load_settings("collective")

@@ -12,19 +12,6 @@ from typing import Any
 
 import allure
 import pytest
-from labtest.fixtures.traffic import (
-    FabricView,
-    PortDelta,
-    counter_delta,
-    fabric_deltas,
-    fraction,
-    hosts_by_switch,
-    jain_index,
-    load_deviations,
-    load_settings,
-    local_mac,
-    run_bandwidth_pairs,
-)
 
 from labtest import plugin
 from labtest.capabilities.host import PerftestSpec
@@ -41,6 +28,19 @@ from labtest.capabilities.traffic import (
     pfc_storm_flow,
 )
 from labtest.errors import InfraError
+from labtest.fixtures.traffic import (
+    FabricView,
+    PortDelta,
+    counter_delta,
+    fabric_deltas,
+    fraction,
+    hosts_by_switch,
+    jain_index,
+    load_deviations,
+    load_settings,
+    local_mac,
+    run_bandwidth_pairs,
+)
 from labtest.reports import plots
 from labtest.reports.attach import attach_json, attach_png
 

@@ -14,6 +14,12 @@ from typing import Any
 
 import allure
 import pytest
+
+from labtest import plugin
+from labtest.capabilities.instruments import Attenuator, OpticalSwitch
+from labtest.capabilities.switch import Interfaces, PortAdmin, Reboot
+from labtest.capabilities.traffic import TrafficGenerator
+from labtest.errors import InfraError, TransportTimeout
 from labtest.fixtures.traffic import (
     FabricView,
     TgPort,
@@ -27,12 +33,6 @@ from labtest.fixtures.traffic import (
     tg_ports,
     wait_loss_settled,
 )
-
-from labtest import plugin
-from labtest.capabilities.instruments import Attenuator, OpticalSwitch
-from labtest.capabilities.switch import Interfaces, PortAdmin, Reboot
-from labtest.capabilities.traffic import TrafficGenerator
-from labtest.errors import InfraError, TransportTimeout
 from labtest.lab import Lab
 from labtest.reports.attach import attach_json
 

@@ -11,6 +11,12 @@ from typing import Any
 
 import allure
 import pytest
+from latency_lib import congested_queue, hop_evidence, incast_senders, path_hops, pick_pairs
+
+from labtest import plugin
+from labtest.capabilities.host import PerftestLatRow, PerftestSpec
+from labtest.capabilities.switch import Interfaces
+from labtest.errors import InfraError
 from labtest.fixtures.traffic import (
     FabricView,
     PairOutcome,
@@ -20,12 +26,6 @@ from labtest.fixtures.traffic import (
     run_bandwidth_pairs,
     run_latency_pair,
 )
-from latency_lib import congested_queue, hop_evidence, incast_senders, path_hops, pick_pairs
-
-from labtest import plugin
-from labtest.capabilities.host import PerftestLatRow, PerftestSpec
-from labtest.capabilities.switch import Interfaces
-from labtest.errors import InfraError
 from labtest.reports import plots
 from labtest.reports.attach import attach_json, attach_png
 

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 import allure
 import pytest
-from labtest.fixtures.traffic import load_deviations, load_settings
 from link_fec_ber import (
     MIN_RS544_GBPS,
     FecBerProof,
@@ -31,6 +30,7 @@ from link_watch import LinkWatch, Window, switch_links, switch_names, watch_link
 
 from labtest import plugin
 from labtest.capabilities.switch import FecCounters
+from labtest.fixtures.traffic import load_deviations, load_settings
 from labtest.measure import Verdict
 from labtest.reports import plots
 from labtest.reports.attach import attach_png

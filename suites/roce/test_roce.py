@@ -11,6 +11,11 @@ from typing import Any
 
 import allure
 import pytest
+
+from labtest import plugin
+from labtest.capabilities.host import PcieLinks, PerftestSpec, RdmaDevices
+from labtest.capabilities.switch import Interfaces
+from labtest.errors import CommandFailed, InfraError
 from labtest.fixtures.traffic import (
     FabricView,
     PairOutcome,
@@ -25,11 +30,6 @@ from labtest.fixtures.traffic import (
     run_latency_pair,
     share_deviation,
 )
-
-from labtest import plugin
-from labtest.capabilities.host import PcieLinks, PerftestSpec, RdmaDevices
-from labtest.capabilities.switch import Interfaces
-from labtest.errors import CommandFailed, InfraError
 from labtest.reports import plots
 from labtest.reports.attach import attach_json, attach_png
 from labtest.testbed.model import Link

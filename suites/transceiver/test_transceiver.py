@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 import allure
 import pytest
-from labtest.fixtures.traffic import load_deviations, load_settings
 from transceiver_lib import (
     LANE_QUANTITIES,
     UNITS,
@@ -40,6 +39,7 @@ from labtest import plugin
 from labtest.capabilities.host import RdmaDevices
 from labtest.capabilities.switch import SwitchFacts
 from labtest.errors import InfraError
+from labtest.fixtures.traffic import load_deviations, load_settings
 from labtest.measure import Limit, Verdict
 from labtest.parsing import to_jsonable
 

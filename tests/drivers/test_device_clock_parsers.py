@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import pytest
-from labtest.drivers.common.clock import parse_date_epoch
-from labtest.drivers.eos import parsers as p
 from switch_samples import parse, sample
 
 from labtest.capabilities.clock import Clock
+from labtest.drivers.common.clock import parse_date_epoch
+from labtest.drivers.eos import parsers as p
 from labtest.errors import ParseError
 from labtest.registry import capabilities_of, driver_class
 

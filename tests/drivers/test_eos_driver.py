@@ -227,5 +227,5 @@ def test_record_then_replay_including_the_config_session(script, tmp_path):
             replayed.lldp_neighbors(),
         ) == live
         replayed.set_admin("Ethernet1", False)  # each config line answers from the recording
-        with pytest.raises(ReplayMissing, match="show interfaces \\| json"):
-            replayed.counters()
+        with pytest.raises(ReplayMissing, match="show interfaces phy detail \\| json"):
+            replayed.fec_stats()

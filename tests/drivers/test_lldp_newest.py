@@ -4,9 +4,8 @@ no age, the first row is kept and the others are still named (the cabling suite 
 
 from __future__ import annotations
 
-from labtest.drivers.common.lldp import newest_per_port
-
 from labtest.capabilities.switch import LldpNeighbor
+from labtest.drivers.common.lldp import newest_per_port
 from labtest.parsing import lookup
 
 

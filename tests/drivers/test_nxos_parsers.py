@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from labtest.drivers.nxos import parsers as p
 from switch_samples import parse, sample
 
+from labtest.drivers.nxos import parsers as p
 from labtest.errors import ParseError
 from labtest.parsing import lookup, to_jsonable
 

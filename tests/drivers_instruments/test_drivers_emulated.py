@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 from instrument_helpers import TIMEOUT_S, FakeClock, sent, visa_device
+
+from labtest.capabilities.instruments import ber_upper_bound
 from labtest.drivers.instruments.attenuator import Attenuator
 from labtest.drivers.instruments.bert import Bert
 from labtest.drivers.instruments.chamber import ThermalChamber
 from labtest.drivers.instruments.optical_switch import OpticalSwitch
 from labtest.drivers.instruments.power_meter import PowerMeter
 from labtest.drivers.instruments.scpi import ScpiInstrument, SettingRefused
-
-from labtest.capabilities.instruments import ber_upper_bound
 from labtest.emulation.instruments import (
     EmulatedAttenuator,
     EmulatedBert,

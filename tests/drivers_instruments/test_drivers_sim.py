@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 from instrument_helpers import sim_device
+
+import labtest.capabilities.instruments as caps
 from labtest.drivers.instruments.attenuator import Attenuator
 from labtest.drivers.instruments.bert import Bert
 from labtest.drivers.instruments.chamber import ThermalChamber
 from labtest.drivers.instruments.optical_switch import OpticalSwitch
 from labtest.drivers.instruments.power_meter import PowerMeter
 from labtest.drivers.instruments.scpi import SettingRefused
-
-import labtest.capabilities.instruments as caps
 from labtest.transports.visa import ScpiInstrumentError
 
 

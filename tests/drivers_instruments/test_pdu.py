@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 from instrument_helpers import FakeClock
-from labtest.drivers.instruments.pdu import OUTLET_COMMAND, Pdu
-from labtest.drivers.instruments.scpi import SettingRefused
 from pydantic import SecretStr
 
 from labtest.capabilities.instruments import OutletStatus
 from labtest.capabilities.instruments import Pdu as PduCapability
+from labtest.drivers.instruments.pdu import OUTLET_COMMAND, Pdu
+from labtest.drivers.instruments.scpi import SettingRefused
 from labtest.emulation.instruments import InstrumentHooks, PduMib
 from labtest.emulation.snmpagent import SnmpAgent
 from labtest.errors import ProtocolError, TransportTimeout

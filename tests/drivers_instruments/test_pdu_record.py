@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 from instrument_helpers import FakeClock
-from labtest.drivers.instruments.pdu import NUM_OUTLETS, OUTLET_COMMAND, Pdu
 from pydantic import SecretStr
 
 from labtest import connect
+from labtest.drivers.instruments.pdu import NUM_OUTLETS, OUTLET_COMMAND, Pdu
 from labtest.emulation.instruments import PduMib
 from labtest.emulation.snmpagent import SnmpAgent
 from labtest.testbed.model import Device, SnmpSettings

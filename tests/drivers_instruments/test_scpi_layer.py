@@ -7,6 +7,8 @@ import math
 from typing import Any
 
 import pytest
+
+from labtest.capabilities.instruments import BERT_PATTERNS, ber_upper_bound, bits_required
 from labtest.drivers.instruments.bert import PATTERN_TOKENS, parse_bit_count
 from labtest.drivers.instruments.scpi import (
     BoolSetting,
@@ -20,8 +22,6 @@ from labtest.drivers.instruments.scpi import (
     SettingRefused,
     steps,
 )
-
-from labtest.capabilities.instruments import BERT_PATTERNS, ber_upper_bound, bits_required
 from labtest.emulation.instruments import BERT_SEQUENCES, match_header, split_args
 from labtest.errors import ProtocolError
 from labtest.registry import capabilities_of, driver_class

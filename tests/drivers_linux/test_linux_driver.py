@@ -20,9 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from labtest.drivers.linux.driver import LinuxHost
-from labtest.drivers.linux.perftest import PerftestPair, run_pairs
-from labtest.drivers.linux.shell import ToolMissing
 
 from labtest.capabilities.host import (
     Collectives,
@@ -33,6 +30,9 @@ from labtest.capabilities.host import (
     RdmaDevices,
 )
 from labtest.capabilities.host import Perftest as PerftestCapability
+from labtest.drivers.linux.driver import LinuxHost
+from labtest.drivers.linux.perftest import PerftestPair, run_pairs
+from labtest.drivers.linux.shell import ToolMissing
 from labtest.emulation.sshserver import CliReply, SshServer
 from labtest.errors import (
     CommandFailed,

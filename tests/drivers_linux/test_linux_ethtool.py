@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 
 import pytest
-from labtest.drivers.linux.parsers.ethtool import parse_ethtool_module, parse_ethtool_stats
 
 from labtest.capabilities.transceiver import Transceiver
+from labtest.drivers.linux.parsers.ethtool import parse_ethtool_module, parse_ethtool_stats
 from labtest.errors import ParseError
 from labtest.parsing import lookup
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from labtest.drivers.linux.parsers.iproute import parse_ip_link
 from labtest.drivers.linux.parsers.rdma import (
     parse_ibv_devinfo,
@@ -11,7 +12,6 @@ from labtest.drivers.linux.parsers.rdma import (
     parse_show_counters,
     parse_show_gids,
 )
-
 from labtest.errors import ParseError
 from labtest.parsing import lookup
 

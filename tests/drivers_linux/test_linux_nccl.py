@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from labtest.drivers.linux.parsers.nccl import parse_nccl_tests
 
+from labtest.drivers.linux.parsers.nccl import parse_nccl_tests
 from labtest.errors import ParseError
 from labtest.parsing import lookup, to_jsonable
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from labtest.drivers.linux.nccl import NETWORK_ERRORS, network_error, run_collective
-from labtest.drivers.linux.parsers.nccl import parse_nccl_tests
 
 from labtest.capabilities.host import NcclSpec
+from labtest.drivers.linux.nccl import NETWORK_ERRORS, network_error, run_collective
+from labtest.drivers.linux.parsers.nccl import parse_nccl_tests
 from labtest.errors import CommandFailed
 
 

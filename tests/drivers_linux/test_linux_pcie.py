@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from labtest.drivers.linux.parsers.pcie import parse_pcie_sysfs
 
 from labtest.capabilities.host import PcieLink, pcie_gbps
+from labtest.drivers.linux.parsers.pcie import parse_pcie_sysfs
 from labtest.errors import ParseError
 
 

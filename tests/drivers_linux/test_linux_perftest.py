@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from labtest.drivers.linux.parsers.perftest import parse_perftest_bw, parse_perftest_lat
 
+from labtest.drivers.linux.parsers.perftest import parse_perftest_bw, parse_perftest_lat
 from labtest.errors import ParseError
 from labtest.parsing import lookup, to_jsonable
 

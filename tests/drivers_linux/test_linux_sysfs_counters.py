@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from labtest.drivers.linux.parsers.rdma import parse_sysfs_hw_counters
 
+from labtest.drivers.linux.parsers.rdma import parse_sysfs_hw_counters
 from labtest.errors import ParseError
 
 

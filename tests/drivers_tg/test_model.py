@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from labtest.drivers.tg import frames
-from labtest.drivers.tg.receiver import RxFlowStats
 from pydantic import ValidationError
 from scapy.contrib.roce import BTH
 from scapy.layers.inet import IP, UDP
@@ -13,6 +11,8 @@ from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Raw
 
 from labtest.capabilities import traffic as tr
+from labtest.drivers.tg import frames
+from labtest.drivers.tg.receiver import RxFlowStats
 from labtest.registry import capabilities_of, driver_class
 
 MAC_A, MAC_B = "02:00:00:00:00:0a", "02:00:00:00:00:0b"

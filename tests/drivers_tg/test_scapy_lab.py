@@ -14,8 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from labtest.drivers.tg import receiver
-from labtest.drivers.tg.scapy_tg import ScapyTrafficGenerator
 from tglab import CE_MARKED_UDP_PORT, NEEDS_ROOT, TgLab
 
 from labtest.capabilities.traffic import (
@@ -31,6 +29,8 @@ from labtest.capabilities.traffic import (
     Udp,
     Vlan,
 )
+from labtest.drivers.tg import receiver
+from labtest.drivers.tg.scapy_tg import ScapyTrafficGenerator
 from labtest.transports import packets as pk
 
 pytestmark = [pytest.mark.netns, NEEDS_ROOT]

@@ -7,9 +7,9 @@ import json
 
 import pytest
 import switch_helpers as h
+
 from labtest.drivers.common.clock import DATE_EPOCH_COMMAND, parse_date_epoch
 from labtest.drivers.eos import parsers as eos_parsers
-
 from labtest.emulation.model.fabric import Fabric
 from labtest.emulation.personalities import eos, linux, sonic
 from labtest.testbed.model import Device

@@ -6,9 +6,9 @@ import time
 
 import pytest
 import switch_helpers as h
+
 from labtest.drivers.common.cli import check_answer
 from labtest.drivers.eos import parsers as p
-
 from labtest.emulation.lab import EmulatedLab
 from labtest.emulation.personalities import eos
 from labtest.errors import CommandNotSupported

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from labtest.drivers.linux.parsers.ethtool import parse_ethtool_module, parse_ethtool_stats
 from labtest.drivers.linux.parsers.iproute import parse_ip_link
 from labtest.drivers.linux.parsers.nccl import parse_nccl_tests
@@ -29,7 +30,6 @@ from labtest.drivers.linux.parsers.rdma import (
     parse_rdma_statistic,
     parse_show_gids,
 )
-
 from labtest.emulation.lab import EmulatedLab, Served
 from labtest.emulation.model.fabric import Fabric
 from labtest.emulation.personalities import linux
@@ -593,7 +593,6 @@ def emulated(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[EmulatedLab, tb.
 
 def test_linux_host_driver_end_to_end(emulated: tuple[EmulatedLab, tb.Testbed]) -> None:
     from labtest.drivers.linux.driver import LinuxHost
-
     from labtest.errors import CommandFailed, ProtocolError
 
     lab, testbed = emulated

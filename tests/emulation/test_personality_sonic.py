@@ -14,9 +14,9 @@ import time
 
 import pytest
 import switch_helpers as h
+
 from labtest.drivers.common.cli import check_answer
 from labtest.drivers.sonic import parsers as p
-
 from labtest.emulation.lab import EmulatedLab
 from labtest.emulation.personalities import sonic
 from labtest.errors import CommandFailed, CommandNotSupported, PermissionDenied

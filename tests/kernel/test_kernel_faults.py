@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 from conftest import KERNEL_TESTBED, NEEDS_KERNEL_LAB
-from labtest.fixtures.traffic import probe_config, probe_flow_name, tg_ports
 from test_kernel_lab import poll
 
 from labtest.capabilities.traffic import TrafficGenerator
 from labtest.emulation.kernel import KernelLab
 from labtest.emulation.kernel.faults import inject
+from labtest.fixtures.traffic import probe_config, probe_flow_name, tg_ports
 from labtest.lab import Lab
 from labtest.testbed import load_testbed
 

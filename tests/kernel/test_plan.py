@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 from conftest import KERNEL_TESTBED, SAMPLES
-from labtest.drivers.frr import parsers as p
 
+from labtest.drivers.frr import parsers as p
 from labtest.emulation.kernel import plan as pl
 from labtest.emulation.kernel.prereq import INSTALL, PROGRAMS
 from labtest.errors import ParseError

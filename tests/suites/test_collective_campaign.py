@@ -18,6 +18,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+
+from labtest.emulation.model import Fabric
 from labtest.fixtures.traffic import (
     FabricView,
     HostLinkProbe,
@@ -31,8 +33,6 @@ from labtest.fixtures.traffic import (
     straggler_suspects,
     uplinks,
 )
-
-from labtest.emulation.model import Fabric
 from labtest.testbed import load_testbed
 
 REPO = Path(__file__).resolve().parents[2]

@@ -7,6 +7,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+
+from labtest.capabilities.host import RdmaHwCounters
 from labtest.fixtures.traffic import (
     FabricView,
     HostLinkProbe,
@@ -23,8 +25,6 @@ from labtest.fixtures.traffic import (
     straggler_suspects,
     uplinks,
 )
-
-from labtest.capabilities.host import RdmaHwCounters
 from labtest.testbed import load_testbed
 
 REPO = Path(__file__).resolve().parents[2]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from labtest.fixtures.traffic import SwitchSample, fabric_deltas, jain_index, port_deltas
 
 from labtest.capabilities.switch import (
     InterfaceCounters,
@@ -11,6 +10,7 @@ from labtest.capabilities.switch import (
     QueueCounter,
     QueueCounters,
 )
+from labtest.fixtures.traffic import SwitchSample, fabric_deltas, jain_index, port_deltas
 
 
 @pytest.mark.parametrize(

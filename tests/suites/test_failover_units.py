@@ -6,6 +6,8 @@ from __future__ import annotations
 import itertools
 
 import pytest
+
+from labtest.capabilities.traffic import FlowMetrics
 from labtest.fixtures.traffic import (
     binary_weighted_packets,
     convergence_ms,
@@ -15,8 +17,6 @@ from labtest.fixtures.traffic import (
     poll_until,
     wait_loss_settled,
 )
-
-from labtest.capabilities.traffic import FlowMetrics
 
 
 def test_loss_derived_convergence_is_loss_over_offered_load():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from labtest.fixtures.traffic import FabricView, PortDelta, attachments, uplinks
 from latency_lib import (
     Hop,
     congested_queue,
@@ -13,6 +12,7 @@ from latency_lib import (
     pick_pairs,
 )
 
+from labtest.fixtures.traffic import FabricView, PortDelta, attachments, uplinks
 from labtest.testbed.loader import load_testbed
 from tests.suites.suite_runs import LEAFSPINE
 

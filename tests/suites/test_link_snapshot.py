@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from labtest.fixtures.snapshot import config_difference
 
 CONFTEST = '''

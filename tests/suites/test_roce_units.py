@@ -6,6 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
+from labtest.capabilities.host import PerftestBandwidth, PerftestBwRow
+from labtest.errors import CommandFailed, TransportTimeout
 from labtest.fixtures import traffic
 from labtest.fixtures.traffic import (
     PairOutcome,
@@ -21,9 +24,6 @@ from labtest.fixtures.traffic import (
     share_deviation,
     uplinks,
 )
-
-from labtest.capabilities.host import PerftestBandwidth, PerftestBwRow
-from labtest.errors import CommandFailed, TransportTimeout
 from labtest.testbed import load_testbed
 
 REPO = Path(__file__).resolve().parents[2]

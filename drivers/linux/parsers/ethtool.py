@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import re
 
-from labtest.drivers.linux.parsers._common import parse_error
-
 from labtest.capabilities.transceiver import NEG_INF_DBM, LaneDom, Threshold, Transceiver
+from labtest.drivers.linux.parsers._common import parse_error
 from labtest.parsing import fingerprint, parser
 
 # --- ethtool -S --------------------------------------------------------------

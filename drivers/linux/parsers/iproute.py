@@ -13,9 +13,8 @@ import json
 import re
 from collections import Counter
 
-from labtest.drivers.linux.parsers._common import parse_error
-
 from labtest.capabilities.host import LinkInfo
+from labtest.drivers.linux.parsers._common import parse_error
 from labtest.parsing import parser
 
 

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import re
 
-from labtest.drivers.linux.parsers._common import parse_error, to_int
-
 from labtest.capabilities.host import NcclResult, NcclRow, NcclTiming
+from labtest.drivers.linux.parsers._common import parse_error, to_int
 from labtest.parsing import fingerprint, parser
 
 _COLLECTIVES = (

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import re
 
-from labtest.drivers.linux.parsers._common import parse_error
-
 from labtest.capabilities.host import PcieLink
+from labtest.drivers.linux.parsers._common import parse_error
 from labtest.parsing import parser
 
 _FIELDS = ("current_link_speed", "current_link_width", "max_link_speed", "max_link_width")

@@ -19,14 +19,13 @@ import json
 import re
 from typing import Any
 
-from labtest.drivers.linux.parsers._common import parse_error
-
 from labtest.capabilities.host import (
     PerftestBandwidth,
     PerftestBwRow,
     PerftestLatency,
     PerftestLatRow,
 )
+from labtest.drivers.linux.parsers._common import parse_error
 from labtest.parsing import fingerprint, parser
 
 _MIB_PER_S_IN_GBPS = 2**20 * 8 / 1e9

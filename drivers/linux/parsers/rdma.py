@@ -12,9 +12,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from labtest.drivers.linux.parsers._common import parse_error
-
 from labtest.capabilities.host import GidEntry, RdmaDevice, RdmaHwCounters
+from labtest.drivers.linux.parsers._common import parse_error
 from labtest.parsing import fingerprint, parser
 
 # --- rdma link -----------------------------------------------------------------
