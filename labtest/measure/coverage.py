@@ -359,7 +359,12 @@ def requirements_of(doc: Mapping[str, Any]) -> list[Requirement]:
 
 
 def waivers_of(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return list(((doc.get("limits") or {}).get("waivers")) or [])
+    """The limits profile's waivers, then the testbed's (each says where it came from)."""
+    out = []
+    for origin, part in (("limits profile", doc.get("limits")), ("testbed", doc.get("testbed"))):
+        for w in (part or {}).get("waivers") or []:
+            out.append({**w, "origin": origin})
+    return out
 
 
 def compute(doc: Mapping[str, Any]) -> Coverage:

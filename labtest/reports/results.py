@@ -105,6 +105,7 @@ def testbed_record(testbed: Testbed) -> dict[str, Any]:
             for lk in testbed.links
         ],
         "emulation": testbed.emulation.model_dump(mode="json") if testbed.emulation else None,
+        "waivers": [w.model_dump(mode="json") for w in testbed.waivers],
     }
 
 

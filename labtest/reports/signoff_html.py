@@ -337,19 +337,21 @@ def _waivers(doc: dict[str, Any]) -> str:
     cov = _coverage_of(doc)
     waivers = cov.get("waivers") or []
     if not waivers:
-        return _section("waivers", "Waivers", "<p class='muted'>The limits profile waives "
-                        "nothing: every required cell had to be proven.</p>")
+        return _section("waivers", "Waivers", "<p class='muted'>The limits profile and the "
+                        "testbed each waive nothing: every required cell had to be proven.</p>")
     used: dict[str, int] = {}
     for r in cov.get("requirements", []):
         used[r["id"]] = used.get(r["id"], 0) + r["waived"]
     rows = [
         [f"<span class='mono'>{_e(w['requirement'])}</span>",
          _e(", ".join(w["units"]) if isinstance(w["units"], list) else w["units"]),
-         _e(w["reason"]), _e(w["source"]), used.get(w["requirement"], 0)]
+         _e(w["reason"]), _e(w["source"]), _e(w.get("origin", "limits profile")),
+         used.get(w["requirement"], 0)]
         for w in waivers
     ]
-    return _section("waivers", "Waivers (from the limits profile)",
-                    _table(["requirement", "units", "reason", "source", "cells waived"], rows))
+    return _section("waivers", "Waivers (the limits profile's and the testbed's)",
+                    _table(["requirement", "units", "reason", "source", "from",
+                            "cells waived"], rows))
 
 
 def _criteria(doc: dict[str, Any]) -> str:

@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, field_validator
 
+from labtest.measure.limits import Waiver
+
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
 ENDPOINT = re.compile(r"^(?P<device>[A-Za-z0-9][A-Za-z0-9_.\-]*):(?P<port>\S+)$")
 
@@ -161,6 +163,9 @@ class Testbed(Strict):
     devices: dict[str, Device]
     links: list[Link] = Field(default_factory=list)
     emulation: Emulation | None = None
+    #: holes this lab's sign-off accepts (requirement, units, reason, source), beside the
+    #: limits profile's own: a waiver that names this lab's units belongs with this lab
+    waivers: list[Waiver] = Field(default_factory=list)
 
     _source: Path | None = PrivateAttr(None)
     _warnings: list[str] = PrivateAttr(default_factory=list)
