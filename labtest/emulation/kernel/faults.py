@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from labtest import netns as ns
+from labtest.emulation.kernel import plan as pl
 from labtest.emulation.kernel.lab import KernelLab
 
 Undo = Callable[[], None]
@@ -209,7 +210,8 @@ def miswired(lab: KernelLab, target: str, other: str) -> Undo:
 
 
 def _readdress(lab: KernelLab, netns: str, port: str) -> None:
-    """A re-created veth end gets back the address the plan gave its port."""
+    """A re-created veth end gets back the MTU and address the plan gave its port."""
+    ns.ip("link", "set", port, "mtu", str(pl.LINK_MTU_BYTES), netns=netns)
     for node in lab.plan.nodes.values():
         if node.netns == netns and port in node.ports and node.kind != "tg":
             ns.ip("addr", "replace", node.ports[port], "dev", port, netns=netns)

@@ -162,6 +162,7 @@ class KernelLab:
             nb.netns,
         )
         for node, port, addr in ((na, v.a_port, v.a_address), (nb, v.b_port, v.b_address)):
+            ns.ip("link", "set", port, "mtu", str(pl.LINK_MTU_BYTES), netns=node.netns)
             if node.kind != "tg":  # a TG port has no IP stack: it only sends and counts
                 ns.ip("addr", "add", addr, "dev", port, netns=node.netns)
             if "tg" in (na.kind, nb.kind):  # only here: see _lossless

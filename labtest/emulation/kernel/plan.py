@@ -28,6 +28,8 @@ TG_DRIVERS = frozenset({"scapy-tg"})
 BASE = ipaddress.IPv4Address("198.18.0.0")
 FIRST_ASN = 65101
 IFNAME_MAX = 15  # Linux IFNAMSIZ - 1
+#: every link runs jumbo frames, as an AI fabric does (RoCE's 4096-byte MTU needs 4140)
+LINK_MTU_BYTES = 9100
 
 #: BFD defaults (RFC 5880 timers, in ms); the testbed's ``emulation.bfd`` overrides them
 BFD_DEFAULTS = {"detect_multiplier": 3, "receive_interval_ms": 100, "transmit_interval_ms": 100}
