@@ -167,3 +167,27 @@ def test_a_stopped_sshd_is_a_transport_error_and_comes_back(
         spine2.close()
         undo()
     assert spine2.facts().hostname == "spine2"
+
+
+@pytest.mark.parametrize("version", ["2c", "3"])
+def test_snmp_agent_serves_if_mib_and_lldp_mib_over_agentx(
+    lab: Lab, kernel_lab: tuple[KernelLab, Any], version: str
+) -> None:
+    from labtest.drivers.snmp_switch.driver import SnmpSwitch
+
+    testbed = kernel_lab[1]
+    device = testbed.devices["leaf1"]
+    assert device.snmp is not None
+    device = device.model_copy(update={"snmp": device.snmp.model_copy(update={"version": version})})
+    agent = SnmpSwitch("leaf1", device, testbed)
+    try:
+        assert agent.facts().hostname == "leaf1"
+        by_snmp = {p: (n.remote_system, n.remote_port) for p, n in agent.lldp_neighbors().items()}
+        ifs = agent.interfaces()
+    finally:
+        agent.close()
+    by_cli = {
+        p: (n.remote_system, n.remote_port) for p, n in lab.device("leaf1").lldp_neighbors().items()
+    }
+    assert by_snmp == by_cli and len(by_cli) == 4
+    assert {ifs[p].mtu_bytes for p in by_cli} == {9100}
