@@ -3,21 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from kernel_helpers import KERNEL_TESTBED
 
-from labtest.emulation.kernel import KernelLab, why_not
+from labtest.emulation.kernel import KernelLab
 from labtest.testbed import load_testbed
 from labtest.testbed.model import Testbed
-
-ROOT = Path(__file__).resolve().parents[2]
-KERNEL_TESTBED = ROOT / "testbeds" / "kernel" / "leafspine.yaml"
-SUITE_SETTINGS = ROOT / "testbeds" / "kernel" / "suite-settings.yaml"
-SAMPLES = Path(__file__).parent / "samples"
-
-REASON = why_not()
-NEEDS_KERNEL_LAB = pytest.mark.skipif(REASON is not None, reason=f"kernel lab: {REASON}")
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,7 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-from conftest import KERNEL_TESTBED, NEEDS_KERNEL_LAB
-from test_kernel_lab import poll
+from kernel_helpers import KERNEL_TESTBED, NEEDS_KERNEL_LAB, poll
 
 from labtest.capabilities.traffic import TrafficGenerator
 from labtest.emulation.kernel import KernelLab

@@ -4,13 +4,11 @@ stopping it leaves no namespace, process or file behind."""
 from __future__ import annotations
 
 import socket
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import KERNEL_TESTBED, NEEDS_KERNEL_LAB
+from kernel_helpers import KERNEL_TESTBED, NEEDS_KERNEL_LAB, poll
 
 from labtest import netns as ns
 from labtest.emulation.kernel import KernelLab
@@ -20,21 +18,6 @@ from labtest.lab import Lab
 from labtest.testbed import load_testbed
 
 pytestmark = [pytest.mark.netns, NEEDS_KERNEL_LAB]
-
-POLL_S = 0.2
-BOUND_S = 30.0  # every wait here is bounded; BFD/BGP/LLDP settle in a few seconds
-
-
-def poll(check: Callable[[], Any], timeout_s: float = BOUND_S) -> Any:
-    """The first truthy ``check()`` within ``timeout_s``; fails the test otherwise."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"not true within {timeout_s} s: {check.__doc__ or check}")
-        time.sleep(POLL_S)
 
 
 def test_stop_leaves_no_namespace_process_or_file() -> None:

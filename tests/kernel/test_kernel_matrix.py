@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import KERNEL_TESTBED, NEEDS_KERNEL_LAB, SUITE_SETTINGS
+from kernel_helpers import KERNEL_TESTBED, NEEDS_KERNEL_LAB, SUITE_SETTINGS
 
 pytestmark = [pytest.mark.netns, NEEDS_KERNEL_LAB]
 

@@ -7,7 +7,7 @@ No root needed: the samples were captured from FRR 8.4.4, lldpd 1.0.16 and iprou
 from __future__ import annotations
 
 import pytest
-from conftest import KERNEL_TESTBED, SAMPLES
+from kernel_helpers import KERNEL_TESTBED, SAMPLES
 
 from labtest.drivers.frr import parsers as p
 from labtest.emulation.kernel import plan as pl
