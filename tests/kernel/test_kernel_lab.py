@@ -4,6 +4,7 @@ stopping it leaves no namespace, process or file behind."""
 from __future__ import annotations
 
 import socket
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,12 @@ def test_stop_leaves_no_namespace_process_or_file() -> None:
     run_dirs = [FRR_RUN / n for n in made if (FRR_RUN / n).exists()]
     assert len(made) == 7 and len(run_dirs) == 4 and len(pids) >= 7 * 2
     assert lab.leftovers() != []  # the check sees a running lab
+    stray = subprocess.Popen(  # like a command left running by an SSH session
+        ["ip", "netns", "exec", made[0], "sleep", "300"], start_new_session=True
+    )
+    pids.append(stray.pid)
     lab.stop()
+    stray.wait(5)
     assert lab.leftovers() == []
     assert not [n for n in ns.list_netns() if n.startswith(lab.prefix)]
     assert not [pid for pid in pids if _alive(pid)]

@@ -79,6 +79,7 @@ class KernelLab:
     _procs: list[_Proc] = field(default_factory=list, init=False)
     _forwarders: dict[str, dict[str, Any]] = field(default_factory=dict, init=False)
     _made_netns: list[str] = field(default_factory=list, init=False)
+    _netns_ids: set[str] = field(default_factory=set, init=False)  # "net:[inode]"
     _made_dirs: list[Path] = field(default_factory=list, init=False)
     _pgids: set[int] = field(default_factory=set, init=False)  # every daemon ever started
     _snmp: dict[str, tuple[str, str, str, str]] = field(default_factory=dict, init=False)
@@ -138,6 +139,7 @@ class KernelLab:
     def _namespace(self, node: pl.NodePlan) -> None:
         ns.create_netns(node.netns)
         self._made_netns.append(node.netns)
+        self._netns_ids.add(_netns_id(ns.NETNS_DIR / node.netns))
         if node.kind == "switch":
             ns.run_in_netns(node.netns, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"])
             # ECMP: hash on L4 ports so the probe's flows spread over the spines
@@ -515,6 +517,11 @@ class KernelLab:
         for proc in reversed(self._procs):
             _kill_group(proc.popen)
         self._procs.clear()
+        # anything else still inside (an SSH session's command runs in its own session,
+        # outside sshd's process group): stopped by PID before its namespace goes
+        for pid in _pids_in_netns(self._netns_ids):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         for name in reversed(self._made_netns):
             with contextlib.suppress(ns.NetnsError):
                 ns.delete_netns(name)
@@ -526,7 +533,8 @@ class KernelLab:
     def leftovers(self) -> list[str]:
         """Namespaces, processes and files of this lab still present (empty after stop())."""
         out = [f"netns {n}" for n in ns.list_netns() if n.startswith(self.prefix)]
-        out += [f"process {pid}" for pid in _pids_in_groups(self._pgids)]
+        pids = set(_pids_in_groups(self._pgids)) | set(_pids_in_netns(self._netns_ids))
+        out += [f"process {pid}" for pid in sorted(pids)]
         out += [f"file {d}" for d in self._made_dirs if d.exists()]
         if getattr(self, "workdir", None) is not None and self.workdir.exists():
             out.append(f"file {self.workdir}")
@@ -610,3 +618,29 @@ def _pids_in_groups(pgids: set[int]) -> list[int]:
         if fields[0] != "Z" and int(fields[2]) in pgids:
             out.append(int(entry.name))
     return out
+
+
+def _netns_id(path: Path) -> str:
+    """How /proc/PID/ns/net names a namespace: ``net:[inode]``."""
+    return f"net:[{path.stat().st_ino}]"
+
+
+def _pids_in_netns(ids: set[str]) -> list[int]:
+    """Live processes whose network namespace is one of ``ids``."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if os.readlink(entry / "ns" / "net") in ids and _alive(entry):
+                out.append(int(entry.name))
+        except OSError:
+            continue
+    return out
+
+
+def _alive(entry: Path) -> bool:
+    try:
+        return (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
