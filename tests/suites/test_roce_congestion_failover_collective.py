@@ -105,6 +105,13 @@ SCENARIOS: dict[str, tuple[float, list[dict[str, Any]], list[str], str]] = {
         ["roce"],
         "nic_pcie or (pair_bandwidth and host5)",
     ),
+    # issue 14 case 7: a pause storm from host7's NIC; every incast feels it at leaf4
+    "storm_host7": (
+        2,
+        [_fault("pfc_storm", "host7", priority=3)],
+        ["congestion"],
+        "incast or no_pause_storm",
+    ),
     # issue 23 case 3: a switch port at MTU 1500 kills the collective: failed, not broken
     "mtu_leaf3_port": (
         25,
@@ -134,6 +141,10 @@ class Run:
     output: str
     tests: dict[str, dict[str, Any]]  # test name -> labtest-results entry
     wall_s: float
+    verdict: dict[str, Any] | None = None  # the run's verdict record (root causes, coverage)
+
+    def root_causes(self) -> list[dict[str, Any]]:
+        return list((self.verdict or {}).get("root_causes") or [])
 
     def failed(self) -> dict[str, str]:
         """Tests that failed or broke (skips are not verdicts)."""
@@ -176,10 +187,12 @@ def _launch(workdir: Path, name: str, delay_s: float = 0.0) -> Run:
     except subprocess.TimeoutExpired as exc:
         return Run(name, -1, f"timed out after {RUN_TIMEOUT_S:g} s\n{exc.stdout or ''}", {}, 0.0)
     doc_path = results / "labtest-results.json"
-    tests = {}
+    tests, verdict = {}, None
     if doc_path.is_file():
-        tests = {t["name"]: t for t in json.loads(doc_path.read_text())["tests"]}
-    return Run(name, proc.returncode, proc.stdout + proc.stderr, tests, time.monotonic() - t0)
+        doc = json.loads(doc_path.read_text())
+        tests, verdict = {t["name"]: t for t in doc["tests"]}, doc.get("verdict")
+    return Run(name, proc.returncode, proc.stdout + proc.stderr, tests, time.monotonic() - t0,
+               verdict)
 
 
 def _environ() -> dict[str, str]:
@@ -372,6 +385,27 @@ def test_a_narrowed_pcie_link_fails_its_pairs_and_its_own_check(runs):
         a, b = n[len("test_pair_bandwidth[") : -1].split("--")
         assert f"pair={min(a, b)}--{max(a, b)}" in failed[n]
     assert run.passed("test_nic_pcie_link[host1]", "test_nic_pcie_link[host6]")
+    # one root cause: host5's NIC; its pairs' failures are shown as its consequences
+    causes = run.root_causes()
+    assert len(causes) == 1 and causes[0]["culprit"] == "host5", causes
+    explained = " ".join(causes[0]["tests"] + causes[0]["consequences"])
+    assert all(n in explained for n in pairs), causes
+
+
+@uses("storm_host7")
+def test_a_pause_storm_is_the_root_cause_of_the_incast_failures(runs):
+    run = runs("storm_host7")
+    failed = run.failed()
+    assert "test_no_pause_storm" in failed, run.context()
+    assert "device=leaf4 port=Ethernet16" in failed["test_no_pause_storm"]
+    causes = run.root_causes()
+    assert len(causes) == 1, causes
+    cause = causes[0]
+    assert cause["kind"] == "storm" and "leaf4:Ethernet16" in cause["culprit"], cause
+    explained = " ".join(cause["tests"] + cause["consequences"])
+    incasts = [n for n in failed if n.startswith("test_incast[")]
+    assert incasts, run.context()  # the storm spoils incasts elsewhere (issue 14 case 7)
+    assert all(n in explained for n in incasts), (incasts, cause)
 
 
 @uses("mtu_leaf3_port")
