@@ -82,6 +82,10 @@ class _State:
                 self._testbed = load_testbed(path)
             except ConfigError as exc:
                 raise pytest.UsageError(str(exc)) from None
+            if self._testbed.suite_settings is not None:  # before the suites import
+                from labtest.fixtures.traffic import set_lab_settings
+
+                set_lab_settings(self._testbed.suite_settings)
 
     def testbed(self) -> Testbed | None:
         if self._testbed is not None and self.config.getoption("emulate") and not self._emulated:
@@ -116,6 +120,10 @@ class _State:
         return self._lab
 
     def close(self) -> None:
+        if self._testbed is not None and self._testbed.suite_settings is not None:
+            from labtest.fixtures.traffic import set_lab_settings
+
+            set_lab_settings(None)  # an in-process session after this one starts clean
         if self._lab is not None:
             self._lab.close()
         if self._emulated is not None:

@@ -21,7 +21,7 @@ from labtest.errors import SecretError
 from labtest.testbed.model import SECRET_KEYS, Testbed
 from labtest.yamlsource import Loc, Source, read, validate
 
-PATH_KEYS = frozenset({"known_hosts", "key_file", "limits", "replay"})
+PATH_KEYS = frozenset({"known_hosts", "key_file", "limits", "replay", "suite_settings"})
 
 
 def load_testbed(path: str | Path) -> Testbed:
@@ -83,6 +83,9 @@ def _check_references(data: Any, src: Source) -> None:
     limits = data.get("limits")
     if isinstance(limits, str) and not Path(limits).is_file():
         src.problem(("limits",), f"limits profile not found: {limits}")
+    settings = data.get("suite_settings")
+    if isinstance(settings, str) and not Path(settings).is_file():
+        src.problem(("suite_settings",), f"suite settings file not found: {settings}")
     links = data.get("links") if isinstance(data.get("links"), list) else []
     used: Counter[str] = Counter()
     for i, link in enumerate(links):

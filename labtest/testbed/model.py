@@ -160,6 +160,9 @@ class Testbed(Strict):
     name: str = Field(pattern=NAME)
     description: str = ""
     limits: Path | None = Field(None, description="limits profile, relative to the file")
+    suite_settings: Path | None = Field(
+        None, description="run settings ({family: {key: value}}) this lab merges over the "
+        "suites' own (shorter traffic for software forwarding, say); relative to the file")
     devices: dict[str, Device]
     links: list[Link] = Field(default_factory=list)
     emulation: Emulation | None = None
