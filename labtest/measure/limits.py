@@ -93,6 +93,14 @@ class Waiver(BaseModel):
     reason: str = Field(min_length=3)
     source: str = Field(min_length=3, description="who accepted it, or the document saying so")
 
+    @model_validator(mode="after")
+    def _units_once(self) -> Waiver:
+        if isinstance(self.units, list):
+            twice = sorted({u for u in self.units if self.units.count(u) > 1})
+            if twice:
+                raise ValueError(f"units named twice: {', '.join(twice)}")
+        return self
+
     def covers(self, requirement: str, unit: str) -> bool:
         return requirement == self.requirement and (self.units == "*" or unit in self.units)
 

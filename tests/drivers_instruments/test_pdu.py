@@ -54,7 +54,7 @@ def agent(swappable: SwappableMib) -> Iterator[SnmpAgent]:
 
 
 def pdu_device(agent: SnmpAgent, **vars_: object) -> Device:
-    settings = SnmpSettings(port=agent.port, community=SecretStr(COMMUNITY), timeout_s=0.3,
+    settings = SnmpSettings(port=agent.port, community=SecretStr(COMMUNITY), timeout_s=2.0,
                             retries=0)
     return Device(role="pdu", driver="pdu", address="127.0.0.1", snmp=settings, vars=vars_)
 

@@ -13,7 +13,6 @@ from labtest.emulation.kernel import why_not
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNEL_TESTBED = ROOT / "testbeds" / "kernel" / "leafspine.yaml"
-SUITE_SETTINGS = ROOT / "testbeds" / "kernel" / "suite-settings.yaml"
 SAMPLES = Path(__file__).parent / "samples"
 
 REASON = why_not()

@@ -8,7 +8,6 @@ start (``emulation.faults``), the way a user would run it. About 20 s per cablin
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
-from kernel_helpers import KERNEL_TESTBED, NEEDS_KERNEL_LAB, SUITE_SETTINGS
+from kernel_helpers import KERNEL_TESTBED, NEEDS_KERNEL_LAB
 
 pytestmark = [pytest.mark.netns, NEEDS_KERNEL_LAB]
 
@@ -25,7 +24,8 @@ RUN_TIMEOUT_S = 300  # the issue's bound on a healthy cabling + failover run
 
 def _testbed(tmp_path: Path, faults: list[dict[str, Any]]) -> Path:
     data = yaml.safe_load(KERNEL_TESTBED.read_text())
-    data["limits"] = str((KERNEL_TESTBED.parent / data["limits"]).resolve())
+    for key in ("limits", "suite_settings"):  # relative to the original file
+        data[key] = str((KERNEL_TESTBED.parent / data[key]).resolve())
     data["emulation"]["faults"] = faults
     path = tmp_path / "kernel-lab.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
@@ -37,10 +37,9 @@ def _run(testbed: Path, tmp_path: Path, *suites: str) -> tuple[int, str]:
     for suite in suites:
         argv += ["--suite", suite]
     argv += ["--alluredir", str(tmp_path / "allure")]
-    env = {**os.environ, "LABTEST_SUITE_SETTINGS": str(SUITE_SETTINGS)}
-    done = subprocess.run(
-        argv, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, env=env, check=False
-    )
+    # the testbed's suite_settings carry the software-forwarding run settings
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+                          check=False)
     return done.returncode, done.stdout + done.stderr
 
 

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from conftest import LIMITS, run_inprocess, run_lab, write_lab
+
 from labtest.reports import allure_env, results, signoff
 from labtest.run import EXIT_BY_VERDICT, EXIT_INCOMPLETE, format_table, verdict_table
 
@@ -193,7 +195,6 @@ waivers:
 
 
 def test_a_lab_run_records_holes_and_the_verdict(pytester: Any) -> None:
-    from conftest import run_lab
 
     (pytester.path / "requirements.yaml").write_text(REQUIREMENTS)
     result, results_dir = run_lab(pytester, faulty=False, tests=NOT_PROVEN_TESTS)
@@ -224,7 +225,6 @@ def test_a_lab_run_records_holes_and_the_verdict(pytester: Any) -> None:
 
 
 def test_a_lab_run_with_waivers_passes(pytester: Any) -> None:
-    from conftest import LIMITS, run_inprocess, write_lab
 
     write_lab(pytester.path, faulty=False, tests=NOT_PROVEN_TESTS)
     (pytester.path / "requirements.yaml").write_text(REQUIREMENTS)
