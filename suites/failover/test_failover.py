@@ -8,6 +8,7 @@ folder. Run parameters: settings.yaml. Pass criteria: ``failover.*``.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +38,7 @@ from labtest.lab import Lab
 from labtest.reports.attach import attach_json
 
 SETTINGS = load_settings("failover")
+log = logging.getLogger("labtest.suites.failover")
 pytestmark = [pytest.mark.destructive, pytest.mark.needs("TrafficGenerator")]
 
 
@@ -139,9 +141,13 @@ def _map_paths(lab: Lab, view: FabricView, tg: TrafficGenerator, a: TgPort, b: T
     Every flow sends one burst of unit x 2^i frames at once (both directions: they
     leave by different leaves), so the count on each uplink names the flows it
     carried. The uplink and the spine's link to the far leaf are the flow's path.
+    Mapping is calibration, not a verdict: counts that do not decode (a burst partly
+    dropped by a lab that forwards in software, say) are measured again, a bounded
+    number of times, before the lab is reported broken.
     """
     cfg = SETTINGS["probe"]
     flows, unit = int(cfg["flows"]), int(SETTINGS["path_probe_unit_frames"])
+    attempts = int(SETTINGS.get("path_probe_attempts", 1))
     tg.set_config(
         probe_config(
             lab,
@@ -154,6 +160,18 @@ def _map_paths(lab: Lab, view: FabricView, tg: TrafficGenerator, a: TgPort, b: T
             weighted_unit=unit,
         )
     )
+    for attempt in range(1, attempts + 1):
+        paths, problem = _mapping_burst(lab, view, tg, a, b, flows, unit)
+        if paths is not None:
+            return paths
+        log.info("path mapping attempt %d/%d: %s", attempt, attempts, problem[1])
+    raise InfraError(problem[0], f"{problem[1]} ({attempts} attempt(s))")
+
+
+def _mapping_burst(
+    lab: Lab, view: FabricView, tg: TrafficGenerator, a: TgPort, b: TgPort, flows: int, unit: int
+) -> tuple[dict | None, tuple[str, str]]:
+    """One round of mapping bursts: the paths, or (None, (device, what went wrong))."""
     leaves = [a.switch, b.switch]
     before = {leaf: lab.device(leaf).counters() for leaf in leaves}
     tg.start_traffic()
@@ -161,6 +179,7 @@ def _map_paths(lab: Lab, view: FabricView, tg: TrafficGenerator, a: TgPort, b: T
         raise TransportTimeout(a.tg, "the path-mapping bursts did not finish")
     after = {leaf: lab.device(leaf).counters() for leaf in leaves}
     paths: dict[str, set[str]] = {}
+    sent = unit * (2**flows - 1)
     for src, dst in ((a, b), (b, a)):
         ups = view.uplinks[src.switch]
         moved = {
@@ -173,12 +192,13 @@ def _map_paths(lab: Lab, view: FabricView, tg: TrafficGenerator, a: TgPort, b: T
         decoded = decode_binary_weights(moved, unit, flows)
         attach_json(f"path mapping from {src.switch}", {"packets": moved, "flows": decoded})
         if decoded is None:
-            raise InfraError(src.switch, f"uplink packet counts {moved} do not decode into paths")
+            return None, (src.switch, f"uplink packet counts {moved} do not decode into paths "
+                                      f"({sum(moved.values()):.0f} counted of {sent} sent)")
         for up in ups:
             back = {x.link for x in view.uplinks.get(up.peer, []) if x.peer == dst.switch}
             for i in decoded[up.link]:
                 paths[probe_flow_name(src, dst, i)] = {up.link, *back}
-    return paths
+    return paths, ("", "")
 
 
 @pytest.fixture(scope="module")
