@@ -13,10 +13,29 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from labtest.errors import ParseError
 from labtest.parsing import to_jsonable
 
 #: characters no switch CLI prints in a show command's answer
 _DAMAGED = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffd]")
+
+
+class Garbled(ValueError):
+    """Raised inside a switch parser; its registration wrapper turns it into a ParseError."""
+
+    def __init__(self, message: str, line: int | None = None, expected: str | None = None):
+        super().__init__(message)
+        self.line = line
+        self.expected = expected
+
+
+def located_parse_error(
+    device: str, command: str, message: str, raw: str, line: int | None, expected: str | None
+) -> ParseError:
+    """The ParseError a switch parser raises: the command, the line and what was expected."""
+    where = f" (line {line})" if line is not None else ""
+    return ParseError(device, f"{command}{where}: {message}", raw=raw, command=command,
+                      line=line, expected=expected)
 
 
 class DamagedCapture(ValueError):

@@ -27,8 +27,9 @@ from labtest.capabilities.switch import (
 )
 from labtest.capabilities.transceiver import LaneDom, Threshold, Transceiver
 from labtest.drivers.common.capture import DamagedCapture, check_bytes, check_last_line
+from labtest.drivers.common.capture import Garbled as _Garbled
+from labtest.drivers.common.capture import located_parse_error as _parse_error
 from labtest.drivers.common.lldp import newest_per_port
-from labtest.errors import ParseError
 from labtest.parsing import parser
 
 DRIVER = "nxos"
@@ -39,30 +40,6 @@ _NA = {"--", "N/A", "n/a", ""}
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class _Garbled(ValueError):
-    """Raised inside a parser; the registration wrapper turns it into ParseError."""
-
-    def __init__(self, message: str, line: int | None = None, expected: str | None = None):
-        super().__init__(message)
-        self.line = line
-        self.expected = expected
-
-
-def _parse_error(
-    device: str, command: str, message: str, raw: str, line: int | None, expected: str | None
-) -> ParseError:
-    where = f" (line {line})" if line is not None else ""
-    try:
-        return ParseError(
-            device,
-            f"{command}{where}: {message}",
-            raw=raw,
-            command=command,
-            line=line,
-            expected=expected,
-        )
-    except TypeError:  # a ParseError without the location keywords
-        return ParseError(device, f"{command}{where}: {message}", raw=raw)
 
 
 #: text only one command prints -> that command, to name a wrong capture
