@@ -20,9 +20,11 @@ takes the failures it explains out of the pool:
 4. ``anomaly``: a device or port whose own counters or readings failed (any
    failing measurement that is not a traffic symptom, ``SYMPTOM_KEYS``)
    explains the traffic failures of the hosts behind it.
-5. ``common_member``: a host that is an end of most failing pairs (at least two,
+5. ``ecmp``: uneven ECMP shares at a switch (``ECMP_KEYS``) explain the failures
+   of traffic that crosses the spine layer in aggregate (``scope=bisection``).
+6. ``common_member``: a host that is an end of most failing pairs (at least two,
    more than any other host) explains them.
-6. ``located``: whatever is left is grouped by what its failing measurements
+7. ``located``: whatever is left is grouped by what its failing measurements
    name (``labtest.run.culprit``).
 
 "Traffic failures" are failed tests whose every failing measurement is a
@@ -65,6 +67,10 @@ SYMPTOM_KEYS = (
     "collective.*",
     "failover.*",
 )
+#: measurements that show a switch spreading flows unevenly over its ECMP members
+ECMP_KEYS = ("roce.ecmp_share_deviation",)
+#: the label value of aggregate traffic across the spine layer (bisection runs)
+CROSS_FABRIC_SCOPE = "bisection"
 #: labels whose values name hosts a traffic test used
 HOST_LABELS = ("client", "server", "receiver", "host", "bottleneck_host")
 MAX_EVIDENCE = 8
@@ -382,6 +388,21 @@ def anomaly_rule(pool: list[Failure], topo: Topology) -> list[RootCause]:
     return out
 
 
+def ecmp_rule(pool: list[Failure], topo: Topology) -> list[RootCause]:
+    uneven = [(f, m) for f in pool for m in f.failing
+              if matches(m.get("limit_key"), ECMP_KEYS) and (m.get("labels") or {}).get("device")]
+    if not uneven:
+        return []
+    devices = sorted({str(m["labels"]["device"]) for _, m in uneven})
+    tests = _take(pool, [f for f, _ in uneven])
+    evidence = [message(m) for _, m in uneven][:MAX_EVIDENCE]
+    consequences = _absorb(pool, lambda f: all(
+        (m.get("labels") or {}).get("scope") == CROSS_FABRIC_SCOPE for m in f.failing))
+    culprit = devices[0] if len(devices) == 1 else ", ".join(devices)
+    return [RootCause(f"uneven ECMP hashing at {culprit}: flows share too few uplinks", "ecmp",
+                      culprit, evidence, tests, consequences)]
+
+
 def _value(m: Mapping[str, Any]) -> str:
     value = m.get("value")
     text = f"{value:.4g}" if isinstance(value, float) else str(value)
@@ -434,6 +455,7 @@ RULES: tuple[Rule, ...] = (
     unreachable_rule,
     link_down_rule,
     anomaly_rule,
+    ecmp_rule,
     common_member_rule,
     located_rule,
 )

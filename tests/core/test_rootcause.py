@@ -285,3 +285,21 @@ def test_a_port_mtu_explains_the_pairs_and_rings_of_the_host_behind_it(
     assert (cause.kind, cause.culprit) == ("anomaly", "leaf3:Ethernet3/1")
     assert cause.cause == "leaf3:Ethernet3/1: roce.port_mtu_bytes 1500 outside its limit"
     assert len(cause.consequences) == 7 + 4  # the pairs of host5 and the rings through it
+
+
+def test_uneven_ecmp_explains_the_bisection_shortfall_but_not_a_slow_pair(
+    testbed_record: dict[str, Any],
+) -> None:
+    """Polarised hashing (every switch hashes alike): one leaf's uplink shares are 1.00/0.00
+    and the bisection runs fall to half of line rate; a slow pair is left to its own rule."""
+    ecmp = t("roce", "test_ecmp_balance", [
+        m("roce.ecmp_share_deviation", 1.0, "FAIL", device="leaf1", port="Ethernet0",
+          shares="Ethernet0=1.00 Ethernet8=0.00")])
+    bisection = t("roce", "test_bisection_bandwidth", [
+        m("roce.bw_fraction_of_line", 0.49, "FAIL", FRACTION, pair=f"{a}--{b}", scope="bisection")
+        for a, b in (("host3", "host7"), ("host4", "host8"))])
+    causes = root_causes(doc_of(testbed_record, [ecmp, bisection, *pair_tests("host5")]))
+    ecmp_cause = next(c for c in causes if c.kind == "ecmp")
+    assert ecmp_cause.culprit == "leaf1"
+    assert ecmp_cause.consequences == [bisection["nodeid"]]
+    assert any(c.kind == "common_member" and c.culprit == "host5" for c in causes), causes
