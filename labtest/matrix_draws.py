@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from labtest.matrix import Case, Expect
+from labtest.registry import capabilities_of, driver_class
 from labtest.testbed.model import Testbed
 
 # --- parameter domains ------------------------------------------------------------------
@@ -101,6 +102,9 @@ TARGET_CLASSES = {
     "host": "a host (device)",
     "pair_group_switch": "a switch whose vendor group (driver) has exactly two switches",
     "tg_leaf": "a switch cabled to a traffic generator (device)",
+    "pfc_queues_switch": "a switch whose driver reads per-queue PFC, ECN and watchdog state "
+                         "(the PfcQueues capability)",
+    "pfc_queues_leaf": "a leaf whose driver reads per-queue PFC, ECN and watchdog state",
     "fabric": "every switch at once (empty target)",
 }
 
@@ -171,6 +175,12 @@ def targets(tb: Testbed, cls: str) -> dict[str, list[str]]:
                 for e in ends:
                     if _is(tb, e.device, SWITCH_ROLES):
                         put(_vendor(tb, e.device), e.device)
+    elif cls in ("pfc_queues_switch", "pfc_queues_leaf"):
+        for n in switches:
+            if cls == "pfc_queues_leaf" and tb.devices[n].role != "leaf":
+                continue
+            if "PfcQueues" in capabilities_of(driver_class(_vendor(tb, n))):
+                put(_vendor(tb, n), n)
     elif cls == "fabric":
         out[f"{cls}/all"] = [""]
     return {k: list(dict.fromkeys(v)) for k, v in out.items()}

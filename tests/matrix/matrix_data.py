@@ -275,8 +275,10 @@ _DOMAINS = [
         catches=("congestion",)),
     Domain(
         "ecn_disabled",
-        (Placement(("leaf",), {}, "a leaf of either vendor: ECN is marked where the incast "
-                   "queues build, at the receiver's leaf port"),),
+        (Placement(("pfc_queues_leaf",), {}, "a leaf whose per-queue ECN counters labtest "
+                   "reads: ECN is marked where the incast queues build, at the receiver's leaf "
+                   "port. Not EOS (known gap): there the incasts fail on the senders' CNP "
+                   "counters but name no switch port (EOS per-queue ECN is not read)"),),
         catches=("congestion",)),
     Domain(
         "ecn_thresholds",
@@ -300,8 +302,11 @@ _DOMAINS = [
              "not combined"),
     Domain(
         "pfcwd_disabled",
-        (Placement(("switch",), {}, "any switch, either vendor: the watchdog must be armed "
-                   "on every lossless queue of every switch (congestion.pfcwd_unarmed_queues)"),),
+        (Placement(("pfc_queues_switch",), {}, "any switch whose watchdog state labtest "
+                   "reads: it must be armed on every lossless queue (congestion.pfcwd_unarmed_"
+                   "queues). Not EOS: no public format of its watchdog state exists, so that "
+                   "cell is not proven there (waived in the default lab) and the fault cannot "
+                   "be seen"),),
         catches=("congestion",)),
     Domain(
         "ecmp_polarisation",
