@@ -45,6 +45,14 @@ def switch_links(testbed: Testbed, switches: Iterable[str]) -> list[Link]:
     return [lk for lk in testbed.links if all(e.device in names for e in lk.ends)]
 
 
+def host_links(testbed: Testbed, switches: Iterable[str]) -> list[Link]:
+    """Links of the cabling plan with one switch end and one host end (a TG is no host)."""
+    names = set(switches)
+    return [lk for lk in testbed.links
+            if sum(e.device in names for e in lk.ends) == 1
+            and any(testbed.devices[e.device].role == "host" for e in lk.ends)]
+
+
 def switch_names(lab: Any) -> list[str]:
     return lab.names(capability=Interfaces)
 
