@@ -141,8 +141,11 @@ def shared_lab(tmp_path: Path):
 
 def start_run(project: Path, testbed: Path, who: str, *args: str) -> subprocess.Popen:
     env = {**os.environ, "RUN_TAG": who}
+    # each run its own results folder: two runs emptying one folder collide on the files,
+    # which is not what these tests are about (the devices they drive are)
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-               "--testbed", str(testbed), *args]  # fmt: skip
+               "--testbed", str(testbed), "--alluredir", str(project / f"results-{who}"),
+               *args]  # fmt: skip
     return subprocess.Popen(
         command, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )

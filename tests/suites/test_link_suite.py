@@ -23,8 +23,9 @@ def _start(lab_runs: LabRuns) -> None:
 def test_healthy_lab_passes_every_link_test(lab_runs: LabRuns) -> None:
     run = lab_runs.result("healthy")
     got = outcomes(run.select("link"))
-    # 8 fabric links x (PRBS, FEC, stability) + stability of 8 host and 2 TG links
-    assert len(got) == 34, run.output[-3000:]
+    # 8 fabric links x (PRBS, FEC, stability) + 8 host links x (FEC at the switch's
+    # receiver, stability) + stability of 2 TG links
+    assert len(got) == 42, run.output[-3000:]
     bad = {n: o for n, o in got.items() if o not in ("passed", "skipped")}
     assert not bad, run.output[-4000:]
     for link in (*SONIC_LINKS, BERT_LINK):  # PRBS really ran: switch PRBS, and the BERT
