@@ -17,11 +17,11 @@ from typing import Any
 import yaml
 
 from labtest import __version__
-from labtest.run import DEFAULT_TESTBED
+from labtest.run import DEFAULT_TESTBED, SUITES_DIR
 
 TEMPLATE = resources.files("labtest") / "project_template"
 #: the limits profile a new project starts from, and the limit its example suite adds
-BASE_LIMITS = DEFAULT_TESTBED.parent.parent.parent / "suites" / "limits" / "acceptance-400g.yaml"
+BASE_LIMITS = SUITES_DIR / "limits" / "acceptance-400g.yaml"
 EXAMPLE_LIMIT = {
     "site.module_temperature_c": {
         "low": 0,

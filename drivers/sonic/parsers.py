@@ -402,7 +402,8 @@ _COUNTER_COLUMNS = {
 }
 
 
-@_sonic(
+#: every spelling of the interface-counters command (SONiC accepts both plural forms)
+COUNTERS_COMMANDS = (
     "show interfaces counters",
     "show interfaces counters -a",
     "show interfaces counters --printall",
@@ -411,6 +412,9 @@ _COUNTER_COLUMNS = {
     "show interface counters errors",
     "portstat",
 )
+
+
+@_sonic(*COUNTERS_COMMANDS)
 def parse_interface_counters(text: str) -> dict[str, InterfaceCounters]:
     out: dict[str, InterfaceCounters] = {}
     for table in _tables_named(text, "IFACE", "RX_ERR"):
@@ -968,15 +972,7 @@ for _label, _pattern, _commands in (
     (
         "show interfaces counters",
         r"^\s*IFACE\s+STATE\s+RX_(?:OK|ERR)\b",
-        (
-            "show interfaces counters",
-            "show interfaces counters -a",
-            "show interfaces counters --printall",
-            "show interfaces counters errors",
-            "show interface counters",
-            "show interface counters errors",
-            "portstat",
-        ),
+        COUNTERS_COMMANDS,
     ),
     ("show pfc counters", r"^\s*Port (?:Rx|Tx)\s+PFC0", ("show pfc counters", "pfcstat")),
     (

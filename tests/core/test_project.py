@@ -11,7 +11,7 @@ import yaml
 
 from labtest import __version__
 from labtest.project import InitError, init_project
-from labtest.run import DEFAULT_TESTBED, RunError, default_testbed, suite_folders
+from labtest.run import DEFAULT_TESTBED, SUITES_DIR, RunError, default_testbed, suite_folders
 
 
 def test_init_writes_a_project_that_pins_labtest(tmp_path: Path) -> None:
@@ -26,9 +26,7 @@ def test_init_writes_a_project_that_pins_labtest(tmp_path: Path) -> None:
     testbed = yaml.safe_load((project / "testbed.yaml").read_text())
     assert testbed["limits"] == "limits.yaml"
     limits = yaml.safe_load((project / "limits.yaml").read_text())["limits"]
-    base = yaml.safe_load(
-        (DEFAULT_TESTBED.parent.parent.parent / "suites/limits/acceptance-400g.yaml").read_text()
-    )["limits"]
+    base = yaml.safe_load((SUITES_DIR / "limits" / "acceptance-400g.yaml").read_text())["limits"]
     assert set(limits) == set(base) | {"site.module_temperature_c"}
     assert all(v.get("source") for v in limits.values())
 
