@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -151,7 +152,11 @@ SUBCOMMANDS = {
 def main(argv: list[str] | None = None) -> int:
     args = build_parser(argv).parse_args(argv)
     handler: Handler = args.handler
-    return handler(args)
+    try:
+        return handler(args)
+    except BrokenPipeError:  # the reader left (`| head`): stop quietly, not with a traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -70,3 +70,12 @@ def test_init_cli_then_run_the_project_suite(tmp_path: Path) -> None:
                          cwd=tmp_path / "demo", capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-2000:]
     assert "site_optics" in ran.stdout and (tmp_path / "demo/reports/allure-results").is_dir()
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback() -> None:
+    """`labtest testbed check ... | head -1`: the pipe closes under the summary."""
+    done = subprocess.run(
+        f"{sys.executable} -m labtest.cli testbed check {DEFAULT_TESTBED} | head -1",
+        shell=True, capture_output=True, text=True, timeout=60)
+    assert "testbed 'emulated-leafspine'" in done.stdout
+    assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
