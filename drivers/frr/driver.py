@@ -9,7 +9,8 @@ method is one shell command (``docs/drivers.md``):
   no agent cache in between, unlike net-snmp's IF-MIB, which refreshes every
   ~3 s — see docs/kernel-lab.md);
 - LLDP: ``lldpcli -f json show neighbors`` (the newest row per port);
-- BGP and BFD: ``vtysh -c 'show bgp summary json'``, ``show bfd peers json``;
+- BGP and BFD: ``vtysh -c 'show bgp summary json'``, ``show bfd peers json`` (the
+  sessions per local port add ``ip -j -4 addr show``: drivers/frr/routing.py);
 - port admin: ``vtysh`` ``interface X`` / ``shutdown`` (zebra takes the link down);
 - snapshot and restore: the FRR running-config, saved to a file on the box
   (``vars.snapshot_dir``, default ``/var/lib/frr``); restore negates what was
@@ -23,12 +24,12 @@ import time
 
 from labtest.capabilities.switch import Facts, InterfaceCounters, InterfaceStatus, LldpNeighbor
 from labtest.drivers.common.cli import (
-    CliSwitch,
     new_snapshot_token,
     port_name,
     snapshot_token,
 )
 from labtest.drivers.frr import parsers as p
+from labtest.drivers.frr.routing import FrrRouting
 from labtest.drivers.snmp_switch.driver import SnmpSwitch
 
 #: net-snmp refreshes IF-MIB from the kernel at most every 3 s (its ifTable/ifXTable data
@@ -38,7 +39,7 @@ NET_SNMP_IFMIB_CACHE_S = 3.0
 SPEEDS = f"echo '{p.SPEED_MARK}'; grep -Hs . /sys/class/net/*/speed; true"
 
 
-class FrrSwitch(CliSwitch):
+class FrrSwitch(FrrRouting):
     """A Linux + FRR router reached over SSH (a shell with ip, lldpcli and vtysh)."""
 
     def facts(self) -> Facts:

@@ -7,12 +7,14 @@ did not read. Registered for ``labtest parse frr COMMAND FILE``.
 from __future__ import annotations
 
 import functools
+import ipaddress
 import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from labtest.capabilities.routing import BfdSession, BgpSession
 from labtest.capabilities.switch import Facts, InterfaceCounters, InterfaceStatus, LldpNeighbor
 from labtest.drivers.common.lldp import newest_per_port
 from labtest.errors import ParseError
@@ -250,6 +252,84 @@ def parse_bfd_peers(text: str) -> dict[str, BfdPeer]:
             transmit_interval_ms=p.get("transmit-interval"),
             uptime_s=p.get("uptime"),
             downtime_s=p.get("downtime"),
+        )
+    return out
+
+
+# --- sessions per local port (the Routing capabilities) ----------------------------------
+
+#: separates a vtysh JSON answer from ``ip -j -4 addr show`` in one parser input
+ADDRESSES_MARK = "--- ip -j -4 addr show"
+
+
+def _subnets(text: str) -> dict[str, list[ipaddress.IPv4Interface]]:
+    """``ip -j -4 addr show``: port -> its IPv4 interface addresses."""
+    out: dict[str, list[ipaddress.IPv4Interface]] = {}
+    for row in _json(text, list):
+        name = str(row["ifname"])
+        for a in row.get("addr_info") or []:
+            if a.get("family") == "inet":
+                out.setdefault(name, []).append(
+                    ipaddress.IPv4Interface(f"{a['local']}/{a['prefixlen']}")
+                )
+    return out
+
+
+def _port_of(peer: str, subnets: dict[str, list[ipaddress.IPv4Interface]]) -> str | None:
+    """The port whose connected subnet holds ``peer`` (an unnumbered peer is the port)."""
+    if peer in subnets:
+        return peer
+    try:
+        ip = ipaddress.IPv4Address(peer)
+    except ValueError:
+        return None
+    hits = [port for port, nets in subnets.items() for n in nets if ip in n.network and ip != n.ip]
+    return hits[0] if len(hits) == 1 else None
+
+
+def _split(text: str) -> tuple[str, dict[str, list[ipaddress.IPv4Interface]]]:
+    body, mark, addrs = text.partition(ADDRESSES_MARK)
+    if not mark:
+        raise ValueError(f"no '{ADDRESSES_MARK}' section (the ports' addresses)")
+    return body, _subnets(addrs)
+
+
+@_frr("show bgp summary json + ip -j -4 addr show")
+def parse_bgp_sessions(text: str) -> dict[str, BgpSession]:
+    """``show bgp summary json``, then ``ADDRESSES_MARK`` and ``ip -j -4 addr show``, which
+    tells each peer's local port."""
+    body, subnets = _split(text)
+    out = {}
+    for ip, peer in parse_bgp_summary(body).items():
+        out[ip] = BgpSession(
+            peer_address=ip,
+            local_port=_port_of(ip, subnets),
+            state=peer.state,
+            uptime_s=None if peer.uptime_ms is None else peer.uptime_ms / 1000.0,
+            prefixes_received=peer.prefixes_received,
+            remote_as=peer.remote_as,
+            peer_hostname=peer.hostname,
+        )
+    return out
+
+
+@_frr("show bfd peers json + ip -j -4 addr show")
+def parse_bfd_sessions(text: str) -> dict[str, BfdSession]:
+    """``show bfd peers json`` (its ``interface`` where given, else the port from the
+    addresses), then ``ADDRESSES_MARK`` and ``ip -j -4 addr show``."""
+    body, subnets = _split(text)
+    out = {}
+    for row in _json(body, list):
+        peer = str(row["peer"])
+        out[peer] = BfdSession(
+            peer_address=peer,
+            local_port=row.get("interface") or _port_of(peer, subnets),
+            status=str(row["status"]).lower(),
+            detect_multiplier=row.get("detect-multiplier"),
+            receive_interval_ms=row.get("receive-interval"),
+            transmit_interval_ms=row.get("transmit-interval"),
+            remote_detect_multiplier=row.get("remote-detect-multiplier"),
+            remote_transmit_interval_ms=row.get("remote-transmit-interval"),
         )
     return out
 

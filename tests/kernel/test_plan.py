@@ -126,6 +126,39 @@ def test_bgp_and_bfd() -> None:
     }
 
 
+def _with_addresses(sample: str) -> str:
+    addrs = (SAMPLES / "ip_addr4.json").read_text()  # leaf: .0/31 Ethernet0, .2/31 Ethernet4
+    return f"{(SAMPLES / sample).read_text()}\n{p.ADDRESSES_MARK}\n{addrs}"
+
+
+def test_bgp_sessions_know_their_local_port_from_the_connected_subnets() -> None:
+    bgp = p.parse_bgp_sessions(_with_addresses("bgp_summary.json"))
+    seen = {ip: (s.local_port, s.state, s.prefixes_received, s.uptime_s) for ip, s in bgp.items()}
+    assert seen == {
+        "198.18.0.1": ("Ethernet0", "Established", 5, 2.0),
+        "198.18.0.3": ("Ethernet4", "Established", 5, 2.0),
+    }
+
+
+def test_bfd_sessions_and_the_rfc5880_detection_time() -> None:
+    bfd = p.parse_bfd_sessions(_with_addresses("bfd_peers.json"))
+    assert {ip: (s.local_port, s.up, s.detection_time_ms) for ip, s in bfd.items()} == {
+        "198.18.0.1": ("Ethernet0", True, 300.0),
+        "198.18.0.3": ("Ethernet4", True, 300.0),
+    }
+    # the peer's multiplier and the slower of our Rx and its Tx set our detection time
+    slow = (SAMPLES / "bfd_peers.json").read_text().replace(
+        '"remote-transmit-interval":100', '"remote-transmit-interval":300'
+    ).replace('"remote-detect-multiplier":3', '"remote-detect-multiplier":10')
+    text = f"{slow}\n{p.ADDRESSES_MARK}\n{(SAMPLES / 'ip_addr4.json').read_text()}"
+    assert {s.detection_time_ms for s in p.parse_bfd_sessions(text).values()} == {3000.0}
+
+
+def test_sessions_without_the_addresses_are_a_parse_error() -> None:
+    with pytest.raises(ParseError, match="addr"):
+        p.parse_bgp_sessions((SAMPLES / "bgp_summary.json").read_text())
+
+
 def test_version() -> None:
     facts = p.parse_version((SAMPLES / "show_version.txt").read_text() + "hostname leaf1\n")
     assert (facts.vendor, facts.os_version, facts.hostname) == ("FRRouting", "8.4.4", "leaf1")
