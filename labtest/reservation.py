@@ -20,9 +20,11 @@ False and the pytest plugin stops the run before the next test touches a device.
 
 The store is pluggable (:class:`LeaseStore`); the default is SQLite
 (:class:`SqliteLeaseStore`), a file on a local or shared filesystem, serialised
-with ``BEGIN IMMEDIATE`` transactions. Times in the store are wall-clock epoch
-seconds of whichever runner wrote them, so runners sharing a store need clocks
-within a small fraction of the lease time of each other (NTP).
+with ``BEGIN IMMEDIATE`` transactions. Times in the SQLite store are wall-clock
+epoch seconds of whichever runner wrote them, so runners sharing it need clocks
+within a small fraction of the lease time of each other (NTP). Several hosts
+share a PostgreSQL store instead (``postgresql://...`` or ``$LABTEST_DB``,
+:class:`labtest.db.leases.PgLeaseStore`), whose times are the server's.
 """
 
 from __future__ import annotations
@@ -103,6 +105,20 @@ class Holder:
     @classmethod
     def me(cls, run_id: str, host: str | None = None) -> Holder:
         return cls(_user(), host or socket.gethostname(), os.getpid(), run_id, time.time())
+
+
+@dataclass(frozen=True)
+class LeaseRow:
+    """One held device and the run holding it, as ``labtest lease list`` shows it."""
+
+    device: str  # the device key (management endpoint)
+    label: str  # testbed/device
+    run_id: str
+    user: str
+    host: str
+    pid: int  # of the run's earliest member
+    since_s: float  # epoch seconds the hold began
+    expires_s: float  # epoch seconds the run's latest member expires, unless renewed
 
 
 def describe(holders: Mapping[str, Holder]) -> str:
@@ -348,6 +364,26 @@ class SqliteLeaseStore:
             self._purge(db, time.time())
             return self._blockers(db, keys, run_id=None)
 
+    def leases(self) -> list[LeaseRow]:
+        """Every live hold in the store, oldest first (the dead are purged first)."""
+        with self._transaction() as db:
+            self._purge(db, time.time())
+            rows = db.execute(
+                "SELECT h.device, h.label, h.run_id, m.user, m.host, m.pid, h.since_s, "
+                "(SELECT max(expires_s) FROM members x WHERE x.run_id = h.run_id) "
+                "FROM holds h JOIN members m ON m.run_id = h.run_id "
+                "WHERE m.since_s = (SELECT min(since_s) FROM members y WHERE y.run_id = h.run_id) "
+                "GROUP BY h.device ORDER BY h.since_s, h.device"
+            ).fetchall()
+        return [LeaseRow(r[0], r[1], r[2], r[3], r[4], int(r[5]), float(r[6]), float(r[7]))
+                for r in rows]
+
+    def release_run(self, run_id: str) -> int:
+        """Take a run's devices away (its holder learns it at its next renewal); devices freed."""
+        with self._transaction() as db:
+            db.execute("DELETE FROM members WHERE run_id = ?", (run_id,))
+            return db.execute("DELETE FROM holds WHERE run_id = ?", (run_id,)).rowcount
+
     # --- inside a transaction -------------------------------------------------
 
     def _purge(self, db: sqlite3.Connection, now: float) -> None:
@@ -417,8 +453,18 @@ def _hint(exc: BaseException) -> str:
     return ""
 
 
+def _postgres_store(rest: str) -> LeaseStore:
+    from labtest.db.leases import PgLeaseStore  # psycopg only when PostgreSQL is asked for
+
+    return PgLeaseStore(f"postgresql://{rest}")
+
+
 #: ``--lease-store`` URL scheme -> store factory (plus the ``labtest.lease_stores`` entry points)
-STORES: dict[str, Callable[[str], LeaseStore]] = {"sqlite": SqliteLeaseStore}
+STORES: dict[str, Callable[[str], LeaseStore]] = {
+    "sqlite": SqliteLeaseStore,
+    "postgresql": _postgres_store,
+    "postgres": _postgres_store,
+}
 
 
 def default_store_path() -> Path:
@@ -440,8 +486,12 @@ def _shared_dir() -> Path:
 
 
 def open_store(url: str | None = None) -> LeaseStore:
-    """``None`` (``$LABTEST_LEASE_STORE`` or the host default), a path, or ``scheme://...``."""
-    url = url or os.environ.get(ENV_STORE) or str(default_store_path())
+    """``None`` (``$LABTEST_LEASE_STORE``, a PostgreSQL ``$LABTEST_DB``, or the host default),
+    a path, or ``scheme://...`` (``postgresql://...`` for a store shared by many hosts)."""
+    from labtest import db
+
+    shared = db.env_url() if db.is_postgres(db.env_url()) else None
+    url = url or os.environ.get(ENV_STORE) or shared or str(default_store_path())
     scheme, sep, rest = url.partition("://")
     if not sep:
         return SqliteLeaseStore(url)
@@ -615,8 +665,9 @@ def add_options(group: Any) -> None:
     group.addoption(
         "--lease-store",
         metavar="URL",
-        help=f"where leases live, shared by every runner of the lab: a SQLite file path "
-        f"(default ${ENV_STORE} or {default_store_path()})",
+        help=f"where leases live, shared by every runner of the lab: a SQLite file path or a "
+        f"postgresql:// URL (default ${ENV_STORE}, a postgresql:// $LABTEST_DB, or "
+        f"{default_store_path()})",
     )
 
 

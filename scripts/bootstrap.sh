@@ -14,8 +14,9 @@ venv=${LABTEST_VENV:-.venv}
 #   openssh-server    a real sshd for the SSH transport tests (never started as a service)
 #   lldpd frr ethtool real LLDP and routing software as peers (kernel lab, LLDP tests)
 #   chromium          headless screenshots of the sign-off report
+#   postgresql        a real PostgreSQL server for the shared-database tests (tests/db)
 #   python3-venv      the virtual environment below (Debian splits it out of python3)
-packages="snmpd snmp tcpdump iproute2 libpcap0.8 openssh-server chromium nftables lldpd frr ethtool"
+packages="snmpd snmp tcpdump iproute2 libpcap0.8 openssh-server chromium nftables lldpd frr ethtool postgresql"
 python3 -m venv --help >/dev/null 2>&1 && python3 -c "import ensurepip" 2>/dev/null \
     || packages="$packages python3-venv"
 
