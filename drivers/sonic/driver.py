@@ -46,12 +46,12 @@ from labtest.capabilities.switch import (
 )
 from labtest.capabilities.transceiver import Transceiver
 from labtest.drivers.common.cli import (
-    CliSwitch,
     new_snapshot_token,
     port_name,
     snapshot_token,
 )
 from labtest.drivers.common.clock import DATE_EPOCH_COMMAND, parse_date_epoch
+from labtest.drivers.frr.routing import FrrRouting
 from labtest.drivers.sonic import parsers as p
 from labtest.errors import CommandNotSupported, ParseError
 from labtest.testbed.model import Device, Testbed
@@ -59,8 +59,12 @@ from labtest.testbed.model import Device, Testbed
 PRBS_MODE = "both"  # generator and checker on the same port; a loopback or a peer in "both"
 
 
-class SonicSwitch(CliSwitch):
-    """A SONiC switch reached over SSH (admin account with sudo)."""
+class SonicSwitch(FrrRouting):
+    """A SONiC switch reached over SSH (admin account with sudo). Its BGP and BFD run in
+    FRR (the bgp container): ``bgp_sessions()``/``bfd_sessions()`` read them through
+    ``sudo vtysh`` (drivers/frr/routing.py)."""
+
+    VTYSH = "sudo vtysh"
 
     def __init__(self, name: str, device: Device, testbed: Testbed) -> None:
         super().__init__(name, device, testbed)

@@ -37,6 +37,7 @@ from labtest.emulation.personalities import (
     SwitchState,
 )
 from labtest.emulation.personalities._clock import date_output, epoch_s
+from labtest.emulation.personalities._routing import routing_command
 from labtest.emulation.personalities._text import (
     commas,
     expand,
@@ -178,6 +179,9 @@ class SonicCli:
             return self._reboot(sudo)
         if program == "date":  # SONiC's Linux shell; the clock runs at the fabric's pace
             out, err, status = date_output(words[1:], epoch_s(self.dev.fabric))
+            return CliReply(out, status, err)
+        if program in ("vtysh", "ip"):  # FRR in the bgp container; iproute2 on the host
+            out, err, status = routing_command(self.dev.fabric, self.state.name, words)
             return CliReply(out, status, err)
         if program not in _TREE:
             return CliReply("", 127, f"-bash: {program}: command not found\n")

@@ -1,0 +1,204 @@
+"""Routing suite: the BGP and BFD sessions of every fabric link (ROUTING-1) and how fast a
+silent failure of the link is detected (ROUTING-2).
+
+A link that is up but drops every packet (a silent drop) passes link state and may pass
+LLDP; its routing sessions do not. One test result per fabric link; the test plan is
+README.md in this folder, pass criteria are in the limits profile (``routing.*``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import allure
+import pytest
+
+from labtest import plugin
+from labtest.capabilities.routing import BfdSession, BfdSessions, BgpSession, BgpSessions
+from labtest.errors import InfraError
+from labtest.fixtures.traffic import load_settings
+from labtest.measure.coverage import TG_ROLES
+
+if TYPE_CHECKING:  # names pytest must not collect
+    from labtest.testbed.model import Endpoint, Link, Testbed
+
+SETTINGS = load_settings("routing")
+ENDPOINT_ROLES = frozenset({"host", *TG_ROLES})
+
+
+def fabric_links(testbed: Testbed) -> list[Link]:
+    """Switch-to-switch links: neither end a host nor a traffic generator."""
+    return [
+        lk for lk in testbed.links
+        if all(testbed.devices[e.device].role not in ENDPOINT_ROLES for e in lk.ends)
+    ]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "fabric_link" in metafunc.fixturenames:
+        tb = plugin.testbed_of(metafunc.config)
+        links = fabric_links(tb) if tb is not None else []
+        metafunc.parametrize("fabric_link", links, ids=[lk.name for lk in links])
+
+
+@dataclass
+class Sessions:
+    """Every capable switch's sessions, keyed by local end point ``device:port``."""
+
+    bgp: dict[str, BgpSession] = field(default_factory=dict)
+    bfd: dict[str, BfdSession] = field(default_factory=dict)
+    errors: dict[str, InfraError] = field(default_factory=dict)  # device -> error
+
+    def raise_for(self, *devices: str) -> None:
+        for name in devices:
+            if name in self.errors:
+                raise self.errors[name].with_traceback(None)
+
+
+def _read(lab: Any, bgp_devices: list[str], bfd_devices: list[str]) -> Sessions:
+    out = Sessions()
+    for name in dict.fromkeys(bgp_devices + bfd_devices):
+        try:
+            drv = lab.device(name)
+            if name in bgp_devices:
+                for s in drv.bgp_sessions().values():
+                    if s.local_port is not None:
+                        out.bgp.setdefault(f"{name}:{s.local_port}", s)
+            if name in bfd_devices:
+                for b in drv.bfd_sessions().values():
+                    if b.local_port is not None:
+                        out.bfd.setdefault(f"{name}:{b.local_port}", b)
+        except InfraError as exc:
+            out.errors[name] = exc
+    return out
+
+
+def _settled(sessions: Sessions, ends: list[str], bfd_ends: list[str]) -> bool:
+    for end in ends:
+        s = sessions.bgp.get(end)
+        if s is None or not s.established or not s.prefixes_received:
+            return False
+    return all(end in sessions.bfd and sessions.bfd[end].up for end in bfd_ends)
+
+
+@pytest.fixture(scope="module")
+def sessions(lab: Any, testbed: Testbed) -> Sessions:
+    """Read once for the suite; a session found down is read again until it is up or the
+    settle time (settings) runs out: a link another suite just flapped is not yet failed."""
+    bgp_devices = lab.names(capability=BgpSessions)
+    bfd_devices = lab.names(capability=BfdSessions)
+    ends = [e for lk in fabric_links(testbed) for e in lk.ends]
+    bgp_ends = [str(e) for e in ends if e.device in bgp_devices]
+    bfd_ends = [str(e) for e in ends if e.device in bfd_devices]
+    settle = SETTINGS["settle"]
+    deadline = time.monotonic() + float(settle["timeout_s"])
+    found = _read(lab, bgp_devices, bfd_devices)
+    while not _settled(found, bgp_ends, bfd_ends) and time.monotonic() < deadline:
+        time.sleep(float(settle["poll_s"]))
+        found = _read(lab, bgp_devices, bfd_devices)
+    return found
+
+
+def _labels(link: Link, end: Endpoint, testbed: Testbed) -> dict[str, str]:
+    peer = testbed.peer(end.device, end.port)
+    return {"link": link.name, "device": end.device, "port": end.port, "peer": str(peer)}
+
+
+def _capable(link: Link, lab: Any, capability: type) -> list[Endpoint]:
+    have = set(lab.names(capability=capability))
+    return [e for e in link.ends if e.device in have]
+
+
+def _absent(link: Link, testbed: Testbed, capability: str) -> str:
+    drivers = ", ".join(f"{e.device} ({testbed.devices[e.device].driver})" for e in link.ends)
+    return f"{link.name}: neither end reports {capability} ({drivers})"
+
+
+@pytest.mark.plan("ROUTING-1.1")
+def test_bgp_session(
+    fabric_link: Link, sessions: Sessions, testbed: Testbed, lab: Any, measure: Any
+) -> None:
+    link = fabric_link
+    with allure.step("ROUTING-1.1/1: read the BGP sessions at both ends of the link"):
+        ends = _capable(link, lab, BgpSessions)
+        if not ends:
+            reason = _absent(link, testbed, "BGP sessions (BgpSessions capability)")
+            for key in ("routing.bgp_session_down", "routing.bgp_prefixes_received"):
+                measure.not_proven(key, reason, link=link.name)
+            pytest.skip(reason)
+        sessions.raise_for(*(e.device for e in ends))
+        found = {str(e): sessions.bgp.get(str(e)) for e in ends}
+        allure.attach(json.dumps({e: s and vars(s) for e, s in found.items()}, indent=2),
+                      name="BGP sessions", attachment_type=allure.attachment_type.JSON)
+    with allure.step("ROUTING-1.1/2: each session Established, with routes received"):
+        for end in ends:
+            s = found[str(end)]
+            labels = _labels(link, end, testbed)
+            state = "no BGP session on this port" if s is None else s.state
+            measure("bgp_session_down", 0 if s is not None and s.established else 1,
+                    key="routing.bgp_session_down", state=state, **labels)
+            if s is None or not s.established:
+                continue  # a session that is down has no routes to count
+            if s.prefixes_received is None:
+                measure.not_proven("routing.bgp_prefixes_received",
+                                   f"{end}: the session does not report its received prefixes",
+                                   **labels)
+                continue
+            measure("bgp_prefixes_received", s.prefixes_received,
+                    key="routing.bgp_prefixes_received", **labels)
+
+
+@pytest.mark.plan("ROUTING-1.2")
+def test_bfd_session(
+    fabric_link: Link, sessions: Sessions, testbed: Testbed, lab: Any, measure: Any
+) -> None:
+    link = fabric_link
+    with allure.step("ROUTING-1.2/1: read the BFD sessions at both ends of the link"):
+        ends = _capable(link, lab, BfdSessions)
+        if not ends:
+            reason = _absent(link, testbed, "BFD sessions (BfdSessions capability)")
+            measure.not_proven("routing.bfd_session_down", reason, link=link.name)
+            pytest.skip(reason)
+        sessions.raise_for(*(e.device for e in ends))
+    with allure.step("ROUTING-1.2/2: each session up"):
+        for end in ends:
+            b = sessions.bfd.get(str(end))
+            status = "no BFD session on this port" if b is None else b.status
+            measure("bfd_session_down", 0 if b is not None and b.up else 1,
+                    key="routing.bfd_session_down", status=status,
+                    **_labels(link, end, testbed))
+
+
+@pytest.mark.plan("ROUTING-2.1")
+def test_bfd_detection_time(
+    fabric_link: Link, sessions: Sessions, testbed: Testbed, lab: Any, measure: Any
+) -> None:
+    link = fabric_link
+    key = "routing.bfd_detection_time_ms"
+    with allure.step("ROUTING-2.1/1: read the BFD timers at both ends of the link"):
+        ends = _capable(link, lab, BfdSessions)
+        if not ends:
+            reason = _absent(link, testbed, "BFD timers (BfdSessions capability)")
+            measure.not_proven(key, reason, link=link.name)
+            pytest.skip(reason)
+        sessions.raise_for(*(e.device for e in ends))
+    with allure.step("ROUTING-2.1/2: each end's detection time (RFC 5880 6.8.4) within the limit"):
+        blind = [e for e in link.ends if e not in ends]
+        for end in blind:  # its detection time is its own: the far end cannot speak for it
+            measure.not_proven(key, f"{end}: {testbed.devices[end.device].driver} driver "
+                               "reports no BFD timers (BfdSessions capability)", link=link.name)
+        for end in ends:
+            b = sessions.bfd.get(str(end))
+            labels = _labels(link, end, testbed)
+            if b is None or not b.up or b.detection_time_ms is None:
+                why = "no BFD session on this port" if b is None else \
+                      f"session {b.status}: no timers negotiated with the peer"
+                measure.not_proven(key, f"{end}: {why}", **labels)
+                continue
+            measure("bfd_detection_time_ms", b.detection_time_ms, key=key,
+                    detect_multiplier=b.remote_detect_multiplier,
+                    receive_interval_ms=b.receive_interval_ms,
+                    peer_transmit_interval_ms=b.remote_transmit_interval_ms, **labels)
