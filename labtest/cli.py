@@ -146,6 +146,10 @@ SUBCOMMANDS = {
             "run the suites (default: all, on the emulated leaf-spine lab) with a verdict table"),
     "init": ("labtest.project",
              "start a lab project: testbed, limits, an example suite, pinned labtest"),
+    "lease": ("labtest.db.lease_cli",
+              "list the device leases of every runner, or release a run's devices"),
+    "doctor": ("labtest.doctor.cli",
+               "watch a running fabric and name the sick link, port or NIC"),
 }
 
 

@@ -373,7 +373,7 @@ class SqliteLeaseStore:
                 "(SELECT max(expires_s) FROM members x WHERE x.run_id = h.run_id) "
                 "FROM holds h JOIN members m ON m.run_id = h.run_id "
                 "WHERE m.since_s = (SELECT min(since_s) FROM members y WHERE y.run_id = h.run_id) "
-                "GROUP BY h.device ORDER BY h.since_s, h.device"
+                "GROUP BY h.device ORDER BY h.since_s, h.label"
             ).fetchall()
         return [LeaseRow(r[0], r[1], r[2], r[3], r[4], int(r[5]), float(r[6]), float(r[7]))
                 for r in rows]

@@ -122,7 +122,7 @@ class PgLeaseStore:
             )
             with conn.cursor() as cur:
                 cur.executemany(
-                    "INSERT INTO holds VALUES (%s, %s, %s, clock_timestamp()) "
+                    "INSERT INTO holds VALUES (%s, %s, %s, now()) "
                     "ON CONFLICT (device) DO NOTHING",
                     [(key, label, h.run_id) for key, label in keys.items()],
                 )
@@ -186,7 +186,7 @@ class PgLeaseStore:
                 + " FROM holds h JOIN members m ON m.run_id = h.run_id "
                 "ORDER BY h.device, m.since"
             ).fetchall()
-        return sorted((LeaseRow(*r) for r in rows), key=lambda r: (r.since_s, r.device))
+        return sorted((LeaseRow(*r) for r in rows), key=lambda r: (r.since_s, r.label))
 
     def release_run(self, run_id: str) -> int:
         """Take a run's devices away (its holder learns it at its next renewal); devices freed."""
