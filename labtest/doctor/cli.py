@@ -1,0 +1,122 @@
+"""``labtest doctor``: run the doctor on a testbed (its emulated lab by default)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from pathlib import Path
+from typing import IO, Any
+
+EXIT_HEALTHY, EXIT_SUSPECTS, EXIT_USAGE, EXIT_UNREAD = 0, 1, 2, 3
+
+
+def register(sub: Any) -> None:
+    ap = sub.add_parser(
+        "doctor",
+        help="watch a running fabric and name the sick link, port or NIC",
+        description="Each interval: read every switch and host through the drivers, judge the "
+                    "readings against the limits profile, detect drifts, rank suspects. Exit "
+                    "(with --once): 0 no suspect, 1 suspects named, 2 usage, 3 nothing readable.",
+    )
+    ap.add_argument("--testbed", type=Path, default=None, metavar="FILE",
+                    help="testbed YAML (default: the built-in emulated leaf-spine lab)")
+    ap.add_argument("--once", action="store_true",
+                    help="one baseline read, one interval, one report, then exit")
+    ap.add_argument("--interval", type=float, default=10.0, metavar="S",
+                    help="seconds per interval (wall clock; link state is watched all along)")
+    ap.add_argument("--intervals", type=int, default=0, metavar="N",
+                    help="stop after N intervals (default: run until Ctrl-C)")
+    ap.add_argument("--poll-s", type=float, default=0.5,
+                    help="link-state sampling period in device seconds (default 0.5)")
+    ap.add_argument("--json-lines", type=Path, metavar="FILE",
+                    help="append one JSON event per line (reports, suspects) to FILE")
+    ap.add_argument("--limits", type=Path, metavar="FILE",
+                    help="limits profile (default: the testbed's limits:)")
+    ap.add_argument("--emulate", action=argparse.BooleanOptionalAction, default=None,
+                    help="start the testbed's emulated lab (default: when it has emulation:)")
+    ap.add_argument("--fault", action="append", default=[], metavar="KIND@TARGET[:k=v,...]",
+                    help="with --emulate: inject a fault, e.g. dirty_connector@leaf1:Ethernet0")
+    ap.set_defaults(handler=_doctor)
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from labtest.errors import ConfigError
+    from labtest.measure import load_limits
+    from labtest.run import default_testbed
+    from labtest.testbed import load_testbed
+
+    path = args.testbed or default_testbed()
+    try:
+        tb = load_testbed(path)
+        limits_path = args.limits or tb.limits
+        if limits_path is None:
+            print("labtest doctor: no limits profile (--limits or the testbed's limits:)",
+                  file=sys.stderr)
+            return EXIT_USAGE
+        profile = load_limits(limits_path)
+    except ConfigError as exc:
+        print("\n".join(exc.problems), file=sys.stderr)
+        return EXIT_USAGE
+    emulate = tb.emulation is not None if args.emulate is None else args.emulate
+    if args.fault and not emulate:
+        print("labtest doctor: --fault needs the emulated lab", file=sys.stderr)
+        return EXIT_USAGE
+    with contextlib.ExitStack() as stack:
+        scale = 1.0
+        if emulate:
+            if tb.emulation is None or tb.emulation.backend == "kernel":
+                print("labtest doctor: --emulate needs a testbed with emulation: (model backend)",
+                      file=sys.stderr)
+                return EXIT_USAGE
+            from labtest.emulation.cli import parse_fault
+            from labtest.emulation.lab import EmulatedLab
+
+            lab_em = EmulatedLab(tb, faults=[parse_fault(f) for f in args.fault])
+            running = lab_em.start()
+            stack.callback(lab_em.stop)
+            scale = tb.emulation.time_scale
+        else:
+            running = tb
+        out: IO[str] | None = None
+        if args.json_lines is not None:
+            out = stack.enter_context(args.json_lines.open("a"))
+        return _watch(args, running, profile, scale, out, stack)
+
+
+def _watch(args: argparse.Namespace, testbed: Any, profile: Any, scale: float,
+           out: IO[str] | None, stack: contextlib.ExitStack) -> int:
+    from labtest.doctor.judge import Plan
+    from labtest.doctor.service import Doctor, write_event
+    from labtest.lab import Lab
+
+    lab = Lab(testbed)
+    stack.callback(lab.close)
+    doctor = Doctor(Plan.of(testbed), profile)
+    poll_wall_s = args.poll_s / scale  # device seconds -> wall seconds on a faster lab
+    if args.once:
+        doctor.interval(lab, watch_s=0.0, poll_s=poll_wall_s)  # baseline: counters to diff
+        report = doctor.interval(lab, watch_s=args.interval, poll_s=poll_wall_s)
+        report.interval = 1
+        _emit(report, out, write_event)
+        if report.ports_read == 0:
+            return EXIT_UNREAD
+        return EXIT_SUSPECTS if report.suspects else EXIT_HEALTHY
+    n = 0
+    try:
+        while args.intervals <= 0 or n < args.intervals:
+            # the interval *is* the link-state watch: no sleep between intervals
+            report = doctor.interval(lab, watch_s=args.interval, poll_s=poll_wall_s)
+            n += 1
+            _emit(report, out, write_event)
+    except KeyboardInterrupt:
+        pass
+    return EXIT_HEALTHY
+
+
+def _emit(report: Any, out: IO[str] | None, write_event: Any) -> None:
+    print(report.text(), flush=True)
+    write_event(out, report.as_dict())
+    for rank, s in enumerate(report.suspects, 1):
+        write_event(out, {"event": "suspect", "interval": report.interval, "rank": rank,
+                          **s.as_dict()})

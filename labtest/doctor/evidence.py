@@ -1,0 +1,260 @@
+"""What the doctor reads each interval: one typed record per port, from the drivers.
+
+Every switch is asked, through :func:`labtest.sweep.sweep`, for whatever its
+driver offers (link state, counters, FEC counters, DOM, LLDP, PFC counters);
+every host for its NIC's link speed, module DOM and NIC counters. A capability a
+device lacks is recorded in ``Snapshot.not_observed`` with the reason, so a
+report can say "FEC of leaf3: not observed" instead of treating it as healthy.
+
+Link state is *watched*, not read once: within a sweep turn a switch's
+``interfaces()`` is sampled every ``poll_s`` for ``watch_s``, because a link
+that is down for one second in ten is up at almost any single read.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from labtest.lab import Lab
+from labtest.registry import provides, resolve_capability
+from labtest.sweep import sweep
+from labtest.testbed.model import Testbed
+
+#: cumulative counters the doctor turns into rates (names in the doctor's own vocabulary)
+COUNTERS = (
+    "rx_packets",
+    "tx_packets",
+    "rx_errors",
+    "tx_errors",
+    "rx_discards",
+    "tx_discards",
+    "rx_fcs_errors",
+    "rx_pause_frames",
+    "tx_pause_frames",
+    "pfc_rx_frames",
+    "pfc_tx_frames",
+    "fec_corrected_cw",
+    "fec_uncorrectable_cw",
+)
+
+
+@dataclass(frozen=True)
+class PortReading:
+    """One port (or host NIC) at one instant; ``None``/empty: not reported."""
+
+    device: str
+    port: str
+    time_s: float  # the device's clock where it has one, else the doctor host's monotonic
+    oper_up: bool | None = None
+    speed_gbps: float | None = None
+    counters: dict[str, int] = field(default_factory=dict)  # cumulative, COUNTERS keys
+    pre_fec_ber: float | None = None
+    rx_power_dbm: tuple[float, ...] = ()
+    tx_power_dbm: tuple[float, ...] = ()
+    tx_bias_ma: tuple[float, ...] = ()
+    temperature_c: float | None = None
+    media: str | None = None
+    neighbour: str | None = None  # LLDP "system:port"
+    oper_samples: int = 0  # link-state samples taken during the watch
+    oper_down_samples: int = 0
+    down_events: int = 0  # up -> down transitions seen during the watch
+
+    @property
+    def name(self) -> str:
+        return f"{self.device}:{self.port}"
+
+
+@dataclass
+class Snapshot:
+    """Everything one interval read, and what it could not read (with why)."""
+
+    ports: dict[str, PortReading] = field(default_factory=dict)  # "device:port" -> reading
+    not_observed: dict[str, str] = field(default_factory=dict)  # "device capability" -> why
+    failed: dict[str, str] = field(default_factory=dict)  # device -> error
+    wall_s: float = 0.0  # how long the collection took
+
+
+def _offers(driver: Any, capability: str) -> bool:
+    return provides(type(driver), resolve_capability(capability))
+
+
+def _clock(driver: Any) -> float:
+    if _offers(driver, "Clock"):
+        return float(driver.device_time_s())
+    return time.monotonic()
+
+
+def _int(v: Any) -> int | None:
+    return None if v is None else int(v)
+
+
+def _switch_counters(c: Any) -> dict[str, int]:
+    out = {}
+    for key in ("rx_packets", "tx_packets", "rx_errors", "tx_errors", "rx_discards",
+                "tx_discards", "rx_fcs_errors", "rx_pause_frames", "tx_pause_frames"):
+        v = _int(getattr(c, key, None))
+        if v is not None:
+            out[key] = v
+    return out
+
+
+def _pfc_totals(p: Any) -> dict[str, int]:
+    out = {}
+    for side in ("rx", "tx"):
+        total = getattr(p, f"{side}_total", None)
+        if total is None:
+            per = [v for v in getattr(p, side, []) or [] if v is not None]
+            total = sum(per) if per else None
+        if total is not None:
+            out[f"pfc_{side}_frames"] = int(total)
+    return out
+
+
+def watch_oper(driver: Any, watch_s: float, poll_s: float) -> dict[str, tuple[int, int, int]]:
+    """Sample ``interfaces()`` for ``watch_s``: port -> (samples, down samples, down events)."""
+    seen: dict[str, tuple[int, int, int]] = {}
+    last: dict[str, bool] = {}
+    deadline = time.monotonic() + watch_s
+    while True:
+        for port, st in driver.interfaces().items():
+            if st.oper_up is None or st.admin_up is False:
+                continue
+            n, down, events = seen.get(port, (0, 0, 0))
+            up = bool(st.oper_up)
+            events += int(last.get(port, True) and not up)
+            seen[port] = (n + 1, down + int(not up), events)
+            last[port] = up
+        if time.monotonic() >= deadline:
+            return seen
+        time.sleep(poll_s)
+
+
+def read_switch(driver: Any, name: str, watch_s: float, poll_s: float) -> tuple[
+        dict[str, PortReading], dict[str, str]]:
+    """One switch's ports and the capabilities it did not offer."""
+    missing: dict[str, str] = {}
+    ports: dict[str, dict[str, Any]] = {}
+
+    def port(p: str) -> dict[str, Any]:
+        return ports.setdefault(p, {"counters": {}})
+
+    if _offers(driver, "Interfaces"):
+        for p, (n, down, events) in watch_oper(driver, watch_s, poll_s).items():
+            port(p).update(oper_samples=n, oper_down_samples=down, down_events=events)
+        for p, st in driver.interfaces().items():
+            port(p).update(oper_up=st.oper_up, speed_gbps=st.speed_gbps)
+        for p, c in driver.counters().items():
+            port(p)["counters"].update(_switch_counters(c))
+    else:
+        missing[f"{name} link state and counters"] = "driver offers no Interfaces"
+    if _offers(driver, "FecCounters"):
+        for p, f in driver.fec_stats().items():
+            d = port(p)
+            for key, v in (("fec_corrected_cw", f.corrected_cw),
+                           ("fec_uncorrectable_cw", f.uncorrectable_cw)):
+                if v is not None:
+                    d["counters"][key] = int(v)
+            d["pre_fec_ber"] = f.pre_fec_ber
+    else:
+        missing[f"{name} FEC"] = "driver offers no FecCounters"
+    if _offers(driver, "Transceivers"):
+        for p, t in driver.transceivers().items():
+            if t.present:
+                port(p).update(_dom(t))
+    else:
+        missing[f"{name} DOM"] = "driver offers no Transceivers"
+    if _offers(driver, "Lldp"):
+        for p, n in driver.lldp_neighbors().items():
+            if n.remote_system and n.remote_port:
+                port(p)["neighbour"] = f"{n.remote_system}:{n.remote_port}"
+    else:
+        missing[f"{name} LLDP"] = "driver offers no Lldp"
+    if _offers(driver, "PfcQueues"):
+        for p, pfc in driver.pfc_counters().items():
+            port(p)["counters"].update(_pfc_totals(pfc))
+    else:
+        missing[f"{name} PFC"] = "driver offers no PfcQueues"
+    now = _clock(driver)
+    return {f"{name}:{p}": PortReading(device=name, port=p, time_s=now, **d)
+            for p, d in ports.items()}, missing
+
+
+def _dom(t: Any) -> dict[str, Any]:
+    lanes = list(t.lanes)
+    return {
+        "rx_power_dbm": tuple(ln.rx_power_dbm for ln in lanes if ln.rx_power_dbm is not None),
+        "tx_power_dbm": tuple(ln.tx_power_dbm for ln in lanes if ln.tx_power_dbm is not None),
+        "tx_bias_ma": tuple(ln.tx_bias_ma for ln in lanes if ln.tx_bias_ma is not None),
+        "temperature_c": t.temperature_c,
+        "media": t.media_type,
+    }
+
+
+def read_host(driver: Any, name: str, testbed: Testbed) -> tuple[
+        dict[str, PortReading], dict[str, str]]:
+    """A host's cabled NIC ports: link speed, module DOM, NIC counters where offered."""
+    missing: dict[str, str] = {}
+    out: dict[str, PortReading] = {}
+    for link in testbed.links_of(name):
+        end = next(e for e in link.ends if e.device == name)
+        d: dict[str, Any] = {"counters": {}}
+        if hasattr(driver, "link_speed_gbps"):
+            d["speed_gbps"] = driver.link_speed_gbps(end.port)
+        if _offers(driver, "RdmaDevices"):
+            up = {li.ifname: li.lower_up for li in driver.links()}
+            d["oper_up"] = up.get(end.port)
+        if _offers(driver, "ModuleDom"):
+            d.update(_dom(driver.module_dom(end.port)))
+        else:
+            missing[f"{name} DOM"] = "driver offers no ModuleDom"
+        if _offers(driver, "NicCounters"):
+            stats = driver.ethtool_stats(end.port)
+            for ours, theirs in (("rx_packets", "rx_packets"), ("tx_packets", "tx_packets"),
+                                 ("rx_fcs_errors", "rx_crc_errors_phy"),
+                                 ("rx_discards", "rx_out_of_buffer")):
+                if theirs in stats:
+                    d["counters"][ours] = int(stats[theirs])
+            pfc = driver.pfc_counters(end.port)
+            d["counters"]["pfc_rx_frames"] = int(pfc.rx_pause_frames or 0)
+            d["counters"]["pfc_tx_frames"] = int(pfc.tx_pause_frames or 0)
+        else:
+            missing[f"{name} NIC counters"] = "driver offers no NicCounters"
+        missing[f"{name} FEC"] = "host NIC FEC counters are not read by the Linux driver"
+        out[f"{name}:{end.port}"] = PortReading(device=name, port=end.port, time_s=_clock(driver),
+                                                **d)
+    return out, missing
+
+
+def collect(
+    lab: Lab,
+    *,
+    watch_s: float = 0.0,
+    poll_s: float = 0.5,
+    timeout_s: float = 120.0,
+    max_workers: int = 32,
+) -> Snapshot:
+    """One interval's readings of every switch and host of the lab."""
+    tb = lab.testbed
+    switches = lab.names(capability="Interfaces")
+    hosts = [n for n, d in tb.devices.items() if d.role == "host" and n not in switches]
+    began = time.monotonic()
+
+    def one(name: str) -> Any:
+        drv = lab.device(name)  # the driver sweep holds the lock of
+        if name in hosts:
+            return read_host(drv, name, tb)
+        return read_switch(drv, name, watch_s, poll_s)
+
+    # every driver is built as ``cls(name, device, testbed)`` and keeps its ``name``
+    res = sweep(lab, switches + hosts, lambda drv: one(drv.name), max_workers=max_workers,
+                timeout_s=timeout_s + watch_s)
+    snap = Snapshot(wall_s=time.monotonic() - began)
+    for ports, missing in res.ok.values():
+        snap.ports.update(ports)
+        snap.not_observed.update(missing)
+    for name, err in res.failed.items():
+        snap.failed[name] = f"{type(err).__name__}: {err}"
+    return snap
+

@@ -1,0 +1,198 @@
+"""Per-link evidence: one interval's readings judged against the limits profile.
+
+Every number is judged with a limit of the profile the testbed names (the same
+keys the acceptance suites use: ``link.*``, ``transceiver.*``, ``cabling.*``);
+the doctor adds no thresholds of its own. Counters with no limit in the
+profile (FCS errors, discards) are reported as *anomalies* when they grow,
+never as a verdict. A symptom read at a port is charged to the port's cabled
+link (the unit an operator replaces or cleans), with the port named as where
+it was seen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from labtest.doctor.evidence import PortReading, Snapshot
+from labtest.measure.limits import Limit, LimitsProfile, Verdict
+from labtest.testbed.model import Link, Testbed
+
+#: how much one kind of evidence moves a suspect's confidence (the doctor's scoring, not a limit)
+WEIGHTS = {"FAIL": 0.9, "MARGINAL": 0.4, "CHANGE": 0.5, "ANOMALY": 0.3, "PROBE": 0.0}
+
+
+@dataclass(frozen=True)
+class Evidence:
+    unit: str  # a link name ("a:p--b:q"), else "device:port"
+    where: str  # the port it was read at
+    metric: str
+    value: float
+    verdict: str  # FAIL | MARGINAL | CHANGE | ANOMALY | PROBE
+    text: str
+    limit_key: str | None = None
+    weight: float = field(default=0.0)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"unit": self.unit, "where": self.where, "metric": self.metric,
+                "value": self.value, "verdict": self.verdict, "limit": self.limit_key,
+                "weight": round(self.weight, 3), "text": self.text}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The cabling plan, indexed by port."""
+
+    testbed: Testbed
+    link_of: dict[str, Link] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, testbed: Testbed) -> Plan:
+        link_of = {str(e): lk for lk in testbed.links for e in lk.ends}
+        return cls(testbed, link_of)
+
+    def peer(self, port: str) -> str | None:
+        lk = self.link_of.get(port)
+        if lk is None:
+            return None
+        a, b = (str(e) for e in lk.ends)
+        return b if port == a else a
+
+    def unit(self, port: str) -> str:
+        lk = self.link_of.get(port)
+        return lk.name if lk is not None else port
+
+
+def limit_for(profile: LimitsProfile, key: str, media: str | None) -> tuple[str, Limit] | None:
+    """The media-specific limit (``key@MEDIA``) where the profile has one, else ``key``."""
+    for k in ([f"{key}@{media}"] if media else []) + [key]:
+        if k in profile.limits:
+            return k, profile.limits[k]
+    return None
+
+
+def deltas(prev: PortReading | None, cur: PortReading) -> dict[str, int]:
+    """Counter growth over the interval; a counter that went backwards was cleared and
+    counts from zero (its whole current value is the growth)."""
+    if prev is None:
+        return {}
+    out = {}
+    for key, v in cur.counters.items():
+        before = prev.counters.get(key)
+        if before is not None:
+            out[key] = v - before if v >= before else v
+    return out
+
+
+def rates(prev: PortReading | None, cur: PortReading) -> dict[str, float]:
+    """Counters per second of the device's clock over the interval."""
+    if prev is None or cur.time_s <= prev.time_s:
+        return {}
+    dt = cur.time_s - prev.time_s
+    return {k: v / dt for k, v in deltas(prev, cur).items()}
+
+
+@dataclass
+class Judge:
+    plan: Plan
+    profile: LimitsProfile
+    connectors_per_link: int = 2  # as suites/transceiver/settings.yaml link_budget
+
+    def judge(self, snap: Snapshot, prev: Snapshot | None) -> list[Evidence]:
+        out: list[Evidence] = []
+        for name, r in snap.ports.items():
+            if name not in self.plan.link_of:
+                continue  # uncabled ports are nobody's link
+            before = prev.ports.get(name) if prev is not None else None
+            out += self._port(r, before, snap)
+        return out
+
+    def _ev(self, r: PortReading, metric: str, value: float, key: str | None,
+            verdict: str, text: str) -> Evidence:
+        return Evidence(self.plan.unit(r.name), r.name, metric, float(value), verdict, text, key,
+                        WEIGHTS[verdict])
+
+    def _check(self, r: PortReading, metric: str, value: float | None, key: str,
+               text: str) -> list[Evidence]:
+        if value is None:
+            return []
+        found = limit_for(self.profile, key, r.media)
+        if found is None:
+            return []
+        k, lim = found
+        verdict = lim.judge(value)
+        if verdict is Verdict.PASS:
+            return []
+        return [self._ev(r, metric, value, k, verdict.value,
+                         f"{text} at {r.name}: {value:.4g} (limit {lim.describe()})")]
+
+    def _port(self, r: PortReading, before: PortReading | None, snap: Snapshot) -> list[Evidence]:
+        out: list[Evidence] = []
+        grew = deltas(before, r)
+        out += self._check(r, "pre_fec_ber", r.pre_fec_ber, "link.fec_pre_fec_ber",
+                           "pre-FEC BER received")
+        if "fec_uncorrectable_cw" in grew:
+            out += self._check(r, "fec_uncorrectable_cw", grew["fec_uncorrectable_cw"],
+                               "link.fec_uncorrectable_cw", "uncorrectable FEC codewords")
+        downs = r.down_events or int(r.oper_down_samples > 0)
+        if r.oper_samples:
+            out += self._check(r, "flaps", downs, "link.flaps",
+                               f"link down events in {r.oper_samples} state samples")
+        if r.oper_up is False and not r.oper_samples:
+            out += self._check(r, "flaps", 1, "link.flaps", "link oper down")
+        if r.rx_power_dbm:
+            out += self._check(r, "rx_power_dbm", min(r.rx_power_dbm), "transceiver.rx_power_dbm",
+                               "lowest lane Rx power")
+        if r.tx_power_dbm:
+            out += self._check(r, "tx_power_dbm", min(r.tx_power_dbm), "transceiver.tx_power_dbm",
+                               "lowest lane Tx power")
+        out += self._check(r, "temperature_c", r.temperature_c, "transceiver.temperature_c",
+                           "module temperature")
+        out += self._cabling(r)
+        out += self._loss(r, snap)
+        for key in ("rx_fcs_errors", "rx_errors", "rx_discards"):
+            if grew.get(key, 0) > 0:
+                out.append(self._ev(r, key, grew[key], None, "ANOMALY",
+                                    f"{key} grew by {grew[key]} at {r.name} (no limit in the "
+                                    "profile: an anomaly, not a verdict)"))
+                break  # one counter family, one vote
+        return out
+
+    def _cabling(self, r: PortReading) -> list[Evidence]:
+        out: list[Evidence] = []
+        lk = self.plan.link_of[r.name]
+        peer = self.plan.peer(r.name)
+        if r.neighbour is not None and peer is not None and r.neighbour != peer:
+            out += self._check(r, "neighbour_mismatch", 1, "cabling.neighbour_mismatch",
+                               f"LLDP neighbour {r.neighbour}, plan says {peer}")
+        if r.speed_gbps is not None and lk.speed_gbps is not None and r.oper_up is not False \
+                and r.speed_gbps != lk.speed_gbps:
+            out += self._check(r, "speed_mismatch", 1, "cabling.speed_mismatch",
+                               f"running at {r.speed_gbps:g} Gb/s, plan says {lk.speed_gbps:g}")
+        return out
+
+    def _loss(self, r: PortReading, snap: Snapshot) -> list[Evidence]:
+        """Far end's Tx minus this end's Rx, lane by lane, against the channel budget
+        (TRANSCEIVER-1.5's budget: fibre + connectors, capped at the channel maximum,
+        plus the two monitors' allowance)."""
+        peer = self.plan.peer(r.name)
+        far = snap.ports.get(peer) if peer else None
+        if far is None or not r.rx_power_dbm or len(far.tx_power_dbm) != len(r.rx_power_dbm):
+            return []
+        lk = self.plan.link_of[r.name]
+        p = self.profile.limits
+        chan = limit_for(self.profile, "transceiver.channel_insertion_loss_db", r.media)
+        need = ("transceiver.fibre_attenuation_db_per_km", "transceiver.connector_loss_db",
+                "transceiver.link_loss_monitor_allowance_db")
+        if chan is None or any(k not in p for k in need) or lk.length_m is None:
+            return []
+        budget = min((lk.length_m / 1000.0) * (p[need[0]].high or 0.0)
+                     + self.connectors_per_link * (p[need[1]].high or 0.0),
+                     chan[1].high or 0.0) + (p[need[2]].high or 0.0)
+        worst = max(t - rx for t, rx in zip(far.tx_power_dbm, r.rx_power_dbm, strict=True))
+        if worst <= budget:
+            return []
+        return [self._ev(r, "link_loss_db", worst, chan[0], "FAIL",
+                         f"channel loss {peer} Tx -> {r.name} Rx {worst:.2f} dB, budget "
+                         f"{budget:.2f} dB ({lk.length_m:g} m, {self.connectors_per_link} "
+                         "connector pairs, monitor allowance)")]

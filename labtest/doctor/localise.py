@@ -1,0 +1,70 @@
+"""Suspects: per-link evidence and probe blame combined into a ranked list.
+
+Evidence is grouped by unit (a cabled link, or a port with no link); per unit and
+metric only the strongest item counts (eight lanes of one bad receiver are one
+fact, not eight), and independent facts combine as ``1 - prod(1 - w)``. A unit
+whose every fact was read at a host's port and is about the NIC itself (speed)
+is reported as the NIC; one whose facts are all about one module's own
+transmitter or temperature as that port; everything else as the link.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from labtest.doctor.judge import Evidence
+
+#: a suspect at or above this confidence is reported as one (below: watched, not paged)
+REPORT_CONFIDENCE = 0.5
+NIC_METRICS = {"speed_mismatch"}
+MODULE_METRICS = {"tx_power_dbm", "temperature_c"}
+
+
+@dataclass
+class Suspect:
+    unit: str
+    kind: str  # link | port | nic
+    confidence: float
+    evidence: list[Evidence] = field(default_factory=list)
+
+    @property
+    def seen_at(self) -> list[str]:
+        return sorted({e.where for e in self.evidence})
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"unit": self.unit, "kind": self.kind, "confidence": round(self.confidence, 3),
+                "seen_at": self.seen_at, "evidence": [e.as_dict() for e in self.evidence]}
+
+
+def rank(evidence: Iterable[Evidence], hosts: Collection[str] = ()) -> list[Suspect]:
+    by_unit: dict[str, dict[str, Evidence]] = defaultdict(dict)
+    for e in evidence:
+        best = by_unit[e.unit].get(e.metric)
+        if best is None or e.weight > best.weight:
+            by_unit[e.unit][e.metric] = e
+    out = []
+    for unit, facts in by_unit.items():
+        evs = sorted(facts.values(), key=lambda e: -e.weight)
+        miss = 1.0
+        for e in evs:
+            miss *= 1.0 - e.weight
+        out.append(Suspect(_unit_of(unit, evs, hosts), _kind(evs, hosts), 1.0 - miss, evs))
+    return sorted(out, key=lambda s: (-s.confidence, s.unit))
+
+
+def _kind(evs: list[Evidence], hosts: Collection[str]) -> str:
+    wheres = {e.where for e in evs}
+    metrics = {e.metric for e in evs}
+    if metrics <= NIC_METRICS and all(w.split(":")[0] in hosts for w in wheres):
+        return "nic"
+    if metrics <= MODULE_METRICS and len(wheres) == 1:
+        return "port"
+    return "link"
+
+
+def _unit_of(unit: str, evs: list[Evidence], hosts: Collection[str]) -> str:
+    kind = _kind(evs, hosts)
+    return evs[0].where if kind in ("nic", "port") else unit

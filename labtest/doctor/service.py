@@ -1,0 +1,169 @@
+"""The doctor: each interval, read the fabric, judge it, detect drifts, name suspects.
+
+``Doctor.step()`` is one interval; ``Doctor.run()`` repeats it and writes one
+JSON line per event. The first interval has no counter deltas yet (rates need
+two readings), so a fault that shows only as counter growth is named from the
+second report on; link state, FEC BER, DOM, LLDP and speed are judged at once.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from labtest.doctor.change import Cusum, Drift
+from labtest.doctor.evidence import PortReading, Snapshot, collect
+from labtest.doctor.judge import WEIGHTS, Evidence, Judge, Plan, limit_for, rates
+from labtest.doctor.localise import REPORT_CONFIDENCE, Suspect, rank
+from labtest.doctor.probes import ProbePath, blame
+from labtest.measure.limits import LimitsProfile
+
+#: metric -> (how it is read from a port, its limit key, the reading's resolution)
+DRIFT_METRICS: dict[str, tuple[Callable[[PortReading], float | None], str, float]] = {
+    "rx_power_dbm": (lambda r: min(r.rx_power_dbm) if r.rx_power_dbm else None,
+                     "transceiver.rx_power_dbm", 0.01),
+    "tx_power_dbm": (lambda r: min(r.tx_power_dbm) if r.tx_power_dbm else None,
+                     "transceiver.tx_power_dbm", 0.01),
+    "log10_pre_fec_ber": (lambda r: math.log10(r.pre_fec_ber) if r.pre_fec_ber else None,
+                          "link.fec_pre_fec_ber", 0.1),
+}
+
+Prober = Callable[[], Sequence[ProbePath]]
+
+
+@dataclass
+class Report:
+    interval: int
+    time_s: float  # doctor host's wall clock (Unix time)
+    suspects: list[Suspect]
+    watched: list[Suspect]  # below REPORT_CONFIDENCE
+    drifts: list[tuple[str, Drift]]
+    not_observed: dict[str, str]
+    failed: dict[str, str]
+    ports_read: int
+    probe_paths: int
+    collect_s: float
+    cpu_s: float  # the doctor's own CPU for this interval (collection parsing included)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "event": "report", "interval": self.interval, "time_s": self.time_s,
+            "suspects": [s.as_dict() for s in self.suspects],
+            "watched": [s.as_dict() for s in self.watched],
+            "drifts": [{"where": w, "text": d.text(w), "hours_to_limit": d.hours_to_limit}
+                       for w, d in self.drifts],
+            "not_observed": self.not_observed, "failed": self.failed,
+            "ports_read": self.ports_read, "probe_paths": self.probe_paths,
+            "collect_s": round(self.collect_s, 3), "cpu_s": round(self.cpu_s, 4),
+        }
+
+    def text(self) -> str:
+        lines = [f"interval {self.interval}: {self.ports_read} ports read in "
+                 f"{self.collect_s:.1f} s, {self.probe_paths} probe paths"]
+        if not self.suspects:
+            lines.append("  no suspect at or above confidence "
+                         f"{REPORT_CONFIDENCE:g}")
+        for i, s in enumerate(self.suspects, 1):
+            lines.append(f"  {i}. {s.kind} {s.unit}  confidence {s.confidence:.2f}")
+            lines += [f"       - {e.text}" for e in s.evidence[:4]]
+        for s in self.watched[:3]:
+            first = s.evidence[0].text if s.evidence else ""
+            lines.append(f"  watched: {s.kind} {s.unit} ({s.confidence:.2f}): {first}")
+        for where, d in self.drifts:
+            lines.append(f"  drift: {d.text(where)}")
+        for name, err in self.failed.items():
+            lines.append(f"  not read: {name}: {err}")
+        if self.not_observed:
+            lines.append(f"  not observed ({len(self.not_observed)}): "
+                         + "; ".join(f"{k} ({v})" for k, v in list(self.not_observed.items())[:6])
+                         + (" ..." if len(self.not_observed) > 6 else ""))
+        return "\n".join(lines)
+
+
+@dataclass
+class Doctor:
+    """Library entry: ``step(snapshot)`` judges readings from anywhere (the drivers, or a
+    model in the evaluation); ``interval(lab)`` reads them through the drivers first."""
+
+    plan: Plan
+    profile: LimitsProfile
+    prober: Prober | None = None
+    connectors_per_link: int = 2
+    prev: Snapshot | None = None
+    detectors: dict[tuple[str, str], Cusum] = field(default_factory=dict)
+    count: int = 0
+
+    def step(self, snap: Snapshot, probes: Sequence[ProbePath] = ()) -> Report:
+        cpu0 = time.process_time()
+        judge = Judge(self.plan, self.profile, self.connectors_per_link)
+        evidence = judge.judge(snap, self.prev)
+        drifts = self._drifts(snap)
+        evidence += [Evidence(self.plan.unit(where), where, d.metric, d.value, "CHANGE",
+                              d.text(where), None, WEIGHTS["CHANGE"]) for where, d in drifts]
+        for b in blame(probes):
+            evidence.append(Evidence(b.link, b.link, "probe_loss", b.lost / b.sent, "PROBE",
+                                     b.text(), None, b.confidence))
+        hosts = {n for n, d in self.plan.testbed.devices.items() if d.role == "host"}
+        ranked = rank(evidence, hosts)
+        self.prev = snap
+        self.count += 1
+        return Report(
+            interval=self.count, time_s=time.time(),
+            suspects=[s for s in ranked if s.confidence >= REPORT_CONFIDENCE],
+            watched=[s for s in ranked if s.confidence < REPORT_CONFIDENCE],
+            drifts=drifts, not_observed=dict(snap.not_observed), failed=dict(snap.failed),
+            ports_read=len(snap.ports), probe_paths=len(probes), collect_s=snap.wall_s,
+            cpu_s=time.process_time() - cpu0,
+        )
+
+    def interval(self, lab: Any, *, watch_s: float, poll_s: float) -> Report:
+        cpu0 = time.process_time()
+        snap = collect(lab, watch_s=watch_s, poll_s=poll_s)
+        probes: Sequence[ProbePath] = ()
+        if self.prober is not None:
+            probes = self.prober()
+        else:
+            snap.not_observed["probe mesh"] = (
+                "no host driver offers a probe capability (ping/UDP/RDMA probes): path "
+                "voting is not used; silent drops that no counter shows are not seen")
+        report = self.step(snap, probes)
+        report.cpu_s = time.process_time() - cpu0
+        return report
+
+    def rates_of(self, snap: Snapshot) -> dict[str, dict[str, float]]:
+        prev = self.prev
+        return {n: rates(prev.ports.get(n) if prev else None, r) for n, r in snap.ports.items()}
+
+    def _drifts(self, snap: Snapshot) -> list[tuple[str, Drift]]:
+        out = []
+        for name, r in snap.ports.items():
+            if name not in self.plan.link_of:
+                continue
+            for metric, (read, key, resolution) in DRIFT_METRICS.items():
+                x = read(r)
+                if x is None:
+                    continue
+                det = self.detectors.get((name, metric))
+                if det is None:
+                    found = limit_for(self.profile, key, r.media)
+                    lo = hi = None
+                    if found is not None:
+                        lo, hi = found[1].low, found[1].high
+                    if metric.startswith("log10_"):
+                        lo = math.log10(lo) if lo else None
+                        hi = math.log10(hi) if hi else None
+                    det = self.detectors[(name, metric)] = Cusum(resolution, lo, hi)
+                drift = det.update(r.time_s, x, metric)
+                if drift is not None:
+                    out.append((name, drift))
+        return out
+
+
+def write_event(out: IO[str] | None, event: dict[str, Any]) -> None:
+    if out is not None:
+        out.write(json.dumps(event, default=str) + "\n")
+        out.flush()

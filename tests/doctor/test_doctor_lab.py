@@ -1,0 +1,94 @@
+"""The doctor on the default emulated lab: healthy says nothing, a fault is named top-1.
+
+One lab for the module; each test injects its fault into the running model, reads a
+baseline and one watched interval through the real drivers, then clears the fault.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from labtest.cli import main
+from labtest.doctor.judge import Plan
+from labtest.doctor.localise import REPORT_CONFIDENCE
+from labtest.doctor.service import Doctor, Report
+from labtest.emulation.lab import EmulatedLab
+from labtest.lab import Lab
+from labtest.measure import load_limits
+from labtest.run import default_testbed
+from labtest.testbed import load_testbed
+
+WATCH_S = 1.5  # wall seconds: 15 s of device time at the lab's time scale 10
+POLL_S = 0.05  # 0.5 s of device time
+
+
+@pytest.fixture(scope="module")
+def lab() -> Iterator[tuple[EmulatedLab, Lab]]:
+    tb = load_testbed(default_testbed())
+    em = EmulatedLab(tb)
+    running = em.start()
+    drivers = Lab(running)
+    try:
+        yield em, drivers
+    finally:
+        drivers.close()
+        em.stop()
+
+
+def _report(lab: tuple[EmulatedLab, Lab], fault: tuple[str, str, dict[str, Any]] | None) -> Report:
+    em, drivers = lab
+    fid = em.fabric.inject(fault[0], fault[1], **fault[2]) if fault else None
+    try:
+        profile = load_limits(em.testbed.limits)  # type: ignore[arg-type]
+        doctor = Doctor(Plan.of(drivers.testbed), profile)
+        doctor.interval(drivers, watch_s=0.0, poll_s=POLL_S)
+        return doctor.interval(drivers, watch_s=WATCH_S, poll_s=POLL_S)
+    finally:
+        if fid is not None:
+            em.fabric.clear(fid)
+
+
+def test_healthy_lab_has_no_suspect_and_says_what_it_cannot_see(lab: Any) -> None:
+    report = _report(lab, None)
+    assert report.suspects == [], report.text()
+    assert report.ports_read >= 50 and not report.failed
+    assert "probe mesh" in report.not_observed
+    assert report.not_observed["leaf3 PFC"] == "driver offers no PfcQueues"
+
+
+@pytest.mark.parametrize(
+    ("fault", "link"),
+    [
+        (("dirty_connector", "leaf1:Ethernet0", {}), "leaf1:Ethernet0--spine1:Ethernet0"),
+        (("flapping_link", "leaf2:Ethernet8", {}), "leaf2:Ethernet8--spine2:Ethernet2/1"),
+        (("marginal_lane", "spine1:Ethernet16", {"lane": 2, "margin_db": 0.0}),
+         "leaf3:Ethernet1/1--spine1:Ethernet16"),
+        (("dirty_connector", "host3:eth0", {"loss_db": 4.0}), "host3:eth0--leaf2:Ethernet16"),
+    ],
+    ids=["dirty_connector", "flapping_link", "marginal_lane", "dirty_host_link"],
+)
+def test_fault_is_named_top_1(lab: Any, fault: Any, link: str) -> None:
+    report = _report(lab, fault)
+    assert report.suspects, report.text()
+    top = report.suspects[0]
+    assert (top.unit, top.kind) == (link, "link"), report.text()
+    assert top.confidence >= REPORT_CONFIDENCE
+    assert all(s.unit != link for s in report.suspects[1:])
+
+
+def test_cli_once_names_the_injected_fault_in_its_first_report(tmp_path: Path,
+                                                               capsys: Any) -> None:
+    events = tmp_path / "doctor.jsonl"
+    rc = main(["doctor", "--once", "--interval", "1", "--poll-s", "0.5",
+               "--fault", "dirty_connector@leaf4:Ethernet8", "--json-lines", str(events)])
+    assert rc == 1  # suspects named
+    lines = [json.loads(x) for x in events.read_text().splitlines()]
+    assert lines[0]["event"] == "report" and lines[0]["interval"] == 1
+    assert lines[1]["event"] == "suspect" and lines[1]["rank"] == 1
+    assert lines[1]["unit"] == "leaf4:Ethernet8--spine2:Ethernet4/1"
+    assert "1. link leaf4:Ethernet8--spine2:Ethernet4/1" in capsys.readouterr().out
