@@ -1,9 +1,12 @@
 """``labtest burnin``: run a station, resume a run, list runs, rebuild a run's report.
 
     labtest burnin STATION.yaml [--emulate] [--time-scale X] [--fault KIND@TARGET[:k=v]]
-    labtest burnin --resume RUN_ID [--db FILE]
-    labtest burnin --list [--db FILE]
-    labtest burnin --report RUN_ID [--db FILE]
+    labtest burnin --resume RUN_ID [--db FILE|URL]
+    labtest burnin --list [--db FILE|URL]
+    labtest burnin --report RUN_ID [--db FILE|URL]
+
+``--db`` is a SQLite file or a ``postgresql://`` URL (one database for a floor of
+stations; ``$LABTEST_DB`` sets it for every command, docs/database.md).
 
 Exit status: 0 every unit passed (or was marginal); 1 a unit failed; 3 the run
 stopped before its end (resumable) or a unit could not be judged; 2 the
@@ -41,7 +44,9 @@ def register(subparsers: Any) -> None:
     ap.add_argument("--resume", metavar="RUN_ID", help="continue a crashed or stopped run")
     ap.add_argument("--list", action="store_true", help="list the runs in the database")
     ap.add_argument("--report", metavar="RUN_ID", help="analyse a run again and rewrite its output")
-    ap.add_argument("--db", type=Path, help="the run database (default: the station's "
+    ap.add_argument("--db", type=_db_arg, metavar="FILE|URL",
+                    help="the run database: a SQLite file or a postgresql:// URL (default: the "
+                    "station's storage.url, a postgresql:// $LABTEST_DB, the station's "
                     "storage.path, else reports/burnin/burnin.db)")
     ap.add_argument("--output", type=Path, help="results directory (default: the station's "
                     "output, else reports/burnin)")
@@ -58,6 +63,13 @@ def register(subparsers: Any) -> None:
     ap.add_argument("--lease-store", metavar="URL",
                     help="where leases live (as pytest's --lease-store)")
     ap.set_defaults(handler=_burnin)
+
+
+def _db_arg(text: str) -> str | Path:
+    """A server URL stays a string (a Path would fold its ``//``); anything else is a file."""
+    from labtest import db
+
+    return text if db.is_postgres(text) else Path(text)
 
 
 def _burnin(args: argparse.Namespace) -> int:
@@ -132,7 +144,10 @@ def _run(args: argparse.Namespace, resume: str | None) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if outcome.status != "complete":
-        db = f" --db {outcome.db}" if args.db or outcome.station.storage.path else ""
+        from labtest.db import display_url
+
+        shown = outcome.station.storage.path or outcome.station.storage.url
+        db = f" --db {display_url(str(outcome.db))}" if args.db or shown else ""
         print(f"run {outcome.run_id} stopped; continue with: "
               f"labtest burnin --resume {outcome.run_id}{db}")
         return EXIT_INCOMPLETE
@@ -142,13 +157,13 @@ def _run(args: argparse.Namespace, resume: str | None) -> int:
 def _finish(args: argparse.Namespace, run_id: str, db: Path | None) -> int:
     from labtest.burnin import outputs
     from labtest.burnin.analysis import analyse
-    from labtest.burnin.runner import DEFAULT_DB, output_dir
+    from labtest.burnin.runner import output_dir
     from labtest.burnin.station import load_station
-    from labtest.burnin.store import open_store
+    from labtest.burnin.store import database, open_store
     from labtest.measure import load_limits
     from labtest.testbed import load_testbed
 
-    store = open_store(db or args.db or DEFAULT_DB, create=False)
+    store = open_store(db or database(args.db), create=False)
     try:
         run = store.run(run_id)
         limits = load_limits(run.info["limits"])
@@ -171,15 +186,15 @@ def _finish(args: argparse.Namespace, run_id: str, db: Path | None) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from labtest.burnin.runner import DEFAULT_DB
-    from labtest.burnin.store import open_store
+    from labtest.burnin.store import database, open_store
 
-    store = open_store(args.db or DEFAULT_DB, create=False)  # a typo creates nothing
+    store = open_store(database(args.db), create=False)  # a typo creates nothing
     try:
-        for run in store.runs():
+        for run in store.runs():  # every station's runs when the database is shared
             done = 100.0 * run.position_s / run.duration_s if run.duration_s else 0.0
             print(f"{run.run_id}  {run.status:<9} {run.created_utc}  "
-                  f"{run.position_s / 3600:.2f}/{run.duration_s / 3600:.2f} h ({done:.0f} %)")
+                  f"{run.position_s / 3600:.2f}/{run.duration_s / 3600:.2f} h ({done:.0f} %)  "
+                  f"{run.station} on {run.host or '?'}")
     finally:
         store.close()
     return EXIT_PASS

@@ -48,6 +48,7 @@ from labtest.burnin.store import (
     StoreError,
     StoreFull,
     Unit,
+    database,
     open_store,
 )
 from labtest.burnin.timebase import FabricTimebase, Timebase, WallTimebase
@@ -58,7 +59,6 @@ from labtest.measure import LimitsProfile, load_limits
 from labtest.secrets import redact
 from labtest.testbed import load_testbed
 
-DEFAULT_DB = Path("reports/burnin/burnin.db")
 DEFAULT_OUTPUT = Path("reports/burnin")
 MAX_WORKERS = 8
 #: run time a round may start late before the operator is told the station cannot keep up
@@ -80,7 +80,7 @@ class Options:
     emulate: bool = False
     time_scale: float | None = None  # emulated lab: None = stepped virtual clock
     faults: list[Fault] = field(default_factory=list)
-    db: Path | None = None
+    db: str | Path | None = None  # a SQLite file or a postgresql:// URL
     output: Path | None = None  # checked writable before the first sample
     progress: Progress | None = None
     stop: threading.Event = field(default_factory=threading.Event)
@@ -94,7 +94,7 @@ class Options:
 class Outcome:
     run_id: str
     status: str  # "complete" or "stopped"
-    db: Path
+    db: str | Path
     station: Station
 
 
@@ -205,7 +205,7 @@ def start(station: Station, options: Options, session: Session | None = None) ->
 
 
 def resume(run_id: str, options: Options) -> Outcome:
-    store = open_store(options.db or DEFAULT_DB, create=False)
+    store = open_store(database(options.db), create=False)
     lease = None
     try:
         run = store.run(run_id)
@@ -314,8 +314,8 @@ def _check_same_units(before: list[Unit], now: list[Unit]) -> None:
         raise ConfigError("units", ["a unit changed since the run started: " + c for c in changed])
 
 
-def _db_path(station: Station, options: Options) -> Path:
-    return options.db or station.storage.path or DEFAULT_DB
+def _db_path(station: Station, options: Options) -> str | Path:
+    return database(options.db, station.storage.url, station.storage.path)
 
 
 def _new_run_id(station: str) -> str:

@@ -152,6 +152,9 @@ class Monitors(Strict):
 
 class Storage(Strict):
     path: Path | None = Field(None, description="SQLite file; default reports/burnin/burnin.db")
+    url: str | None = Field(
+        None, pattern=r"^postgres(ql)?://",
+        description="a PostgreSQL database shared by the floor (wins over path and $LABTEST_DB)")
     synchronous: Literal["full", "normal"] = Field(
         "full", description="full: fsync every reading (survives a power cut); normal: a crash"
     )

@@ -1,8 +1,10 @@
 """Durable burn-in storage: every reading committed the moment it is taken.
 
 The interface (``SampleStore``) is deliberately narrow — runs, units, readings,
-events, and series read back one at a time — so a server database can stand
-in for SQLite later without touching the runner or the analysis.
+events, and series read back one at a time — so a server database stands in
+for SQLite without touching the runner or the analysis: a ``postgresql://``
+URL (``--db``, ``storage.url`` or ``$LABTEST_DB``) opens
+:class:`labtest.db.burnin.PgSampleStore`, one database for a floor of stations.
 
 SQLite layout (WAL journal, one writer):
 
@@ -242,6 +244,10 @@ class SeriesKey:
 
 class SampleStore(Protocol):
     """What the runner, the analysis and the CLI need from a database."""
+
+    path: Any  # the file, or the server URL: what --resume / --report reopen
+
+    def check_writable(self) -> None: ...
 
     def create_run(self, run: Run) -> None: ...
 
@@ -534,7 +540,29 @@ def _run(row: tuple[Any, ...]) -> Run:
     return Run(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], json.loads(row[8]))
 
 
-def open_store(path: str | Path, synchronous: str = "full", create: bool = True) -> SqliteStore:
-    """The store for ``path`` (the one backend for now); ``create=False``: it must exist."""
+def open_store(path: str | Path, synchronous: str = "full", create: bool = True) -> SampleStore:
+    """The store for ``path``: a SQLite file, or a ``postgresql://`` URL (a server shared by
+    many stations); ``create=False``: it must exist (a file) or hold runs (a server)."""
+    from labtest import db
+
+    if db.is_postgres(str(path)):
+        from labtest.db.burnin import PgSampleStore
+
+        return PgSampleStore(str(path), create=create)
     return SqliteStore(path, synchronous, create)
+
+
+def database(given: str | Path | None, station_url: str | None = None,
+             station_path: Path | None = None) -> str | Path:
+    """Where a run's samples go: ``--db``, the station's ``storage.url``, a PostgreSQL
+    ``$LABTEST_DB``, the station's ``storage.path``, else ``reports/burnin/burnin.db``."""
+    from labtest import db
+
+    env = db.env_url()
+    return (given or station_url or (env if db.is_postgres(env) else None) or station_path
+            or DEFAULT_DB)
+
+
+#: the SQLite file when nothing else is said (relative to where the command runs)
+DEFAULT_DB = Path("reports/burnin/burnin.db")
 

@@ -1,0 +1,336 @@
+"""Burn-in samples in PostgreSQL: one database for a whole floor of stations.
+
+The same ``SampleStore`` as the SQLite file (:mod:`labtest.burnin.store`), the
+same tables in schema ``labtest_burnin``. What changes:
+
+- **Many writers.** Every station (and every monitor thread of one) writes its
+  own readings concurrently; PostgreSQL's row locks replace SQLite's one writer.
+- **Exactly once.** ``series`` is unique on (run, unit, port, lane, metric) and
+  ``samples`` on (series, sched_index): the existing logical key. A reading is
+  one transaction: one multi-row ``INSERT ... SELECT unnest(...) ON CONFLICT DO
+  NOTHING`` for its samples and its ``readings`` row, so a reading taken again
+  after a resume -- on this station or any other -- is never stored twice.
+- **Durability** is the server's (``synchronous_commit``, replication, backups:
+  the DBA's). A commit that returned is on the server; a station that dies
+  loses at most its readings in flight, as with SQLite.
+- ``runs()`` lists every station's runs (``labtest burnin --list``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from labtest import db as dbm
+from labtest import secrets
+from labtest.burnin.store import (
+    SCHEMA_VERSION,
+    Event,
+    Reading,
+    Run,
+    SeriesKey,
+    StoreError,
+    Unit,
+)
+
+SCHEMA = "labtest_burnin"
+
+DDL = """
+CREATE TABLE IF NOT EXISTS meta (key text PRIMARY KEY, value text NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id text PRIMARY KEY,
+    station text NOT NULL,
+    status text NOT NULL,
+    created_utc text NOT NULL,
+    duration_s float8 NOT NULL,
+    position_s float8 NOT NULL DEFAULT 0,
+    pid integer,
+    host text,
+    info jsonb NOT NULL
+);
+CREATE TABLE IF NOT EXISTS units (
+    run_id text NOT NULL REFERENCES runs (run_id),
+    serial text NOT NULL,
+    kind text NOT NULL,
+    device text NOT NULL,
+    port text NOT NULL,
+    under_test boolean NOT NULL,
+    info jsonb NOT NULL,
+    PRIMARY KEY (run_id, serial)
+);
+CREATE INDEX IF NOT EXISTS units_serial ON units (serial);
+CREATE TABLE IF NOT EXISTS series (
+    series_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    run_id text NOT NULL REFERENCES runs (run_id),
+    unit text NOT NULL,
+    port text NOT NULL,
+    lane integer NOT NULL,
+    metric text NOT NULL,
+    uom text NOT NULL,
+    UNIQUE (run_id, unit, port, lane, metric)
+);
+CREATE INDEX IF NOT EXISTS series_unit ON series (unit, metric);
+CREATE TABLE IF NOT EXISTS samples (
+    series_id bigint NOT NULL REFERENCES series (series_id),
+    sched_index integer NOT NULL,
+    t_s float8 NOT NULL,
+    wall_s float8 NOT NULL,
+    value float8,
+    PRIMARY KEY (series_id, sched_index)
+);
+CREATE TABLE IF NOT EXISTS readings (
+    run_id text NOT NULL REFERENCES runs (run_id),
+    monitor text NOT NULL,
+    target text NOT NULL,
+    sched_index integer NOT NULL,
+    t_s float8 NOT NULL,
+    wall_s float8 NOT NULL,
+    error text,
+    PRIMARY KEY (run_id, monitor, target, sched_index)
+);
+CREATE TABLE IF NOT EXISTS events (
+    event_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    run_id text NOT NULL REFERENCES runs (run_id),
+    t_s float8 NOT NULL,
+    wall_s float8 NOT NULL,
+    kind text NOT NULL,
+    unit text,
+    key text,
+    text text NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_run ON events (run_id, event_id)
+"""
+
+
+def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Server and driver errors of a store method become one-line :class:`StoreError`s."""
+
+    @functools.wraps(method)
+    def guarded(self: PgSampleStore, *args: Any, **kwargs: Any) -> Any:
+        import psycopg
+
+        try:
+            return method(self, *args, **kwargs)
+        except psycopg.Error as exc:
+            self._broken()
+            raise StoreError(f"{self.display}: {dbm.one_line(exc)}") from None
+
+    return guarded
+
+
+class PgSampleStore:
+    """``SampleStore`` on a PostgreSQL server; one connection, shared by the runner's threads."""
+
+    def __init__(self, url: str, create: bool = True) -> None:
+        self.path = url  # what --resume/--report reopen (printed only via display_url)
+        self.display = dbm.display_url(url)
+        self._lock = threading.Lock()
+        self._series: dict[tuple[str, str, str, int, str], int] = {}
+        try:
+            self._conn: Any = dbm.connect(url, SCHEMA, DDL)
+        except dbm.DatabaseUnavailable as exc:
+            raise StoreError(" ".join(str(exc).split())) from None
+        self._check_version()
+        if not create and not self.runs():
+            raise StoreError(f"{self.display}: no burn-in runs in this database")
+
+    def _broken(self) -> None:
+        """After a server error the session may be unusable: reconnect on the next call."""
+        if self._conn.broken:
+            with contextlib.suppress(dbm.DatabaseUnavailable):
+                self._conn = dbm.connect(self.path, SCHEMA, DDL)
+
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[Any]:
+        with self._lock, self._conn.transaction():
+            yield self._conn
+
+    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return list(self._conn.execute(sql, args).fetchall())
+
+    @_guarded
+    def _check_version(self) -> None:
+        with self._tx() as conn:
+            conn.execute("INSERT INTO meta VALUES ('schema', %s) ON CONFLICT DO NOTHING",
+                         (str(SCHEMA_VERSION),))
+            found = conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0]
+        if int(found) != SCHEMA_VERSION:
+            raise StoreError(f"{self.display}: schema {found}, this labtest reads {SCHEMA_VERSION}")
+
+    @_guarded
+    def check_writable(self) -> None:
+        """Prove a write can be made now (server up, role may write)."""
+        with self._tx() as conn:
+            conn.execute("INSERT INTO meta VALUES ('write-check', 'ok') "
+                         "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value")
+
+    def release_reserve(self) -> bool:
+        return False  # the server's disk is the DBA's
+
+    # --- runs and units -------------------------------------------------------------
+
+    @_guarded
+    def create_run(self, run: Run) -> None:
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT INTO runs VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s::jsonb)",
+                (run.run_id, run.station, run.status, run.created_utc, run.duration_s,
+                 run.position_s, run.pid, run.host, json.dumps(secrets.redact_data(run.info))))
+
+    @_guarded
+    def run(self, run_id: str) -> Run:
+        rows = self._query("SELECT * FROM runs WHERE run_id=%s", (run_id,))
+        if not rows:
+            known = ", ".join(r.run_id for r in self.runs()[-5:]) or "none"
+            raise StoreError(f"{self.display}: no run {run_id!r} (latest: {known})")
+        return Run(*rows[0])
+
+    @_guarded
+    def runs(self) -> list[Run]:
+        return [Run(*r) for r in self._query("SELECT * FROM runs ORDER BY created_utc, run_id")]
+
+    @_guarded
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        allowed = {"status", "position_s", "pid", "host", "info"}
+        bad = set(fields) - allowed
+        if bad:
+            raise ValueError(f"cannot update {sorted(bad)}")
+        if "info" in fields:
+            fields["info"] = json.dumps(secrets.redact_data(fields["info"]))
+        sets = ", ".join(f"{k}=%s::jsonb" if k == "info" else f"{k}=%s" for k in fields)
+        with self._tx() as conn:
+            conn.execute(f"UPDATE runs SET {sets} WHERE run_id=%s", (*fields.values(), run_id))
+
+    @_guarded
+    def put_units(self, run_id: str, units: Sequence[Unit]) -> None:
+        rows = [(run_id, u.serial, u.kind, u.device, u.port, u.under_test,
+                 json.dumps(secrets.redact_data(u.info), default=str)) for u in units]
+        with self._tx() as conn, conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO units VALUES (%s,%s,%s,%s,%s,%s,%s::jsonb) "
+                "ON CONFLICT (run_id, serial) DO UPDATE SET kind=EXCLUDED.kind, "
+                "device=EXCLUDED.device, port=EXCLUDED.port, under_test=EXCLUDED.under_test, "
+                "info=EXCLUDED.info", rows)
+
+    @_guarded
+    def units(self, run_id: str) -> list[Unit]:
+        rows = self._query(
+            "SELECT serial, kind, device, port, under_test, info FROM units WHERE run_id=%s "
+            "ORDER BY device, port", (run_id,))
+        return [Unit(r[0], r[1], r[2], r[3], bool(r[4]), r[5]) for r in rows]
+
+    # --- readings --------------------------------------------------------------------
+
+    @_guarded
+    def write(self, run_id: str, reading: Reading) -> int:
+        """Commit the reading and its samples atomically; returns samples newly stored."""
+        with self._tx() as conn:
+            ids = self._series_ids(conn, run_id, reading)
+            added = 0
+            if reading.samples:
+                cur = conn.execute(
+                    "INSERT INTO samples SELECT s, %s, %s, %s, v "
+                    "FROM unnest(%s::bigint[], %s::float8[]) AS x(s, v) ON CONFLICT DO NOTHING",
+                    (reading.sched_index, reading.t_s, reading.wall_s, ids,
+                     [s.value for s in reading.samples]))
+                added = int(cur.rowcount)
+            conn.execute(
+                "INSERT INTO readings VALUES (%s,%s,%s,%s,%s,%s,%s) ON CONFLICT DO NOTHING",
+                (run_id, reading.monitor, reading.target, reading.sched_index, reading.t_s,
+                 reading.wall_s, secrets.redact(reading.error) if reading.error else None))
+        return added
+
+    def _series_ids(self, conn: Any, run_id: str, reading: Reading) -> list[int]:
+        keys = [(run_id, s.unit, s.port, s.lane, s.metric) for s in reading.samples]
+        missing = {k: s.uom for k, s in zip(keys, reading.samples, strict=True)
+                   if k not in self._series}
+        if missing:
+            cols = list(zip(*[(*k[1:], uom) for k, uom in missing.items()], strict=True))
+            conn.execute(
+                "INSERT INTO series (run_id, unit, port, lane, metric, uom) "
+                "SELECT %s, * FROM unnest(%s::text[], %s::text[], %s::int[], %s::text[], "
+                "%s::text[]) ON CONFLICT DO NOTHING", (run_id, *map(list, cols)))
+            for sid, *key in conn.execute(
+                "SELECT series_id, run_id, unit, port, lane, metric FROM series WHERE run_id=%s",
+                (run_id,)):
+                self._series[tuple(key)] = int(sid)  # type: ignore[index]
+        return [self._series[k] for k in keys]
+
+    @_guarded
+    def done(self, run_id: str) -> set[tuple[str, str, int]]:
+        rows = self._query(
+            "SELECT monitor, target, sched_index FROM readings WHERE run_id=%s", (run_id,))
+        return {(r[0], r[1], int(r[2])) for r in rows}
+
+    @_guarded
+    def reading_counts(self, run_id: str) -> dict[tuple[str, str], tuple[int, int]]:
+        rows = self._query(
+            "SELECT monitor, target, COUNT(*), COUNT(error) FROM readings WHERE run_id=%s "
+            "GROUP BY monitor, target", (run_id,))
+        return {(r[0], r[1]): (int(r[2]), int(r[3])) for r in rows}
+
+    # --- events ----------------------------------------------------------------------
+
+    @_guarded
+    def event(self, run_id: str, event: Event) -> None:
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT INTO events (run_id, t_s, wall_s, kind, unit, key, text) "
+                "VALUES (%s,%s,%s,%s,%s,%s,%s)",
+                (run_id, event.t_s, event.wall_s, event.kind, event.unit, event.key,
+                 secrets.redact(event.text)))
+
+    @_guarded
+    def events(self, run_id: str, kinds: Sequence[str] | None = None) -> list[Event]:
+        sql = "SELECT t_s, wall_s, kind, text, unit, key FROM events WHERE run_id=%s"
+        args: tuple[Any, ...] = (run_id,)
+        if kinds:
+            sql += " AND kind = ANY(%s)"
+            args += (list(kinds),)
+        return [Event(*r) for r in self._query(sql + " ORDER BY event_id", args)]
+
+    # --- reading back ------------------------------------------------------------------
+
+    @_guarded
+    def series(self, run_id: str) -> list[SeriesKey]:
+        rows = self._query(
+            "SELECT series_id, unit, port, lane, metric, uom FROM series WHERE run_id=%s "
+            "ORDER BY unit, port, metric, lane", (run_id,))
+        return [SeriesKey(*r) for r in rows]
+
+    @_guarded
+    def points(self, series_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        rows = self._query(
+            "SELECT sched_index, t_s, value FROM samples WHERE series_id=%s "
+            "ORDER BY sched_index", (series_id,))
+        if not rows:
+            empty = np.zeros(0)
+            return empty.astype(np.int64), empty, empty
+        arr = np.array(rows, dtype=float)
+        return arr[:, 0].astype(np.int64), arr[:, 1], arr[:, 2]
+
+    @_guarded
+    def sample_count(self, run_id: str) -> int:
+        rows = self._query(
+            "SELECT COUNT(*) FROM samples JOIN series USING (series_id) WHERE run_id=%s",
+            (run_id,))
+        return int(rows[0][0])
+
+    @_guarded
+    def duplicate_count(self, run_id: str) -> int:
+        """Samples sharing (run, unit, port, lane, metric, sched_index): 0 by construction."""
+        rows = self._query(
+            "SELECT COUNT(*) - COUNT(DISTINCT (unit, port, lane, metric, sched_index)) "
+            "FROM samples JOIN series USING (series_id) WHERE run_id=%s", (run_id,))
+        return int(rows[0][0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
