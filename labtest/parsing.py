@@ -18,13 +18,14 @@ from collections.abc import Callable
 from datetime import datetime
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from labtest.errors import LabtestError, ParseError
 
 Parser = Callable[..., Any]
+F = TypeVar("F", bound=Parser)
 
 _registry: dict[tuple[str, str], Parser] = {}
 
@@ -137,13 +138,43 @@ def _check_fingerprint(key: tuple[str, str], command: str, text: str) -> None:
             )
 
 
-# --- the contract every registered parser gets --------------------------------------
+# --- the contract every parser gets ------------------------------------------------
+#
+# One error type raised inside a parser (Garbled), one check of the bytes, one check
+# of a cut last line, one wrapper that turns all of it into a located ParseError. The
+# drivers' parsers register through :func:`checked`; ``labtest parse`` adds the
+# command fingerprints on top (:func:`guarded`).
 
 _CUT = object()
 _BAD_CHAR = re.compile("[\ufffd\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
+#: what a parser raises besides Garbled when a capture is not what it reads; the
+#: wrapper names the exception (a bug in a parser still surfaces, as a located refusal)
+_READ_ERRORS = (ValueError, KeyError, IndexError, TypeError, AttributeError)
 
-def _check_text(command: str, text: str) -> None:
+
+class Garbled(ValueError):
+    """Raised inside a parser: what is wrong, the 1-based ``line`` and what was ``expected``.
+
+    The wrapper (:func:`checked`, :func:`guarded`) turns it into a ParseError naming the
+    device and the command, which a parser body does not know.
+    """
+
+    def __init__(self, message: str, line: int | None = None, expected: str | None = None):
+        super().__init__(message)
+        self.line = line
+        self.expected = expected
+
+
+def parse_error(device: str, command: str, exc: BaseException, raw: str) -> ParseError:
+    """The ParseError for ``exc`` raised while reading ``raw`` as ``command``'s output."""
+    if isinstance(exc, Garbled):
+        return ParseError(device, f"{command}: {exc}", raw=raw, command=command,
+                          line=exc.line, expected=exc.expected)
+    return ParseError(device, f"{command}: {exc!r}", raw=raw, command=command)
+
+
+def check_damage(text: str) -> None:
     """Refuse a capture holding an undecodable byte (U+FFFD) or a control character.
 
     Not only in the values read: a damaged byte in a label the parser looks for
@@ -153,20 +184,19 @@ def _check_text(command: str, text: str) -> None:
         line = text.count("\n", 0, m.start()) + 1
         col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
         what = (
-            "an undecodable byte" if m.group() == "\ufffd" else f"control character {m.group()!r}"
+            "an undecodable byte (U+FFFD)"
+            if m.group() == "\ufffd"
+            else f"control character U+{ord(m.group()):04X}"
         )
-        raise ParseError(
-            PARSE_DEVICE,
-            f"{command}: line {line} column {col} holds {what}; the capture is damaged or "
+        raise Garbled(
+            f"line {line} column {col} holds {what}; the capture is damaged or "
             "not UTF-8 (a latin-1 file: iconv -f latin1 -t utf-8)",
-            raw=text,
-            command=command,
             line=line,
             expected="UTF-8 text",
         )
 
 
-def _check_cut(command: str, text: str, record: Any, again: Callable[[str], Any]) -> None:
+def check_cut(text: str, record: Any, again: Callable[[str], Any]) -> None:
     """A capture whose last line has no line end may be cut mid-line: that line
     must not have contributed anything (a cut ``out_octets: 5834192580`` reads 5)."""
     if not text or text.endswith(("\n", "\r")):
@@ -177,21 +207,58 @@ def _check_cut(command: str, text: str, record: Any, again: Callable[[str], Any]
         return
     try:
         without = again(text[:start])
-    except LabtestError:
+    except (LabtestError, *_READ_ERRORS):
         # needed: a closing bracket is complete; a data line may be cut
         if not re.search(r"[A-Za-z0-9]", last):
             return
         without = _CUT
     if without is _CUT or to_jsonable(without) != to_jsonable(record):
-        raise ParseError(
-            PARSE_DEVICE,
-            f"{command}: the last line {last.strip()[:60]!r} has no line end; the capture "
+        raise Garbled(
+            f"the last line {last.strip()[:60]!r} has no line end; the capture "
             "looks cut mid-line",
-            raw=text,
-            command=command,
             line=text.count("\n") + 1,
             expected="a complete last line",
         )
+
+
+def checked(
+    driver: str,
+    *commands: str,
+    aliases: tuple[str, ...] = (),
+    damage: bool = True,
+    cut: bool | Callable[[str], bool] = True,
+    before: Callable[[str, str], None] | None = None,
+    register: bool = True,
+) -> Callable[[F], F]:
+    """Register a driver's parser for ``commands`` (and ``aliases``) with the ParseError
+    contract: ``before(command, text)`` and the byte check run first, a cut last line is
+    refused where ``cut`` says so (a predicate on the text, e.g. "not a closed JSON
+    document"), and Garbled or any read error becomes a ParseError naming ``device=``.
+    ``register=False``: the contract only, for a parser ``labtest parse`` must not offer.
+    """
+
+    def decorate(fn: F) -> F:
+        command = commands[0]
+
+        @functools.wraps(fn)
+        def wrapper(text: str, *args: Any, device: str = PARSE_DEVICE, **kwargs: Any) -> Any:
+            try:
+                if damage:
+                    check_damage(text)
+                if before is not None:
+                    before(command, text)
+                record = fn(text, *args, **kwargs)
+                if cut is True or (callable(cut) and cut(text)):
+                    check_cut(text, record, lambda rest: fn(rest, *args, **kwargs))
+                return record
+            except _READ_ERRORS as exc:
+                raise parse_error(device, command, exc, text) from exc
+
+        if register:
+            parser(driver, *commands, *aliases)(wrapper)
+        return wrapper  # type: ignore[return-value]  # same signature, plus device=
+
+    return decorate
 
 
 def guarded(driver: str, command: str, fn: Parser) -> Parser:
@@ -204,7 +271,7 @@ def guarded(driver: str, command: str, fn: Parser) -> Parser:
     def run(text: str | bytes, *args: Any, **kwargs: Any) -> Any:
         if isinstance(text, bytes):
             text, _ = decode(text)
-        _check_text(command, text)
+        _refuse_as_parse_error(command, text, check_damage, text)
         _check_fingerprint(key, command, text)
 
         def call(t: str) -> Any:
@@ -212,23 +279,25 @@ def guarded(driver: str, command: str, fn: Parser) -> Parser:
                 return fn(t, *args, **kwargs)
             except LabtestError:
                 raise
-            except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
-                raise ParseError(
-                    kwargs.get("device", PARSE_DEVICE),
-                    f"{command}: {exc!r}",
-                    raw=t,
-                    command=command,
-                ) from exc
+            except _READ_ERRORS as exc:
+                raise parse_error(kwargs.get("device", PARSE_DEVICE), command, exc, t) from exc
             except RecursionError:
                 raise ParseError(
                     PARSE_DEVICE, f"{command}: input nested too deeply", raw=t, command=command
                 ) from None
 
         record = call(text)
-        _check_cut(command, text, record, call)
+        _refuse_as_parse_error(command, text, check_cut, text, record, call)
         return record
 
     return run
+
+
+def _refuse_as_parse_error(command: str, raw: str, check: Callable[..., None], *args: Any) -> None:
+    try:
+        check(*args)
+    except Garbled as exc:
+        raise parse_error(PARSE_DEVICE, command, exc, raw) from None
 
 
 def normalise(command: str) -> str:

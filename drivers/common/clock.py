@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 import re
 
-from labtest.drivers.common.capture import DamagedCapture, check_bytes, check_last_line
 from labtest.errors import ParseError
+from labtest.parsing import Garbled, check_cut, check_damage
 
 #: the command whose answer ``parse_date_epoch`` reads
 DATE_EPOCH_COMMAND = "date +%s.%N"
@@ -36,10 +36,10 @@ def _read(text: str) -> float:
 def parse_date_epoch(text: str, device: str = "<parse>") -> float:
     """Seconds since the epoch from ``date +%s.%N``; ParseError on anything else."""
     try:
-        check_bytes(text)
+        check_damage(text)
         value = _read(text)
-        check_last_line(text, value, _read)
-    except DamagedCapture as exc:
+        check_cut(text, value, _read)
+    except Garbled as exc:
         raise ParseError(device, f"{DATE_EPOCH_COMMAND}: {exc}", raw=text,
                          command=DATE_EPOCH_COMMAND, line=exc.line,
                          expected=exc.expected) from None

@@ -16,7 +16,6 @@ the command and, where there is one, the line.
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import re
@@ -34,11 +33,10 @@ from labtest.capabilities.switch import (
     QueueCounters,
 )
 from labtest.capabilities.transceiver import LaneDom, Threshold, Transceiver
-from labtest.drivers.common.capture import DamagedCapture, check_bytes, check_last_line
-from labtest.drivers.common.capture import Garbled as _Garbled
-from labtest.drivers.common.capture import located_parse_error as _parse_error
+from labtest.drivers.common.cells import in_field_unit
 from labtest.drivers.common.lldp import newest_per_port
-from labtest.parsing import parser
+from labtest.parsing import Garbled as _Garbled
+from labtest.parsing import checked
 
 DRIVER = "eos"
 PARSE_DEVICE = "<parse>"
@@ -46,39 +44,20 @@ PARSE_DEVICE = "<parse>"
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-
-
-def _checked(command: str) -> Callable[[F], F]:
-    """``fn`` with the ParseError contract (damaged bytes, cut last line, typed refusals)."""
-
-    def decorate(fn: F) -> F:
-        @functools.wraps(fn)
-        def wrapper(text: str, *args: Any, device: str = PARSE_DEVICE, **kwargs: Any) -> Any:
-            try:
-                check_bytes(text)
-                record = fn(text, *args, **kwargs)
-                if not text.rstrip().endswith("}"):  # a JSON document is checked by closing
-                    check_last_line(text, record, lambda rest: fn(rest, *args, **kwargs))
-                return record
-            except (_Garbled, DamagedCapture) as exc:
-                raise _parse_error(device, command, str(exc), text, exc.line, exc.expected) from exc
-            except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
-                raise _parse_error(device, command, repr(exc), text, None, None) from exc
-
-        return wrapper  # type: ignore[return-value]
-
-    return decorate
-
-
 def _eos(*commands: str) -> Callable[[F], F]:
-    """Register ``fn`` for each command and its ``| json`` form, with the ParseError contract."""
+    """Register ``fn`` for each command and its ``| json`` form, with the ParseError
+    contract; a JSON document is checked by closing, text by its last line."""
+    return checked(
+        DRIVER,
+        *commands,
+        aliases=tuple(f"{c} | json" for c in commands),
+        cut=_not_json,
+    )
 
-    def decorate(fn: F) -> F:
-        wrapper = _checked(commands[0])(fn)
-        parser(DRIVER, *commands, *(f"{c} | json" for c in commands))(wrapper)
-        return wrapper
 
-    return decorate
+def _not_json(text: str) -> bool:
+    """Text is checked for a cut last line; a JSON document is checked by closing."""
+    return not text.rstrip().endswith("}")
 
 
 _PROMPT = re.compile(r"^\S+[#>]")  # "switch#show version | json" echoed before the output
@@ -397,7 +376,8 @@ def parse_interfaces_status(text: str) -> dict[str, InterfaceStatus]:
     return out
 
 
-@_checked("show interfaces")  # not registered: 'show interfaces' parses to counters
+# not registered: 'show interfaces' parses to counters
+@checked(DRIVER, "show interfaces", register=False, cut=_not_json)
 def parse_interface_mtus(text: str) -> dict[str, int]:
     """Each port's L2 MTU from ``show interfaces | json`` (``show interfaces status`` has none).
 
@@ -647,6 +627,15 @@ def _cell(token: str, number: int) -> float | None:
     return float(token)
 
 
+#: the columns of ``show interfaces transceiver`` text, by the record field they fill
+_TEXT_FIELDS = ("temperature_c", "voltage_v", "tx_bias_ma", "tx_power_dbm", "rx_power_dbm")
+
+
+def _in_unit(value: float | None, unit: str | None, field: str) -> float | None:
+    """A reading in the unit its column header printed, as the unit ``field`` carries."""
+    return None if value is None else in_field_unit(value, unit, field)
+
+
 def _transceiver_text(text: str) -> dict[str, Transceiver]:
     """``show interfaces transceiver`` (one DOM row per port) or ``... detail`` (one
     table per quantity with its four thresholds), as EOS prints them as text."""
@@ -658,6 +647,13 @@ def _transceiver_text(text: str) -> dict[str, Transceiver]:
         raise _Garbled(
             "no 'Port (Celsius) (Volts) (mA) (dBm) (dBm) Last Update' header",
             expected="'show interfaces transceiver' text or JSON",
+        )
+    units = re.findall(r"\(([^)]+)\)", lines[header])
+    if len(units) != len(_TEXT_FIELDS):
+        raise _Garbled(
+            f"header names {len(units)} units, not {len(_TEXT_FIELDS)}",
+            line=header + 1,
+            expected="(Celsius) (Volts) (mA) (dBm) (dBm)",
         )
     out: dict[str, Transceiver] = {}
     for number, row in enumerate(lines[header + 1 :], start=header + 2):
@@ -680,7 +676,10 @@ def _transceiver_text(text: str) -> dict[str, Transceiver]:
         port = long_name(tokens[0])
         if port in out:
             raise _Garbled(f"port {port} listed twice", line=number, expected="one row per port")
-        temp, volt, bias, tx, rx = (_cell(t, number) for t in tokens[1:6])
+        temp, volt, bias, tx, rx = (
+            _in_unit(_cell(t, number), unit, field)
+            for t, unit, field in zip(tokens[1:6], units, _TEXT_FIELDS, strict=True)
+        )
         if all(v is None for v in (temp, volt, bias, tx, rx)):
             out[port] = Transceiver(lanes=[LaneDom(lane=1)])  # no DOM readout on this port
             continue
@@ -708,14 +707,22 @@ def _transceiver_detail_text(lines: list[str]) -> dict[str, Transceiver]:
     readings: dict[str, dict[str, float | None]] = {}
     limits: dict[str, dict[str, Threshold]] = {}
     quantity: str | None = None
+    unit: str | None = None  # the unit the table's "Port (unit) ..." row prints
     in_rows = False
     for number, line in enumerate(lines, start=1):
         if _PROMPT.match(line):
             break
         if m := re.match(r"^\s+(Temperature|Voltage|Current|Tx Power|Rx Power)\s+Threshold", line):
-            quantity, in_rows = _DETAIL_TEXT_QUANTITY[m.group(1)], False
+            quantity, unit, in_rows = _DETAIL_TEXT_QUANTITY[m.group(1)], None, False
             continue
-        if quantity is None or re.match(r"^\s|^Port\s", line) or not line.strip():
+        if quantity is not None and re.match(r"^Port\s", line):
+            printed = set(re.findall(r"\(([^)]+)\)", line))
+            if len(printed) > 1:
+                raise _Garbled(f"one table in units {sorted(printed)}", line=number,
+                               expected="one unit per quantity")
+            unit = printed.pop() if printed else None
+            continue
+        if quantity is None or re.match(r"^\s", line) or not line.strip():
             continue
         if set(line.strip()) <= {"-", " "}:
             in_rows = True
@@ -730,7 +737,9 @@ def _transceiver_detail_text(lines: list[str]) -> dict[str, Transceiver]:
             )
         del flag  # the level is recomputed from the thresholds by Threshold.state
         port = long_name(tokens[0])
-        value, hi_alarm, hi_warn, lo_alarm, lo_warn = (_cell(t, number) for t in tokens[1:])
+        value, hi_alarm, hi_warn, lo_alarm, lo_warn = (
+            _in_unit(_cell(t, number), unit, quantity) for t in tokens[1:]
+        )
         if quantity in readings.setdefault(port, {}):
             raise _Garbled(f"port {port} listed twice", line=number, expected="one row per port")
         readings[port][quantity] = value

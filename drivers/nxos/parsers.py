@@ -13,7 +13,6 @@ non-number are refused with the line they are on.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -25,21 +24,24 @@ from labtest.capabilities.switch import (
     LldpNeighbor,
     PfcCounters,
 )
-from labtest.capabilities.transceiver import LaneDom, Threshold, Transceiver
-from labtest.drivers.common.capture import DamagedCapture, check_bytes, check_last_line
-from labtest.drivers.common.capture import Garbled as _Garbled
-from labtest.drivers.common.capture import located_parse_error as _parse_error
+from labtest.capabilities.transceiver import Threshold, Transceiver
+from labtest.drivers.common.cells import NA_NXOS, cell_int, cell_text, in_field_unit, lane_doms
 from labtest.drivers.common.lldp import newest_per_port
-from labtest.parsing import parser
+from labtest.parsing import Garbled as _Garbled
+from labtest.parsing import checked
 
 DRIVER = "nxos"
 PARSE_DEVICE = "<parse>"
 
-_NA = {"--", "N/A", "n/a", ""}
-
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _int(cell: str | None) -> int | None:
+    return cell_int(cell, NA_NXOS, signed=False)  # NX-OS counters carry no sign
+
+
+def _text(cell: str | None) -> str | None:
+    return cell_text(cell, NA_NXOS)
 
 
 #: text only one command prints -> that command, to name a wrong capture
@@ -69,42 +71,7 @@ def _check_command(command: str, text: str) -> None:
 
 
 def _nxos(*commands: str) -> Callable[[F], F]:
-    def decorate(fn: F) -> F:
-        @functools.wraps(fn)
-        def wrapper(text: str, *args: Any, device: str = PARSE_DEVICE, **kwargs: Any) -> Any:
-            try:
-                check_bytes(text)
-                _check_command(commands[0], text)
-                record = fn(text, *args, **kwargs)
-                check_last_line(text, record, lambda rest: fn(rest, *args, **kwargs))
-                return record
-            except (_Garbled, DamagedCapture) as exc:
-                raise _parse_error(
-                    device, commands[0], str(exc), text, exc.line, exc.expected
-                ) from exc
-            except (ValueError, KeyError, IndexError) as exc:
-                raise _parse_error(device, commands[0], str(exc), text, None, None) from exc
-
-        parser(DRIVER, *commands)(wrapper)
-        return wrapper  # type: ignore[return-value]
-
-    return decorate
-
-
-def _int(cell: str | None) -> int | None:
-    if cell is None or cell.strip() in _NA:
-        return None
-    value = cell.strip().replace(",", "")
-    if not re.fullmatch(r"\d+", value):
-        raise _Garbled(f"expected an integer, got {cell!r}")
-    return int(value)
-
-
-def _text(cell: str | None) -> str | None:
-    if cell is None:
-        return None
-    cell = cell.strip()
-    return None if cell in _NA else cell
+    return checked(DRIVER, *commands, before=_check_command)
 
 
 _RULE = re.compile(r"^\s*[-=]{10,}\s*$")
@@ -311,24 +278,31 @@ _QUANTITY = {
     "Rx Power": "rx_power_dbm",
 }
 _FLAG_LEVEL = {"++": "high_alarm", "+": "high_warn", "--": "low_alarm", "-": "low_warn"}
-_UNITS = {"C", "V", "mA", "dBm"}
+_UNITS = {"C", "V", "mA", "dBm", "mW"}
 _INFO = re.compile(r"^\s+(type|name|part number|serial number|firmware version) is (.*?)\s*$")
 
 
-def _dom_values(rest: str) -> tuple[list[float | None], str | None]:
+def _dom_values(rest: str, quantity: str) -> tuple[list[float | None], str | None]:
     """``-14.05 dBm --  1.69 dBm -11.30 dBm ...`` -> ([current, hi-alarm, lo-alarm,
-    hi-warn, lo-warn], flag)."""
+    hi-warn, lo-warn], flag), each value in the unit ``quantity`` carries (a power in
+    mW becomes dBm; a unit that is not the quantity's is refused)."""
     values: list[float | None] = []
+    printed: list[float | None] = []  # the number as printed, before its unit
     flag = None
     for token in rest.split():
         if token in _UNITS:
+            if printed and printed[-1] is not None:
+                values[-1] = in_field_unit(printed[-1], token, quantity)
+                printed[-1] = None  # one unit per value
             continue
         if token in _FLAG_LEVEL:
             flag = token
         elif token == "N/A":
             values.append(None)
+            printed.append(None)
         else:
             values.append(float(token))
+            printed.append(values[-1])
     if len(values) != 5:
         raise _Garbled(f"DOM row with {len(values)} values: {rest.strip()!r}")
     return values, flag
@@ -370,7 +344,8 @@ def _transceiver(lines: list[str]) -> Transceiver:
             lane = int(m.group(1))
         elif m := _DOM_ROW.match(line):
             quantity = _QUANTITY[m.group(1)]
-            (current, hi_alarm, lo_alarm, hi_warn, lo_warn), flag = _dom_values(m.group(2))
+            values, flag = _dom_values(m.group(2), quantity)
+            current, hi_alarm, lo_alarm, hi_warn, lo_warn = values
             thresholds.setdefault(quantity, Threshold(lo_alarm, lo_warn, hi_warn, hi_alarm))
             per_lane = quantity in ("tx_bias_ma", "tx_power_dbm", "rx_power_dbm")
             if per_lane:
@@ -383,15 +358,7 @@ def _transceiver(lines: list[str]) -> Transceiver:
     return Transceiver(
         temperature_c=module.get("temperature_c"),
         voltage_v=module.get("voltage_v"),
-        lanes=[
-            LaneDom(
-                lane=n,
-                tx_bias_ma=v.get("tx_bias_ma"),
-                tx_power_dbm=v.get("tx_power_dbm"),
-                rx_power_dbm=v.get("rx_power_dbm"),
-            )
-            for n, v in sorted(lanes.items())
-        ],
+        lanes=lane_doms(lanes),
         thresholds=thresholds,
         vendor=_text(info.get("name")),
         part_number=_text(info.get("part number")),

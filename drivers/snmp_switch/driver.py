@@ -27,7 +27,8 @@ from typing import Any
 
 from labtest import connect
 from labtest.capabilities.switch import Facts, InterfaceCounters, InterfaceStatus, LldpNeighbor
-from labtest.capabilities.transceiver import LaneDom, Transceiver, mw_to_dbm
+from labtest.capabilities.transceiver import Transceiver, mw_to_dbm
+from labtest.drivers.common.cells import lane_doms
 from labtest.drivers.common.lldp import newest_per_port
 from labtest.errors import ParseError
 from labtest.testbed.model import Device, Testbed
@@ -403,15 +404,7 @@ class _Module:
         return Transceiver(
             temperature_c=self.temperature_c,
             voltage_v=self.voltage_v,
-            lanes=[
-                LaneDom(
-                    lane=n,
-                    tx_bias_ma=v.get("tx_bias_ma"),
-                    tx_power_dbm=v.get("tx_power_dbm"),
-                    rx_power_dbm=v.get("rx_power_dbm"),
-                )
-                for n, v in sorted(lanes.items())
-            ],
+            lanes=lane_doms(lanes),
             vendor=self.inventory["vendor"],
             part_number=self.inventory["part_number"],
             serial=self.inventory["serial"],

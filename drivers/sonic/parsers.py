@@ -14,8 +14,6 @@ the raw text; numbers lose their thousands separators, ``N/A`` becomes
 
 from __future__ import annotations
 
-import functools
-import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,92 +36,27 @@ from labtest.capabilities.switch import (
     QueueCounters,
     TransceiverPm,
 )
-from labtest.capabilities.transceiver import LaneDom, Threshold, Transceiver
+from labtest.capabilities.transceiver import Threshold, Transceiver
+from labtest.drivers.common.cells import NA as _NA
+from labtest.drivers.common.cells import cell_float as _float
+from labtest.drivers.common.cells import cell_int as _int
+from labtest.drivers.common.cells import cell_text as _text
+from labtest.drivers.common.cells import in_field_unit, lane_doms
 from labtest.drivers.common.lldp import newest_per_port
-from labtest.errors import ParseError
-from labtest.parsing import fingerprint, parser
+from labtest.parsing import Garbled as _Garbled
+from labtest.parsing import checked, fingerprint
 
 DRIVER = "sonic"
 PARSE_DEVICE = "<parse>"  # device name in errors when a parser runs outside a driver
 UNKNOWN_PORT = "unknown"  # key used when the output itself does not name the port
 
-_NA = {"", "N/A", "n/a", "NA", "-", "--", "None"}
-
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class _Garbled(ValueError):
-    """Raised inside a parser; the registration wrapper turns it into ParseError."""
-
-    def __init__(self, message: str, line: int | None = None, expected: str | None = None):
-        super().__init__(message)
-        self.line = line
-        self.expected = expected
-
-
 def _sonic(*commands: str) -> Callable[[F], F]:
-    """Register a parser for ``commands`` and give it the ParseError contract."""
-
-    def decorate(fn: F) -> F:
-        @functools.wraps(fn)
-        def wrapper(text: str, *args: Any, device: str = PARSE_DEVICE, **kwargs: Any) -> Any:
-            try:
-                return fn(text, *args, **kwargs)
-            except _Garbled as exc:
-                raise ParseError(
-                    device,
-                    f"{commands[0]}: {exc}",
-                    raw=text,
-                    command=commands[0],
-                    line=exc.line,
-                    expected=exc.expected,
-                ) from exc
-            except (ValueError, KeyError, IndexError) as exc:
-                raise ParseError(
-                    device, f"{commands[0]}: {exc}", raw=text, command=commands[0]
-                ) from exc
-
-        parser(DRIVER, *commands)(wrapper)
-        return wrapper  # type: ignore[return-value]
-
-    return decorate
-
-
-# --- cells -------------------------------------------------------------------
-
-
-def _int(cell: str | None) -> int | None:
-    if cell is None:
-        return None
-    value = cell.strip()
-    if value.isascii() and value.isdigit():  # the common case, without a regex
-        return int(value)
-    if value in _NA:
-        return None
-    value = value.replace(",", "")
-    if not re.fullmatch(r"[-+]?\d+", value):
-        raise _Garbled(f"expected an integer, got {cell!r}")
-    return int(value)
-
-
-def _float(cell: str | None) -> float | None:
-    if cell is None or cell.strip() in _NA:
-        return None
-    value = cell.strip().replace(",", "")
-    try:
-        number = float(value)
-    except ValueError:
-        raise _Garbled(f"expected a number, got {cell!r}") from None
-    if math.isnan(number):
-        return None
-    return number
-
-
-def _text(cell: str | None) -> str | None:
-    if cell is None:
-        return None
-    cell = cell.strip()
-    return None if cell in _NA else cell
+    """Register a parser for ``commands`` with the ParseError contract. The byte and
+    cut-line checks are ``labtest parse``'s here (:func:`labtest.parsing.guarded`)."""
+    return checked(DRIVER, *commands, damage=False, cut=False)
 
 
 def _updown(cell: str | None) -> bool | None:
@@ -700,14 +633,15 @@ _SECTIONS = {
 }
 
 
-def _measure(value: str) -> float | None:
-    """``-1.1936dBm`` / ``3.2824Volts`` / ``-infdBm`` / ``N/A`` as a float or None."""
+def _measure(value: str, field: str) -> float | None:
+    """``-1.1936dBm`` / ``3.2824Volts`` / ``-infdBm`` / ``N/A`` as ``field``'s value or None;
+    a power printed in mW is converted to the dBm the field carries."""
     if value.strip() in _NA:
         return None
     m = _MEASURE.match(value.strip())
     if not m:
         raise _Garbled(f"unreadable DOM value {value!r}")
-    return float(m["num"])
+    return in_field_unit(float(m["num"]), m["unit"], field)
 
 
 @dataclass
@@ -743,15 +677,7 @@ def _module_record(m: _Module) -> Transceiver:
         )
         for quantity, levels in m.thresholds.items()
     }
-    lanes = [
-        LaneDom(
-            lane=n,
-            tx_bias_ma=v.get("tx_bias_ma"),
-            tx_power_dbm=v.get("tx_power_dbm"),
-            rx_power_dbm=v.get("rx_power_dbm"),
-        )
-        for n, v in sorted(m.lanes.items())
-    ]
+    lanes = lane_doms(m.lanes)
     return Transceiver(
         temperature_c=m.temperature_c,
         voltage_v=m.voltage_v,
@@ -774,18 +700,20 @@ def _read_dom_line(module: _Module, section: str, key: str, value: str) -> None:
         field = {"RXPower": "rx_power_dbm", "TXPower": "tx_power_dbm", "TXBias": "tx_bias_ma"}[
             m.group(1) + m.group(3)
         ]
-        module.lanes.setdefault(int(m.group(2)), {})[field] = _measure(value)
+        module.lanes.setdefault(int(m.group(2)), {})[field] = _measure(value, field)
     elif section == "ModuleMonitorValues":
         if key == "Temperature":
-            module.temperature_c = _measure(value)
+            module.temperature_c = _measure(value, "temperature_c")
         elif key == "Vcc":
-            module.voltage_v = _measure(value)
+            module.voltage_v = _measure(value, "voltage_v")
     else:  # a threshold section
         m = _THRESHOLD_KEY.match(key)
         if not m:
             raise _Garbled(f"unexpected threshold {key!r}")
         quantity = _THRESHOLD_QUANTITY[m.group(1)]
-        module.thresholds.setdefault(quantity, {})[m.group(2) + m.group(3)] = _measure(value)
+        module.thresholds.setdefault(quantity, {})[m.group(2) + m.group(3)] = _measure(
+            value, quantity
+        )
 
 
 @_sonic(

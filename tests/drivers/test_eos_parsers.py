@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from switch_samples import parse, sample
 
@@ -423,3 +425,36 @@ def test_show_interfaces_text_reads_the_counter_lines():
     block = text[: text.index("Ethernet2 is up")]
     with pytest.raises(ParseError, match="Ethernet1 listed twice"):
         lookup("eos", "show interfaces")(block + block)
+
+
+def test_transceiver_text_reads_the_units_its_header_prints():
+    """A power column headed (mW) is converted to dBm; a header in units no field carries
+    is refused rather than read as dBm."""
+    text = sample("eos", "show_interfaces_transceiver__ntc_templates")
+    header = "Port      (Celsius)  (Volts)   (mA)      (dBm)     (dBm)     Last Update"
+    assert header in text
+    head = text[: text.index("Et3/1/1")].replace(header, header.replace("(dBm) ", "(mW)  "))
+    mw = head + "Et3/17/1   35.61      3.21      36.64    1.51       0.00     0:00:03 ago\n"
+    t = lookup("eos", "show interfaces transceiver")(mw)
+    assert t["Ethernet3/17/1"].lanes[0].tx_power_dbm == pytest.approx(10 * math.log10(1.51))
+    assert t["Ethernet3/17/1"].lanes[0].rx_power_dbm == -math.inf
+    with pytest.raises(ParseError, match="tx_bias_ma"):
+        lookup("eos", "show interfaces transceiver")(text.replace("(mA)  ", "(V)   ", 1))
+
+
+_RX_DETAIL_MW = """\
+                         High Alarm  High Warn   Low Alarm   Low Warn
+           Rx Power      Threshold   Threshold   Threshold   Threshold
+Port       (mW)          (mW)        (mW)        (mW)        (mW)
+-------    ------------  ----------  ----------  ----------  ----------
+Et6/1      0.50          4.40        3.40        0.07        0.09
+"""
+
+
+def test_transceiver_detail_text_reads_each_tables_unit():
+    e61 = lookup("eos", "show interfaces transceiver detail")(_RX_DETAIL_MW)["Ethernet6/1"]
+    assert e61.lanes[0].rx_power_dbm == pytest.approx(10 * math.log10(0.5))
+    assert e61.thresholds["rx_power_dbm"].high_alarm == pytest.approx(10 * math.log10(4.4))
+    mixed = _RX_DETAIL_MW.replace("(mW)          (mW)", "(dBm)         (mW)")
+    with pytest.raises(ParseError, match="units"):
+        lookup("eos", "show interfaces transceiver detail")(mixed)

@@ -301,3 +301,16 @@ def test_eos_status_text_is_not_nxos_status():
     eos_text = sample("eos", "show_interfaces_status__eantc_7050sx3")
     with pytest.raises(ParseError, match="Arista EOS"):
         lookup("nxos", "show interface status")(eos_text)
+
+
+def test_transceiver_details_power_in_mw_becomes_dbm_and_a_foreign_unit_is_refused():
+    """The unit printed after each value is read: mW is converted, a volt on a power row refused."""
+    import math
+
+    dom = sample("nxos", "show_interface_transceiver_details__ntc_sfp_cfp")
+    mw = dom.replace("Rx Power     -30.45 dBm --", "Rx Power       0.50 mW  --", 1)
+    lane = lookup("nxos", "show interface transceiver details")(mw)["Ethernet3/1"].lanes[0]
+    assert lane.rx_power_dbm == pytest.approx(10 * math.log10(0.5))
+    volts = dom.replace("Rx Power     -30.45 dBm --", "Rx Power     -30.45 V   --", 1)
+    with pytest.raises(ParseError, match="rx_power_dbm"):
+        lookup("nxos", "show interface transceiver details")(volts)

@@ -249,6 +249,32 @@ def test_dom_dark_receiver_is_minus_inf():
     assert to_jsonable(x)["lanes"][1]["rx_power_dbm"] == "-inf"
 
 
+def test_dom_power_in_mw_is_converted_to_dbm():
+    """A power printed in mW lands in rx_power_dbm as dBm (10·log10 mW), not as the mW number."""
+    text = (
+        sample("sonic", "eeprom_dom__sfp_test_sff8636")
+        .replace("RX1Power: 0.3802dBm", "RX1Power: 1.0920mW")
+        .replace("RX2Power: -0.4871dBm", "RX2Power: 0.0000mW")
+        .replace("RxPowerHighAlarm  : 3.4001dBm", "RxPowerHighAlarm  : 2.1881mW")
+    )
+    x = lookup("sonic", "show interfaces transceiver eeprom --dom")(text)["Ethernet0"]
+    assert x.lanes[0].rx_power_dbm == pytest.approx(10 * math.log10(1.092))
+    assert x.lanes[1].rx_power_dbm == -math.inf  # no light
+    assert x.lanes[2].rx_power_dbm == -0.0860  # dBm stays dBm
+    assert x.thresholds["rx_power_dbm"].high_alarm == pytest.approx(10 * math.log10(2.1881))
+
+
+@pytest.mark.parametrize(
+    "reading", ["RX1Power: -1.0000mW", "RX1Power: 0.3802mA", "TX1Bias: 6.7500dBm"]
+)
+def test_dom_reading_in_a_unit_not_its_own_is_rejected(reading):
+    field = reading.split(":")[0]
+    original = {"RX1Power": "RX1Power: 0.3802dBm", "TX1Bias": "TX1Bias: 6.7500mA"}[field]
+    text = sample("sonic", "eeprom_dom__sfp_test_sff8636").replace(original, reading)
+    with pytest.raises(ParseError):
+        lookup("sonic", "show interfaces transceiver eeprom --dom")(text)
+
+
 def test_transceiver_pm_coherent():
     pm = sonic("show interfaces transceiver pm", "transceiver_pm__cmdref_400zr")["Ethernet100"]
     tx = pm.params["tx_power"]
