@@ -1,0 +1,221 @@
+"""Gray failures: faults production sees and acceptance rarely does, and a fault schedule.
+
+A gray failure drops traffic without tripping a counter or a link state: a link
+that loses a fraction of frames, one direction that drops silently, one ECMP
+member that blackholes some flows, a link that flaps once an hour. The model
+has no per-frame forwarding, so these faults keep their state here and answer
+one question, :func:`frame_loss`: with what probability is a frame of a given
+flow lost crossing a link in a direction? A probe simulator (the doctor's
+evaluation) asks it per hop; what no counter shows stays invisible to every
+reading the device emulators serve, as on a real fabric.
+
+Honest limits: the loss is not reflected in any interface or FEC counter (a
+real corrupting link would also raise FCS errors at its receiver; a silent drop
+and a blackhole would not), and the traffic model's flows do not lose rate.
+
+The faults are not part of the default catalogue (``FAULT_MODULES``): no
+acceptance suite catches them, so the fault matrix could not expect one to.
+:func:`register` adds them for a run that wants them (the doctor's evaluation).
+"""
+
+from __future__ import annotations
+
+import weakref
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from pydantic import Field
+
+from labtest.emulation.model.faults import CATALOGUE, FaultParams, FaultType
+
+if TYPE_CHECKING:
+    from labtest.emulation.model.fabric import Fabric
+
+Direction = Literal["ab", "ba", "both"]
+
+
+@dataclass
+class _Blackhole:
+    fraction: float  # of the flow-hash space this member drops
+    salt: int
+
+
+@dataclass
+class GrayState:
+    """Per (link index, "ab"|"ba"): frame loss probabilities and blackholes in force."""
+
+    loss: dict[tuple[int, str], list[float]] = field(default_factory=dict)
+    holes: dict[tuple[int, str], list[_Blackhole]] = field(default_factory=dict)
+
+
+_STATE: weakref.WeakKeyDictionary[Any, GrayState] = weakref.WeakKeyDictionary()
+
+
+def state(fabric: Fabric) -> GrayState:
+    return _STATE.setdefault(fabric, GrayState())
+
+
+def _dirs(direction: Direction) -> tuple[str, ...]:
+    return ("ab", "ba") if direction == "both" else (direction,)
+
+
+def frame_loss(fabric: Fabric, link: str, direction: str, flow_hash: int) -> float:
+    """Probability that one frame of the flow with ``flow_hash`` is lost crossing ``link``
+    from its a end to its b end (``"ab"``) or back (``"ba"``); a dark link loses all."""
+    if not fabric.link_up(link):
+        return 1.0
+    st = _STATE.get(fabric)
+    if st is None:
+        return 0.0
+    key = (fabric.resolve_link(link), direction)
+    for hole in st.holes.get(key, []):
+        if (zlib.crc32(f"{hole.salt}:{flow_hash}".encode()) % 10_000) / 10_000 < hole.fraction:
+            return 1.0
+    keep = 1.0
+    for p in st.loss.get(key, []):
+        keep *= 1.0 - p
+    return 1.0 - keep
+
+
+def _add(table: dict[tuple[int, str], list[Any]], keys: Sequence[tuple[int, str]],
+         item: Any) -> Any:
+    for k in keys:
+        table.setdefault(k, []).append(item)
+
+    def undo() -> None:
+        for k in keys:
+            table[k].remove(item)
+
+    return undo
+
+
+# --- the faults ------------------------------------------------------------------
+
+
+class LossyLink(FaultParams):
+    loss: float = Field(0.01, gt=0, le=1)
+    direction: Direction = "both"
+
+
+def lossy_link(fabric: Fabric, target: str, p: LossyLink) -> Any:
+    li = fabric.resolve_link(target)
+    return _add(state(fabric).loss, [(li, d) for d in _dirs(p.direction)], p.loss)
+
+
+class SilentDrop(FaultParams):
+    loss: float = Field(1.0, gt=0, le=1)
+    direction: Literal["ab", "ba"] = "ab"
+
+
+def silent_drop(fabric: Fabric, target: str, p: SilentDrop) -> Any:
+    li = fabric.resolve_link(target)
+    return _add(state(fabric).loss, [(li, p.direction)], p.loss)
+
+
+class EcmpBlackhole(FaultParams):
+    flow_fraction: float = Field(0.5, gt=0, le=1)
+    direction: Direction = "ab"
+    salt: int = 0
+
+
+def ecmp_blackhole(fabric: Fabric, target: str, p: EcmpBlackhole) -> Any:
+    li = fabric.resolve_link(target)
+    hole = _Blackhole(p.flow_fraction, p.salt)
+    return _add(state(fabric).holes, [(li, d) for d in _dirs(p.direction)], hole)
+
+
+class IntermittentFlap(FaultParams):
+    period_s: float = Field(3600.0, gt=0)
+    down_s: float = Field(2.0, gt=0)
+
+
+def intermittent_flap(fabric: Fabric, target: str, p: IntermittentFlap) -> Any:
+    li = fabric.resolve_link(target)
+    flap = fabric.add_flap(li, fabric.new_flap(p.period_s, p.down_s))
+
+    def undo() -> None:
+        flap.end_s = fabric.model_time_s
+
+    return undo
+
+
+GRAY = (
+    FaultType("lossy_link", LossyLink, lossy_link,
+              "frames crossing the link are lost with probability `loss` (both directions by "
+              "default); no counter of the model shows it", "doctor"),
+    FaultType("silent_drop", SilentDrop, silent_drop,
+              "one direction of the link (`ab`: a end to b end) drops `loss` of its frames "
+              "silently: link up, counters clean", "doctor"),
+    FaultType("ecmp_blackhole", EcmpBlackhole, ecmp_blackhole,
+              "the link, as one ECMP member, drops every frame of the flows whose hash falls "
+              "in `flow_fraction` of the hash space; other flows pass", "doctor"),
+    FaultType("intermittent_flap", IntermittentFlap, intermittent_flap,
+              "the link goes dark for down_s once every period_s (an hourly flap by default), "
+              "starting now", "doctor"),
+)
+
+
+def register() -> list[str]:
+    """Add the gray faults to the catalogue (idempotent); returns their kinds."""
+    for ft in GRAY:
+        CATALOGUE.setdefault(ft.kind, ft)
+    return [ft.kind for ft in GRAY]
+
+
+def unregister() -> None:
+    for ft in GRAY:
+        if CATALOGUE.get(ft.kind) is ft:
+            del CATALOGUE[ft.kind]
+
+
+# --- a schedule ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScheduledFault:
+    kind: str
+    target: str
+    params: dict[str, Any]
+    at_s: float
+    duration_s: float
+
+
+def random_schedule(
+    rng: np.random.Generator,
+    links: Sequence[str],
+    kinds: Sequence[tuple[str, dict[str, Any]]],
+    *,
+    count: int,
+    horizon_s: float,
+    duration_s: tuple[float, float],
+    gap_s: float = 0.0,
+) -> list[ScheduledFault]:
+    """``count`` faults at random times, places and durations within ``horizon_s``.
+
+    Faults do not overlap in time when ``gap_s`` >= 0 (each starts ``gap_s`` after the
+    previous one ended), so healthy periods separate them and every fault is one
+    localisation question; times are drawn as gaps, not slots, so none is regular.
+    """
+    lo, hi = duration_s
+    durations = rng.uniform(lo, hi, count)
+    free = horizon_s - float(durations.sum()) - gap_s * count
+    if free <= 0:
+        raise ValueError("the faults do not fit in the horizon with these durations and gaps")
+    gaps = rng.dirichlet(np.ones(count + 1)) * free
+    out, t = [], 0.0
+    for i in range(count):
+        t += float(gaps[i]) + gap_s
+        kind, params = kinds[int(rng.integers(len(kinds)))]
+        target = links[int(rng.integers(len(links)))]
+        out.append(ScheduledFault(kind, target, dict(params), t, float(durations[i])))
+        t += float(durations[i])
+    return out
+
+
+def apply_schedule(fabric: Fabric, schedule: Sequence[ScheduledFault]) -> list[str]:
+    """Inject every scheduled fault at its virtual time; returns the fault ids."""
+    return [fabric.inject(f.kind, f.target, at_s=f.at_s, duration_s=f.duration_s, **f.params)
+            for f in schedule]
