@@ -148,6 +148,8 @@ SUBCOMMANDS = {
              "start a lab project: testbed, limits, an example suite, pinned labtest"),
     "lease": ("labtest.db.lease_cli",
               "list the device leases of every runner, or release a run's devices"),
+    "history": ("labtest.db.history_cli",
+                "a serial's or a port's measurements across the runs labtest run stored"),
     "doctor": ("labtest.doctor.cli",
                "watch a running fabric and name the sick link, port or NIC"),
 }

@@ -69,7 +69,11 @@ def _run(args: argparse.Namespace) -> int:
         pytest_args=extra,
     )
     try:
-        return run(opts)
+        status = run(opts)
     except RunError as exc:
         print(f"labtest run: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    from labtest.db.history import after_run  # the run history (docs/database.md)
+
+    after_run(opts.alluredir, lambda line: print(line, file=sys.stderr))
+    return status
