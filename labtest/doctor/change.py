@@ -3,12 +3,23 @@
 A failing laser or a slowly dirtier connector moves a DOM reading a few tenths
 of a dB per hour: no single reading is out of limits until the link fails.
 Page's CUSUM accumulates deviations from a learnt baseline and alarms when the
-sum exceeds ``h`` standard deviations; with slack ``k`` = 0.5 sigma and ``h`` = 5
-sigma it detects a one-sigma shift in about 10 samples and false-alarms about
-once in several hundred in-control samples (Montgomery, *Introduction to
-Statistical Quality Control*, ch. 9: the standard k = 0.5, h = 4..5 design).
-Once a drift is confirmed, a least-squares line through the recent readings
-says when the metric will cross its limit ("predicted to cross ... in N h").
+sum exceeds ``h`` standard deviations (slack ``k`` = 0.5 sigma: tuned to a
+one-sigma shift, Montgomery, *Introduction to Statistical Quality Control*, ch. 9).
+
+``h`` is sized for a fleet, not one chart: Siegmund's approximation of the
+in-control run length, ARL0 ~ (exp(2k(h+1.166)) - 2k(h+1.166) - 1) / (2k^2),
+gives ~470 readings at the textbook h = 5 (a 1,500-metric fabric read every
+10 s would raise ~28,000 false drifts a day) and ~7.7 million at h = 14
+(~2 a day for the same fabric). A slow drift still shows within minutes: the
+sum grows with the square of the time since the drift began.
+
+Sigma is the moving-range estimate (mean |x[i] - x[i-1]| / 1.128, the
+Shewhart individuals chart): a module still warming up trends during the
+baseline, and the spread of successive differences ignores a trend where the
+plain standard deviation would swallow it. After an alarm the chart restarts
+from a new baseline, so a lasting drift is reported again with a fresh forecast.
+Once a drift is confirmed, a least-squares line through the readings since the
+baseline says when the metric will cross its limit.
 """
 
 from __future__ import annotations
@@ -18,9 +29,11 @@ from collections import deque
 from dataclasses import dataclass, field
 
 K_SIGMA = 0.5  # CUSUM slack, in baseline standard deviations
-H_SIGMA = 5.0  # CUSUM decision interval, in baseline standard deviations
-WARMUP = 5  # readings that make the baseline
-WINDOW = 20  # readings the forecast line is fitted through
+H_SIGMA = 14.0  # CUSUM decision interval, in baseline standard deviations (fleet ARL0)
+WARMUP = 30  # readings that make the baseline (5 min at a 10 s interval)
+BASE = 10  # the last readings of the warm-up that set the baseline level
+WINDOW = 90  # readings the forecast line is fitted through
+D2 = 1.128  # E|x1 - x2| / sigma for two normal readings (moving range of 2)
 
 
 @dataclass
@@ -65,9 +78,9 @@ class Cusum:
         if self.mean is None:
             self.warm.append(x)
             if len(self.warm) >= WARMUP:
-                m = sum(self.warm) / len(self.warm)
-                var = sum((v - m) ** 2 for v in self.warm) / max(len(self.warm) - 1, 1)
-                self.mean, self.sigma = m, max(math.sqrt(var), self.resolution)
+                ranges = [abs(b - a) for a, b in zip(self.warm, self.warm[1:], strict=False)]
+                self.sigma = max(sum(ranges) / len(ranges) / D2, self.resolution)
+                self.mean = sum(self.warm[-BASE:]) / BASE
             return None
         z = (x - self.mean) / self.sigma
         self.s_hi = max(0.0, self.s_hi + z - K_SIGMA)
@@ -81,8 +94,15 @@ class Cusum:
         if slope is not None and limit is not None and (slope > 0) == up and slope != 0:
             left = (limit - x) / slope
             hours = left / 3600.0 if left > 0 else 0.0
-        return Drift(metric, "up" if up else "down", self.mean, x,
-                     None if slope is None else slope * 3600.0, hours, limit)
+        drift = Drift(metric, "up" if up else "down", self.mean, x,
+                      None if slope is None else slope * 3600.0, hours, limit)
+        self._restart(t_s, x)
+        return drift
+
+    def _restart(self, t_s: float, x: float) -> None:
+        """A new baseline from the readings that follow the alarm."""
+        self.mean, self.warm, self.s_hi, self.s_lo = None, [], 0.0, 0.0
+        self.samples.clear()
 
     def _slope_per_s(self) -> float | None:
         pts = list(self.samples)

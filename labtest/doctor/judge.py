@@ -19,7 +19,9 @@ from labtest.measure.limits import Limit, LimitsProfile, Verdict
 from labtest.testbed.model import Link, Testbed
 
 #: how much one kind of evidence moves a suspect's confidence (the doctor's scoring, not a limit)
-WEIGHTS = {"FAIL": 0.9, "MARGINAL": 0.4, "CHANGE": 0.5, "ANOMALY": 0.3, "PROBE": 0.0}
+#: a drift alone (CHANGE) or an unjudged counter alone (ANOMALY) never pages; with a
+#: MARGINAL reading it does (1 - 0.7 * 0.6 = 0.58 >= localise.REPORT_CONFIDENCE)
+WEIGHTS = {"FAIL": 0.9, "MARGINAL": 0.4, "CHANGE": 0.3, "ANOMALY": 0.3, "PROBE": 0.0}
 
 
 @dataclass(frozen=True)

@@ -42,9 +42,10 @@ class Suspect:
 def rank(evidence: Iterable[Evidence], hosts: Collection[str] = ()) -> list[Suspect]:
     by_unit: dict[str, dict[str, Evidence]] = defaultdict(dict)
     for e in evidence:
-        best = by_unit[e.unit].get(e.metric)
+        fact = "drift" if e.verdict == "CHANGE" else e.metric  # drifts of one unit: one fact
+        best = by_unit[e.unit].get(fact)
         if best is None or e.weight > best.weight:
-            by_unit[e.unit][e.metric] = e
+            by_unit[e.unit][fact] = e
     out = []
     for unit, facts in by_unit.items():
         evs = sorted(facts.values(), key=lambda e: -e.weight)

@@ -12,19 +12,23 @@ round-robin over a known hash would need only ``w``; the random bound holds
 whatever hash the switches use.
 
 Blame (007, NSDI'18; NetBouncer, NSDI'19): every path that lost probes votes for
-its links; a link explains the loss when the loss on its paths is improbable at
-the loss rate seen everywhere else (a one-sided binomial test). The best link
-is taken, the paths it explains are removed, and the rest is voted again, so
-two simultaneous faults are both named.
+its links; a link explains the loss when its paths' loss is far more likely under
+"this link loses at its own rate" than at the rate seen everywhere else (a Bayes
+factor, uniform prior on the rate), weighed against every other candidate and
+against "none of them". One lost probe on a four-link path leaves four equally
+good explanations and names none; losses that meet on one link name it. The
+best link is taken, the paths it explains are removed, and the rest is voted
+again, so two simultaneous faults are both named.
 """
 
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy.stats import binom
+from scipy.special import betaln
 
 
 def probes_per_pair(ecmp_width: int, coverage: float = 0.99) -> int:
@@ -54,7 +58,7 @@ class ProbePath:
 @dataclass(frozen=True)
 class Blame:
     link: str
-    confidence: float  # 1 - p-value of its loss at the background loss rate
+    confidence: float  # posterior probability that this link explains the lost probes
     lost: int
     sent: int
     bad_paths: int
@@ -62,31 +66,49 @@ class Blame:
 
     def text(self) -> str:
         return (f"probes: {self.lost} of {self.sent} lost on the {self.paths} probe paths "
-                f"through {self.link} ({self.bad_paths} of them lossy); elsewhere loss is "
-                "at the background rate")
+                f"through {self.link} ({self.bad_paths} of them lossy); no other link explains "
+                "them as well")
 
 
 def blame(paths: Sequence[ProbePath], min_confidence: float = 0.5) -> list[Blame]:
     """Links that explain the lost probes, best first (greedy, removing explained paths)."""
-    left = [p for p in paths if p.sent > 0]
+    left = {i: p for i, p in enumerate(paths) if p.sent > 0}
+    through: dict[str, set[int]] = defaultdict(set)
+    for i, p in left.items():
+        for lk in p.links:
+            through[lk].add(i)
+    total_sent = sum(p.sent for p in left.values())
+    total_lost = sum(p.lost for p in left.values())
     out: list[Blame] = []
-    while any(p.lost for p in left):
-        best: Blame | None = None
-        total_sent = sum(p.sent for p in left)
-        total_lost = sum(p.lost for p in left)
-        links = {lk for p in left if p.lost for lk in p.links}
-        for lk in links:
-            mine = [p for p in left if lk in p.links]
+    while total_lost > 0:
+        log_bf: dict[str, float] = {}
+        stats: dict[str, tuple[int, int, int, int]] = {}
+        for lk in {lk for p in left.values() if p.lost for lk in p.links}:
+            mine = [left[i] for i in through[lk]]
             sent = sum(p.sent for p in mine)
             lost = sum(p.lost for p in mine)
             rest = (total_lost - lost + 1) / (total_sent - sent + 2)  # Laplace: never zero
-            conf = float(1.0 - binom.sf(lost - 1, sent, rest))  # P(X >= lost) at rest's rate
-            cand = Blame(lk, conf, lost, sent, sum(1 for p in mine if p.lost), len(mine))
-            if best is None or (cand.confidence, cand.lost / cand.sent) > (
-                    best.confidence, best.lost / best.sent):
-                best = cand
-        if best is None or best.confidence < min_confidence:
+            # Bayes factor of "this link loses frames at its own rate" (uniform prior on the
+            # rate) against "it loses at the rate seen everywhere else"
+            log_bf[lk] = float(betaln(1 + lost, 1 + sent - lost)
+                               - lost * math.log(rest) - (sent - lost) * math.log1p(-rest))
+            stats[lk] = (lost, sent, sum(1 for p in mine if p.lost), len(mine))
+        if not log_bf:
+            break
+        # posterior of "this link is (one more) lossy link": a priori even odds that one of
+        # the N probed links is, each equally likely (prior 1/N each against N/N for none)
+        top = max(log_bf.values())
+        scale = sum(math.exp(v - top) for v in log_bf.values()) + math.exp(
+            math.log(len(through)) - top)
+        lk, v = max(log_bf.items(), key=lambda kv: (kv[1], kv[0]))
+        best = Blame(lk, math.exp(v - top) / scale, *stats[lk])
+        if best.confidence < min_confidence:
             break
         out.append(best)
-        left = [p for p in left if best.link not in p.links]
+        for i in list(through[best.link]):  # its paths are explained: vote again without them
+            p = left.pop(i)
+            total_sent -= p.sent
+            total_lost -= p.lost
+            for lk in p.links:
+                through[lk].discard(i)
     return out
