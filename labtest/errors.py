@@ -131,3 +131,8 @@ class CommandNotSupported(CommandFailed):
 
 class PermissionDenied(CommandFailed):
     """The account may not run the command (role, sudo, privilege level)."""
+
+
+class CapabilityAbsent(CommandNotSupported):
+    """The unit lacks the hardware the command reads (no RDMA device, no readable module):
+    the check is *not proven* there, with this reason, rather than the lab broken."""

@@ -55,7 +55,14 @@ from labtest.drivers.linux.perftest import (
     run_pairs,
 )
 from labtest.drivers.linux.shell import HostShell
-from labtest.errors import CommandFailed, ConfigError, InfraError, ParseError
+from labtest.errors import (
+    CapabilityAbsent,
+    CommandFailed,
+    CommandNotSupported,
+    ConfigError,
+    InfraError,
+    ParseError,
+)
 from labtest.testbed.model import Device, Testbed
 
 log = logging.getLogger("labtest.drivers.linux")
@@ -63,6 +70,10 @@ log = logging.getLogger("labtest.drivers.linux")
 T = TypeVar("T")
 NCCL_TIMEOUT_S = 600.0
 _ACTIVE = ("ACTIVE", "PORT_ACTIVE")  # rdma link / ibv_devinfo spelling
+#: what iproute2's rdma says without the RDMA netlink family (no RDMA driver loaded)
+NO_RDMA = "Failed to open NETLINK_RDMA socket"
+#: what ethtool -m says where the NIC driver gives no module EEPROM (veth, virtio, ...)
+NO_MODULE = "Operation not supported"
 
 
 class HostVars(BaseModel):
@@ -113,6 +124,7 @@ class LinuxHost:
         self.server_start_timeout_s = self.vars.server_start_timeout_s
         self._endpoint: RdmaEndpoint | None = None
         self._lock = threading.Lock()
+        self._rdma_seen = False
 
     def __repr__(self) -> str:
         return f"LinuxHost({self.name!r})"
@@ -143,10 +155,35 @@ class LinuxHost:
         mbps = int(text)
         return mbps / 1000 if mbps > 0 else None
 
+    def rdma_links(self) -> list[RdmaDevice]:
+        """``rdma link show``; a host with no RDMA device (no RDMA netlink, or no link
+        listed) raises CapabilityAbsent: its RDMA checks are not proven, not broken."""
+        try:
+            text = self.shell.run("rdma link show", tool="rdma").stdout
+        except CommandFailed as exc:
+            if isinstance(exc, CommandNotSupported) or NO_RDMA not in str(exc.raw or exc):
+                raise
+            raise CapabilityAbsent(
+                self.name, f"no RDMA device on host {self.name} (rdma link show: {NO_RDMA})",
+                raw=exc.raw,
+            ) from None
+        if not text.strip():
+            raise CapabilityAbsent(
+                self.name, f"no RDMA device on host {self.name} (rdma link show lists none)"
+            )
+        return self.shell.parse(parse_rdma_link, text)
+
+    def require_rdma(self) -> None:
+        """Before an RDMA tool runs: a host without RDMA is named as such (once per
+        session), not as a host missing perftest or NCCL."""
+        if not self._rdma_seen:
+            self.rdma_links()
+            self._rdma_seen = True
+
     def rdma_devices(self) -> list[RdmaDevice]:
         """Every RDMA port: ``ibv_devinfo -v`` (MTU, speed, firmware, GIDs) merged with
         ``rdma link`` (state, netdev); GID types from sysfs where ibv_devinfo is too old."""
-        links = {(d.name, d.port): d for d in self._read("rdma link show", "rdma", parse_rdma_link)}
+        links = {(d.name, d.port): d for d in self.rdma_links()}
         merged = []
         for port in self._read("ibv_devinfo -v", "ibv_devinfo", parse_ibv_devinfo):
             link = links.pop((port.name, port.port), None)
@@ -269,7 +306,16 @@ class LinuxHost:
         """``ethtool -m``: inventory, DOM per lane, thresholds and flags of the module."""
         sudo = "sudo -n " if self.vars.sudo else ""
         name = shlex.quote(ifname or self._netdev())
-        return self._read(f"{sudo}ethtool -m {name}", "ethtool", parse_ethtool_module)
+        try:
+            return self._read(f"{sudo}ethtool -m {name}", "ethtool", parse_ethtool_module)
+        except CommandFailed as exc:
+            if isinstance(exc, CommandNotSupported) or NO_MODULE not in str(exc.raw or exc):
+                raise
+            raise CapabilityAbsent(
+                self.name, f"no pluggable module readable at {self.name}:{ifname or name} "
+                f"(ethtool -m: {NO_MODULE}: a virtual NIC, or a driver without module EEPROM "
+                "access)", raw=exc.raw,
+            ) from None
 
     # --- perftest ----------------------------------------------------------------
 
@@ -279,6 +325,7 @@ class LinuxHost:
         """This host runs the client, ``server`` (another LinuxHost) the server."""
         if is_latency(spec.test):
             raise ValueError(f"{spec.test} is a latency test: use perftest_latency")
+        _require_rdma(self, server)
         (result,) = run_pairs(
             [PerftestPair(self, server, spec, server_address)], timeout_s=timeout_s
         )
@@ -290,6 +337,7 @@ class LinuxHost:
     ) -> PerftestLatencyPair:
         if not is_latency(spec.test):
             raise ValueError(f"{spec.test} is a bandwidth test: use perftest_bandwidth")
+        _require_rdma(self, server)
         (result,) = run_pairs(
             [PerftestPair(self, server, spec, server_address)], timeout_s=timeout_s
         )
@@ -300,6 +348,7 @@ class LinuxHost:
         self, pairs: Sequence[tuple[Any, Any, PerftestSpec]], *, timeout_s: float
     ) -> list[PerftestBandwidthPair | PerftestLatencyPair]:
         """Several (client, server, spec) pairs at once, servers first (``run_pairs``)."""
+        _require_rdma(*(h for c, s, _spec in pairs for h in (c, s)))
         return run_pairs([PerftestPair(c, s, spec) for c, s, spec in pairs], timeout_s=timeout_s)
 
     def run_bandwidth(
@@ -390,3 +439,11 @@ class LinuxHost:
         if not netdev:
             raise ConfigError(self.name, [f"devices.{self.name}.vars.netdev: needed, not set"])
         return netdev
+
+
+def _require_rdma(*hosts: Any) -> None:
+    """perftest needs an RDMA device at both ends: a host without one is named as such."""
+    for host in dict.fromkeys(hosts):
+        check = getattr(host, "require_rdma", None)
+        if check is not None:
+            check()
