@@ -199,6 +199,6 @@ def test_bfd_detection_time(
                 measure.not_proven(key, f"{end}: {why}", **labels)
                 continue
             measure("bfd_detection_time_ms", b.detection_time_ms, key=key,
-                    detect_multiplier=b.remote_detect_multiplier,
+                    peer_detect_multiplier=b.remote_detect_multiplier,
                     receive_interval_ms=b.receive_interval_ms,
                     peer_transmit_interval_ms=b.remote_transmit_interval_ms, **labels)

@@ -1,9 +1,10 @@
 """The kernel-lab matrix: real faults in real software, each caught by its suite with the
-culprit named; and the healthy lab passes cabling and failover.
+culprit named; and the healthy lab passes cabling, failover and routing.
 
 Each case is one ``labtest run`` on a fresh kernel lab whose testbed injects the fault at
-start (``emulation.faults``), the way a user would run it. About 20 s per cabling case and
-70 s for the healthy cabling + failover run on 2 shared cores.
+start (``emulation.faults``), the way a user would run it. About 20 s per cabling or
+routing case (35 s for the silent drop: its sessions are read again until the settle time
+runs out) and 90 s for the healthy cabling + failover + routing run on 2 shared cores.
 """
 
 from __future__ import annotations
@@ -50,11 +51,13 @@ def _run(testbed: Path, tmp_path: Path, *suites: str) -> tuple[int, str]:
 FIB_UPDATE_LOSS = "failover.unaffected_flow_loss_frames"
 
 
-def test_healthy_lab_passes_cabling_and_failover(tmp_path: Path) -> None:
-    code, out = _run(_testbed(tmp_path, []), tmp_path, "cabling", "failover")
+def test_healthy_lab_passes_cabling_failover_and_routing(tmp_path: Path) -> None:
+    code, out = _run(_testbed(tmp_path, []), tmp_path, "cabling", "failover", "routing")
     rows = {line.split()[0]: line.split()[1:5] for line in out.splitlines()
-            if line.split()[:1] in (["cabling"], ["failover"])}
+            if line.split()[:1] in (["cabling"], ["failover"], ["routing"])}
     assert rows["cabling"][1:] == ["0", "0", "0"], out[-3000:]  # nothing failed/broken/skipped
+    # every session re-established after failover's link events, every BFD detect in time
+    assert rows["routing"] == ["12", "0", "0", "0"], out[-3000:]
     assert rows["failover"][2] == "0", out[-3000:]  # never broken: the lab could be asked
     if code == 0:
         assert "verdict: PASS" in out
@@ -93,10 +96,48 @@ def test_cabling_names_the_faulty_cable(
         assert text in out, f"{text!r} not in the report:\n{out[-3000:]}"
 
 
-# A silent drop (nft netdev ingress) is not here: packet sockets see a frame before the
+# A silent drop (nft netdev ingress) passes cabling: packet sockets see a frame before the
 # ingress hook drops it, so lldpd still hears its neighbour, as a switch's CPU does while
-# its forwarding path blackholes. No suite checks BGP/BFD state; test_kernel_faults.py
-# shows BFD naming the link.
+# its forwarding path blackholes. The routing suite catches it (below).
+
+ROUTING_CASES = [
+    # (fault, the failing tests, what each failure must name)
+    pytest.param(
+        {"kind": "silent_drop", "target": "leaf1:Ethernet0"},
+        {"test_bgp_session[leaf1:Ethernet0--spine1:Ethernet0]",
+         "test_bfd_session[leaf1:Ethernet0--spine1:Ethernet0]"},
+        ["link=leaf1:Ethernet0--spine1:Ethernet0 device=leaf1 port=Ethernet0 "
+         "peer=spine1:Ethernet0",
+         "link=leaf1:Ethernet0--spine1:Ethernet0 device=spine1 port=Ethernet0 "
+         "peer=leaf1:Ethernet0"],
+        id="silent_drop",
+    ),
+    # BFD 10 x 300 ms in the profile of both leaf2 and spine2: every session either of them
+    # detects with (their own, and the ones whose peer sends that slowly) is 3 s
+    pytest.param(
+        {"kind": "slow_convergence", "target": "leaf2:Ethernet4"},
+        {"test_bfd_detection_time[leaf2:Ethernet4--spine2:Ethernet4]",
+         "test_bfd_detection_time[leaf1:Ethernet4--spine2:Ethernet0]",
+         "test_bfd_detection_time[leaf2:Ethernet0--spine1:Ethernet4]"},
+        ["bfd_detection_time_ms peer_detect_multiplier=10",
+         "device=leaf2 port=Ethernet4 peer=spine2:Ethernet4: 3000 ms is FAIL",
+         "device=spine2 port=Ethernet4 peer=leaf2:Ethernet4: 3000 ms is FAIL"],
+        id="slow_convergence",
+    ),
+]
+
+
+@pytest.mark.parametrize(("fault", "failing", "named"), ROUTING_CASES)
+def test_routing_names_the_link_and_both_ends(
+    fault: dict[str, Any], failing: set[str], named: list[str], tmp_path: Path
+) -> None:
+    code, out = _run(_testbed(tmp_path, [fault]), tmp_path, "routing")
+    assert code == 1 and "verdict: FAIL" in out, out[-3000:]
+    failed = {ln.split("::")[-1].split(" - ")[0].strip()
+              for ln in out.splitlines() if ln.startswith("FAILED ")}
+    assert failed == failing, out[-3000:]
+    for text in named:
+        assert text in out, f"{text!r} not in the report:\n{out[-3000:]}"
 
 
 def test_unreachable_switch_is_broken_not_failed_and_named(tmp_path: Path) -> None:
