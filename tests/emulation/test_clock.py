@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
-from labtest.emulation.model.clock import VirtualClock
+from labtest.emulation.model.clock import _GUARDED, VirtualClock, serving
 
 
 class FakeWall:
@@ -52,3 +55,94 @@ def test_realtime_clock_can_jump_and_freeze() -> None:
     clock.set_realtime(True)
     wall.t += 1.0
     assert clock.now_s() == pytest.approx(70.0)
+
+
+# --- elastic: idle time is skipped, busy time and dark devices are not ------------------------
+
+
+def _sleep_in_thread(clock: VirtualClock, virtual_s: float) -> tuple[threading.Thread, list[bool]]:
+    done: list[bool] = []
+    thread = threading.Thread(target=lambda: done.append(clock.sleep(virtual_s)), daemon=True)
+    thread.start()
+    return thread, done
+
+
+def test_elastic_clock_jumps_to_the_wake_up_when_everyone_waits() -> None:
+    # an emulated 'ib_write_bw -D 3600' at time_scale 1 would take an hour of wall time
+    clock = VirtualClock(time_scale=1.0, realtime=True)
+    clock.set_elastic(True)
+    try:
+        thread, done = _sleep_in_thread(clock, 3600.0)
+        thread.join(60.0)
+        assert done == [True]
+        assert clock.now_s() >= 3600.0
+        assert clock.jumped_s >= 3500.0  # skipped, not waited
+    finally:
+        clock.set_elastic(False)
+
+
+def test_elastic_clock_does_not_jump_while_a_request_is_served_or_a_device_is_dark() -> None:
+    clock = VirtualClock(time_scale=1.0, realtime=True)
+    clock.set_elastic(True)
+    try:
+        with clock.busy():
+            thread, done = _sleep_in_thread(clock, 3600.0)
+            thread.join(0.3)
+            assert not done and clock.jumped_s == 0.0
+        clock.set_hold(True)  # e.g. a rebooting switch: its clients wait on the wall clock
+        thread.join(0.3)
+        assert not done and clock.jumped_s == 0.0
+        clock.set_hold(False)
+        thread.join(60.0)
+        assert done == [True] and clock.jumped_s > 0.0
+    finally:
+        clock.set_elastic(False)
+
+
+def test_a_sleep_inside_a_served_request_lets_the_clock_jump() -> None:
+    # the emulated host's run sleeps inside the SSH request that started it
+    clock = VirtualClock(time_scale=1.0, realtime=True)
+    clock.set_elastic(True)
+    try:
+        with serving(clock):
+            assert clock.sleep(600.0)
+        assert clock.jumped_s > 0.0
+    finally:
+        clock.set_elastic(False)
+
+
+def test_a_virtual_timer_fires_at_its_virtual_time_or_never_when_cancelled() -> None:
+    clock = VirtualClock(time_scale=1.0, realtime=True)
+    clock.set_elastic(True)
+    fired: list[float] = []
+    try:
+        keep = clock.call_later(900.0, lambda: fired.append(clock.now_s()))
+        drop = clock.call_later(1800.0, lambda: fired.append(-1.0))
+        keep.join(60.0)
+        drop.cancel()
+        drop.join(5.0)
+        assert len(fired) == 1 and fired[0] >= 900.0
+    finally:
+        clock.set_elastic(False)
+
+
+def test_a_stepped_clock_refuses_to_sleep() -> None:
+    with pytest.raises(RuntimeError):
+        VirtualClock().sleep(1.0)
+
+
+def test_a_wall_clock_sleep_anywhere_holds_the_jumps() -> None:
+    # a driver polling with time.sleep expects scaled wall time under it, not a jump
+    clock = VirtualClock(time_scale=1.0, realtime=True)
+    clock.set_elastic(True)
+    try:
+        waller = threading.Thread(target=time.sleep, args=(1.0,), daemon=True)
+        waller.start()
+        thread, done = _sleep_in_thread(clock, 3600.0)
+        threading.Event().wait(0.3)  # not time.sleep: this wait must not hold the clock
+        assert not done and clock.jumped_s == 0.0
+        thread.join(60.0)
+        assert done == [True]
+    finally:
+        clock.set_elastic(False)
+    assert clock not in _GUARDED  # a stopped lab's clock no longer counts sleepers

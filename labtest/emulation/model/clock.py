@@ -6,13 +6,29 @@ fast as the CPU allows. A *real-time* clock follows the wall clock multiplied
 by ``time_scale`` (1.0 = real time, 1000 = a 72-hour burn-in in about 4.3
 minutes), which is what live emulators need while a suite talks to them.
 Either mode may jump ahead with ``advance``; time never runs backwards.
+
+An *elastic* real-time clock (the live emulated lab's) also skips the time
+nobody spends: when every party is only waiting on virtual time (an emulated
+``ib_write_bw -D 30`` sleeping in ``sleep``, a suite polling through
+``labtest.labtime``), no request is being served (``busy``) and the process
+burns no CPU, it jumps to the earliest wake-up. What any party sees is what a
+real-time clock shows to a party that was briefly stalled: the order of events
+in virtual time is kept, only idle wall time is removed.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+#: how often an elastic clock looks for idleness (wall seconds)
+IDLE_PROBE_S = 0.002
+#: CPU seconds per wall second below which the process counts as waiting
+IDLE_CPU_FRACTION = 0.25
+#: consecutive idle probes before a jump (one can straddle the end of some work)
+IDLE_PROBES = 2
 
 
 class VirtualClock:
@@ -33,6 +49,15 @@ class VirtualClock:
         self._lock = threading.Lock()
         self._base_s = float(start_s)  # virtual time at _wall0 (or now, when stepped)
         self._wall0: float | None = self._wall() if realtime else None
+        self._cond = threading.Condition(self._lock)
+        self._sleepers: dict[int, float] = {}  # token -> virtual wake-up time
+        self._tokens = 0
+        self._busy = 0  # requests being served (emulators say so through busy())
+        self._elastic = False
+        self._hold = False  # some party waits on the wall clock (a dark device): no jumps
+        self._wall_sleepers = 0  # threads inside time.sleep (see guard_wall_sleeps)
+        self._pacer: threading.Thread | None = None
+        self.jumped_s = 0.0  # virtual seconds skipped by elastic jumps (benchmarks print it)
 
     @property
     def realtime(self) -> bool:
@@ -63,9 +88,182 @@ class VirtualClock:
             self._wall0 = self._wall() if on else None
 
     def wall_s(self, virtual_dt_s: float) -> float:
-        """Wall seconds that ``virtual_dt_s`` takes in real-time mode."""
+        """Wall seconds that ``virtual_dt_s`` takes in real-time mode (at most: see elastic)."""
         return virtual_dt_s / self.time_scale
+
+    # --- elastic: skip the time everyone only waits ------------------------------
+
+    @property
+    def elastic(self) -> bool:
+        return self._elastic
+
+    def set_elastic(self, on: bool) -> None:
+        """Jump over idle time (real-time mode only; see the module docstring).
+
+        While on, every ``time.sleep`` in this process holds the jumps: a thread
+        sleeping on the wall clock (a driver polling, a settle time) expects wall
+        time, scaled, to pass under it, not a jump to some other party's wake-up.
+        """
+        _guard_wall_sleeps(self, on)
+        with self._cond:
+            self._elastic = bool(on)
+            pacer = self._pacer
+            if self._elastic and pacer is None:
+                self._pacer = threading.Thread(target=self._pace, name="clock-pacer", daemon=True)
+                self._pacer.start()
+            self._cond.notify_all()
+        if not on and pacer is not None and pacer is not threading.current_thread():
+            pacer.join(1.0)  # a stopped lab leaves no thread behind
+
+    def set_hold(self, on: bool) -> None:
+        """While on, the elastic clock follows the wall only (e.g. a device is unreachable:
+        whoever asks it waits out a wall-clock transport timeout)."""
+        with self._cond:
+            self._hold = bool(on)
+
+    @contextmanager
+    def busy(self) -> Iterator[None]:
+        """Work in progress (a request being served): no jump while any is open."""
+        with self._cond:
+            self._busy += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._busy -= 1
+                self._cond.notify_all()
+
+    def sleep(self, virtual_dt_s: float, interrupt: threading.Event | None = None) -> bool:
+        """Wait until ``virtual_dt_s`` virtual seconds have passed (False: interrupted).
+
+        Real-time mode waits (scaled, and elastic jumps end the wait early); a
+        stepped clock has nobody to move it, so the caller advances it instead.
+        A thread sleeping here inside ``busy()`` lets the clock jump meanwhile.
+        """
+        if not self.realtime:
+            raise RuntimeError("a stepped clock does not pass by itself: advance() it")
+        with self._cond:
+            target = self._now_locked() + max(virtual_dt_s, 0.0)
+            self._tokens += 1
+            token = self._tokens
+            self._sleepers[token] = target
+            held = _held_busy(self)
+            self._busy -= held
+            self._cond.notify_all()
+            try:
+                while True:
+                    if interrupt is not None and interrupt.is_set():
+                        return False
+                    left = target - self._now_locked()
+                    if left <= 0:
+                        return True
+                    wait_s = left / self.time_scale
+                    if interrupt is not None:
+                        wait_s = min(wait_s, 0.05)
+                    self._cond.wait(wait_s)
+            finally:
+                del self._sleepers[token]
+                self._busy += held
+
+    def call_later(self, virtual_dt_s: float, action: Callable[[], None]) -> VirtualTimer:
+        """Run ``action`` on its own thread after ``virtual_dt_s`` (a Timer in virtual time)."""
+        timer = VirtualTimer(self, virtual_dt_s, action)
+        timer.start()
+        return timer
+
+    def _pace(self) -> None:
+        """The elastic clock's watcher: jump to the earliest wake-up when all is idle."""
+        idle = 0
+        while True:
+            with self._cond:
+                while self._elastic and not (self._sleepers and self._wall0 is not None):
+                    idle = 0
+                    self._cond.wait()
+                if not self._elastic:
+                    self._pacer = None
+                    return
+            cpu0, wall0 = time.process_time(), time.perf_counter()
+            _REAL_SLEEP(IDLE_PROBE_S)
+            cpu, span = time.process_time() - cpu0, time.perf_counter() - wall0
+            with self._cond:
+                quiet = (not self._hold and self._busy <= 0 and self._wall_sleepers <= 0
+                         and cpu < IDLE_CPU_FRACTION * span)
+                idle = idle + 1 if quiet else 0
+                if idle < IDLE_PROBES or not self._sleepers or self._wall0 is None:
+                    continue
+                gap = min(self._sleepers.values()) - self._now_locked()
+                if gap > 0:
+                    self._base_s += gap
+                    self.jumped_s += gap
+                    self._cond.notify_all()
+                idle = 0
 
     def __repr__(self) -> str:
         mode = "realtime" if self.realtime else "stepped"
         return f"VirtualClock({mode}, x{self.time_scale:g}, t={self.now_s():.3f}s)"
+
+
+_REAL_SLEEP = time.sleep
+_GUARDED: list[VirtualClock] = []
+_GUARD_LOCK = threading.Lock()
+
+
+def _counted_sleep(seconds: float) -> None:
+    """``time.sleep`` while an elastic clock runs: the sleeper holds its jumps."""
+    clocks = list(_GUARDED)
+    for clock in clocks:
+        with clock._cond:
+            clock._wall_sleepers += 1
+    try:
+        _REAL_SLEEP(seconds)
+    finally:
+        for clock in clocks:
+            with clock._cond:
+                clock._wall_sleepers -= 1
+
+
+def _guard_wall_sleeps(clock: VirtualClock, on: bool) -> None:
+    with _GUARD_LOCK:
+        if on and clock not in _GUARDED:
+            _GUARDED.append(clock)
+        elif not on and clock in _GUARDED:
+            _GUARDED.remove(clock)
+        time.sleep = _counted_sleep if _GUARDED else _REAL_SLEEP  # type: ignore[assignment]
+
+
+class VirtualTimer(threading.Thread):
+    """``threading.Timer`` on a real-time ``VirtualClock``: ``cancel()`` before it fires."""
+
+    def __init__(self, clock: VirtualClock, virtual_dt_s: float, action: Callable[[], None]):
+        super().__init__(name="clock-timer", daemon=True)
+        self._clock, self._dt_s, self._action = clock, virtual_dt_s, action
+        self._cancelled = threading.Event()
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+
+    def run(self) -> None:
+        if self._clock.sleep(self._dt_s, self._cancelled):
+            self._action()
+
+
+_local = threading.local()
+
+
+@contextmanager
+def serving(clock: VirtualClock | None) -> Iterator[None]:
+    """``clock.busy()`` for this thread's request; a ``sleep`` inside lends it back."""
+    if clock is None:
+        yield
+        return
+    held: dict[int, int] = _local.__dict__.setdefault("held", {})
+    held[id(clock)] = held.get(id(clock), 0) + 1
+    try:
+        with clock.busy():
+            yield
+    finally:
+        held[id(clock)] -= 1
+
+
+def _held_busy(clock: VirtualClock) -> int:
+    return int(_local.__dict__.get("held", {}).get(id(clock), 0))
