@@ -220,12 +220,8 @@ class RedTest:
 
 
 @dataclass
-class SuiteResult:
-    passed: int = 0
-    failed: int = 0
-    broken: int = 0
-    skipped: int = 0
-    red: list[RedTest] = field(default_factory=list)  # failed and broken tests
+class SuiteResult(results.SuiteTally):
+    red: list[RedTest] = field(default_factory=list)  # failed and broken tests, as judged here
 
 
 @dataclass
@@ -245,15 +241,11 @@ def case_suites(result_tests: Iterable[dict[str, Any]],
                 roots: Mapping[str, str] | None = None) -> dict[str, SuiteResult]:
     """Per suite family: outcome counts and the red tests' messages (and, from ``roots``,
     nodeid -> the root cause a failure is a consequence of)."""
-    suites: dict[str, SuiteResult] = {}
-    for t in result_tests:
-        s = suites.setdefault(t.get("suite") or "?", SuiteResult())
-        outcome = t.get("outcome", results.PASSED)
-        setattr(s, outcome, getattr(s, outcome) + 1)
-        if outcome in (results.FAILED, results.BROKEN):
-            s.red.append(RedTest(t.get("name", t["nodeid"]), outcome, t.get("message") or "",
-                                 culprit(t), t.get("device"),
-                                 (roots or {}).get(str(t.get("nodeid")), "")))
+    suites = results.tally(result_tests, SuiteResult)
+    for s in suites.values():
+        s.red = [RedTest(t.get("name", t["nodeid"]), t["outcome"], t.get("message") or "",
+                         culprit(t), t.get("device"), (roots or {}).get(str(t.get("nodeid")), ""))
+                 for t in s.red_tests]
     return suites
 
 
@@ -455,7 +447,9 @@ class FaultOutcome:
 
 
 @dataclass
-class Verdict:
+class CaseVerdict:
+    """One case judged: each suite's cell and each injected fault's outcome."""
+
     run: CaseRun
     cells: dict[str, Cell]
     faults: list[FaultOutcome] = field(default_factory=list)
@@ -490,7 +484,7 @@ def names(text: str, who: str) -> bool:
     return any(re.search(rf"(?<![\w/]){re.escape(f)}(?![\w/])", text) for f in forms)
 
 
-def judge(run: CaseRun) -> Verdict:
+def judge(run: CaseRun) -> CaseVerdict:
     """Per suite a cell; per injected fault whether it was detected and its culprit named."""
     case = run.case
     cells: dict[str, Cell] = {}
@@ -509,7 +503,7 @@ def judge(run: CaseRun) -> Verdict:
                 cells[suite] = _judge_catcher(seen_by, must, s)
             else:
                 cells[suite] = _judge_bystander(s)
-    return Verdict(run, cells, [_outcome(run, cells, e) for e in case.expects])
+    return CaseVerdict(run, cells, [_outcome(run, cells, e) for e in case.expects])
 
 
 def _outcome(run: CaseRun, cells: dict[str, Cell], e: Expect) -> FaultOutcome:
@@ -607,7 +601,7 @@ class Rate:
         return f"{100 * n / of:.0f}%" if of else "—"
 
 
-def rates(verdicts: Sequence[Verdict]) -> dict[str, Rate]:
+def rates(verdicts: Sequence[CaseVerdict]) -> dict[str, Rate]:
     """Per fault kind (combined rows count for each of their faults)."""
     out: dict[str, Rate] = {}
     for v in verdicts:
@@ -620,7 +614,7 @@ def rates(verdicts: Sequence[Verdict]) -> dict[str, Rate]:
     return out
 
 
-def render_rates(verdicts: Sequence[Verdict]) -> list[str]:
+def render_rates(verdicts: Sequence[CaseVerdict]) -> list[str]:
     lines = ["| fault kind | draws | detected | culprit named | detection rate | "
              "culprit-naming rate | targets drawn |", "|---|---|---|---|---|---|---|"]
     for kind, r in sorted(rates(verdicts).items()):
@@ -641,7 +635,7 @@ def render_rates(verdicts: Sequence[Verdict]) -> list[str]:
     return lines
 
 
-def render(verdicts: Sequence[Verdict], *, title_note: str = "",
+def render(verdicts: Sequence[CaseVerdict], *, title_note: str = "",
            appendix: Sequence[str] = ()) -> str:
     """The matrix: the per-kind rates, a row per case and a column per suite family, the
     evidence, then ``appendix`` (the domains the draws came from)."""
@@ -696,7 +690,7 @@ def render(verdicts: Sequence[Verdict], *, title_note: str = "",
     return "\n".join(lines)
 
 
-def _columns(verdicts: Sequence[Verdict]) -> list[str]:
+def _columns(verdicts: Sequence[CaseVerdict]) -> list[str]:
     seen = {s for v in verdicts for s in v.run.suites_run}
     rank = {name: i for i, name in enumerate(SUITE_ORDER)}
     return sorted(seen, key=lambda n: (rank.get(n, len(rank)), n))
@@ -709,7 +703,7 @@ def _cell(cell: Cell | None) -> str:
     return f"**{text}**" if text.startswith(("FAIL", "BROKEN", "ERROR")) else text
 
 
-def _evidence(verdicts: Sequence[Verdict]) -> list[str]:
+def _evidence(verdicts: Sequence[CaseVerdict]) -> list[str]:
     """The failure text behind every red cell: what an operator would read."""
     lines = ["## Evidence", "", "What the red cells' tests said (first failing line; the",
              "culprit `labtest run` derives from the failing measurements).", ""]
@@ -741,9 +735,9 @@ def run_matrix(
     suites_for: Callable[[Case], Sequence[str]] = lambda case: (),
     jobs: int = 1,
     timeout_s: float = CASE_TIMEOUT_S,
-    progress: Callable[[Verdict], None] | None = None,
+    progress: Callable[[CaseVerdict], None] | None = None,
     **runner_kw: Any,
-) -> list[Verdict]:
+) -> list[CaseVerdict]:
     runner = Runner(workdir, jobs=jobs, timeout_s=timeout_s, **runner_kw)
     try:
         for case in cases:
@@ -911,7 +905,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="labtest-matrix-"))
 
-    def progress(v: Verdict) -> None:
+    def progress(v: CaseVerdict) -> None:
         state = "ok" if v.ok else "WRONG: " + "; ".join(v.problems)[:300]
         print(f"matrix: {v.run.case.name:<22} {v.run.wall_s:6.0f} s  {state}", flush=True)
 
@@ -948,7 +942,7 @@ def _run_note(args: argparse.Namespace, elapsed_s: float) -> str:
             f"(load average {load} at the end: other jobs shared it).\n\n{CI_NOTE}")
 
 
-def _record(v: Verdict) -> dict[str, Any]:
+def _record(v: CaseVerdict) -> dict[str, Any]:
     return {"case": asdict(v.run.case), "ok": v.ok, "problems": v.problems,
             "cells": {s: c.text for s, c in v.cells.items()}, "wall_s": v.run.wall_s,
             "faults": [asdict(f) for f in v.faults]}

@@ -15,12 +15,19 @@ from typing import Any
 import pytest
 
 from labtest import connect, reservation, secrets, xdist_guard
-from labtest.errors import CapabilityAbsent, ConfigError, InfraError, LimitFailure
+from labtest.errors import CapabilityAbsent, ConfigError
 from labtest.lab import Lab
 from labtest.measure import LimitsProfile, Measurement, NotProven, Recorder, load_limits
+from labtest.outcome import (
+    BROKEN,
+    FAILED,
+    ErrorKind,
+    PhaseRecord,
+    error_record,
+    raw_evidence,
+)
 from labtest.testbed import Testbed, load_testbed
 
-BROKEN = "broken"
 RECORDER_ATTR = "_labtest_recorder"
 
 
@@ -71,6 +78,7 @@ class _State:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self._testbed: Testbed | None = None
+        self.loaded: Testbed | None = None  # as read from the file, before any emulation
         self._lab: Lab | None = None
         self._emulated: Any = None
         self.broken = 0
@@ -79,7 +87,7 @@ class _State:
         path = self.config.getoption("testbed")
         if path is not None:
             try:
-                self._testbed = load_testbed(path)
+                self._testbed = self.loaded = load_testbed(path)
             except ConfigError as exc:
                 raise pytest.UsageError(str(exc)) from None
             if self._testbed.suite_settings is not None:  # before the suites import
@@ -142,6 +150,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def testbed_of(config: pytest.Config) -> Testbed | None:
     """The session's testbed at collection time (for ``pytest_generate_tests``)."""
     return config.stash[_state_key].testbed()
+
+
+def loaded_testbed(config: pytest.Config) -> Testbed | None:
+    """The testbed as read from ``--testbed`` (the one load of the run), without starting
+    an emulation: what the results record and labels name."""
+    state = config.stash.get(_state_key, None)
+    return state.loaded if state is not None else None
 
 
 def lab_of(config: pytest.Config) -> Lab:
@@ -282,17 +297,51 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
-    excinfo = call.excinfo
-    if excinfo is not None and isinstance(excinfo.value, InfraError):
+    record = phase_record(item, call, report)
+    kind = record.get("error", {}).get("kind")
+    if kind == ErrorKind.INFRA:
         report.user_properties.append(("labtest_verdict", BROKEN))
-        raw = excinfo.value.raw
-        if raw:
-            report.sections.append((f"raw output from {excinfo.value.device}", secrets.redact(raw)))
-            _attach_raw(excinfo.value.device, raw)
-    elif excinfo is not None and isinstance(excinfo.value, LimitFailure):
-        report.user_properties.append(("labtest_verdict", "failed"))
+        for raw in record.get("raw", []):
+            report.sections.append((f"raw output from {raw['device']}", raw["text"]))
+            _attach_raw(raw["device"], raw["text"])
+    elif kind == ErrorKind.ASSERTION:
+        report.user_properties.append(("labtest_verdict", FAILED))
     _redact_report(report)
     return report
+
+
+def phase_record(
+    item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport
+) -> PhaseRecord:
+    """The one record of this phase (``report.labtest``), built once: measurements and
+    explicit holes of the call, the skip reason, or the error classified once with the
+    device's raw output. Other plugins add to it; none reads the test a second time."""
+    record: PhaseRecord | None = getattr(report, "labtest", None)
+    if record is not None:
+        return record
+    record = {}
+    if report.when == "call":
+        recorder: Recorder | None = getattr(item, RECORDER_ATTR, None)
+        if recorder is not None:
+            record["measurements"] = [m.as_dict() for m in recorder.measurements]
+            record["not_proven"] = [n.as_dict() for n in recorder.not_proven_notes]
+    if report.skipped:
+        record["skip_reason"] = _skip_reason(report)
+    elif call.excinfo is not None:
+        record["error"] = error_record(call.excinfo.value, call.excinfo.exconly())
+        if raw := raw_evidence(call.excinfo.value):
+            record["raw"] = raw
+    report.labtest = record  # type: ignore[attr-defined]  # travels with the report (xdist)
+    return record
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    if hasattr(report, "wasxfail"):
+        return f"xfail: {report.wasxfail}".rstrip(": ")
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr)
 
 
 def _attach_raw(device: str, raw: str) -> None:
@@ -300,7 +349,7 @@ def _attach_raw(device: str, raw: str) -> None:
         import allure
 
         allure.attach(
-            secrets.redact(raw),
+            raw,  # redacted in the record
             name=f"raw output ({device})",
             attachment_type=allure.attachment_type.TEXT,
         )
@@ -318,8 +367,8 @@ def _redact_report(report: pytest.TestReport) -> None:
 
 
 def _is_broken(report: pytest.TestReport | pytest.CollectReport) -> bool:
-    props = getattr(report, "user_properties", ())
-    return report.failed and ("labtest_verdict", BROKEN) in props
+    error = (getattr(report, "labtest", None) or {}).get("error") or {}
+    return report.failed and error.get("kind") == ErrorKind.INFRA
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:

@@ -181,18 +181,10 @@ def _run_child(cmd: list[str], cwd: Path) -> int:
 
 
 @dataclass
-class SuiteVerdict:
-    passed: int = 0
-    failed: int = 0
-    broken: int = 0
-    skipped: int = 0
+class SuiteVerdict(results.SuiteTally):
     attention: list[tuple[str, str, str]] = field(default_factory=list)  # name, outcome, culprit
     proven: int = 0  # required cells proven or waived
     required: int = 0
-
-    @property
-    def total(self) -> int:
-        return self.passed + self.failed + self.broken + self.skipped
 
 
 @dataclass
@@ -215,26 +207,15 @@ def verdict_table(
 ) -> VerdictTable:
     """Per suite counts and coverage; ``verdict`` is the results document's verdict record
     (without one, only the test outcomes decide: FAIL if any failed or broke)."""
-    tests = list(tests)
-    suites: dict[str, SuiteVerdict] = {}
+    suites = results.tally(tests, SuiteVerdict)
     causes = (verdict or {}).get("root_causes") or []
     because = {n: c["cause"] for c in causes for n in c.get("consequences", [])}
-    for t in tests:
-        suite = suites.setdefault(t.get("suite") or "?", SuiteVerdict())
-        outcome = t.get("outcome", results.PASSED)
-        if outcome == results.FAILED:
-            suite.failed += 1
-        elif outcome == results.BROKEN:
-            suite.broken += 1
-        elif outcome == results.SKIPPED:
-            suite.skipped += 1
-        else:
-            suite.passed += 1
-        if outcome in (results.FAILED, results.BROKEN):
+    for suite in suites.values():
+        for t in suite.red_tests:
             who = culprit(t)
             if t.get("nodeid") in because:
                 who = f"{who} (consequence of {because[t['nodeid']]})"
-            suite.attention.append((t.get("name", t.get("nodeid", "?")), outcome, who))
+            suite.attention.append((t.get("name", t.get("nodeid", "?")), t["outcome"], who))
     by_suite = ((verdict or {}).get("coverage") or {}).get("by_suite") or {}
     for name, cov in by_suite.items():
         suite = suites.setdefault(name, SuiteVerdict())

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from labtest.errors import InfraError, LimitFailure
+from labtest.outcome import qualified_name
 from labtest.reports import CATEGORIES_FILE, ENVIRONMENT_FILE
 from labtest.reports.files import write_atomic
 
@@ -31,13 +32,6 @@ EMULATION_DEVIATIONS = "Emulation deviations"
 BROKEN_INFRASTRUCTURE = "Broken infrastructure"
 PRODUCT_FAILURES = "Product failures"
 TEST_DEFECTS = "Test defects"
-
-
-def qualified_name(cls: type) -> str:
-    """The name Python prints for an exception: ``module.Class``, bare for builtins."""
-    if cls.__module__ in ("builtins", "__main__"):
-        return cls.__qualname__
-    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def infra_error_names() -> list[str]:

@@ -31,18 +31,15 @@ import pytest
 
 import labtest
 from labtest import secrets
-from labtest.errors import ConfigError, InfraError, LabtestError
-from labtest.plugin import RECORDER_ATTR
+from labtest.errors import InfraError
+from labtest.outcome import MESSAGE_MAX_LINES, EmulationDeviation, PhaseRecord, qualified_name
+from labtest.plugin import loaded_testbed, phase_record
 from labtest.reports import allure_env, inventory, provenance, results, scrub
-from labtest.testbed import Testbed, load_testbed
+from labtest.testbed import Testbed
 
 DEFAULT_RESULTS_DIR = Path("reports") / "allure-results"
 ALLURE_LABEL_MARK = "allure_label"  # allure_pytest.utils.ALLURE_LABEL_MARK
-MESSAGE_MAX_LINES = 40
-
-
-class EmulationDeviation(LabtestError):
-    """A test marked ``emulation_deviation`` failed on the emulated lab."""
+__all__ = ["EmulationDeviation"]  # raised here; defined with the one classification
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -123,25 +120,19 @@ class _Run:
     write_error: str | None = None
     verdict: dict[str, Any] | None = None  # the run's verdict record, once written
     suite_dirs: dict[str, Path] = field(default_factory=dict)  # family -> folder (requirements)
-    _testbed: Testbed | None = None
 
     @property
     def active(self) -> bool:
         return self.results_dir is not None
 
     def testbed(self) -> Testbed | None:
-        path = self.config.getoption("testbed", None)
-        if self._testbed is None and path:
-            try:
-                self._testbed = load_testbed(path)
-            except ConfigError:
-                return None  # the core plugin reports it as a usage error
-        return self._testbed
+        """The testbed as the core plugin loaded it from its file (before any emulation)."""
+        return loaded_testbed(self.config)
 
     # --- hooks (this object is registered as a plugin when active) ---------------
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        info: dict[str, Any] = getattr(report, "labtest", None) or {}
+        info: PhaseRecord = getattr(report, "labtest", None) or {}
         inv = info.get("inventory")
         if inv is not None:
             self.device_inventory = inv.get("devices", self.device_inventory)
@@ -311,7 +302,7 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
             raise
         if isinstance(exc, InfraError) and exc.raw:
             _attach_text(f"raw output ({exc.device})", exc.raw)
-        name = allure_env.qualified_name(type(exc))
+        name = qualified_name(type(exc))
         raise EmulationDeviation(f"{reason}: {name}: {exc}") from exc
 
 
@@ -320,11 +311,13 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Add this plugin's facts (what the test is, inventory, labels) to the core plugin's
+    record of the phase; the outcome, measurements and error are the core's."""
     report = yield
     run = _run(item.config)
     if run is None:
         return report
-    info: dict[str, Any] = {}
+    info = phase_record(item, call, report)
     if report.when == "setup":
         ids, _ = plan_ids(item)
         info["test"] = {
@@ -334,58 +327,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             "emulation_deviation": _deviation_reason(item),
         }
         info["suite_dir"] = str(item.path.parent)
-    if report.when == "call":
-        recorder = getattr(item, RECORDER_ATTR, None)
-        if recorder is not None:
-            info["measurements"] = [m.as_dict() for m in recorder.measurements]
-            info["not_proven"] = [n.as_dict() for n in recorder.not_proven_notes]
-    if report.skipped:
-        info["skip_reason"] = _skip_reason(report)
-    elif call.excinfo is not None:
-        info["error"] = _error_info(call.excinfo)
     if run.unshipped is not None:
         info["inventory"], run.unshipped = run.unshipped, None
     labels = _dynamic_labels(run, info)
     if labels:
         info["labels"] = labels
         _add_allure_labels(labels)
-    report.labtest = info
     return report
 
 
-def _skip_reason(report: pytest.TestReport) -> str:
-    if hasattr(report, "wasxfail"):
-        return f"xfail: {report.wasxfail}".rstrip(": ")
-    longrepr = report.longrepr
-    if isinstance(longrepr, tuple) and len(longrepr) == 3:
-        return str(longrepr[2]).removeprefix("Skipped: ")
-    return str(longrepr)
-
-
-def _error_info(excinfo: pytest.ExceptionInfo[BaseException]) -> dict[str, Any]:
-    exc = excinfo.value
-    if isinstance(exc, EmulationDeviation):
-        kind = "deviation"
-    elif isinstance(exc, InfraError):
-        kind = "infra"
-    elif isinstance(exc, AssertionError | pytest.fail.Exception):
-        kind = "assertion"
-    else:
-        kind = "other"
-    lines = secrets.redact(excinfo.exconly()).splitlines()
-    device = exc.device if isinstance(exc, InfraError) else None
-    cause = exc.__cause__
-    if device is None and isinstance(cause, InfraError):
-        device = cause.device
-    return {
-        "kind": kind,
-        "type": allure_env.qualified_name(type(exc)),
-        "message": "\n".join(lines[:MESSAGE_MAX_LINES]),
-        "device": device,
-    }
-
-
-def _dynamic_labels(run: _Run, info: dict[str, Any]) -> dict[str, list[str]]:
+def _dynamic_labels(run: _Run, info: PhaseRecord) -> dict[str, list[str]]:
     """Devices, ports, DUT serials and optic part numbers this test touched."""
     devices: list[str] = []
     ports: list[str] = []

@@ -6,32 +6,27 @@ about the run: testbed and cabling plan, limits profile and its hash, device
 inventory, who ran it, where, when, and from which commit.
 
 Outcomes follow Allure: an assertion (``LimitFailure`` included) is *failed*;
-any other exception is *broken*. The category says why (see ``allure_env``).
+any other exception is *broken*; the core plugin classifies once
+(``labtest.outcome``), this module folds the phases. The category says why.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from labtest.errors import ConfigError
 from labtest.measure import coverage, load_limits
+from labtest.outcome import BROKEN, FAILED, PASSED, SKIPPED, outcome_of
 from labtest.reports import RESULTS_FILE
 from labtest.reports.files import sha256_file, write_atomic
 from labtest.testbed import Testbed
 
 SCHEMA = "labtest-results/1"
 
-PASSED, FAILED, BROKEN, SKIPPED = "passed", "failed", "broken", "skipped"
-#: error kind (set by the plugin) -> (outcome, category)
-KINDS = {
-    "assertion": (FAILED, "product-failure"),
-    "infra": (BROKEN, "infrastructure"),
-    "deviation": (BROKEN, "emulation-deviation"),
-    "other": (BROKEN, "test-defect"),
-}
 NODEID_LABEL = "labtest_nodeid"
 
 
@@ -67,10 +62,48 @@ def apply_phase(test: dict[str, Any], outcome: str, info: dict[str, Any]) -> Non
     if outcome != "failed" or test["outcome"] in (FAILED, BROKEN):
         return  # the first failure is the culprit; a later teardown error follows from it
     error = info.get("error")
-    test["outcome"], test["category"] = KINDS[error["kind"]] if error else KINDS["assertion"]
+    test["outcome"], test["category"] = outcome_of(error)
     if error:
         test["message"] = error["message"]
         test["device"] = error.get("device")
+
+
+@dataclass
+class SuiteTally:
+    """One suite family's test outcomes: the one place outcomes are counted
+    (``labtest run``'s table and the detection matrix extend it)."""
+
+    passed: int = 0
+    failed: int = 0
+    broken: int = 0
+    skipped: int = 0
+    red_tests: list[dict[str, Any]] = field(default_factory=list)  # failed and broken, in order
+
+    @property
+    def total(self) -> int:
+        return self.passed + self.failed + self.broken + self.skipped
+
+
+T = TypeVar("T", bound=SuiteTally)
+
+
+def tally(tests: Iterable[dict[str, Any]], make: Callable[[], T]) -> dict[str, T]:
+    """Per suite family (``test["suite"]``, "?" without one): outcome counts and the red tests."""
+    suites: dict[str, T] = {}
+    for t in tests:
+        suite = suites.setdefault(t.get("suite") or "?", make())
+        outcome = t.get("outcome", PASSED)
+        if outcome == FAILED:
+            suite.failed += 1
+        elif outcome == BROKEN:
+            suite.broken += 1
+        elif outcome == SKIPPED:
+            suite.skipped += 1
+        else:
+            suite.passed += 1
+        if outcome in (FAILED, BROKEN):
+            suite.red_tests.append(t)
+    return suites
 
 
 # --- run-level records --------------------------------------------------------
