@@ -202,6 +202,14 @@ def limits(pytestconfig: pytest.Config) -> LimitsProfile | None:
         raise pytest.UsageError(str(exc)) from None
 
 
+@pytest.fixture(scope="module")  # as narrow as a suite module's own limits fixture may be
+def profile(limits: LimitsProfile | None) -> LimitsProfile:
+    """The limits profile a suite judges by; the test is skipped without one."""
+    if limits is None:
+        pytest.skip("no limits profile (--limits or the testbed's limits:)")
+    return limits
+
+
 @pytest.fixture
 def measure(request: pytest.FixtureRequest, limits: LimitsProfile | None) -> Iterator[Recorder]:
     """Record measurements; the test fails after its body if any is FAIL."""

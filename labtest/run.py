@@ -29,6 +29,7 @@ from typing import Any, TextIO
 
 import labtest.suites
 import labtest.testbeds
+from labtest.outcome import culprit
 from labtest.reports import results
 
 #: the source checkout (only meaningful there: the matrix and tests use it)
@@ -240,41 +241,6 @@ def verdict_table(
     elif table.bad:
         table.verdict = "FAIL"
     return table
-
-
-def culprit(test: dict[str, Any]) -> str:
-    """What a failing test names: the ends of its failing measurements, else its device."""
-    where: dict[str, list[str]] = {}  # "device:port" (or device, or link) -> lanes
-    extra: dict[str, str] = {}
-    for m in test.get("measurements") or []:
-        if m.get("verdict") != "FAIL":
-            continue
-        labels = m.get("labels") or {}
-        device, port = labels.get("device"), labels.get("port")
-        name = f"{device}:{port}" if device and port else device or labels.get("link")
-        if not name:
-            continue
-        lanes = where.setdefault(str(name), [])
-        if labels.get("lane"):
-            lanes.append(str(labels["lane"]))
-        if labels.get("expected") and labels.get("seen"):
-            extra[str(name)] = f" (expected {labels['expected']}, hears {labels['seen']})"
-    if where:
-        parts = [
-            name + (f" lane{'s' if len(set(lanes)) > 1 else ''} {','.join(dict.fromkeys(lanes))}"
-                    if lanes else "") + extra.get(name, "")
-            for name, lanes in where.items()
-        ]
-        more = f" (+{len(parts) - 3} more)" if len(parts) > 3 else ""
-        return ", ".join(parts[:3]) + more
-    if test.get("device"):
-        return f"{test['device']}: {_first_line(test.get('message'))}"
-    return _first_line(test.get("message"))
-
-
-def _first_line(text: str | None) -> str:
-    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
-    return line if len(line) <= 140 else line[:137] + "..."
 
 
 #: ANSI colours of the verdict banner (amber for INCOMPLETE)

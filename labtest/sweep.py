@@ -100,16 +100,39 @@ def sweep(
         raise ValueError("max_workers must be at least 1")
     if timeout_s <= 0:
         raise ValueError("timeout_s must be > 0")
-    run = _Run(lab, list(dict.fromkeys(devices)), fn, timeout_s)
+    run = _Run(lab, list(dict.fromkeys(devices)), lambda name: fn(lab.device(name)), timeout_s)
     return run.execute(max_workers)
+
+
+def each_device(
+    lab: Lab,
+    devices: Iterable[str],
+    read: Callable[[str], T],
+    errors: dict[str, InfraError],
+) -> dict[str, T]:
+    """``read(name)`` on every device not already in ``errors``, all at once, without a
+    deadline (a suite's watch takes as long as it watches): a device's InfraError is kept
+    in ``errors`` (it is not asked again), any other exception is raised, since a bug in
+    the suite must stop it. The answers, in the order the devices were given."""
+    todo = [d for d in dict.fromkeys(devices) if d not in errors]
+    if not todo:
+        return {}
+    result = _Run(lab, todo, read, None).execute(len(todo))
+    for name, exc in result.failed.items():
+        if not isinstance(exc, InfraError):
+            raise exc
+        errors[name] = exc
+    return result.ok
 
 
 class _Run(Generic[T]):
     """The state of one sweep: a queue of devices, workers, and the watchdog loop."""
 
-    def __init__(self, lab: Lab, names: list[str], fn: Callable[[Any], T], timeout_s: float):
+    def __init__(
+        self, lab: Lab, names: list[str], fn: Callable[[str], T], timeout_s: float | None
+    ):
         self.lab = lab
-        self.fn = fn
+        self.fn = fn  # called with the device's name
         self.timeout_s = timeout_s
         self.names = names
         self.pending = list(reversed(names))  # popped from the end: testbed order
@@ -169,13 +192,13 @@ class _Run(Generic[T]):
         """``fn`` on the device once it is free; the deadline starts when it is."""
         lock = device_lock(self.lab, name)
         began = time.monotonic()
-        if not lock.acquire(timeout=self.timeout_s):
+        if not lock.acquire(timeout=-1 if self.timeout_s is None else self.timeout_s):
             busy = f"busy: another operation on it did not finish within {self.timeout_s:g} s"
             return None, TransportTimeout(name, busy), began
         try:
             with self.cond:
                 began = self.started[name] = time.monotonic()
-            return self.fn(self.lab.device(name)), None, began
+            return self.fn(name), None, began
         except Exception as exc:  # a sweep reports per device; it never stops for one
             return None, exc, began
         finally:
@@ -183,6 +206,8 @@ class _Run(Generic[T]):
 
     def _expire_overdue(self) -> None:
         """Called with ``cond`` held: give up on devices past their deadline."""
+        if self.timeout_s is None:
+            return
         now = time.monotonic()
         for name, began in list(self.started.items()):
             if name in self.abandoned or now - began < self.timeout_s:
@@ -201,7 +226,9 @@ class _Run(Generic[T]):
         with contextlib.suppress(Exception):
             self.lab.device(name).close()
 
-    def _next_deadline_s(self) -> float:
+    def _next_deadline_s(self) -> float | None:
+        if self.timeout_s is None:
+            return None  # no deadline: a worker's notify wakes the loop
         live = [b for n, b in self.started.items() if n not in self.abandoned]
         if not live:
             return 1.0

@@ -41,6 +41,7 @@ from pysnmp.entity.rfc3413 import cmdrsp, context
 from pysnmp.proto import rfc1902, rfc1905
 from pysnmp.smi import error as smi_error
 
+from labtest.aio import close_loop
 from labtest.transports.mibs import Oid, oid_tuple
 from labtest.transports.snmp import AUTH_PROTOCOLS, PRIV_PROTOCOLS, to_python
 
@@ -325,13 +326,7 @@ class SnmpAgent:
             self._failure = exc
             self._ready.set()
         finally:
-            pending = asyncio.all_tasks(loop)
-            for task in pending:
-                task.cancel()
-            if pending:
-                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            loop.run_until_complete(loop.shutdown_default_executor())
-            loop.close()
+            close_loop(loop)
 
     async def _setup(self) -> None:
         """Build the engine on this loop: pysnmp binds to the loop it is created on."""

@@ -25,7 +25,7 @@ takes the failures it explains out of the pool:
 6. ``common_member``: a host that is an end of most failing pairs (at least two,
    more than any other host) explains them.
 7. ``located``: whatever is left is grouped by what its failing measurements
-   name (``labtest.run.culprit``).
+   name (``labtest.outcome.culprit``).
 
 "Traffic failures" are failed tests whose every failing measurement is a
 symptom key: a number that a fault elsewhere can spoil.
@@ -435,7 +435,7 @@ def common_member_rule(pool: list[Failure], topo: Topology) -> list[RootCause]:
 
 
 def located_rule(pool: list[Failure], topo: Topology) -> list[RootCause]:
-    from labtest.run import culprit as culprit_of  # the table's own naming, one definition
+    from labtest.outcome import culprit as culprit_of  # the table's own naming, one definition
 
     groups: dict[str, list[Failure]] = {}
     for f in pool:

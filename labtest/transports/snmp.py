@@ -61,6 +61,7 @@ from pysnmp.hlapi.v3arch.asyncio import (
 )
 from pysnmp.proto import errind, rfc1902
 
+from labtest.aio import close_loop
 from labtest.errors import AuthFailed, ConfigError, ProtocolError, TransportTimeout
 from labtest.secrets import MASK, redact
 from labtest.testbed.model import SnmpSettings
@@ -485,10 +486,4 @@ def _serve_loop(loop: asyncio.AbstractEventLoop) -> None:
     try:
         loop.run_forever()
     finally:
-        pending = asyncio.all_tasks(loop)
-        for task in pending:
-            task.cancel()
-        if pending:
-            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-        loop.run_until_complete(loop.shutdown_default_executor())  # getaddrinfo's thread
-        loop.close()
+        close_loop(loop)

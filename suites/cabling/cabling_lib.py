@@ -17,12 +17,12 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from labtest.capabilities.switch import Interfaces, InterfaceStatus, Lldp, LldpNeighbor
 from labtest.errors import InfraError
+from labtest.sweep import each_device
 from labtest.testbed.model import Link
 
 OK, MISSING, SWAPPED, UNEXPECTED = "ok", "missing", "swapped", "unexpected"
@@ -173,7 +173,7 @@ def observe(
     switches = [d for d in devices if d in set(lab.names(capability=Interfaces))]
     obs = Observed()
     tables: dict[str, LldpNeighbor] = {}
-    for result in _each(obs, lldp, lambda d: _lldp(lab, d)).values():
+    for result in each_device(lab, lldp, lambda d: _lldp(lab, d), obs.errors).values():
         tables.update(result)
     planned = [str(e) for lk in links for e in lk.ends if e.device in lldp]
     start = time.monotonic()
@@ -186,30 +186,13 @@ def observe(
         if not again:
             break
         time.sleep(poll_s if quiet & due else changed_poll_s)
-        for result in _each(obs, again, lambda d: _lldp(lab, d)).values():
+        for result in each_device(lab, again, lambda d: _lldp(lab, d), obs.errors).values():
             for end, n in result.items():
                 if _who(n) is not None or tables.get(end) is None:
                     tables[end] = n  # a neighbour heard once is not forgotten by a blip
     obs.heard = {end: _who(n) for end, n in tables.items()}
     obs.changing = {end: n.older_neighbours for end, n in tables.items() if n.older_neighbours}
-    for result in _each(obs, switches, lambda d: _status(lab, d)).values():
+    for result in each_device(lab, switches, lambda d: _status(lab, d), obs.errors).values():
         obs.status.update(result)
     return obs
 
-
-def _each(obs: Observed, devices: list[str], read: Any) -> dict[str, Any]:
-    todo = [d for d in devices if d not in obs.errors]
-    if not todo:
-        return {}
-    with ThreadPoolExecutor(max_workers=len(todo), thread_name_prefix="cabling") as pool:
-        futures = {d: pool.submit(read, d) for d in todo}
-    out = {}
-    for device, future in futures.items():
-        exc = future.exception()
-        if isinstance(exc, InfraError):
-            obs.errors[device] = exc
-        elif exc is not None:
-            raise exc
-        else:
-            out[device] = future.result()
-    return out

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +35,7 @@ from labtest.capabilities.switch import (
     Interfaces,
 )
 from labtest.errors import CommandNotSupported, InfraError
+from labtest.sweep import each_device
 from labtest.testbed.model import Endpoint, Link, Testbed
 
 
@@ -207,12 +207,12 @@ def watch_links(
         for port in ports:
             watch.ports[f"{device}:{port}"] = PortWatch()
     outer_start = time.monotonic()
-    before = _per_device(watch, ends, lambda d, ps: _fec_read(lab, d, ps, fec_capable))
+    before = _per_device(lab, watch, ends, lambda d, ps: _fec_read(lab, d, ps, fec_capable))
     start = time.monotonic()
     deadline = start + duration_s
-    _per_device(watch, ends, lambda d, ps: _sample_until(lab, d, ps, watch, deadline, poll_s))
+    _per_device(lab, watch, ends, lambda d, ps: _sample_until(lab, d, ps, watch, deadline, poll_s))
     watch.duration_s = time.monotonic() - start
-    after = _per_device(watch, ends, lambda d, ps: _fec_read(lab, d, ps, fec_capable))
+    after = _per_device(lab, watch, ends, lambda d, ps: _fec_read(lab, d, ps, fec_capable))
     watch.outer_s = time.monotonic() - outer_start
     for device, read1 in after.items():
         read0 = before.get(device)
@@ -245,26 +245,13 @@ def _clock_window(watch: LinkWatch, device: str, read0: _FecRead, read1: _FecRea
 
 
 def _per_device(
+    lab: Any,
     watch: LinkWatch,
     ends: dict[str, list[str]],
     read: Callable[[str, list[str]], Any],
 ) -> dict[str, Any]:
-    """``read(device, ports)`` on every device not yet broken, one thread each."""
-    todo = [d for d in ends if d not in watch.errors]
-    if not todo:
-        return {}
-    with ThreadPoolExecutor(max_workers=len(todo), thread_name_prefix="link-watch") as pool:
-        futures = {d: pool.submit(read, d, ends[d]) for d in todo}
-    out: dict[str, Any] = {}
-    for device, future in futures.items():
-        exc = future.exception()
-        if isinstance(exc, InfraError):
-            watch.errors[device] = exc
-        elif exc is not None:
-            raise exc
-        else:
-            out[device] = future.result()
-    return out
+    """``read(device, ports)`` on every device not yet broken, all at once."""
+    return each_device(lab, ends, lambda d: read(d, ends[d]), watch.errors)
 
 
 def _sample_until(lab: Any, device: str, ports: list[str], watch: LinkWatch,

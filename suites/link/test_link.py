@@ -78,13 +78,6 @@ def _selected(request: pytest.FixtureRequest, test_name: str) -> list[Link]:
     return list(found.values())
 
 
-@pytest.fixture(scope="module")
-def profile(limits: LimitsProfile | None) -> LimitsProfile:
-    if limits is None:
-        pytest.skip("no limits profile (--limits or the testbed's limits:)")
-    return limits
-
-
 # --- LINK-2 / LINK-3: one watch of every selected link ---------------------------------
 
 

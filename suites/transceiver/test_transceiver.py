@@ -81,13 +81,6 @@ def _waived(check: str, device: str, testbed: Testbed) -> str | None:
 
 
 @pytest.fixture(scope="module")
-def profile(limits: LimitsProfile | None) -> LimitsProfile:
-    if limits is None:
-        pytest.skip("no limits profile (--limits or the testbed's limits:)")
-    return limits
-
-
-@pytest.fixture(scope="module")
 def first_reading(lab: Any, testbed: Testbed) -> Reading:
     """Every cabled module, read once (one command per switch)."""
     return read_modules(lab, cabled_modules(testbed, lab), _merger(testbed))

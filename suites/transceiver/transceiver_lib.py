@@ -12,7 +12,6 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from labtest.capabilities.switch import Transceivers
 from labtest.capabilities.transceiver import LaneDom, Threshold, Transceiver
 from labtest.errors import InfraError
 from labtest.measure import Limit
+from labtest.sweep import each_device
 from labtest.testbed.model import Testbed
 
 HERE = Path(__file__).resolve().parent
@@ -146,30 +146,19 @@ def read_modules(
     merge_lanes: Callable[[str], bool],
     broken: dict[str, InfraError] | None = None,
 ) -> Reading:
-    """Read every module of ``ends`` at once (one thread per device); devices already
+    """Read every module of ``ends`` at once (labtest.sweep); devices already
     ``broken`` keep their error instead of being asked again (no second timeout)."""
     by_device: dict[str, list[str]] = {}
     for end in ends:
         device, _, port = end.partition(":")
         by_device.setdefault(device, []).append(port)
     reading = Reading(time_s=time.monotonic(), errors=dict(broken or {}))
-    by_device = {d: ports for d, ports in by_device.items() if d not in reading.errors}
-    with ThreadPoolExecutor(
-        max_workers=max(len(by_device), 1), thread_name_prefix="dom-read"
-    ) as pool:
-        futures = {
-            d: pool.submit(read_device, lab, d, ports, merge_lanes(d))
-            for d, ports in by_device.items()
-        }
-    for device, future in futures.items():
-        exc = future.exception()
-        if isinstance(exc, InfraError):
-            reading.errors[device] = exc
-        elif exc is not None:
-            raise exc
-        else:
-            for port, module in future.result().items():
-                reading.modules[f"{device}:{port}"] = module
+    answers = each_device(
+        lab, by_device, lambda d: read_device(lab, d, by_device[d], merge_lanes(d)), reading.errors
+    )
+    for device, modules in answers.items():
+        for port, module in modules.items():
+            reading.modules[f"{device}:{port}"] = module
     return reading
 
 
