@@ -31,6 +31,12 @@ def register(sub: Any) -> None:
                     help="link-state sampling period in device seconds (default 0.5)")
     ap.add_argument("--json-lines", type=Path, metavar="FILE",
                     help="append one JSON event per line (reports, suspects) to FILE")
+    ap.add_argument("--metrics-port", type=int, metavar="PORT",
+                    help="serve Prometheus metrics on 127.0.0.1:PORT (needs prometheus_client: "
+                         "pip install 'labtest[doctor]')")
+    ap.add_argument("--metrics-file", type=Path, metavar="FILE",
+                    help="write the Prometheus text exposition to FILE after every interval "
+                         "(node_exporter textfile collector)")
     ap.add_argument("--limits", type=Path, metavar="FILE",
                     help="limits profile (default: the testbed's limits:)")
     ap.add_argument("--emulate", action=argparse.BooleanOptionalAction, default=None,
@@ -93,12 +99,30 @@ def _watch(args: argparse.Namespace, testbed: Any, profile: Any, scale: float,
     lab = Lab(testbed)
     stack.callback(lab.close)
     doctor = Doctor(Plan.of(testbed), profile)
+    metrics = None
+    if args.metrics_port is not None or args.metrics_file is not None:
+        try:
+            from labtest.doctor.metrics import DoctorMetrics
+        except ModuleNotFoundError as exc:
+            print(f"labtest doctor: metrics need {exc.name} (pip install 'labtest[doctor]')",
+                  file=sys.stderr)
+            return EXIT_USAGE
+        metrics = DoctorMetrics(doctor.plan)
+        if args.metrics_port is not None:
+            metrics.serve(args.metrics_port)
+
+    def emit(report: Any) -> None:
+        _emit(report, out, write_event)
+        if metrics is not None:
+            metrics.update(report)
+            if args.metrics_file is not None:
+                metrics.write(args.metrics_file)
     poll_wall_s = args.poll_s / scale  # device seconds -> wall seconds on a faster lab
     if args.once:
         doctor.interval(lab, watch_s=0.0, poll_s=poll_wall_s)  # baseline: counters to diff
         report = doctor.interval(lab, watch_s=args.interval, poll_s=poll_wall_s)
         report.interval = 1
-        _emit(report, out, write_event)
+        emit(report)
         if report.ports_read == 0:
             return EXIT_UNREAD
         return EXIT_SUSPECTS if report.suspects else EXIT_HEALTHY
@@ -108,7 +132,7 @@ def _watch(args: argparse.Namespace, testbed: Any, profile: Any, scale: float,
             # the interval *is* the link-state watch: no sleep between intervals
             report = doctor.interval(lab, watch_s=args.interval, poll_s=poll_wall_s)
             n += 1
-            _emit(report, out, write_event)
+            emit(report)
     except KeyboardInterrupt:
         pass
     return EXIT_HEALTHY
