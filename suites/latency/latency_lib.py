@@ -133,3 +133,53 @@ def congested_queue(evidence: Sequence[HopEvidence]) -> tuple[HopEvidence, str]:
             return ev, ev.summary()
     last = evidence[-1]
     return last, f"no congestion counters moved ({last.summary()}): the incast's egress"
+
+
+def shifted_permutations(hosts: Sequence[str], shifts: int) -> list[tuple[str, str]]:
+    """An all-to-all schedule bounded to ``shifts`` rounds run at once: in round k every host
+    writes to the host k places after it (hosts in testbed order, wrapping), so every host
+    sends and receives ``shifts`` flows; ``shifts >= len(hosts) - 1`` is the full all-to-all."""
+    n = len(hosts)
+    rounds = range(1, min(max(shifts, 1), n - 1) + 1)
+    return [(hosts[i], hosts[(i + k) % n]) for k in rounds for i in range(n)]
+
+
+def neighbour(view: FabricView, pair: tuple[str, str]) -> str | None:
+    """Another host on the server's leaf: an incast into it congests an egress the latency
+    flow does not take, on the switch its packets enter last."""
+    client, server = pair
+    leaf = view.attachment[server].switch
+    return next((h for h, a in view.attachment.items()
+                 if a.switch == leaf and h not in (client, server)), None)  # fmt: skip
+
+
+def upstream_senders(view: FabricView, pair: tuple[str, str], max_senders: int) -> list[str]:
+    """Hosts on other leaves than the server's (not the client): their writes to the
+    server's neighbour enter the server's leaf from the spines, the ingress the latency
+    flow shares, so a pause that leaf sends lands on the latency flow's spine hop."""
+    client, server = pair
+    leaf = view.attachment[server].switch
+    return [h for h in view.hosts
+            if h != client and view.attachment[h].switch != leaf][:max_senders]  # fmt: skip
+
+
+def pause_origin(
+    path: Sequence[HopEvidence], origin: HopEvidence
+) -> tuple[HopEvidence, str, list[HopEvidence]]:
+    """The queue a PFC pause episode started at, why, and the paused hops on the path.
+
+    A hop of the latency flow's path that received pause frames holds bytes because the
+    switch after it ran out of ingress room; when that switch is the one whose egress the
+    incast congests (it sent pause frames, or its queue marked), the congested egress is the
+    origin and the paused hops are its consequence. Otherwise the path's own busiest queue
+    (``congested_queue``) is named: the delay did not come from the episode.
+    """
+    paused = [e for e in path if e.paused > 0]
+    if paused or origin.xoff_sent > 0:
+        hops = ", ".join(f"{e.queue} pfc_rx={e.paused}" for e in paused) or "none"
+        why = f"origin {origin.summary()}; paused on the path (consequence): {hops}"
+        return origin, why, paused
+    if any(e.busy for e in path):
+        top, why = congested_queue(path)
+        return top, why, []
+    return origin, f"no pause reached the path ({origin.summary()})", []

@@ -6,16 +6,30 @@ settings.yaml. Pass criteria: ``latency.*`` in the limits profile.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from typing import Any
 
 import allure
 import pytest
-from latency_lib import congested_queue, hop_evidence, incast_senders, path_hops, pick_pairs
+from latency_lib import (
+    Hop,
+    HopEvidence,
+    congested_queue,
+    hop_evidence,
+    incast_senders,
+    neighbour,
+    path_hops,
+    pause_origin,
+    pick_pairs,
+    shifted_permutations,
+    upstream_senders,
+)
 
 from labtest import plugin
 from labtest.capabilities.host import PerftestLatRow, PerftestSpec
-from labtest.capabilities.switch import Interfaces
+from labtest.capabilities.switch import Interfaces, PortAdmin
 from labtest.errors import InfraError
 from labtest.fixtures.traffic import (
     FabricView,
@@ -90,55 +104,102 @@ def _tx_packets(view: FabricView, switch: str, port: str) -> int | None:
 def _under_incast(
     view: FabricView, pair: tuple[str, str], senders: list[str]
 ) -> tuple[PairOutcome, list[PairOutcome], dict[str, Any], dict[str, Any]]:
-    """The latency pair run while the incast into its server runs; counters around both.
-    A latency run that outlived the incast (it was not all under load) is run again."""
-    client, server = pair
+    """The latency pair run while the incast into its server runs; counters around both."""
+    server = pair[1]
+    att = view.attachment[server]
+    load = Load([(s, server) for s in senders], _incast_spec(), att.switch, att.switch_port,
+                f"the incast into {server}")  # fmt: skip
+    runs, outcomes, before, after = _under_load(view, [pair], load)
+    return runs[0], outcomes, before, after
+
+
+@dataclass(frozen=True)
+class Load:
+    """Background bandwidth pairs, and the switch port whose sent packets show it is on."""
+
+    pairs: list[tuple[str, str]]
+    spec: PerftestSpec
+    switch: str
+    port: str
+    what: str  # "the incast into host1", for messages
+
+
+def _under_load(
+    view: FabricView,
+    pairs: list[tuple[str, str]],
+    load: Load,
+    during: Callable[[], None] | None = None,
+) -> tuple[list[PairOutcome], list[PairOutcome], dict[str, Any], dict[str, Any]]:
+    """Each latency pair run (one after another) while ``load`` runs; switch counters around
+    it. ``during`` is called once the load is on, before the latency runs (a failover's shut).
+    A latency run that outlived the load (it was not all under load) is run again."""
     attempts = int(SETTINGS["incast"]["attempts"])
     for _ in range(attempts):
         before = view.snapshot_switches(pfc=True)
-        outcome, outcomes = _one_attempt(view, pair, senders)
+        runs, outcomes = _one_attempt(view, pairs, load, during)
         after = view.snapshot_switches(pfc=True)
-        if outcome is not None:
-            return outcome, outcomes, before, after
+        if runs is not None:
+            return runs, outcomes, before, after
         errors = [o.error for o in outcomes if o.error]
-        if errors:  # the incast died on the data plane: a product failure, not a rerun
-            why = f"the incast into {server} failed: {errors[0]}"
-            return PairOutcome(client, server, error=why), outcomes, before, after
-    seconds = SETTINGS["incast"]["duration_s"]
-    why = f"the latency run {client}->{server} outlived the {seconds} s incast {attempts} times"
-    raise InfraError(server, why)
+        if errors:  # the load died on the data plane: a product failure, not a rerun
+            why = f"{load.what} failed: {errors[0]}"
+            return [PairOutcome(c, s, error=why) for c, s in pairs], outcomes, before, after
+    seconds = load.spec.duration_s
+    why = f"the latency runs outlived {load.what} ({seconds} s) {attempts} times"
+    raise InfraError(load.switch, why)
 
 
 def _one_attempt(
-    view: FabricView, pair: tuple[str, str], senders: list[str]
-) -> tuple[PairOutcome | None, list[PairOutcome]]:
-    """Start the incast, wait until the server's leaf port carries it, run the latency pair;
-    (None, ...) when the incast ended before the latency run did."""
-    server = pair[1]
-    att = view.attachment[server]
+    view: FabricView,
+    pairs: list[tuple[str, str]],
+    load: Load,
+    during: Callable[[], None] | None,
+) -> tuple[list[PairOutcome] | None, list[PairOutcome]]:
+    """Start the load, wait until its port carries it, run the latency pairs;
+    (None, ...) when the load ended before the latency runs did."""
     cfg = SETTINGS["load"]
-    start = _tx_packets(view, att.switch, att.switch_port)
+    start = _tx_packets(view, load.switch, load.port)
     if start is None:
-        raise InfraError(att.switch, f"no tx packet counter on {att.switch_port}")
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="incast") as pool:
-        incast: Future[list[PairOutcome]] = pool.submit(
-            run_bandwidth_pairs, view.lab, [(s, server) for s in senders], _incast_spec()
+        raise InfraError(load.switch, f"no tx packet counter on {load.port}")
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="load") as pool:
+        background: Future[list[PairOutcome]] = pool.submit(
+            run_bandwidth_pairs, view.lab, load.pairs, load.spec
         )
 
         def loaded() -> bool:
-            now = _tx_packets(view, att.switch, att.switch_port) or 0
-            return now - start >= int(cfg["started_packets"]) or incast.done()
+            now = _tx_packets(view, load.switch, load.port) or 0
+            return now - start >= int(cfg["started_packets"]) or background.done()
 
         _, waited = poll_until(loaded, timeout_s=float(cfg["timeout_s"]), interval_s=0.05)
-        outcome = None
-        if not incast.done():
+        runs: list[PairOutcome] | None = None
+        if not background.done():
             if waited == float("inf"):
-                where = f"{att.switch}:{att.switch_port}"
-                raise InfraError(att.switch, f"the incast into {server} never loaded {where}")
-            outcome = run_latency_pair(view.lab, pair, _lat_spec())
-            if incast.done():
-                outcome = None
-        return outcome, incast.result()
+                where = f"{load.switch}:{load.port}"
+                raise InfraError(load.switch, f"{load.what} never loaded {where}")
+            if during is not None:
+                during()
+            runs = _latency_runs(view, pairs)
+            if background.done():
+                runs = None
+        return runs, background.result()
+
+
+def _latency_runs(view: FabricView, pairs: list[tuple[str, str]]) -> list[PairOutcome]:
+    """The latency pairs all at once, each on its own TCP port: every run meets the same
+    load, and a pair listed twice samples two QPs (two ECMP hashes) at the same time."""
+    base = _lat_spec()
+    specs = [replace(base, tcp_port=base.tcp_port + i) for i in range(len(pairs))]
+    if len(pairs) == 1:
+        return [run_latency_pair(view.lab, pairs[0], specs[0])]
+    with ThreadPoolExecutor(max_workers=len(pairs), thread_name_prefix="latency") as pool:
+        futures = [pool.submit(run_latency_pair, view.lab, p, sp)
+                   for p, sp in zip(pairs, specs, strict=True)]  # fmt: skip
+    return [f.result() for f in futures]
+
+
+def _wait(seconds: float) -> None:
+    """Let ``seconds`` pass on the clock the traffic fixtures poll with (``poll_until``)."""
+    poll_until(lambda: False, timeout_s=seconds, interval_s=min(0.1, seconds))
 
 
 @pytest.mark.plan("LAT-1.1")
@@ -199,36 +260,310 @@ def test_latency_under_incast(
         _failed(measure, "latency.loaded_p99_us", unit, loaded.error or "no latency table",
                 **where)  # fmt: skip
         return
-    with allure.step("LAT-1.1/4: loaded p50, p99, p99.9 and max against the limits (us)"):
-        attach_json(f"loaded ib_write_lat {client}->{server}", loaded.latency)
+    attach_json(f"loaded ib_write_lat {client}->{server}", loaded.latency)
+    _judge(measure, INCAST_KEYS, "LAT-1.1", unit, idle_row, row, where,
+           f"{len(senders)}:1 incast", f"ib_write_lat {client}->{server}: idle vs beside a "
+           f"{len(senders)}:1 incast (queue {top.queue})")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Keys:
+    """The limit keys one load's latency is judged against."""
+
+    p50: str | None
+    p99: str
+    p99_9: str
+    max: str
+    p99_inflation: str
+    p99_9_inflation: str | None
+
+
+INCAST_KEYS = Keys("latency.loaded_p50_us", "latency.loaded_p99_us", "latency.loaded_p99_9_us",
+                   "latency.loaded_max_us", "latency.p99_inflation", "latency.p99_9_inflation")
+A2A_KEYS = Keys(None, "latency.a2a_p99_us", "latency.a2a_p99_9_us", "latency.a2a_max_us",
+                "latency.a2a_p99_inflation", None)
+HOL_KEYS = Keys(None, "latency.hol_p99_us", "latency.hol_p99_9_us", "latency.hol_max_us",
+                "latency.hol_p99_inflation", None)
+FAILOVER_KEYS = Keys(None, "latency.failover_p99_us", "latency.failover_p99_9_us",
+                     "latency.failover_max_us", "latency.failover_p99_inflation", None)
+
+
+def _judge(
+    measure: Any,
+    keys: Keys,
+    plan: str,
+    unit: str,
+    idle_row: PerftestLatRow,
+    row: PerftestLatRow,
+    where: dict[str, str],
+    load_name: str,
+    title: str,
+) -> None:
+    """Loaded percentiles (us), inflation over idle (x), and the CDF plot of both."""
+    with allure.step(f"{plan}/4: loaded p50, p99, p99.9 and max against the limits (us)"):
         for key, value in (
-            ("latency.loaded_p50_us", row.t_typical_us),
-            ("latency.loaded_p99_us", row.p99_us),
-            ("latency.loaded_p99_9_us", row.p99_9_us),
-            ("latency.loaded_max_us", row.t_max_us),
+            (keys.p50, row.t_typical_us),
+            (keys.p99, row.p99_us),
+            (keys.p99_9, row.p99_9_us),
+            (keys.max, row.t_max_us),
         ):
+            if key is None:
+                continue
             if value is None:
                 _failed(measure, key, unit, "perftest printed no such column", **where)
                 continue
             measure(key, value, key=key, pair=unit, **where)
-    with allure.step("LAT-1.1/5: inflation over idle (p99, p99.9)"):
+    with allure.step(f"{plan}/5: inflation over idle (p99, p99.9)"):
         for key, busy, calm in (
-            ("latency.p99_inflation", row.p99_us, idle_row.p99_us),
-            ("latency.p99_9_inflation", row.p99_9_us, idle_row.p99_9_us),
+            (keys.p99_inflation, row.p99_us, idle_row.p99_us),
+            (keys.p99_9_inflation, row.p99_9_us, idle_row.p99_9_us),
         ):
+            if key is None:
+                continue
             if busy is None or not calm:
                 _failed(measure, key, unit, "no idle or loaded percentile", **where)
                 continue
             measure(key, busy / calm, key=key, pair=unit, idle_us=f"{calm:.2f}",
                     loaded_us=f"{busy:.2f}", **where)  # fmt: skip
-    with allure.step("LAT-1.1/6: latency CDF idle vs loaded"):
-        limit = measure.profile.get("latency.loaded_p99_us").high if measure.profile else None
+    with allure.step(f"{plan}/6: latency CDF idle vs loaded"):
+        limit = measure.profile.get(keys.p99).high if measure.profile else None
         attach_png(
-            f"latency CDF {client}->{server}",
+            f"latency CDF {unit} ({load_name})",
             plots.latency_cdf(
-                {"idle": _quantiles(idle_row), f"{len(senders)}:1 incast": _quantiles(row)},
+                {"idle": _quantiles(idle_row), load_name: _quantiles(row)},
                 limit_us=limit,
-                title=f"ib_write_lat {client}->{server}: idle vs beside a "
-                f"{len(senders)}:1 incast (queue {top.queue})",
+                title=title,
             ),
         )
+
+
+def _idle(
+    measure: Any, view: FabricView, pair: tuple[str, str], plan: str
+) -> PerftestLatRow | None:
+    """The pair's idle latency (the inflation's baseline), judged and attached; None if it
+    failed (recorded as such)."""
+    client, server = pair
+    unit = "--".join(sorted(pair))
+    spec = _lat_spec()
+    with allure.step(f"{plan}/1: idle ib_write_lat {client}->{server} -s {spec.size_bytes} "
+                     f"-n {spec.iterations}"):  # fmt: skip
+        idle = run_latency_pair(view.lab, pair, spec)
+        row = _row(idle)
+        if row is None or row.p99_us is None:
+            _failed(measure, "latency.idle_p99_us", unit, idle.error or "no latency table")
+            return None
+        attach_json(f"idle ib_write_lat {client}->{server}", idle.latency)
+        measure("latency.idle_p99_us", row.p99_us, key="latency.idle_p99_us", pair=unit)
+    return row
+
+
+def _worst(outcomes: list[PairOutcome]) -> tuple[PerftestLatRow | None, str | None]:
+    """The run with the highest p99 (the tail a request meets on its worst path), or why
+    there is none."""
+    rows = [r for o in outcomes if (r := _row(o)) is not None and r.p99_us is not None]
+    errors = [o.error for o in outcomes if o.error]
+    if errors:
+        return None, errors[0]
+    if not rows:
+        return None, "no latency table"
+    return max(rows, key=lambda r: r.p99_us or 0.0), None
+
+
+def _where(ev: HopEvidence, why: str, **extra: str) -> dict[str, str]:
+    return {"device": ev.hop.device, "port": ev.hop.port, "priority": str(PRIORITY),
+            "queue": ev.queue, "evidence": why, **extra}  # fmt: skip
+
+
+@pytest.mark.plan("LAT-1.2")
+@pytest.mark.needs("Perftest", count=3)
+def test_latency_beside_all_to_all(fabric_view: FabricView, measure: Any) -> None:
+    """LAT-1.2: each chosen pair's latency beside an all-to-all (a shifted-permutation
+    schedule of every host, bounded by the settings), one background for all pairs."""
+    view = fabric_view
+    pairs = pick_pairs(view, SETTINGS["pairs"], int(SETTINGS["max_pairs"]))
+    cfg = SETTINGS["all_to_all"]
+    hosts = view.hosts[: int(cfg["max_hosts"])]
+    if not pairs or len(hosts) < 3:
+        pytest.skip("needs three hosts with links for an all-to-all beside a latency pair")
+    idle = {p: _idle(measure, view, p, "LAT-1.2") for p in pairs}
+    pairs = [p for p in pairs if idle[p] is not None]
+    if not pairs:
+        return
+    flows = shifted_permutations(hosts, int(cfg["shifts"]))
+    spec = PerftestSpec(test=cfg["test"], size_bytes=cfg["size_bytes"], qps=cfg["qps"],
+                        duration_s=cfg["duration_s"])  # fmt: skip
+    watch = view.attachment[pairs[0][1]]
+    load = Load(flows, spec, watch.switch, watch.switch_port,
+                f"the all-to-all ({len(hosts)} hosts, {len(flows)} flows)")  # fmt: skip
+    with allure.step(f"LAT-1.2/2: {load.what}; each pair's ib_write_lat beside it"):
+        runs, outcomes, before, after = _under_load(view, pairs, load)
+        deltas = fabric_deltas(before, after)
+        attach_json("all-to-all goodput per flow (Gb/s)", {o.pair: o.bw_gbps for o in outcomes})
+    for pair, run in zip(pairs, runs, strict=True):
+        client, server = pair
+        unit = "--".join(sorted(pair))
+        with allure.step(f"LAT-1.2/3: {client}->{server}: the queue holding the delay"):
+            evidence = hop_evidence(path_hops(view, client, server), deltas, PRIORITY)
+            top, why = congested_queue(evidence)
+            attach_json(f"path queues {client}->{server}", {e.queue: e.summary() for e in evidence})
+            where = _where(top, why, load="all_to_all")
+        row = _row(run)
+        idle_row = idle[pair]
+        if row is None or idle_row is None:
+            _failed(measure, A2A_KEYS.p99, unit, run.error or "no latency table", **where)
+            continue
+        attach_json(f"ib_write_lat {client}->{server} beside the all-to-all", run.latency)
+        _judge(measure, A2A_KEYS, "LAT-1.2", unit, idle_row, row, where, "all-to-all",
+               f"ib_write_lat {client}->{server}: idle vs beside {load.what}")  # fmt: skip
+
+
+@pytest.mark.plan("LAT-1.3")
+@pytest.mark.needs("Perftest", count=3)
+def test_latency_beside_upstream_pause(
+    latency_pair: tuple[str, str], fabric_view: FabricView, measure: Any
+) -> None:
+    """LAT-1.3: head-of-line blocking: an incast into the server's neighbour congests an
+    egress the latency flow does not take; the flow must keep its idle-like tail unless PFC
+    from that egress pauses its hops. The delay is named at the episode's origin."""
+    view = fabric_view
+    client, server = latency_pair
+    unit = "--".join(sorted(latency_pair))
+    victim = neighbour(view, latency_pair)
+    cfg = SETTINGS["upstream_pause"]
+    senders = upstream_senders(view, latency_pair, int(cfg["max_senders"]))
+    if victim is None or not senders or view.attachment[client].switch == view.attachment[
+            server].switch:  # fmt: skip
+        why = (f"{server}'s leaf has no other host, or no host on another leaf can load it: "
+               "no pause episode can start beside this pair")
+        for requirement in (HOL_KEYS.p99, HOL_KEYS.p99_inflation):
+            measure.not_proven(requirement, why, pair=unit)
+        pytest.skip(why)
+    idle_row = _idle(measure, view, latency_pair, "LAT-1.3")
+    if idle_row is None:
+        return
+    att = view.attachment[victim]
+    origin_hop = Hop(att.switch, att.switch_port)
+    spec = replace(_incast_spec(), duration_s=cfg["duration_s"])
+    load = Load([(s, victim) for s in senders], spec, att.switch, att.switch_port,
+                f"the {len(senders)}:1 incast into {victim}")  # fmt: skip
+    n = int(cfg["runs"])
+    with allure.step(f"LAT-1.3/2: {load.what} ({origin_hop.endpoint}); {n} ib_write_lat runs "
+                     f"{client}->{server} beside it (a new QP each: each hashes its own path)"):
+        runs, outcomes, before, after = _under_load(view, [latency_pair] * n, load)
+        deltas = fabric_deltas(before, after)
+        attach_json("incast goodput per sender (Gb/s)", {o.client: o.bw_gbps for o in outcomes})
+    with allure.step("LAT-1.3/3: the pause episode's origin and the paused hops on the path"):
+        path = hop_evidence(path_hops(view, client, server), deltas, PRIORITY)
+        (origin,) = hop_evidence([origin_hop], deltas, PRIORITY)
+        top, why, paused = pause_origin(path, origin)
+        attach_json("path queues and origin", {e.queue: e.summary() for e in [*path, origin]})
+        where = _where(top, why, paused=",".join(e.queue for e in paused) or "none")
+    row, error = _worst(runs)
+    if row is None:
+        _failed(measure, HOL_KEYS.p99, unit, error or "no latency table", **where)
+        return
+    attach_json(f"ib_write_lat {client}->{server} beside the incast into {victim}",
+                [o.latency for o in runs])  # fmt: skip
+    _judge(measure, HOL_KEYS, "LAT-1.3", unit, idle_row, row, where,
+           f"incast into {victim} (worst of {n})",
+           f"ib_write_lat {client}->{server}: idle vs beside {load.what} (origin {top.queue})")
+
+
+def _convergence_budget_s(measure: Any) -> float:
+    """The failover suite's convergence limit (failover.convergence_ms), else the setting."""
+    if measure.profile is not None:
+        try:
+            high = measure.profile.get("failover.convergence_ms").high
+        except KeyError:
+            high = None
+        if high is not None:
+            return float(high) / 1000.0
+    return float(SETTINGS["failover"]["settle_s"])
+
+
+def _oper_up(view: FabricView, switch: str, port: str) -> bool | None:
+    driver = view.lab.device(switch)
+    if not isinstance(driver, Interfaces):
+        return None
+    return driver.interfaces()[port].oper_up
+
+
+@pytest.mark.plan("LAT-1.4")
+@pytest.mark.destructive
+@pytest.mark.needs("Perftest", count=3)
+def test_latency_during_failover(
+    latency_pair: tuple[str, str], fabric_view: FabricView, measure: Any, config_guard: Any
+) -> None:
+    """LAT-1.4: beside the LAT-1.1 incast, one of the server leaf's fabric links is shut (every
+    run then crosses the other spines) and restored: the flow must find its new path and keep
+    its tail on the degraded fabric. The link is named with the queue."""
+    view = fabric_view
+    client, server = latency_pair
+    unit = "--".join(sorted(latency_pair))
+    cfg = SETTINGS["failover"]
+    leaf = view.attachment[server].switch
+    links = view.uplinks.get(leaf, [])
+    switch = view.lab.device(leaf)
+    senders = incast_senders(view, latency_pair, int(SETTINGS["incast"]["max_senders"]))
+    why = None
+    if view.attachment[client].switch == leaf or len(links) < 2:
+        why = f"{client}->{server} crosses no fabric link {leaf} could lose and still reach"
+    elif not isinstance(switch, PortAdmin) or not isinstance(switch, Interfaces):
+        why = f"{leaf} cannot shut a port (no PortAdmin) or report its state"
+    elif not senders:
+        why = "needs a third host to load the server's port"
+    if why is not None:
+        for requirement in (FAILOVER_KEYS.p99, FAILOVER_KEYS.p99_inflation):
+            measure.not_proven(requirement, why, pair=unit)
+        pytest.skip(why)
+    idle_row = _idle(measure, view, latency_pair, "LAT-1.4")
+    if idle_row is None:
+        return
+    shut = links[0]
+    timeout = float(cfg["reroute_timeout_s"])
+    att = view.attachment[server]
+    spec = replace(_incast_spec(), duration_s=cfg["incast_duration_s"])
+    load = Load([(s, server) for s in senders], spec, att.switch, att.switch_port,
+                f"the {len(senders)}:1 incast into {server}")  # fmt: skip
+    settle_s = _convergence_budget_s(measure)
+    shut_state: dict[str, bool] = {}
+
+    def fail_link() -> None:
+        """Shut the link, wait for it to go down, then give the fabric its convergence budget
+        (routes elsewhere cannot be watched through the capabilities; FAIL-1.1 times them)."""
+        config_guard.touch(leaf)
+        switch.set_admin(shut.port, False)
+        shut_state["shut"] = True
+        _, down = poll_until(lambda: _oper_up(view, leaf, shut.port) is False, timeout_s=timeout)
+        if down == float("inf"):
+            raise InfraError(leaf, f"{shut.endpoint} stayed up {timeout} s after the shut")
+        _wait(settle_s)
+
+    with allure.step(f"LAT-1.4/2: {load.what}; shut {shut.endpoint} ({shut.link}); "
+                     f"ib_write_lat {client}->{server} once it runs again"):  # fmt: skip
+        try:
+            runs, outcomes, before, after = _under_load(view, [latency_pair], load, fail_link)
+        finally:
+            if shut_state.get("shut"):
+                switch.set_admin(shut.port, True)
+                poll_until(lambda: bool(_oper_up(view, leaf, shut.port)), timeout_s=timeout)
+        deltas = fabric_deltas(before, after)
+        attach_json("incast goodput per sender (Gb/s)", {o.client: o.bw_gbps for o in outcomes})
+    with allure.step("LAT-1.4/3: the queue holding the delay on the degraded fabric"):
+        evidence = hop_evidence(path_hops(view, client, server), deltas, PRIORITY)
+        top, why = congested_queue(evidence)
+        attach_json("path queues", {e.queue: e.summary() for e in evidence})
+        where = _where(top, why, link=shut.link)
+    if runs[0].error:
+        why = (f"{client}->{server} had no path {settle_s * 1000:.0f} ms after {shut.link} went "
+               f"down (shut at {shut.endpoint}): {runs[0].error}")
+        _failed(measure, FAILOVER_KEYS.p99, unit, why, **where)
+        return
+    row, error = _worst(runs)
+    if row is None:
+        _failed(measure, FAILOVER_KEYS.p99, unit, error or "no latency table", **where)
+        return
+    attach_json(f"ib_write_lat {client}->{server} with {shut.link} down", runs[0].latency)
+    _judge(measure, FAILOVER_KEYS, "LAT-1.4", unit, idle_row, row, where,
+           f"incast, {shut.endpoint} down",
+           f"ib_write_lat {client}->{server}: idle vs beside {load.what} with {shut.link} down")

@@ -97,3 +97,16 @@ def test_ecn_thresholds_fault_raises_the_queue_and_undoes() -> None:
         parse_params("ecn_thresholds", {"kmin_kb": 5, "kmax_kb": 1})
     with pytest.raises(FaultError):
         m.set_ecn_thresholds("host1", 1e6, 2e6)
+
+
+def test_a_drained_queue_delays_nothing_once_the_load_ended() -> None:
+    # the trace of the last stepped chunks must not outlive the queues it recorded
+    m = fabric()
+    for h in range(4, 9):
+        m.start_roce(f"host{h}", "host1", qps=2, duration_s=0.02)
+    m.advance(0.01)
+    busy = m.run_latency("host3", "host1", iterations=2000)
+    m.advance(0.05)  # the incast stopped at 0.02 s and its queue drained
+    after = m.run_latency("host3", "host1", iterations=2000)
+    assert busy.p99_us > 5 * after.p99_us
+    assert after.p99_us < 3.5

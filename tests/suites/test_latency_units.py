@@ -8,8 +8,12 @@ from latency_lib import (
     congested_queue,
     hop_evidence,
     incast_senders,
+    neighbour,
     path_hops,
+    pause_origin,
     pick_pairs,
+    shifted_permutations,
+    upstream_senders,
 )
 
 from labtest.fixtures.traffic import FabricView, PortDelta, attachments, uplinks
@@ -104,3 +108,47 @@ def test_the_cdf_plot_takes_printed_quantiles_and_skips_missing_ones():
         limit_us=75.0,
     )  # fmt: skip
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+
+
+def test_shifted_permutations_bound_the_all_to_all():
+    hosts = ["h1", "h2", "h3", "h4"]
+    one = shifted_permutations(hosts, 1)
+    assert one == [("h1", "h2"), ("h2", "h3"), ("h3", "h4"), ("h4", "h1")]
+    full = shifted_permutations(hosts, 10)  # bounded by hosts - 1 rounds: every ordered pair once
+    assert len(full) == 12 and len(set(full)) == 12 and all(a != b for a, b in full)
+    for h in hosts:  # every host sends and receives as many flows
+        assert sum(a == h for a, _ in full) == sum(b == h for _, b in full) == 3
+
+
+def test_the_upstream_pause_loads_the_servers_neighbour_from_other_leaves(view):
+    assert neighbour(view, ("host3", "host1")) == "host2"
+    assert upstream_senders(view, ("host3", "host1"), 6) == ["host4", "host5", "host6", "host7",
+                                                            "host8"]  # fmt: skip
+
+
+def test_a_pause_episode_is_named_at_its_origin_not_at_the_paused_spine():
+    origin_hop = Hop("leaf1", "Ethernet24")
+    # ECN off at leaf1: its spine-facing ingress hit XOFF and paused spine1's port to leaf1
+    deltas = {d.endpoint: d for d in (
+        _delta("leaf2", "Ethernet0", 0), _delta("spine1", "Ethernet0", 0, pfc_rx=40),
+        _delta("leaf1", "Ethernet16", 0), _delta("leaf1", "Ethernet0", pfc_tx=40),
+        _delta("leaf1", "Ethernet24", 0),
+    )}  # fmt: skip
+    path = hop_evidence(HOPS, deltas, 3)
+    (origin,) = hop_evidence([origin_hop], deltas, 3)
+    top, why, paused = pause_origin(path, origin)
+    assert top.queue == "leaf1:Ethernet24:3"
+    assert [e.queue for e in paused] == ["spine1:Ethernet0:3"] and "consequence" in why
+
+
+def test_no_pause_on_the_path_names_the_origin_and_says_so():
+    origin_hop = Hop("leaf1", "Ethernet24")
+    deltas = {d.endpoint: d for d in (_delta("leaf1", "Ethernet24", 900),)}
+    path = hop_evidence(HOPS, deltas, 3)
+    (origin,) = hop_evidence([origin_hop], deltas, 3)
+    top, why, paused = pause_origin(path, origin)
+    assert top.queue == "leaf1:Ethernet24:3" and paused == [] and "no pause" in why
+    # a path queue that marked by itself is the path's own congestion, named as such
+    marked = {d.endpoint: d for d in (_delta("spine1", "Ethernet0", 500),)}
+    top, _, paused = pause_origin(hop_evidence(HOPS, marked, 3), origin)
+    assert top.queue == "spine1:Ethernet0:3" and paused == []

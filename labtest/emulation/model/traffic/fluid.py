@@ -854,6 +854,7 @@ class FluidNet:
             if self.queued_bytes() < 1.0 and not self.xoff_state.any():
                 quiet = self.quiet_rates(t)  # drained: the rest is closed form
                 if quiet is not None:
+                    self.q_trace_from = self.q_trace_n  # a packet now finds them empty
                     return t - t0, quiet
             flows = delta[len(self.ctr.vec) :].reshape(-1, 6)[:, :3].ravel()
             rates = delta / (t - start)
