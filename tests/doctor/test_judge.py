@@ -1,0 +1,80 @@
+"""Per-link evidence from readings: limits of the profile, counters, cabling, NIC speed."""
+
+from __future__ import annotations
+
+import pytest
+
+from labtest.doctor.evidence import PortReading, Snapshot
+from labtest.doctor.judge import Judge, Plan, deltas, rates
+from labtest.doctor.localise import rank
+from labtest.measure import load_limits
+from labtest.run import default_testbed
+from labtest.testbed import load_testbed
+
+
+@pytest.fixture(scope="module")
+def judge() -> Judge:
+    tb = load_testbed(default_testbed())
+    return Judge(Plan.of(tb), load_limits(tb.limits))  # type: ignore[arg-type]
+
+
+def _snap(*readings: PortReading) -> Snapshot:
+    return Snapshot(ports={r.name: r for r in readings})
+
+
+def test_counter_growth_rates_and_a_cleared_counter() -> None:
+    a = PortReading("leaf1", "Ethernet0", 100.0, counters={"rx_errors": 10, "rx_packets": 500})
+    b = PortReading("leaf1", "Ethernet0", 110.0, counters={"rx_errors": 30, "rx_packets": 20})
+    assert deltas(a, b) == {"rx_errors": 20, "rx_packets": 20}  # rx_packets was cleared
+    assert rates(a, b) == {"rx_errors": 2.0, "rx_packets": 2.0}
+    assert deltas(None, b) == {} and rates(b, a) == {}
+
+
+def test_healthy_readings_give_no_evidence(judge: Judge) -> None:
+    ok = [PortReading("leaf1", "Ethernet0", 0.0, oper_up=True, speed_gbps=400, pre_fec_ber=1e-10,
+                      rx_power_dbm=(0.5,) * 4, tx_power_dbm=(1.0,) * 4, temperature_c=45,
+                      neighbour="spine1:Ethernet0", oper_samples=20),
+          PortReading("spine1", "Ethernet0", 0.0, oper_up=True, speed_gbps=400,
+                      rx_power_dbm=(0.4,) * 4, tx_power_dbm=(1.1,) * 4)]
+    assert judge.judge(_snap(*ok), None) == []
+
+
+def test_nic_at_half_speed_is_named_as_the_nic(judge: Judge) -> None:
+    slow = PortReading("host5", "eth0", 0.0, oper_up=True, speed_gbps=200)
+    ev = judge.judge(_snap(slow), None)
+    assert [(e.metric, e.limit_key, e.verdict) for e in ev] == [
+        ("speed_mismatch", "cabling.speed_mismatch", "FAIL")]
+    (suspect,) = rank(ev, hosts={"host5"})
+    assert (suspect.unit, suspect.kind) == ("host5:eth0", "nic")
+
+
+def test_lldp_neighbour_other_than_the_plan(judge: Judge) -> None:
+    r = PortReading("leaf1", "Ethernet0", 0.0, neighbour="spine2:Ethernet1/1")
+    (e,) = judge.judge(_snap(r), None)
+    assert e.limit_key == "cabling.neighbour_mismatch"
+    assert e.unit == "leaf1:Ethernet0--spine1:Ethernet0"
+
+
+def test_channel_loss_over_budget_names_the_link_and_the_path(judge: Judge) -> None:
+    tx = PortReading("leaf1", "Ethernet0", 0.0, tx_power_dbm=(1.0, 1.0, 1.0, 1.0))
+    rx = PortReading("spine1", "Ethernet0", 0.0, rx_power_dbm=(0.5, -2.8, 0.5, 0.5))
+    (e,) = judge.judge(_snap(tx, rx), None)
+    assert e.metric == "link_loss_db" and e.value == pytest.approx(3.8)
+    assert "leaf1:Ethernet0 Tx -> spine1:Ethernet0 Rx" in e.text and "budget 2.51 dB" in e.text
+
+
+def test_uncorrectable_codewords_need_two_readings(judge: Judge) -> None:
+    before = PortReading("spine1", "Ethernet0", 0.0, counters={"fec_uncorrectable_cw": 5})
+    after = PortReading("spine1", "Ethernet0", 10.0, counters={"fec_uncorrectable_cw": 9})
+    assert judge.judge(_snap(before), None) == []
+    (e,) = judge.judge(_snap(after), _snap(before))
+    assert (e.metric, e.value, e.verdict) == ("fec_uncorrectable_cw", 4.0, "FAIL")
+
+
+def test_error_counters_without_a_limit_are_an_anomaly_not_a_verdict(judge: Judge) -> None:
+    a = PortReading("leaf2", "Ethernet16", 0.0, counters={"rx_fcs_errors": 0})
+    b = PortReading("leaf2", "Ethernet16", 10.0, counters={"rx_fcs_errors": 3})
+    (e,) = judge.judge(_snap(b), _snap(a))
+    assert e.verdict == "ANOMALY" and e.limit_key is None
+    (s,) = rank([e])
+    assert s.confidence < 0.5  # watched, not paged
