@@ -110,12 +110,8 @@ class _State:
             except KernelLabUnavailable as exc:
                 self._emulated = None
                 raise pytest.UsageError(f"--emulate: {exc}") from None
-        try:
-            from labtest.emulation.lab import EmulatedLab  # type: ignore[import-not-found]
-        except ImportError:
-            raise pytest.UsageError(
-                "--emulate: the emulated lab is not available in this build"
-            ) from None
+        from labtest.emulation.lab import EmulatedLab  # on use: it starts servers and models
+
         self._emulated = EmulatedLab(testbed)
         return self._emulated.start()
 

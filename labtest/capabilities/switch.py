@@ -7,8 +7,8 @@ runtime-checkable) and is skipped, with the reason, when the testbed lacks it.
 Records carry units in their field names and use ``None`` for "the device did
 not report it" — never 0, which is a measurement. Per-port results are plain
 ``dict[str, Record]`` keyed by the device's own port name, so
-``labtest.parsing.to_jsonable`` turns them into the JSON shapes of issue 5
-(``{PORT: {"rx": [...], "tx": [...]}}`` and so on).
+``labtest.parsing.to_jsonable`` turns them into the JSON that ``labtest parse``
+prints (``{PORT: {"rx": [...], "tx": [...]}}`` and so on).
 """
 
 from __future__ import annotations
