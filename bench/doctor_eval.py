@@ -270,6 +270,10 @@ def run_seed(seed: int, args: argparse.Namespace, workdir: Path) -> Outcome:
         faults.append({"kind": f.kind, "unit": unit[i], "detected": i in detected,
                        "ttd_s": detected.get(i), "top1": top[:1] == [unit[i]],
                        "top3": unit[i] in top[:3]})
+    if args.verbose:
+        for f in faults:
+            if not (f["detected"] and f["top1"]):
+                print(f"  missed or not top-1: {f}")
     switches = sum(1 for d in tb.devices.values() if d.role != "host")
     busiest = max(mesh.probes_per_link.values()) / args.horizon_s
     gray.unregister()
