@@ -539,14 +539,17 @@ def test_latency_during_failover(
             raise InfraError(leaf, f"{shut.endpoint} stayed up {timeout} s after the shut")
         _wait(settle_s)
 
-    with allure.step(f"LAT-1.4/2: {load.what}; shut {shut.endpoint} ({shut.link}); "
-                     f"ib_write_lat {client}->{server} once it runs again"):  # fmt: skip
+    step = (f"LAT-1.4/2: {load.what}; shut {shut.endpoint} ({shut.link}); ib_write_lat "
+            f"{client}->{server} {settle_s:g} s after it went down")
+    with allure.step(step):
         try:
             runs, outcomes, before, after = _under_load(view, [latency_pair], load, fail_link)
         finally:
             if shut_state.get("shut"):
                 switch.set_admin(shut.port, True)
-                poll_until(lambda: bool(_oper_up(view, leaf, shut.port)), timeout_s=timeout)
+                _, up = poll_until(lambda: bool(_oper_up(view, leaf, shut.port)), timeout_s=timeout)
+                if up == float("inf"):
+                    raise InfraError(leaf, f"{shut.endpoint} stayed down {timeout} s after no shut")
         deltas = fabric_deltas(before, after)
         attach_json("incast goodput per sender (Gb/s)", {o.client: o.bw_gbps for o in outcomes})
     with allure.step("LAT-1.4/3: the queue holding the delay on the degraded fabric"):
@@ -567,3 +570,14 @@ def test_latency_during_failover(
     _judge(measure, FAILOVER_KEYS, "LAT-1.4", unit, idle_row, row, where,
            f"incast, {shut.endpoint} down",
            f"ib_write_lat {client}->{server}: idle vs beside {load.what} with {shut.link} down")
+    with allure.step(f"LAT-1.4/7: {shut.link} restored: the pair's idle latency is back"):
+        _wait(settle_s)
+        again = run_latency_pair(view.lab, latency_pair, _lat_spec())
+        back = _row(again)
+        labels = {"pair": unit, "link": shut.link, "phase": "restored"}
+        if back is None or back.p99_us is None:
+            why = f"no latency after {shut.link} came back: {again.error or 'no latency table'}"
+            measure("latency.idle_p99_us", float("nan"), key="latency.idle_p99_us", error=why,
+                    **labels)  # fmt: skip
+            return
+        measure("latency.idle_p99_us", back.p99_us, key="latency.idle_p99_us", **labels)
