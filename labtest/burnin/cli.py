@@ -3,6 +3,7 @@
     labtest burnin STATION.yaml [--emulate] [--time-scale X] [--fault KIND@TARGET[:k=v]]
     labtest burnin --resume RUN_ID [--db FILE|URL]
     labtest burnin --list [--db FILE|URL]
+    labtest burnin --metrics [--db FILE|URL]     # OpenMetrics text for Prometheus
     labtest burnin --report RUN_ID [--db FILE|URL]
 
 ``--db`` is a SQLite file or a ``postgresql://`` URL (one database for a floor of
@@ -43,6 +44,8 @@ def register(subparsers: Any) -> None:
                     help="emulated lab: inject a fault, e.g. failing_laser@leaf2:Ethernet8")
     ap.add_argument("--resume", metavar="RUN_ID", help="continue a crashed or stopped run")
     ap.add_argument("--list", action="store_true", help="list the runs in the database")
+    ap.add_argument("--metrics", action="store_true",
+                    help="print every run's figures as OpenMetrics text (Prometheus)")
     ap.add_argument("--report", metavar="RUN_ID", help="analyse a run again and rewrite its output")
     ap.add_argument("--db", type=_db_arg, metavar="FILE|URL",
                     help="the run database: a SQLite file or a postgresql:// URL (default: the "
@@ -79,7 +82,7 @@ def _burnin(args: argparse.Namespace) -> int:
 
     install_log_redaction()  # whatever a driver logs to the terminal is scrubbed
     try:
-        if args.list:
+        if args.list or args.metrics:
             return _list(args)
         if args.report:
             return _finish(args, args.report, None)
@@ -190,6 +193,11 @@ def _list(args: argparse.Namespace) -> int:
 
     store = open_store(database(args.db), create=False)  # a typo creates nothing
     try:
+        if args.metrics:
+            from labtest.db.metrics import burnin_metrics
+
+            print(burnin_metrics(store), end="")
+            return EXIT_PASS
         for run in store.runs():  # every station's runs when the database is shared
             done = 100.0 * run.position_s / run.duration_s if run.duration_s else 0.0
             print(f"{run.run_id}  {run.status:<9} {run.created_utc}  "

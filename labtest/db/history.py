@@ -246,6 +246,22 @@ class HistoryStore:
             raise HistoryError(f"{self.display}: {dbm.one_line(exc)}") from None
         return [Point(*r) for r in rows]
 
+    def latest_runs(self) -> list[dict[str, Any]]:
+        """Per testbed: its latest run (id, start, verdict, tests by outcome) and run count."""
+        with self._lock:
+            runs = self._execute("SELECT run_id, testbed, started_utc, verdict FROM runs "
+                                 "ORDER BY started_utc, run_id").fetchall()
+            latest: dict[str, dict[str, Any]] = {}
+            for run_id, testbed, started_utc, verdict in runs:
+                seen = latest.get(testbed, {}).get("runs", 0)
+                latest[testbed] = {"testbed": testbed, "run_id": run_id, "verdict": verdict,
+                                   "started_utc": started_utc, "runs": seen + 1, "outcomes": {}}
+            for row in latest.values():
+                row["outcomes"] = dict(self._execute(
+                    "SELECT outcome, COUNT(*) FROM tests WHERE run_id = ? GROUP BY outcome",
+                    (row["run_id"],)).fetchall())
+        return [latest[k] for k in sorted(latest, key=str)]
+
     def run_count(self) -> int:
         with self._lock:
             return int(self._execute("SELECT COUNT(*) FROM runs").fetchone()[0])

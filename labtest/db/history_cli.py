@@ -22,7 +22,7 @@ def register(subparsers: Any) -> None:
     ap = subparsers.add_parser(
         "history", help="a serial's or a port's measurements across stored runs (and a plot)",
         description="Measurements of one unit across the runs stored by labtest run.")
-    ap.add_argument("target", metavar="SERIAL|DEVICE:PORT",
+    ap.add_argument("target", metavar="SERIAL|DEVICE:PORT", nargs="?",
                     help="a module or device serial, DEVICE:PORT, or a device name")
     ap.add_argument("--key", metavar="K", help="only this limit key or measurement name, "
                     "e.g. fec.pre_fec_ber")
@@ -30,6 +30,8 @@ def register(subparsers: Any) -> None:
                     "postgresql:// $LABTEST_DB, else reports/history.db)")
     ap.add_argument("--plot", type=Path, metavar="FILE.png",
                     help="also draw the values over the runs' start times")
+    ap.add_argument("--metrics", action="store_true",
+                    help="print each testbed's latest run as OpenMetrics text (Prometheus)")
     ap.set_defaults(handler=_history)
 
 
@@ -49,9 +51,18 @@ def _history(args: argparse.Namespace) -> int:
     elif not str(where).startswith(("postgresql://", "postgres://")) and not Path(where).exists():
         print(f"labtest history: {where}: no history store there", file=sys.stderr)
         return 2
+    if args.target is None and not args.metrics:
+        print("labtest history: a SERIAL, DEVICE:PORT or device (or --metrics) is needed",
+              file=sys.stderr)
+        return 2
     try:
         store = HistoryStore(where)
         try:
+            if args.metrics:
+                from labtest.db.metrics import history_metrics
+
+                print(history_metrics(store), end="")
+                return 0
             points = store.points(args.target, args.key)
         finally:
             store.close()
