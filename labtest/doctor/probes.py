@@ -7,7 +7,7 @@ with probability at least ``1 - w (1 - 1/w)**n``. For coverage ``c``:
 
     n >= ln((1 - c) / w) / ln(1 - 1/w)
 
-(w = 2: 8 probes; w = 8: 50; w = 64: 605 for c = 0.99). Source ports chosen
+(w = 2: 8 probes; w = 8: 51; w = 64: 557 for c = 0.99). Source ports chosen
 round-robin over a known hash would need only ``w``; the random bound holds
 whatever hash the switches use.
 
