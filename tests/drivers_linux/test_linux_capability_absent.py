@@ -4,6 +4,8 @@ The refusals are the real tools' words (iproute2 6.1 and ethtool 6.1 on a veth, 
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from labtest.drivers.linux.driver import LinuxHost
@@ -78,3 +80,21 @@ def test_other_refusals_stay_broken() -> None:
     with pytest.raises(CommandFailed) as info:
         host.module_dom()
     assert not isinstance(info.value, CapabilityAbsent)
+
+
+def test_the_plugin_makes_an_absent_capability_a_skip_with_its_reason(pytester: Any) -> None:
+    pytester.makepyfile(
+        """
+        from labtest.errors import CapabilityAbsent, CommandFailed
+
+        def test_absent():
+            raise CapabilityAbsent("host1", "no RDMA device on host host1")
+
+        def test_refused():
+            raise CommandFailed("host1", "'rdma link show' exited 1: something else")
+        """
+    )
+    result = pytester.runpytest("-rs")
+    outcomes = result.parseoutcomes()
+    assert (outcomes.get("skipped"), outcomes.get("broken")) == (1, 1), outcomes
+    result.stdout.fnmatch_lines(["*not proven: [[]host1[]] no RDMA device on host host1*"])
