@@ -37,6 +37,10 @@ def register(sub: Any) -> None:
     ap.add_argument("--metrics-file", type=Path, metavar="FILE",
                     help="write the Prometheus text exposition to FILE after every interval "
                          "(node_exporter textfile collector)")
+    ap.add_argument("--html", type=Path, metavar="FILE",
+                    help="rewrite an HTML snapshot (topology coloured by health) every interval")
+    ap.add_argument("--live", action="store_true",
+                    help="a live terminal view instead of one text report per interval")
     ap.add_argument("--limits", type=Path, metavar="FILE",
                     help="limits profile (default: the testbed's limits:)")
     ap.add_argument("--emulate", action=argparse.BooleanOptionalAction, default=None,
@@ -111,8 +115,25 @@ def _watch(args: argparse.Namespace, testbed: Any, profile: Any, scale: float,
         if args.metrics_port is not None:
             metrics.serve(args.metrics_port)
 
+    live = None
+    if args.live:
+        from rich.live import Live
+
+        live = stack.enter_context(Live(refresh_per_second=1))
+
     def emit(report: Any) -> None:
-        _emit(report, out, write_event)
+        if live is not None:
+            from labtest.doctor.live import render
+
+            live.update(render(report))
+            _emit(report, out, write_event, echo=False)
+        else:
+            _emit(report, out, write_event)
+        if args.html is not None:
+            from labtest.doctor.snapshot import write_html
+
+            read = set(doctor.prev.ports) if doctor.prev is not None else set()
+            write_html(args.html, doctor.plan, report, read)
         if metrics is not None:
             metrics.update(report)
             if args.metrics_file is not None:
@@ -138,8 +159,9 @@ def _watch(args: argparse.Namespace, testbed: Any, profile: Any, scale: float,
     return EXIT_HEALTHY
 
 
-def _emit(report: Any, out: IO[str] | None, write_event: Any) -> None:
-    print(report.text(), flush=True)
+def _emit(report: Any, out: IO[str] | None, write_event: Any, echo: bool = True) -> None:
+    if echo:
+        print(report.text(), flush=True)
     write_event(out, report.as_dict())
     for rank, s in enumerate(report.suspects, 1):
         write_event(out, {"event": "suspect", "interval": report.interval, "rank": rank,
