@@ -48,6 +48,8 @@ class Report:
     probe_paths: int
     collect_s: float
     cpu_s: float  # the doctor's own CPU for this interval (collection parsing included)
+    #: "device:port" -> counter -> per device-second over the interval (non-zero ones only)
+    rates: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -59,6 +61,7 @@ class Report:
             "not_observed": self.not_observed, "failed": self.failed,
             "ports_read": self.ports_read, "probe_paths": self.probe_paths,
             "collect_s": round(self.collect_s, 3), "cpu_s": round(self.cpu_s, 4),
+            "rates": self.rates,
         }
 
     def text(self) -> str:
@@ -109,6 +112,8 @@ class Doctor:
                                      b.text(), None, b.confidence))
         hosts = {n for n, d in self.plan.testbed.devices.items() if d.role == "host"}
         ranked = rank(evidence, hosts)
+        counter_rates = {n: {k: v for k, v in r.items() if v}
+                         for n, r in self.rates_of(snap).items()}
         self.prev = snap
         self.count += 1
         return Report(
@@ -118,6 +123,7 @@ class Doctor:
             drifts=drifts, not_observed=dict(snap.not_observed), failed=dict(snap.failed),
             ports_read=len(snap.ports), probe_paths=len(probes), collect_s=snap.wall_s,
             cpu_s=time.process_time() - cpu0,
+            rates={n: r for n, r in counter_rates.items() if r},
         )
 
     def interval(self, lab: Any, *, watch_s: float, poll_s: float) -> Report:
@@ -135,6 +141,7 @@ class Doctor:
         return report
 
     def rates_of(self, snap: Snapshot) -> dict[str, dict[str, float]]:
+        """Counter rates of every port since the previous interval's snapshot."""
         prev = self.prev
         return {n: rates(prev.ports.get(n) if prev else None, r) for n, r in snap.ports.items()}
 

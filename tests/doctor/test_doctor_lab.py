@@ -59,6 +59,8 @@ def test_healthy_lab_has_no_suspect_and_says_what_it_cannot_see(lab: Any) -> Non
     assert report.ports_read >= 50 and not report.failed
     assert "probe mesh" in report.not_observed
     assert report.not_observed["leaf3 PFC"] == "driver offers no PfcQueues"
+    # counters became rates over the interval: corrected FEC codewords grow on a healthy link
+    assert report.rates["spine1:Ethernet0"]["fec_corrected_cw"] > 0
 
 
 @pytest.mark.parametrize(
