@@ -20,7 +20,7 @@ import json
 import math
 import re
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from labtest.capabilities.switch import (
     Facts,
@@ -35,13 +35,10 @@ from labtest.capabilities.switch import (
 from labtest.capabilities.transceiver import LaneDom, Threshold, Transceiver
 from labtest.drivers.common.cells import in_field_unit
 from labtest.drivers.common.lldp import newest_per_port
+from labtest.parsing import F, checked
 from labtest.parsing import Garbled as _Garbled
-from labtest.parsing import checked
 
 DRIVER = "eos"
-PARSE_DEVICE = "<parse>"
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _eos(*commands: str) -> Callable[[F], F]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any, TypeVar
 
 from labtest.capabilities.switch import (
     Facts,
@@ -27,13 +26,10 @@ from labtest.capabilities.switch import (
 from labtest.capabilities.transceiver import Threshold, Transceiver
 from labtest.drivers.common.cells import NA_NXOS, cell_int, cell_text, in_field_unit, lane_doms
 from labtest.drivers.common.lldp import newest_per_port
+from labtest.parsing import F, checked
 from labtest.parsing import Garbled as _Garbled
-from labtest.parsing import checked
 
 DRIVER = "nxos"
-PARSE_DEVICE = "<parse>"
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _int(cell: str | None) -> int | None:

@@ -15,9 +15,9 @@ the raw text; numbers lose their thousands separators, ``N/A`` becomes
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from labtest.capabilities.switch import (
     Facts,
@@ -43,14 +43,11 @@ from labtest.drivers.common.cells import cell_int as _int
 from labtest.drivers.common.cells import cell_text as _text
 from labtest.drivers.common.cells import in_field_unit, lane_doms
 from labtest.drivers.common.lldp import newest_per_port
+from labtest.parsing import F, checked, fingerprint
 from labtest.parsing import Garbled as _Garbled
-from labtest.parsing import checked, fingerprint
 
 DRIVER = "sonic"
-PARSE_DEVICE = "<parse>"  # device name in errors when a parser runs outside a driver
 UNKNOWN_PORT = "unknown"  # key used when the output itself does not name the port
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _sonic(*commands: str) -> Callable[[F], F]:
@@ -161,6 +158,20 @@ def _unique(seen: dict[Any, Any], key: Any, table: _Table, index: int) -> None:
             line=table.lines[index],
             expected="one row per key",
         )
+
+
+def _keyed(
+    table: _Table, column: str, seen: dict[Any, Any] | None
+) -> Iterator[tuple[str, dict[str, str | None]]]:
+    """``table``'s rows with their key (the ``column`` cell): a row without one is refused
+    at its line, and so is a key ``seen`` already holds (None: keys may repeat)."""
+    for i, row in enumerate(table.rows):
+        key = _text(row[column])
+        if not key:
+            raise _Garbled(f"row without a {column}", line=table.lines[i])
+        if seen is not None:
+            _unique(seen, key, table, i)
+        yield key, row
 
 
 def _tables_named(text: str, first_header: str, *must_have: str) -> list[_Table]:
@@ -303,11 +314,7 @@ def _lanes(cell: str | None) -> list[int]:
 def parse_interfaces_status(text: str) -> dict[str, InterfaceStatus]:
     out: dict[str, InterfaceStatus] = {}
     for table in _tables_named(text, "Interface", "Oper", "Admin"):
-        for i, row in enumerate(table.rows):
-            name = _text(row["Interface"])
-            if not name:
-                raise _Garbled("row without an interface name", line=table.lines[i])
-            _unique(out, name, table, i)
+        for name, row in _keyed(table, "Interface", out):
             out[name] = InterfaceStatus(
                 name=name,
                 admin_up=_updown(table.cell(row, "Admin")),
@@ -352,11 +359,7 @@ def parse_interface_counters(text: str) -> dict[str, InterfaceCounters]:
     out: dict[str, InterfaceCounters] = {}
     for table in _tables_named(text, "IFACE", "RX_ERR"):
         present = {c: f for c, f in _COUNTER_COLUMNS.items() if table.column(c)}
-        for i, row in enumerate(table.rows):
-            port = _text(row["IFACE"])
-            if not port:
-                raise _Garbled("row without an IFACE", line=table.lines[i])
-            _unique(out, port, table, i)
+        for port, row in _keyed(table, "IFACE", out):
             out[port] = InterfaceCounters(**{f: _int(row[c]) for c, f in present.items()})
     return out
 
@@ -379,11 +382,7 @@ def parse_pfc_counters(text: str) -> dict[str, PfcCounters]:
         if not all(table.column(p) for p in _PFC):
             raise _Garbled(f"{table.headers[0]} table lacks PFC0..PFC7", expected="PFC0..PFC7")
         direction = first[-2:]
-        for i, row in enumerate(table.rows):
-            port = _text(row[table.headers[0]])
-            if not port:
-                raise _Garbled("row without a port", line=table.lines[i])
-            _unique(per_dir[direction], port, table, i)
+        for port, row in _keyed(table, table.headers[0], per_dir[direction]):
             per_dir[direction][port] = [_int(row[p]) for p in _PFC]
     if not per_dir["rx"] and not per_dir["tx"]:
         raise _Garbled("no 'Port Rx' or 'Port Tx' table", expected="a 'Port Rx  PFC0 ...' table")
@@ -450,11 +449,7 @@ def _flr(cell: str | None) -> float | None:
 def parse_fec_stats(text: str) -> dict[str, FecStats]:
     out: dict[str, FecStats] = {}
     for table in _tables_named(text, "IFACE", "FEC_CORR", "FEC_UNCORR"):
-        for i, row in enumerate(table.rows):
-            port = _text(row["IFACE"])
-            if not port:
-                raise _Garbled("row without an IFACE", line=table.lines[i])
-            _unique(out, port, table, i)
+        for port, row in _keyed(table, "IFACE", out):
             out[port] = FecStats(
                 corrected_cw=_int(table.cell(row, "FEC_CORR")),
                 uncorrectable_cw=_int(table.cell(row, "FEC_UNCORR")),
@@ -500,11 +495,7 @@ def parse_fec_histogram(text: str, port: str | None = None) -> dict[str, FecHist
             out[key] = FecHistogram(bins=bins)
         elif table.headers and table.headers[0] == "IFACE" and table.column("BIN0"):
             bin_columns = [h for h in table.headers if _BIN.fullmatch(h)]
-            for i, row in enumerate(table.rows):
-                name = _text(row["IFACE"])
-                if not name:
-                    raise _Garbled("row without an IFACE", line=table.lines[i])
-                _unique(out, name, table, i)
+            for name, row in _keyed(table, "IFACE", out):
                 out[name] = FecHistogram(bins=_bins([(c, row[c]) for c in bin_columns]))
     if not out:
         raise _Garbled("no 'Symbol Errors Per Codeword' or IFACE/BIN table")
@@ -520,10 +511,7 @@ def parse_lldp_table(text: str) -> dict[str, LldpNeighbor]:
     prints no age): the first row is kept and the other named (``older_neighbours``)."""
     rows = []
     for table in _tables_named(text, "LocalPort", "RemoteDevice", "RemotePortID"):
-        for i, row in enumerate(table.rows):
-            local = _text(row["LocalPort"])
-            if not local:
-                raise _Garbled("row without a LocalPort", line=table.lines[i])
+        for local, row in _keyed(table, "LocalPort", None):
             neighbour = LldpNeighbor(
                 remote_system=_text(row["RemoteDevice"]),
                 remote_port=_text(row["RemotePortID"]),
@@ -593,11 +581,7 @@ def parse_pfcwd_config(text: str) -> dict[str, PfcWatchdogConfig]:
     poll_ms = int(poll.group(1)) if poll else None
     out: dict[str, PfcWatchdogConfig] = {}
     for table in _tables_named(text, "PORT", "ACTION", "DETECTION TIME"):
-        for i, row in enumerate(table.rows):
-            port = _text(row["PORT"])
-            if not port:
-                raise _Garbled("row without a PORT", line=table.lines[i])
-            _unique(out, port, table, i)
+        for port, row in _keyed(table, "PORT", out):
             hist = _text(table.cell(row, "HISTORY"))
             out[port] = PfcWatchdogConfig(
                 action=_text(row["ACTION"]),
