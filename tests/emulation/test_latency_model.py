@@ -110,3 +110,30 @@ def test_a_drained_queue_delays_nothing_once_the_load_ended() -> None:
     after = m.run_latency("host3", "host1", iterations=2000)
     assert busy.p99_us > 5 * after.p99_us
     assert after.p99_us < 3.5
+
+
+def test_a_shallow_buffer_pauses_the_spines_and_blocks_a_flow_to_an_idle_port() -> None:
+    # head-of-line blocking: the incast goes to host2; the latency flow to host1 (same leaf)
+    # shares no congested egress, only the spine hop leaf1's early XOFF pauses
+    def hol(m: TrafficModel) -> float:
+        for h in range(4, 9):
+            m.start_roce(f"host{h}", "host2", qps=2)
+        m.advance(0.01)
+        return max(m.run_latency("host3", "host1", iterations=2000).p99_us for _ in range(8))
+
+    assert hol(fabric()) < 10.0  # healthy: ECN keeps the leaf's PGs below XOFF
+    m = fabric()
+    fabric_ns = SimpleNamespace(traffic=m)
+    params = parse_params("shallow_buffer", {})
+    undo = CATALOGUE["shallow_buffer"].effect(fabric_ns, "leaf1", params)  # type: ignore[arg-type]
+    assert CATALOGUE["shallow_buffer"].caught_by == "latency"
+    q = m.topo.port("leaf1:Ethernet0") * 8 + 3
+    assert m.engine.xoff[q] == 200e3 < KMIN_B
+    assert hol(m) > KMIN_US + 10.0  # a paused spine queue ahead of it
+    spines = ("spine1:Ethernet0", "spine2:Ethernet0")
+    paused = sum(m.port_counters(e).pfc_rx_frames[3] for e in spines)
+    assert paused > 0
+    undo()
+    assert m.engine.xoff[q] == KMAX_B
+    with pytest.raises(FaultError):
+        m.set_pg_xoff("host1", 1e5)

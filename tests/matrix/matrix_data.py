@@ -98,6 +98,10 @@ _CASES = [
          "leaf1 marks ECN only from 8 MB to 32 MB: its incast queues stand deep and the "
          "latency flow's p99 under load inflates",
          params={"kmin_kb": 8000, "kmax_kb": 32000}),
+    case("shallow_buffer", "leaf1", ("leaf1",),
+         "leaf1's lossless PGs pause at 200 KB, below ECN Kmin: an incast into host2 pauses "
+         "the spines, and the latency flow to host1 waits behind it (LAT-1.3)",
+         params={"xoff_kb": 200}),
     case("pfc_storm", "host3", ("host3", "leaf2:Ethernet16", "host3:eth0"),
          "host3's NIC pauses priority 3 without end: pause frames on an idle fabric",
          params={"priority": 3}),
@@ -292,6 +296,15 @@ _DOMAINS = [
                                 "fault runs use kmax = 4 kmin); 32000 kB is the default"),
         }, "a leaf of either vendor: the latency suite's incasts congest the receiver's leaf "
            "port; a spine downlink carries only half an incast"),),
+        catches=("latency",)),
+    Domain(
+        "shallow_buffer",
+        (Placement(("leaf",), {
+            "xoff_kb": IntRange(100, 200, "the latency suite's head-of-line check (LAT-1.3, "
+                                "limit 26 us) measured 49-55 us from 100-200 KB in the model; "
+                                "400 KB was marginal (26 us); below Kmin (800 KB) by design"),
+        }, "a leaf of either vendor: LAT-1.3's incast into the server's neighbour congests a "
+           "leaf port, whose ingress PGs then pause the spines the latency flow crosses"),),
         catches=("latency",)),
     Domain(
         "pfc_storm",

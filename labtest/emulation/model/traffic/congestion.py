@@ -154,3 +154,4 @@ class DeviceQos:
     honor_pfc: bool
     ecn_kmin_b: float | None = None  # WRED/ECN profile of the lossless queues; None: by speed
     ecn_kmax_b: float | None = None
+    pg_xoff_b: float | None = None  # lossless ingress PG XOFF (buffer profile); None: by speed

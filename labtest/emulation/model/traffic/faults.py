@@ -79,6 +79,22 @@ def ecn_thresholds(fabric: HasTraffic, target: str, params: EcnThresholdsParams)
     )
 
 
+class ShallowBufferParams(FaultParams):
+    xoff_kb: float = Field(200.0, gt=0, le=3200)
+
+
+@fault(
+    "shallow_buffer",
+    ShallowBufferParams,
+    "the switch's lossless ingress PGs send XOFF at xoff_kb (a shallow buffer profile, default "
+    "200 KB, below the 400G ECN Kmin of 800 KB): PFC pauses before ECN marks, so a congested "
+    "port pauses its upstream hops and flows to other ports wait behind it (head-of-line)",
+    "latency",
+)
+def shallow_buffer(fabric: HasTraffic, target: str, params: ShallowBufferParams) -> Undo:
+    return fabric.traffic.set_pg_xoff(_need(target, "a switch"), params.xoff_kb * 1e3)
+
+
 class PfcStormParams(FaultParams):
     priority: int = Field(3, ge=0, le=7)
 

@@ -134,11 +134,12 @@ class FluidNet:
             speed = max(float(self.speed_gbps[p.index]), 1.0)
             self.kmin[sl], self.kmax[sl], self.pmax[sl] = ecn_thresholds(speed)
             self.headroom[sl] = headroom_bytes(speed, float(cable_m[p.index]))
-            self.xoff[sl] = xoff_bytes(speed)
-            self.xon[sl] = self.xoff[sl] - XON_OFFSET_BYTES
-            self.refresh_s[sl] = pause_time_s(speed) / 2
             dq = qos[p.device]
             sw = bool(self.switch_port[p.index])
+            xoff = dq.pg_xoff_b if sw and dq.pg_xoff_b is not None else xoff_bytes(speed)
+            self.xoff[sl] = xoff
+            self.xon[sl] = max(xoff - XON_OFFSET_BYTES, xoff / 2)  # a shallow XOFF keeps an XON
+            self.refresh_s[sl] = pause_time_s(speed) / 2
             for prio in range(PRIORITIES):
                 q = q0 + prio
                 lossless = prio in dq.pfc

@@ -807,6 +807,25 @@ class TrafficModel:
 
         return undo
 
+    @_locked
+    def set_pg_xoff(self, device: str, xoff_b: float | None) -> Undo:
+        """Switch: where its lossless ingress PGs send XOFF (None: the default, at ECN Kmax).
+        A shallow buffer profile pauses below Kmin: PFC acts before ECN marks."""
+        self.topo.require_device(device)
+        if not self.topo.is_switch(device):
+            raise FaultError(f"{device!r} is not a switch")
+        if xoff_b is not None and xoff_b <= 0:
+            raise FaultError(f"PG XOFF must be > 0 bytes, got {xoff_b}")
+        q = self.qos[device]
+        was = q.pg_xoff_b
+        q.pg_xoff_b = xoff_b
+        self._changed()
+
+        def undo() -> None:
+            self.set_pg_xoff(device, was)
+
+        return undo
+
     def _refresh_cc(self) -> None:
         topo = self.topo
         for f in self.flows.values():
