@@ -7,7 +7,11 @@ leaf); host3 (another leaf) measures ib_write_lat to host1 idle and beside it. l
 lossless queues get ECN marking windows [0.9 Kmax, Kmax] for several Kmax, so DCQCN holds
 the congested queue just under Kmax: the loaded p99 minus the idle median should be
 Kmax / line rate. Then the two faults a latency suite must catch: ECN off at leaf1 and
-ECN thresholds above PFC XOFF (PFC does the work). Prints one line per case.
+ECN thresholds above PFC XOFF (PFC does the work). Then head-of-line blocking (the
+suite's LAT-1.3): the incast goes to host2, host1's neighbour on leaf1, so host3 -> host1
+shares no congested egress; healthy, it keeps its idle tail; with a shallow buffer or PFC
+doing the work at leaf1, the spine hop leaf1 pauses holds it (worst p99 of 8 QPs, each
+hashing its own spine). Prints one line per case.
 """
 
 from __future__ import annotations
@@ -22,9 +26,28 @@ from labtest.emulation.model.traffic.lab import DictLinkView, clos_testbed
 LINE_GBPS = 400.0
 
 
-def run(seed: int, setup: str, kmax_b: float | None) -> tuple[float, float, float, float]:
+def fabric(seed: int) -> TrafficModel:
     tb = clos_testbed(spines=2, leaves=4, hosts_per_leaf=2, speed_gbps=LINE_GBPS)
-    m = TrafficModel(tb, DictLinkView.of(tb), np.random.default_rng(seed))
+    return TrafficModel(tb, DictLinkView.of(tb), np.random.default_rng(seed))
+
+
+def head_of_line(seed: int, setup: str) -> tuple[float, float]:
+    """(idle p99, worst loaded p99 of 8 QPs) of host3 -> host1 beside a 5:1 incast into host2."""
+    m = fabric(seed)
+    if setup == "shallow_buffer":
+        m.set_pg_xoff("leaf1", 200e3)
+    if setup == "ecn_thresholds":
+        m.set_ecn_thresholds("leaf1", 8e6, 32e6)
+    idle = m.run_latency("host3", "host1", iterations=5000)
+    for h in range(4, 9):
+        m.start_roce(f"host{h}", "host2", qps=2)
+    m.advance(0.01)
+    worst = max(m.run_latency("host3", "host1", iterations=5000).p99_us for _ in range(8))
+    return idle.p99_us, worst
+
+
+def run(seed: int, setup: str, kmax_b: float | None) -> tuple[float, float, float, float]:
+    m = fabric(seed)
     if kmax_b is not None:
         m.set_ecn_thresholds("leaf1", 0.9 * kmax_b, kmax_b)
     if setup == "ecn_disabled":
@@ -59,6 +82,12 @@ def main() -> None:
             else:
                 ratio = f"{'-':>9} {'-':>23}"
             print(f"{name:>22} {seed:>4} {idle:9.2f} {p50:7.1f} {p99:7.1f} {p999:7.1f} {ratio}")
+    print(f"\nhead-of-line, incast into host2 {'case':>22} {'seed':>4} {'idle p99':>9} "
+          f"{'worst p99 of 8':>15}")  # fmt: skip
+    for setup in ("healthy", "shallow_buffer", "ecn_thresholds"):
+        for seed in range(1, args.seeds + 1):
+            idle_p99, worst = head_of_line(seed, setup)
+            print(f"{'':>33} {setup + '@leaf1':>22} {seed:>4} {idle_p99:9.2f} {worst:15.1f}")
 
 
 if __name__ == "__main__":
