@@ -717,6 +717,10 @@ class _RunReservation:
     def release(self) -> None:
         if self.lease is not None:
             self.lease.release()
+            close = getattr(self.lease.store, "close", None)  # a server store's connection
+            if close is not None:
+                with contextlib.suppress(StoreUnavailable, OSError):
+                    close()
             self.lease = None
 
 

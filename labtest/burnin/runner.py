@@ -269,6 +269,10 @@ def _hold(station: Station, options: Options) -> reservation.Lease | None:
 def _release(lease: reservation.Lease | None) -> None:
     if lease is not None:
         lease.release()
+        close = getattr(lease.store, "close", None)  # a server store's connection
+        if close is not None:
+            with contextlib.suppress(reservation.StoreUnavailable, OSError):
+                close()
 
 
 def output_dir(station: Station, output: Path | None) -> Path:

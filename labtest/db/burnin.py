@@ -136,9 +136,13 @@ class PgSampleStore:
             self._conn: Any = dbm.connect(url, SCHEMA, DDL)
         except dbm.DatabaseUnavailable as exc:
             raise StoreError(" ".join(str(exc).split())) from None
-        self._check_version()
-        if not create and not self.runs():
-            raise StoreError(f"{self.display}: no burn-in runs in this database")
+        try:
+            self._check_version()
+            if not create and not self.runs():
+                raise StoreError(f"{self.display}: no burn-in runs in this database")
+        except BaseException:
+            self._conn.close()
+            raise
 
     def _broken(self) -> None:
         """After a server error the session may be unusable: reconnect on the next call."""

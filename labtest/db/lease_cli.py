@@ -42,6 +42,12 @@ def _open(args: argparse.Namespace) -> Any:
     return store
 
 
+def _close(store: Any) -> None:
+    close = getattr(store, "close", None)
+    if close is not None:
+        close()
+
+
 def _when(epoch_s: float) -> str:
     return datetime.fromtimestamp(epoch_s).isoformat(sep=" ", timespec="seconds")
 
@@ -50,7 +56,11 @@ def _list(args: argparse.Namespace) -> int:
     from labtest.errors import InfraError
 
     try:
-        rows = _open(args).leases()
+        store = _open(args)
+        try:
+            rows = store.leases()
+        finally:
+            _close(store)
     except (InfraError, LookupError, ValueError) as exc:
         print(f"labtest lease: {exc}", file=sys.stderr)
         return 2
@@ -73,7 +83,11 @@ def _release(args: argparse.Namespace) -> int:
     from labtest.errors import InfraError
 
     try:
-        freed = _open(args).release_run(args.run_id)
+        store = _open(args)
+        try:
+            freed = store.release_run(args.run_id)
+        finally:
+            _close(store)
     except (InfraError, LookupError, ValueError) as exc:
         print(f"labtest lease: {exc}", file=sys.stderr)
         return 2

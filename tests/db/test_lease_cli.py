@@ -28,6 +28,8 @@ def test_list_shows_every_holder_and_release_frees_them(backend: str, capsys) ->
             lease.confirm()
     finally:
         lease.release()
+        if hasattr(store, "close"):
+            store.close()
 
 
 def test_an_unreachable_server_is_one_line_exit_2(capsys) -> None:

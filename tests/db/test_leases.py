@@ -52,8 +52,17 @@ print(json.dumps(log))
 """
 
 
-def test_a_busy_device_names_its_holder_and_fail_fast_does_not_wait(backend: str) -> None:
-    store = r.open_store(backend)
+@pytest.fixture
+def store(backend: str):
+    """The backend's lease store, its server connection closed afterwards."""
+    opened = r.open_store(backend)
+    yield opened
+    close = getattr(opened, "close", None)
+    if close is not None:
+        close()
+
+
+def test_a_busy_device_names_its_holder_and_fail_fast_does_not_wait(store) -> None:
     with r.reserve(SW1, store=store, run_id="run-a"):
         with pytest.raises(r.DevicesBusy) as busy:
             r.reserve(BOTH, store=store, wait_s=0)
@@ -62,8 +71,7 @@ def test_a_busy_device_names_its_holder_and_fail_fast_does_not_wait(backend: str
         assert "lab/sw1 held by" in str(busy.value) and "run run-a" in str(busy.value)
 
 
-def test_all_or_nothing_and_release_frees(backend: str) -> None:
-    store = r.open_store(backend)
+def test_all_or_nothing_and_release_frees(store) -> None:
     with r.reserve(SW1, store=store, run_id="run-a"):
         with pytest.raises(r.DevicesBusy):
             r.reserve(BOTH, store=store, wait_s=0, run_id="run-b")
@@ -74,8 +82,7 @@ def test_all_or_nothing_and_release_frees(backend: str) -> None:
         assert {h.run_id for h in store.holders(BOTH).values()} == {"run-b"}
 
 
-def test_members_of_one_run_share_the_hold_until_the_last_leaves(backend: str) -> None:
-    store = r.open_store(backend)
+def test_members_of_one_run_share_the_hold_until_the_last_leaves(store) -> None:
     first = r.reserve(BOTH, store=store, run_id="xdist-run")
     second = r.reserve(BOTH, store=store, run_id="xdist-run", wait_s=0)
     first.release()
@@ -86,8 +93,7 @@ def test_members_of_one_run_share_the_hold_until_the_last_leaves(backend: str) -
     assert store.holders(BOTH) == {}
 
 
-def test_lease_list_shows_holders_and_release_takes_devices_away(backend: str) -> None:
-    store = r.open_store(backend)
+def test_lease_list_shows_holders_and_release_takes_devices_away(store) -> None:
     lease = r.reserve(BOTH, store=store, run_id="run-l", ttl_s=30, host="ci-07")
     try:
         rows = store.leases()
@@ -103,8 +109,7 @@ def test_lease_list_shows_holders_and_release_takes_devices_away(backend: str) -
         lease.release()
 
 
-def test_an_expired_member_loses_its_lease_and_frees_its_devices(backend: str) -> None:
-    store = r.open_store(backend)
+def test_an_expired_member_loses_its_lease_and_frees_its_devices(store) -> None:
     lease = r.reserve(SW1, store=store, run_id="slow", ttl_s=0.6, host="frozen-host")
     lease._stop.set()  # the heartbeat stops, as in a frozen VM
     time.sleep(1.0)
@@ -114,10 +119,9 @@ def test_an_expired_member_loses_its_lease_and_frees_its_devices(backend: str) -
 
 
 def test_kill_9_of_a_holder_on_another_host_frees_its_devices_within_its_lease(
-    backend: str, tmp_path: Path
+    backend: str, store, tmp_path: Path
 ) -> None:
     ttl_s = 3.0
-    store = r.open_store(backend)
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, backend, str(ttl_s)],
                               stdout=subprocess.PIPE, text=True)
     try:
@@ -134,6 +138,8 @@ def test_kill_9_of_a_holder_on_another_host_frees_its_devices_within_its_lease(
         if holder.poll() is None:
             holder.kill()
             holder.wait()
+        if holder.stdout is not None:
+            holder.stdout.close()
     print(f"devices free {freed_s:.2f} s after kill -9 (lease {ttl_s:g} s)")
     assert freed_s <= ttl_s + 2 * r.POLL_S
 

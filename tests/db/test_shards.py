@@ -73,6 +73,8 @@ def test_workers_share_the_shards_and_a_dead_ones_shard_is_taken_over(pg_url: st
         if doomed.poll() is None:
             doomed.kill()
             doomed.wait()
+        if doomed.stdout is not None:
+            doomed.stdout.close()
     result = queue.results("sweep-1")
     assert result.missing == []
     assert sorted(result.ok) == [d for d in DEVICES if d != "sw013"]
