@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import secrets as pysecrets
 import shutil
 import threading
@@ -23,6 +24,8 @@ from typing import Any
 import yaml
 from pydantic import SecretStr
 
+from labtest import labtime
+from labtest.emulation.model.clock import serving
 from labtest.emulation.model.fabric import Fabric
 from labtest.emulation.scpiserver import ScpiServer
 from labtest.emulation.snmpagent import SnmpAgent, V3User
@@ -32,6 +35,9 @@ from labtest.testbed.model import Device, SnmpSettings, SshSettings, Testbed, Vi
 
 log = logging.getLogger("labtest.emulation")
 
+#: ``LABTEST_ELASTIC_CLOCK=0``: emulated labs follow the wall clock (scaled) without
+#: skipping idle time, as before issue 19 (``bench/acceptance_speed.py`` compares the two)
+ELASTIC_ENV = "LABTEST_ELASTIC_CLOCK"
 #: how often the servers' silence follows the model's unreachable devices (wall seconds)
 REACHABILITY_POLL_S = 0.05
 
@@ -109,6 +115,9 @@ class EmulatedLab:
     workdir: Path | None = None
     time_scale: float | None = None
     faults: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    #: skip the time in which every party only waits on virtual time (see model.clock);
+    #: suites then wait on ``labtest.labtime``, which this lab drives while it runs
+    elastic: bool = field(default_factory=lambda: os.environ.get(ELASTIC_ENV, "1") != "0")
     fabric: Fabric = field(init=False)
     skipped: dict[str, str] = field(default_factory=dict, init=False)
     start_s: float = field(default=0.0, init=False)  # how long start() took
@@ -120,6 +129,8 @@ class EmulatedLab:
     def start(self) -> Testbed:
         began = time.monotonic()
         self.fabric = Fabric(self.testbed, time_scale=self.time_scale, realtime=True)
+        self.fabric.clock.set_elastic(self.elastic)
+        labtime.use(self.fabric.clock)
         for kind, target, params in self.faults:
             self.fabric.inject(kind, target, **params)
         try:
@@ -151,6 +162,7 @@ class EmulatedLab:
                 password=dev.password,
                 banner=served.banner,
                 allow_exec=served.allow_exec,
+                serving=self._serving,
             ).start()
         if served.mib is not None:
             dev.community = _credential()
@@ -159,6 +171,10 @@ class EmulatedLab:
         if served.scpi is not None:
             dev.scpi = ScpiServer(served.scpi, idn=served.idn)
             dev.scpi.start()
+
+    def _serving(self) -> Any:
+        """Held while an emulator answers a request: the elastic clock does not jump then."""
+        return serving(self.fabric.clock)
 
     def _watch_reachability(self) -> None:
         """An unreachable device answers nothing on any protocol until it is back.
@@ -275,6 +291,9 @@ class EmulatedLab:
 
     def stop(self) -> None:
         self._stop.set()
+        if hasattr(self, "fabric"):
+            labtime.release(self.fabric.clock)
+            self.fabric.clock.set_elastic(False)
         if self._watch is not None:
             self._watch.join(2.0)
             self._watch = None

@@ -134,6 +134,7 @@ class SshServer:
         allow_exec: bool = True,
         host: str = "127.0.0.1",
         port: int = 0,
+        serving: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")
@@ -146,6 +147,7 @@ class SshServer:
         self.banner = banner  # sent before the first prompt of a shell (a MOTD)
         self.allow_exec = allow_exec  # some network OSes only offer a shell
         self.host = host
+        self.serving = serving  # held while a command is answered (the lab's clock: no jump)
         self._requested_port = port
         self.port = 0
         self.connections = 0  # TCP connections accepted so far (tests check reuse)
@@ -273,7 +275,8 @@ class SshServer:
     def serve_exec(
         self, transport: paramiko.Transport, channel: paramiko.Channel, command: str
     ) -> None:
-        reply = self.handler().run(command)
+        with self.serving():
+            reply = self.handler().run(command)
         try:
             if self.mode == "drop":
                 channel.sendall(reply.output[: len(reply.output) // 2].encode())
@@ -331,7 +334,8 @@ class SshServer:
         if not line.strip():
             channel.sendall(handler.prompt.encode())
             return True
-        reply = handler.run(line)
+        with self.serving():
+            reply = handler.run(line)
         if self.mode == "drop":
             channel.sendall(_crlf(reply.output[: len(reply.output) // 2]))
             _drop(transport)

@@ -15,11 +15,11 @@ settles, and an end still changing cannot be proven right.
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from labtest import labtime
 from labtest.capabilities.switch import Interfaces, InterfaceStatus, Lldp, LldpNeighbor
 from labtest.errors import InfraError
 from labtest.sweep import each_device
@@ -176,16 +176,16 @@ def observe(
     for result in each_device(lab, lldp, lambda d: _lldp(lab, d), obs.errors).values():
         tables.update(result)
     planned = [str(e) for lk in links for e in lk.ends if e.device in lldp]
-    start = time.monotonic()
+    start = labtime.monotonic()
     while True:
-        now = time.monotonic() - start
+        now = labtime.monotonic() - start
         quiet = {e for e in planned if tables.get(e) is None or _who(tables[e]) is None}
         changing = {e for e in planned if e in tables and tables[e].older_neighbours}
         due = (quiet if now < retry_s else set()) | (changing if now < changed_retry_s else set())
         again = sorted({e.split(":", 1)[0] for e in due} - set(obs.errors))
         if not again:
             break
-        time.sleep(poll_s if quiet & due else changed_poll_s)
+        labtime.sleep(poll_s if quiet & due else changed_poll_s)
         for result in each_device(lab, again, lambda d: _lldp(lab, d), obs.errors).values():
             for end, n in result.items():
                 if _who(n) is not None or tables.get(end) is None:
@@ -195,4 +195,3 @@ def observe(
     for result in each_device(lab, switches, lambda d: _status(lab, d), obs.errors).values():
         obs.status.update(result)
     return obs
-

@@ -7,13 +7,12 @@ settings.yaml. Pass criteria: ``congestion.*`` in the limits profile.
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 import allure
 import pytest
 
-from labtest import plugin
+from labtest import labtime, plugin
 from labtest.capabilities.host import PerftestSpec
 from labtest.capabilities.switch import PfcQueues
 from labtest.capabilities.traffic import (
@@ -428,7 +427,7 @@ def test_no_pause_storm(fabric_view: FabricView, measure: Any) -> None:
     with allure.step("CONG-3.2/1: PFC counters of every switch, idle"):
         before = view.snapshot_switches(pfc=True)
     with allure.step(f"CONG-3.2/2: again after {window_s:g} s without test traffic"):
-        time.sleep(window_s)  # the observation window itself, not a wait for a condition
+        labtime.sleep(window_s)  # the observation window itself, not a wait for a condition
         after = view.snapshot_switches(pfc=True)
         deltas = fabric_deltas(before, after)
     with allure.step("CONG-3.2/3: no port received pause frames"):
@@ -563,7 +562,7 @@ def test_pfc_watchdog_storm(fabric_view: FabricView, measure: Any) -> None:
         )
         before = switch.pfc_watchdog().get(queue_key)
         tg.start_traffic()
-        started = time.monotonic()  # the storm runs by now: the latest it can have begun
+        started = labtime.monotonic()  # the storm runs by now: the latest it can have begun
         try:
             detected = _when(
                 switch,
@@ -582,12 +581,12 @@ def test_pfc_watchdog_storm(fabric_view: FabricView, measure: Any) -> None:
                 detected_ms=_window_ms(detected),
                 bound_ms=str(detect_bound_ms),
             )
-            held = time.monotonic()
-            while time.monotonic() - held < float(cfg["storm_s"]):
-                time.sleep(0.05)  # the storm lasts storm_s: an observation window
+            held = labtime.monotonic()
+            while labtime.monotonic() - held < float(cfg["storm_s"]):
+                labtime.sleep(0.05)  # the storm lasts storm_s: an observation window
         finally:
             tg.stop_traffic()
-            stopped = time.monotonic()
+            stopped = labtime.monotonic()
     with allure.step("CONG-3.3/3: the other priority lost nothing during the storm"):
         tg.wait_done(timeout_s=10.0)
         metrics = {m.name: m for m in tg.metrics()}
@@ -634,15 +633,15 @@ def _when(
     last_start = since
     deadline = since + timeout_s
     while True:
-        start = time.monotonic()
+        start = labtime.monotonic()
         seen = _stormed(switch, queue_key) == stormed
-        end = time.monotonic()
+        end = labtime.monotonic()
         if seen:
             return max(last_start - since, 0.0), end - since
         if end >= deadline:
             return math.inf, math.inf
         last_start = start
-        time.sleep(0.02)
+        labtime.sleep(0.02)
 
 
 def _window_ms(window: tuple[float, float]) -> str:

@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import contextlib
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from labtest import labtime
 from labtest.capabilities.instruments import Bert
 from labtest.capabilities.switch import Interfaces, Prbs, PrbsResult
 from labtest.errors import InfraError
@@ -163,9 +163,9 @@ class Campaign:
             if outcome.plan.mode == "switch":
                 for end in outcome.plan.link.ends:
                     self._guarded(outcome, lambda d=end.device: self.touch(d))
-        start = time.monotonic()
+        start = labtime.monotonic()
         while True:
-            now_s = time.monotonic() - start
+            now_s = labtime.monotonic() - start
             for outcome in active:
                 if outcome.error is None and self._decided(outcome):
                     outcome.run_time_s = now_s
@@ -175,7 +175,7 @@ class Campaign:
                 break
             self._stage(active, min(max(self._need_s(active), self.min_stage_s), left_s))
         for outcome in active:  # undecided when the budget ran out
-            outcome.run_time_s = time.monotonic() - start
+            outcome.run_time_s = labtime.monotonic() - start
         self._wait_up([o for o in outcomes.values() if o.plan.mode == "switch"])
         return outcomes
 
@@ -194,8 +194,8 @@ class Campaign:
             for outcome in active:
                 started[id(outcome)] = math.inf
                 if self._guarded(outcome, lambda o=outcome: self._start(o)):
-                    started[id(outcome)] = time.monotonic()
-            time.sleep(stage_s)
+                    started[id(outcome)] = labtime.monotonic()
+            labtime.sleep(stage_s)
         finally:
             for outcome in active:
                 if id(outcome) not in started:
@@ -203,7 +203,7 @@ class Campaign:
                 if outcome.error is not None:
                     self._stop_quietly(outcome)
                     continue
-                run_s[id(outcome)] = max(time.monotonic() - started[id(outcome)], 0.0)
+                run_s[id(outcome)] = max(labtime.monotonic() - started[id(outcome)], 0.0)
                 found[id(outcome)] = self._guarded(outcome, lambda o=outcome: self._stop_read(o))
         for outcome in active:
             if outcome.error is None and found.get(id(outcome)):
@@ -338,9 +338,9 @@ class Campaign:
 
     def _wait_up(self, outcomes: list[LinkOutcome], timeout_s: float = 30.0) -> None:
         """Poll (bounded) until both ends of each link are oper up again after PRBS."""
-        start = time.monotonic()
+        start = labtime.monotonic()
         pending = {o.plan.name: o for o in outcomes if o.error is None}
-        while pending and time.monotonic() - start < timeout_s:
+        while pending and labtime.monotonic() - start < timeout_s:
             for name, outcome in list(pending.items()):
                 ends = outcome.plan.link.ends
                 try:
@@ -348,10 +348,10 @@ class Campaign:
                 except InfraError:
                     up = False
                 if up:
-                    outcome.up_again_s = time.monotonic() - start
+                    outcome.up_again_s = labtime.monotonic() - start
                     del pending[name]
             if pending:
-                time.sleep(0.2)
+                labtime.sleep(0.2)
         for outcome in pending.values():
             outcome.up_again_s = math.inf
 

@@ -21,11 +21,11 @@ monotonic clock, and the window says so (``clock="host"``).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from labtest import labtime
 from labtest.capabilities.clock import Clock
 from labtest.capabilities.switch import (
     FecCodewordHistogram,
@@ -206,14 +206,14 @@ def watch_links(
     for device, ports in ends.items():
         for port in ports:
             watch.ports[f"{device}:{port}"] = PortWatch()
-    outer_start = time.monotonic()
+    outer_start = labtime.monotonic()
     before = _per_device(lab, watch, ends, lambda d, ps: _fec_read(lab, d, ps, fec_capable))
-    start = time.monotonic()
+    start = labtime.monotonic()
     deadline = start + duration_s
     _per_device(lab, watch, ends, lambda d, ps: _sample_until(lab, d, ps, watch, deadline, poll_s))
-    watch.duration_s = time.monotonic() - start
+    watch.duration_s = labtime.monotonic() - start
     after = _per_device(lab, watch, ends, lambda d, ps: _fec_read(lab, d, ps, fec_capable))
-    watch.outer_s = time.monotonic() - outer_start
+    watch.outer_s = labtime.monotonic() - outer_start
     for device, read1 in after.items():
         read0 = before.get(device)
         if read0 is None:
@@ -259,13 +259,13 @@ def _sample_until(lab: Any, device: str, ports: list[str], watch: LinkWatch,
     """Sample one switch's ports on its own pace (at most every ``poll_s``) until ``deadline``:
     a slow switch does not slow the others' sampling, so short flaps are still seen."""
     while True:
-        sampled = time.monotonic()
+        sampled = labtime.monotonic()
         for port, up in _oper_states(lab, device, ports).items():
             watch.ports[f"{device}:{port}"].add(up)
         if sampled >= deadline:
             return
-        time.sleep(max(0.0, min(poll_s - (time.monotonic() - sampled),
-                                deadline - time.monotonic())))
+        labtime.sleep(max(0.0, min(poll_s - (labtime.monotonic() - sampled),
+                                deadline - labtime.monotonic())))
 
 
 def _oper_states(lab: Any, device: str, ports: list[str]) -> dict[str, bool]:

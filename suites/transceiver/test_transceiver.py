@@ -10,7 +10,6 @@ quirks in deviations.yaml.
 from __future__ import annotations
 
 import json
-import time
 from typing import TYPE_CHECKING, Any
 
 import allure
@@ -35,7 +34,7 @@ from transceiver_lib import (
     warning_margin,
 )
 
-from labtest import plugin
+from labtest import labtime, plugin
 from labtest.capabilities.host import RdmaDevices
 from labtest.capabilities.switch import SwitchFacts
 from labtest.errors import InfraError
@@ -453,9 +452,9 @@ def second_reading(
     """All modules again, ``transceiver.dom_interval_s`` (plus the dark re-read) later."""
     interval_s = float(profile.get("transceiver.dom_interval_s").low or 0.0)
     wait_s = interval_s + float(SETTINGS["dark_retry"]["timeout_s"])
-    remaining = first_reading.time_s + wait_s - time.monotonic()
+    remaining = first_reading.time_s + wait_s - labtime.monotonic()
     if remaining > 0:
-        time.sleep(remaining)  # the interval is the measurement's definition, not a guess
+        labtime.sleep(remaining)  # the interval is the measurement's definition, not a guess
     return read_modules(
         lab, cabled_modules(testbed, lab), _merger(testbed), broken=first_reading.errors
     )
@@ -475,7 +474,7 @@ def test_dom_stable(
         before = _get(first_reading, module_end)
         t0 = first_reading.time_s
         if is_dark(before):
-            before, t0 = _lit(lab, testbed, module_end, before), time.monotonic()
+            before, t0 = _lit(lab, testbed, module_end, before), labtime.monotonic()
         after = _lit(lab, testbed, module_end, _get(second_reading, module_end))
         measure(
             "dom_interval",

@@ -9,7 +9,6 @@ record, so both are judged by the same code.
 from __future__ import annotations
 
 import re
-import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -18,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from labtest import labtime
 from labtest.capabilities.host import ModuleDom
 from labtest.capabilities.switch import Transceivers
 from labtest.capabilities.transceiver import LaneDom, Threshold, Transceiver
@@ -152,7 +152,7 @@ def read_modules(
     for end in ends:
         device, _, port = end.partition(":")
         by_device.setdefault(device, []).append(port)
-    reading = Reading(time_s=time.monotonic(), errors=dict(broken or {}))
+    reading = Reading(time_s=labtime.monotonic(), errors=dict(broken or {}))
     answers = each_device(
         lab, by_device, lambda d: read_device(lab, d, by_device[d], merge_lanes(d)), reading.errors
     )
@@ -174,9 +174,9 @@ def read_lit(
 ) -> Transceiver:
     """Re-read a module that read dark until it has light again (bounded); the last read."""
     device, _, port = end.partition(":")
-    module, deadline = first, time.monotonic() + timeout_s
-    while is_dark(module) and time.monotonic() < deadline:
-        time.sleep(poll_s)
+    module, deadline = first, labtime.monotonic() + timeout_s
+    while is_dark(module) and labtime.monotonic() < deadline:
+        labtime.sleep(poll_s)
         module = read_device(lab, device, [port], merge_lanes).get(port, module)
     return module
 

@@ -1220,6 +1220,9 @@ class Fabric:
         if device not in self.testbed.devices:
             raise ModelError(f"no device {device!r} in the model")
         (self._unreachable.discard if reachable else self._unreachable.add)(device)
+        # a client waiting on a dark device waits on the wall clock (its transport's
+        # timeout): the elastic clock must not skip time under it
+        self.clock.set_hold(bool(self._unreachable))
 
     def ambient_c(self, device: str) -> float:
         return self._ambient_c[device]

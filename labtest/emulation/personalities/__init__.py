@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from labtest.emulation.model.clock import VirtualTimer
 from labtest.emulation.model.fabric import Fabric
 from labtest.emulation.personalities._text import natural_key
 from labtest.testbed.model import Device
@@ -119,7 +120,7 @@ class SwitchState:
     boots: int = field(default=0, init=False)
     _boot_s: float = field(init=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, init=False)
-    _timers: list[threading.Timer] = field(default_factory=list, init=False)
+    _timers: list[threading.Timer | VirtualTimer] = field(default_factory=list, init=False)
     _base_pfc: tuple[int, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -306,12 +307,19 @@ class SwitchState:
         self.fabric.set_reachable(self.name, True)
 
     def _after(self, delay_s: float, action: Callable[[], None]) -> None:
-        timer = threading.Timer(delay_s, action)
-        timer.daemon = True
+        """``action`` after ``delay_s`` at the lab's pace (virtual: an elastic clock skips idle)."""
+        clock = self.fabric.clock
+        if clock.realtime:
+            timer: threading.Timer | VirtualTimer = clock.call_later(
+                delay_s * clock.time_scale, action
+            )
+        else:
+            timer = threading.Timer(delay_s, action)
+            timer.daemon = True
+            timer.start()
         with self._lock:
             self._timers = [t for t in self._timers if t.is_alive()]
             self._timers.append(timer)
-        timer.start()
 
     @property
     def rebooting(self) -> bool:

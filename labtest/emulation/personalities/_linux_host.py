@@ -217,7 +217,7 @@ class HostState:
             return
         clock = self.fabric.clock
         if clock.realtime:
-            self.stopped.wait(clock.wall_s(virtual_s))
+            clock.sleep(virtual_s, self.stopped)
         else:
             self.fabric.advance(virtual_s)
 
