@@ -96,9 +96,15 @@ def sessions(lab: Any, testbed: Testbed) -> Sessions:
     settle = SETTINGS["settle"]
     deadline = time.monotonic() + float(settle["timeout_s"])
     found = _read(lab, bgp_devices, bfd_devices)
+    errors = found.errors  # a device that cannot be asked is broken at once, not re-read
+    bgp_devices = [n for n in bgp_devices if n not in errors]
+    bfd_devices = [n for n in bfd_devices if n not in errors]
+    bgp_ends = [e for e in bgp_ends if e.split(":", 1)[0] not in errors]
+    bfd_ends = [e for e in bfd_ends if e.split(":", 1)[0] not in errors]
     while not _settled(found, bgp_ends, bfd_ends) and time.monotonic() < deadline:
         time.sleep(float(settle["poll_s"]))
         found = _read(lab, bgp_devices, bfd_devices)
+        found.errors = {**errors, **found.errors}
     return found
 
 
