@@ -305,7 +305,9 @@ _DOMAINS = [
                                 "400 KB was marginal (26 us); below Kmin (800 KB) by design"),
         }, "a leaf of either vendor: LAT-1.3's incast into the server's neighbour congests a "
            "leaf port, whose ingress PGs then pause the spines the latency flow crosses"),),
-        catches=("latency",)),
+        catches=("latency",), combinable=False,
+        note="not combined: its pauses reach the spines every other suite's incasts cross, "
+             "so a second fault's suite could rightly see them"),
     Domain(
         "pfc_storm",
         (Placement(("host",), {
