@@ -44,7 +44,7 @@ def init_project(target: Path) -> list[Path]:
         raise InitError(f"{target} exists and is not an empty folder")
     name = re.sub(r"[^A-Za-z0-9_.-]+", "-", target.resolve().name).strip("-") or "lab"
     target.mkdir(parents=True, exist_ok=True)
-    written = [_copy_template(TEMPLATE, target, name)]
+    written: list[Path | list[Path]] = [_copy_template(TEMPLATE, target, name)]
     written.append(_write(target / "limits.yaml", _limits_text()))
     written.append(_write(target / "testbed.yaml", _testbed_text()))
     return [p for group in written for p in (group if isinstance(group, list) else [group])]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from labtest.capabilities.transceiver import LaneDom, mw_to_dbm
 from labtest.parsing import Garbled
@@ -75,8 +75,9 @@ def power_dbm(mw: float) -> float:
 def _same(value: float) -> float:
     return value
 
+
 #: the unit a record field carries (its name's suffix) -> the units a CLI prints it in
-_UNITS = {
+_UNITS: dict[str, dict[str, Callable[[float], float]]] = {
     "_dbm": {"dBm": _same, "mW": power_dbm},
     "_ma": {"mA": _same},
     "_c": {"C": _same, "Celsius": _same},

@@ -142,7 +142,9 @@ def _looks_like(doc: dict[str, Any]) -> str:
     return "another command"
 
 
-def _require_json(text: str, command: str, key: str, kind: type = dict) -> dict[str, Any]:
+def _require_json(
+    text: str, command: str, key: str, kind: type | tuple[type, ...] = dict
+) -> dict[str, Any]:
     """The JSON answer of ``command``, which must carry ``key`` of type ``kind``."""
     doc = _as_json(text)
     if doc is None:

@@ -40,8 +40,8 @@ class ThermalChamber(ScpiInstrument):
         get=":SOUR:TEMP:RAMP?", set=":SOUR:TEMP:RAMP {value}", unit="degC/min",
         minimum=0.1, maximum=30.0,
         doc="How fast the air temperature may move towards the setpoint.")
-    temperature = Measurement(get=":MEAS:TEMP?", unit="degC",
-                              doc="Air temperature measured in the chamber.")
+    temperature: Measurement[float] = Measurement(
+        get=":MEAS:TEMP?", unit="degC", doc="Air temperature measured in the chamber.")
     mode = EnumSetting(get=":CONT:MODE?", set=":CONT:MODE {value}", choices=MODES,
                        doc="constant = running at the setpoint; standby = not controlling.")
 

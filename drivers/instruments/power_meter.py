@@ -32,8 +32,9 @@ UNIT_DBM = 0
 class PowerMeter(ScpiInstrument):
     family = "Keysight N774xC multiport optical power meter"
 
-    power = Measurement(get=":READ{slot}:POW?", unit="dBm",
-                        doc="Optical power of a port, as the meter reads it now.")
+    power: Measurement[float] = Measurement(
+        get=":READ{slot}:POW?", unit="dBm",
+        doc="Optical power of a port, as the meter reads it now.")
     wavelength_nm = FloatSetting(
         get=":SENS{slot}:POW:WAV?", set=":SENS{slot}:POW:WAV {value}", unit="nm",
         minimum=1250.0, maximum=1650.0, scale=1e-9,

@@ -23,6 +23,7 @@ Only ``get`` and ``walk`` are used, so a recording replays the whole driver.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from labtest import connect
@@ -157,8 +158,8 @@ class SnmpSwitch:
         )
         out: dict[str, InterfaceStatus] = {}
         for index, name in names.items():
-            admin = mibs.IF_ADMIN_STATUS.get(t["ifAdminStatus"].get(index))
-            oper = mibs.IF_OPER_STATUS.get(t["ifOperStatus"].get(index))
+            admin = _enum(mibs.IF_ADMIN_STATUS, t["ifAdminStatus"].get(index))
+            oper = _enum(mibs.IF_OPER_STATUS, t["ifOperStatus"].get(index))
             speed_mbps = t["ifHighSpeed"].get(index)
             out[name] = InterfaceStatus(
                 name=name,
@@ -181,7 +182,7 @@ class SnmpSwitch:
             values = {f: t[c].get(index) for f, c in _COUNTER_COLUMNS.items()}
             for direction, columns in _PACKET_COLUMNS.items():
                 parts = [t[c].get(index) for c in columns]
-                total = None if any(v is None for v in parts) else sum(parts)
+                total = None if None in parts else sum(v for v in parts if v is not None)
                 values[f"{direction}_packets"] = total
             out[name] = InterfaceCounters(**values)
         return out
@@ -208,7 +209,7 @@ class SnmpSwitch:
             if len(parts) != 3 or not all(p.isdigit() for p in parts):
                 raise ParseError(self.name, f"lldpRemTable index {index!r} is not 3 numbers")
             port = local.get(parts[1], parts[1])
-            subtype = mibs.LLDP_PORT_ID_SUBTYPE.get(t["lldpRemPortIdSubtype"].get(index))
+            subtype = _enum(mibs.LLDP_PORT_ID_SUBTYPE, t["lldpRemPortIdSubtype"].get(index))
             port_id = _str(t["lldpRemPortId"][index])
             descr = _str(t["lldpRemPortDesc"].get(index))
             neighbour = LldpNeighbor(
@@ -313,6 +314,11 @@ def _mac(value: Any) -> str | None:
     if text and re.fullmatch(r"0x[0-9a-fA-F]{12}", text):
         return ":".join(text[i : i + 2] for i in range(2, 14, 2)).lower()
     return text
+
+
+def _enum(names: Mapping[Any, str], value: Any) -> str | None:
+    """A MIB enumeration's name for ``value`` (None: the agent gave no or an unknown value)."""
+    return names.get(value)
 
 
 def _index_key(index: str) -> tuple[int, ...]:

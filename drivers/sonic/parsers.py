@@ -423,8 +423,9 @@ def parse_queue_counters(text: str) -> dict[str, QueueCounters]:
             m = re.fullmatch(r"(UC|MC|ALL)(\d+)", txq or "")
             if not port or not m:
                 raise _Garbled(f"queue row {port!r} {txq!r}", line=table.lines[i])
-            _unique(seen, (port, txq, table.headers[2]), table, i)
-            seen[(port, txq, table.headers[2])] = True
+            key = (port, m.group(0), table.headers[2])  # m.group(0) is the whole TxQ cell
+            _unique(seen, key, table, i)
+            seen[key] = True
             queues.setdefault(port, []).append(
                 QueueCounter(
                     queue=m.group(0),

@@ -404,7 +404,8 @@ class ScapyTrafficGenerator:
         self._raise_thread_errors(run)
 
     def _raise_thread_errors(self, run: _Run) -> None:
-        for worker in [*run.senders, *run.receivers.values()]:
+        workers: list[_PortSender | RxPort] = [*run.senders, *run.receivers.values()]
+        for worker in workers:
             if worker.error is not None:
                 error, worker.error = worker.error, None
                 if isinstance(error, TransportError):

@@ -67,7 +67,7 @@ def _bound_requests(api: Any, timeout_s: float) -> None:
 
 def _snappi() -> Any:
     try:
-        import snappi  # type: ignore[import-not-found]
+        import snappi
     except ImportError as exc:  # an optional extra
         raise ConfigError(
             "snappi", ["snappi is not installed: pip install 'labtest[snappi]'"]

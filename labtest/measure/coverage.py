@@ -537,8 +537,8 @@ def _unjudged(coverage: Coverage, tests: list[Mapping[str, Any]], units: Units) 
             named.add(c.unit)
         if c.status in (PROVEN, FAILED, WAIVED):  # a judged (or accepted) link: both ends
             named.update(units.link_devices.get(c.unit, ()))
-        pair = c.unit.split("--") if c.status in (PROVEN, FAILED) and "--" in c.unit else []
-        named.update(d for d in pair if units.device_kind.get(d) == "host")
+        ends = c.unit.split("--") if c.status in (PROVEN, FAILED) and "--" in c.unit else []
+        named.update(d for d in ends if units.device_kind.get(d) == "host")
     lines = []
     for name, kind in units.device_kind.items():
         if kind not in _KINDS_OF or not (_KINDS_OF[kind] & needed) or name in named:

@@ -234,6 +234,16 @@ def _absorb(pool: list[Failure], explains: Callable[[Failure], bool]) -> list[st
     return [f.nodeid for f in taken]
 
 
+def _touching(hosts: frozenset[str]) -> Callable[[Failure], bool]:
+    """Explains a failure of any of ``hosts`` (one a dead device shadows)."""
+    return lambda f: bool(f.hosts & hosts)
+
+
+def _alone_on(host: str) -> Callable[[Failure], bool]:
+    """Explains a failure of ``host`` that is not a pair's."""
+    return lambda f: host in f.hosts and f.pair is None
+
+
 def _take(pool: list[Failure], chosen: Iterable[Failure]) -> list[str]:
     ids = []
     for f in list(chosen):
@@ -317,7 +327,7 @@ def unreachable_rule(pool: list[Failure], topo: Topology) -> list[RootCause]:
         why = first[0][:160] if first else "no answer"
         tests = _take(pool, broken)
         shadow = topo.shadow(device)
-        consequences = _absorb(pool, lambda f, s=shadow: bool(f.hosts & s))
+        consequences = _absorb(pool, _touching(shadow))
         out.append(RootCause(f"{device} could not be asked: {why}", "unreachable", device,
                              [f"{len(tests)} broken test(s) name {device}"], tests, consequences))
     return out
@@ -360,7 +370,7 @@ def link_down_rule(pool: list[Failure], topo: Topology) -> list[RootCause]:
     for link, found in sorted(by_link.items(), key=lambda kv: -len(kv[1])):
         tests = _take(pool, [f for f, _ in found])
         shadow = topo.shadow(None, link=link) if link in topo.units.link_devices else frozenset()
-        consequences = _absorb(pool, lambda f, s=shadow: bool(f.hosts & s))
+        consequences = _absorb(pool, _touching(shadow))
         out.append(RootCause(f"link {link} went down or flapped", "link_down", link,
                              [message(m) for _, m in found][:MAX_EVIDENCE], tests, consequences))
     return out
@@ -375,7 +385,7 @@ def anomaly_rule(pool: list[Failure], topo: Topology) -> list[RootCause]:
         tests = _take(pool, [f for f, _ in found])
         port = culprit.split(":", 1)[1] if device and ":" in culprit else None
         shadow = topo.shadow(device, port, link)
-        consequences = _absorb(pool, lambda f, s=shadow: bool(f.hosts & s))
+        consequences = _absorb(pool, _touching(shadow))
         evidence = [message(m) for _, m in found][:MAX_EVIDENCE]
         if len(consequences) >= 2 and device and topo.units.device_kind.get(device) == "host":
             evidence.append(f"{device} takes part in {len(consequences)} failing traffic tests")
@@ -410,7 +420,7 @@ def _value(m: Mapping[str, Any]) -> str:
 
 
 def common_member_rule(pool: list[Failure], topo: Topology) -> list[RootCause]:
-    out = []
+    out: list[RootCause] = []
     while True:
         pairs = [f for f in pool if f.symptom_only and f.pair is not None]
         counts = Counter(h for f in pairs for h in f.pair or ())
@@ -429,7 +439,7 @@ def common_member_rule(pool: list[Failure], topo: Topology) -> list[RootCause]:
         link = topo.host_link.get(host)
         if link:
             evidence.append(f"{host}'s link: {link}")
-        consequences = _absorb(pool, lambda f, h=host: h in f.hosts and f.pair is None)
+        consequences = _absorb(pool, _alone_on(host))
         out.append(RootCause(f"{host}: common end of {n} failing pairs", "common_member", host,
                              evidence, [], tests + consequences))
 

@@ -132,7 +132,7 @@ class _Run:
     # --- hooks (this object is registered as a plugin when active) ---------------
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        info: PhaseRecord = getattr(report, "labtest", None) or {}
+        info: PhaseRecord = getattr(report, "labtest", None) or PhaseRecord()
         inv = info.get("inventory")
         if inv is not None:
             self.device_inventory = inv.get("devices", self.device_inventory)
@@ -346,7 +346,8 @@ def _dynamic_labels(run: _Run, info: PhaseRecord) -> dict[str, list[str]]:
             devices.append(dev)
             if port:
                 ports.append(f"{dev}:{port}")
-    error_device = (info.get("error") or {}).get("device")
+    error = info.get("error")
+    error_device = error["device"] if error else None
     if error_device:
         devices.append(error_device)
     devices = list(dict.fromkeys(devices))
@@ -394,7 +395,7 @@ def _write(run: _Run, session: pytest.Session, exitstatus: int) -> None:
         test["attachments"] = attachments.get(nodeid, [])
     tb = run.testbed()
     limits_path = config.getoption("limits", None) or (tb.limits if tb else None)
-    doc = {
+    doc: dict[str, Any] = {
         "schema": results.SCHEMA,
         "run": _run_record(run, config, exitstatus),
         "testbed": results.testbed_record(tb) if tb else None,

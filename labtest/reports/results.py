@@ -13,7 +13,7 @@ any other exception is *broken*; the core plugin classifies once
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -54,7 +54,7 @@ def new_test(nodeid: str) -> dict[str, Any]:
     }
 
 
-def apply_phase(test: dict[str, Any], outcome: str, info: dict[str, Any]) -> None:
+def apply_phase(test: dict[str, Any], outcome: str, info: Mapping[str, Any]) -> None:
     """Fold one phase report (setup, call, teardown; ``outcome`` is pytest's) into ``test``."""
     if outcome == "skipped" and test["outcome"] == PASSED:
         test["outcome"] = SKIPPED

@@ -36,8 +36,9 @@ def install_allure() -> None:
     if getattr(AllureFileLogger, _INSTALLED, False):
         return
     AllureFileLogger._report_item = _report_item  # type: ignore[method-assign]
-    AllureFileLogger.report_attached_data = _attached_data(AllureFileLogger.report_attached_data)
-    AllureFileLogger.report_attached_file = _attached_file(AllureFileLogger.report_attached_file)
+    logger: Any = AllureFileLogger  # its writers are wrapped here, on purpose
+    logger.report_attached_data = _attached_data(AllureFileLogger.report_attached_data)
+    logger.report_attached_file = _attached_file(AllureFileLogger.report_attached_file)
     setattr(AllureFileLogger, _INSTALLED, True)
 
 

@@ -206,11 +206,9 @@ def suites(
 ) -> list[dict[str, Any]]:
     """A row per suite; a suite whose required cells are not all proven (or waived) is
     INCOMPLETE even when none of its tests failed."""
-    by_suite: dict[str, Counter[str]] = {}
-    for t in tests:
-        by_suite.setdefault(t["suite"], Counter())[t["outcome"]] += 1
-    out = []
-    for name, counts in by_suite.items():
+    out: list[dict[str, Any]] = []
+    for name, tally in results.tally(tests, results.SuiteTally).items():
+        counts = Counter({k: getattr(tally, k) for k in OUTCOME_ORDER})
         verdict, _ = overall_verdict(counts)
         if verdict == INCOMPLETE and not (counts["broken"] or counts["passed"]):
             verdict = SKIPPED

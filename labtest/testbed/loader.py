@@ -79,14 +79,14 @@ def _check_references(data: Any, src: Source) -> None:
     """Cross-field checks on the raw data, so they run even when a field is mistyped."""
     if not isinstance(data, dict):
         return
-    devices = data.get("devices") if isinstance(data.get("devices"), dict) else {}
+    devices: dict[Any, Any] = data["devices"] if isinstance(data.get("devices"), dict) else {}
     limits = data.get("limits")
     if isinstance(limits, str) and not Path(limits).is_file():
         src.problem(("limits",), f"limits profile not found: {limits}")
     settings = data.get("suite_settings")
     if isinstance(settings, str) and not Path(settings).is_file():
         src.problem(("suite_settings",), f"suite settings file not found: {settings}")
-    links = data.get("links") if isinstance(data.get("links"), list) else []
+    links: list[Any] = data["links"] if isinstance(data.get("links"), list) else []
     used: Counter[str] = Counter()
     for i, link in enumerate(links):
         if not isinstance(link, dict):
@@ -238,7 +238,7 @@ def _check_faults(data: Any, src: Source) -> None:
         return
     # the kernel backend injects its own faults (labtest.emulation.kernel.faults): only
     # their targets are checked here; the model's catalogue judges kinds and params
-    model = emulation.get("backend", "model") == "model"
+    model = isinstance(emulation, dict) and emulation.get("backend", "model") == "model"
     if model:  # imported only for a testbed that injects faults (it pulls numpy)
         from labtest.emulation.model.faults import FaultError, load_catalogue, parse_params
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from ipaddress import ip_address
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from scapy.config import conf
 from scapy.contrib.mac_control import MACControlClassBasedFlowControl
@@ -137,7 +137,7 @@ def pfc_frame(src_mac: str, pause_quanta: Mapping[int, int], dst_mac: str = PFC_
     Priorities present are set in the class-enable vector; 0 quanta means
     "resume" (XON). Scapy pads the frame to the 60-byte minimum.
     """
-    fields: dict[str, int] = {}
+    fields: dict[str, Any] = {}  # scapy's field values
     for priority, quanta in pause_quanta.items():
         if not 0 <= priority <= 7:
             raise ValueError(f"PFC priority must be 0..7, got {priority}")

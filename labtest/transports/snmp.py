@@ -243,7 +243,7 @@ class SnmpTransport:
         with self._lock:
             if self._wire is None:
                 s = self.settings
-                common = {"timeout_s": s.timeout_s, "retries": s.retries}
+                common: dict[str, Any] = {"timeout_s": s.timeout_s, "retries": s.retries}
                 if s.version == "2c":
                     assert s.community is not None
                     community = s.community.get_secret_value().encode()
@@ -337,7 +337,8 @@ class SnmpTransport:
             lookupMib=False,
         )
         answer = await self._bounded(request, f"set {oid}")
-        var_binds = self._check(*answer, what=f"set {mibs.name(oid)}")
+        indication, status, index, var_binds = answer
+        var_binds = self._check(indication, status, index, var_binds, what=f"set {mibs.name(oid)}")
         log.debug("[%s] set %s", self.device, mibs.name(oid))
         return to_python(var_binds[0][1]) if var_binds else None
 

@@ -26,6 +26,7 @@ draft-reeder (Cisco; net-snmp's AES192C/AES256C), like the pysnmp path.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import hmac
 import os
@@ -41,7 +42,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 try:  # cryptography >= 47 keeps CFB (and DES) among the "decrepit" primitives
     from cryptography.hazmat.decrepit.ciphers.modes import CFB
 except ImportError:  # pragma: no cover - older cryptography
-    CFB = modes.CFB  # type: ignore[misc,assignment]
+    CFB = modes.CFB  # type: ignore[misc]
 
 # --- BER tags ---------------------------------------------------------------------------
 
@@ -646,7 +647,7 @@ class SnmpWireClient:
             msg_id = self._new_id()
             reply = self._exchange(
                 self._v3_message(engine, msg_id, pdu_bytes, self.usm.flags | 4),
-                lambda data, m=msg_id: self._accept_v3(data, m),
+                functools.partial(self._accept_v3, msg_id=msg_id),
             )
             pdu = reply.pdu
             assert pdu is not None

@@ -439,6 +439,7 @@ class SshTransport:
             leader, stderr = _take_marker(stderr, self._marker)
         if failed is not None or not channel.eof_received:
             raw = _text(stdout) + _text(stderr)
+            kind: type[TransportError]
             if dog.fired or time.monotonic() >= deadline:
                 kind, what = TransportTimeout, f"no complete answer within {timeout:g} s"
                 if leader is not None:
@@ -749,7 +750,7 @@ class _ClientTransport(paramiko.Transport):
 
     peer_kex: tuple[str, ...] = ()
 
-    def _really_parse_kex_init(self, m, ignore_first_byte=False):  # type: ignore[no-untyped-def]
+    def _really_parse_kex_init(self, m, ignore_first_byte=False):
         parsed = super()._really_parse_kex_init(m, ignore_first_byte)
         self.peer_kex = tuple(k for k in parsed["kex_algo_list"] if not k.startswith(_PSEUDO_KEX))
         return parsed

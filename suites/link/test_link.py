@@ -337,18 +337,22 @@ def _fec_proves(
     watch.raise_for(end.device)
     window = watch.fec.get(str(end))
     if window is None:
-        return hole(f"{end.device} offers none (FecCounters capability)")
+        hole(f"{end.device} offers none (FecCounters capability)")
+        return None
     speed = link.speed_gbps or 0.0
     if speed < MIN_RS544_GBPS:
-        return hole(f"{speed:g} Gb/s does not fix RS(544,514), so codewords cannot be counted")
+        hole(f"{speed:g} Gb/s does not fix RS(544,514), so codewords cannot be counted")
+        return None
     if window.corrected_cw is None and window.symbol_errors is None:
-        return hole(f"{end} reports neither corrected codewords nor corrected symbols")
+        hole(f"{end} reports neither corrected codewords nor corrected symbols")
+        return None
     downs = [str(e) for e in link.ends
              if str(e) not in watch.ports or watch.ports[str(e)].down_samples
              or watch.ports[str(e)].down_events]
     if downs:
-        return hole(f"{', '.join(downs)} not seen up throughout the watch, so the "
-                    "codewords decoded are unknown")
+        hole(f"{', '.join(downs)} not seen up throughout the watch, so the "
+             "codewords decoded are unknown")
+        return None
     rate_bps = speed * 1e9 * float(SETTINGS["prbs"]["lane_rate_factor"])
     span = watch.window(end.device)  # the receiver's own clock, else the host's (labelled)
     clocked = {**labels, "clock": span.clock}
@@ -363,8 +367,9 @@ def _fec_proves(
     )
     _attach_fec_proof(end, proof, window.uncorrectable_cw, measure, clocked, span)
     if proof.decision is Decision.CONTINUE:
-        return hole(f"undecided after the {span.inner_s:.1f} s watch ({span.clock} clock; "
-                    f"too short for these counts): {proof}")
+        hole(f"undecided after the {span.inner_s:.1f} s watch ({span.clock} clock; "
+             f"too short for these counts): {proof}")
+        return None
     return measure("fec_ber_upper_bound", proof.upper_bound, key="link.prbs_target_ber",
                    method="fec_counters", **clocked).verdict
 
