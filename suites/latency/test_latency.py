@@ -130,9 +130,9 @@ def _under_load(
     load: Load,
     during: Callable[[], None] | None = None,
 ) -> tuple[list[PairOutcome], list[PairOutcome], dict[str, Any], dict[str, Any]]:
-    """Each latency pair run (one after another) while ``load`` runs; switch counters around
-    it. ``during`` is called once the load is on, before the latency runs (a failover's shut).
-    A latency run that outlived the load (it was not all under load) is run again."""
+    """The latency pairs run (all at once) while ``load`` runs; switch counters around it.
+    ``during`` is called once the load is on, before the latency runs (a failover's shut).
+    Latency runs that outlived the load (not all under load) are run again."""
     attempts = int(SETTINGS["incast"]["attempts"])
     for _ in range(attempts):
         before = view.snapshot_switches(pfc=True)
