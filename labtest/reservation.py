@@ -701,14 +701,22 @@ class _RunReservation:
             raise LeaseLost("testbed", "cannot reserve: no --testbed")
         workerinput = getattr(self.config, "workerinput", None)
         run_id = workerinput["testrunuid"] if workerinput else None
-        return reserve(
-            testbed_keys(testbed),
-            store=open_store(self.config.getoption("lease_store")),
-            run_id=run_id,
-            ttl_s=float(os.environ.get(ENV_TTL, DEFAULT_TTL_S)),
-            wait_s=self.config.getoption("reserve_timeout"),
-            on_wait=self._say_waiting,
-        )
+        store = open_store(self.config.getoption("lease_store"))
+        try:
+            return reserve(
+                testbed_keys(testbed),
+                store=store,
+                run_id=run_id,
+                ttl_s=float(os.environ.get(ENV_TTL, DEFAULT_TTL_S)),
+                wait_s=self.config.getoption("reserve_timeout"),
+                on_wait=self._say_waiting,
+            )
+        except BaseException:
+            close = getattr(store, "close", None)  # a server store's connection
+            if close is not None:
+                with contextlib.suppress(StoreUnavailable, OSError):
+                    close()
+            raise
 
     def _say_waiting(self, blockers: dict[str, Holder]) -> None:
         wait_s = self.config.getoption("reserve_timeout")

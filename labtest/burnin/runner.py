@@ -257,13 +257,21 @@ def _hold(station: Station, options: Options) -> reservation.Lease | None:
         if say is not None:
             say(f"waiting up to {options.reserve_timeout_s:g} s: {reservation.describe(blockers)}")
 
-    return reservation.reserve(
-        keys,
-        store=reservation.open_store(options.lease_store),
-        ttl_s=float(os.environ.get(reservation.ENV_TTL, reservation.DEFAULT_TTL_S)),
-        wait_s=options.reserve_timeout_s,
-        on_wait=waiting,
-    )
+    store = reservation.open_store(options.lease_store)
+    try:
+        return reservation.reserve(
+            keys,
+            store=store,
+            ttl_s=float(os.environ.get(reservation.ENV_TTL, reservation.DEFAULT_TTL_S)),
+            wait_s=options.reserve_timeout_s,
+            on_wait=waiting,
+        )
+    except BaseException:
+        close = getattr(store, "close", None)  # a server store's connection
+        if close is not None:
+            with contextlib.suppress(reservation.StoreUnavailable, OSError):
+                close()
+        raise
 
 
 def _release(lease: reservation.Lease | None) -> None:

@@ -6,6 +6,8 @@ import importlib.util
 import threading
 from pathlib import Path
 
+import pytest
+
 from labtest.burnin import Options, analyse, load_station, open_store, resume, start
 from labtest.burnin.live import Status
 from labtest.burnin.store import Event
@@ -58,3 +60,28 @@ def test_a_burnin_on_the_server_stops_resumes_and_is_judged(
     finally:
         store.close()
     assert not (tmp_path / "out" / "burnin.db").exists()
+
+
+def test_a_burnin_waits_for_devices_a_pytest_run_holds_on_the_server(
+    tmp_path: Path, pg_url: str, monkeypatch
+) -> None:
+    from labtest import reservation
+    from labtest.testbed import load_testbed
+
+    monkeypatch.setenv("LABTEST_DB", pg_url)
+    station = load_station(station_variant(tmp_path, duration_h=1, chamber=None,
+                                           monitors={"dom": {"period_s": 300}}))
+    keys = reservation.testbed_keys(load_testbed(station.testbed))
+    store = reservation.open_store()  # the server, through LABTEST_DB
+    try:
+        with reservation.reserve(keys, store=store, run_id="pytest-run-a", host="ci-07"), \
+                pytest.raises(reservation.DevicesBusy) as busy:
+            start(station, Options(emulate=True, reserve=True, reserve_timeout_s=0,
+                                   output=tmp_path / "out"))
+    finally:
+        store.close()
+    assert {h.run_id for h in busy.value.holders.values()} == {"pytest-run-a"}
+    assert set(busy.value.holders) == set(keys.values())
+    burnin = open_store(pg_url)
+    assert burnin.runs() == []  # nothing was started: no run record either
+    burnin.close()
