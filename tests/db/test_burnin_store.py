@@ -114,3 +114,35 @@ def test_twenty_stations_write_an_hour_each_none_lost_none_duplicated(
     assert r["stored"] == r["expected"]
     assert r["duplicates"] == 0
     assert r["reported_new"] == r["expected"]
+
+
+def test_where_samples_go_option_station_url_floor_setting_station_path(monkeypatch) -> None:
+    from labtest.burnin.store import DEFAULT_DB, database
+
+    floor, station_url = "postgresql://floordb/labtest", "postgresql://rackdb/labtest"
+    monkeypatch.delenv("LABTEST_DB", raising=False)
+    assert database(None) == DEFAULT_DB
+    assert database(None, None, Path("st.db")) == Path("st.db")
+    monkeypatch.setenv("LABTEST_DB", "/some/file.db")  # only a server URL counts
+    assert database(None, None, Path("st.db")) == Path("st.db")
+    monkeypatch.setenv("LABTEST_DB", floor)
+    assert database(None, None, Path("st.db")) == floor
+    assert database(None, station_url, Path("st.db")) == station_url
+    assert database(Path("mine.db"), station_url, Path("st.db")) == Path("mine.db")
+
+
+def test_a_station_file_may_name_the_floors_server(tmp_path: Path) -> None:
+    from labtest.errors import ConfigError
+
+    helpers = importlib.util.spec_from_file_location(
+        "burnin_helpers", ROOT / "tests" / "burnin" / "burnin_helpers.py")
+    assert helpers is not None and helpers.loader is not None
+    module = importlib.util.module_from_spec(helpers)
+    helpers.loader.exec_module(module)
+    from labtest.burnin.station import load_station
+
+    url = "postgresql://labtest@floordb/labtest"
+    station = load_station(module.station_variant(tmp_path, storage={"url": url}))
+    assert station.storage.url == url
+    with pytest.raises(ConfigError, match="storage"):
+        load_station(module.station_variant(tmp_path, storage={"url": "mysql://x/y"}))
