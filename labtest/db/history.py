@@ -228,6 +228,11 @@ class HistoryStore:
         device, _, port = target.partition(":")
         where = "(m.serial = ? OR m.device_serial = ? OR (m.device = ? AND m.port = ?)"
         args: list[Any] = [target, target, device, port]
+        if port:  # a link's measurement, named by its ends ("a:p1--b:p2")
+            end = len(target) + 2  # "a:p1--" or "--a:p1" (no LIKE: its case rules differ)
+            where += (" OR m.link = ? OR substr(m.link, 1, ?) = ? OR "
+                      "substr(m.link, length(m.link) - ? + 1) = ?")
+            args += [target, end, target + "--", end, "--" + target]
         if not port:
             where += " OR m.device = ?"
             args.append(target)

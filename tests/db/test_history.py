@@ -62,6 +62,16 @@ def test_runs_are_stored_once_and_followed_by_module_serial(backend: str) -> Non
     assert len(store.points("SW-leaf2")) == 2  # the switch's own serial
     assert len(store.points("leaf2")) == 2  # a device name
     assert store.points("OPT-9999") == []
+    link = {"name": "lldp_ok", "value": 1.0, "labels": {"link": "leaf1:Ethernet0--s1:E0"}}
+    doc = _doc("2026-11-30T10:00:00+00:00", 1e-8)
+    doc["tests"][1]["measurements"] = [link]
+    store.record(doc)
+    far_end = store.points("s1:E0")  # named only as a link's far end
+    assert [p.name for p in far_end].count("lldp_ok") == 1
+    assert {p.name for p in far_end} == {"lldp_ok", "fec_pre_fec_ber"}
+    assert len(far_end) == 5  # the BER of each run's link to s1:E0, and the LLDP check
+    assert "lldp_ok" in [p.name for p in store.points("leaf1:Ethernet0")]
+    assert store.points("s1:E") == [] and store.points("1:Ethernet0") == []
     store.close()
 
 
