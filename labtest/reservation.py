@@ -159,7 +159,7 @@ def device_key(testbed: Testbed, name: str) -> str | None:
 
 def testbed_keys(testbed: Testbed) -> dict[str, str]:
     """Device key -> ``testbed/device`` label, for every device that can be held."""
-    keys = {}
+    keys: dict[str, str] = {}
     for name in testbed.devices:
         key = device_key(testbed, name)
         if key is not None:  # devices behind one endpoint share a hold

@@ -157,7 +157,7 @@ def _run(args: argparse.Namespace, resume: str | None) -> int:
     return _finish(args, outcome.run_id, outcome.db)
 
 
-def _finish(args: argparse.Namespace, run_id: str, db: Path | None) -> int:
+def _finish(args: argparse.Namespace, run_id: str, db: str | Path | None) -> int:
     from labtest.burnin import outputs
     from labtest.burnin.analysis import analyse
     from labtest.burnin.runner import output_dir

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TextIO
+from typing import Any, TextIO
 
 from labtest.burnin.live import Status
 from labtest.burnin.store import Event
@@ -84,7 +84,7 @@ class LivePanel:
         self.update(status, force=True)
         self._live.stop()
 
-    def _render(self, st: Status) -> object:
+    def _render(self, st: Status) -> Any:  # a rich Panel (rich is imported on use)
         from rich.panel import Panel
         from rich.progress_bar import ProgressBar
         from rich.table import Table

@@ -219,20 +219,29 @@ def _resolve_paths(node: Any, src: Source) -> None:
             _resolve_paths(value, src)
 
 
+def _mapping(value: Any) -> dict[str, Any]:
+    """A YAML mapping, or empty when the file has something else there (reported elsewhere)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _items(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _check_references(data: Any, src: Source) -> None:
     """Cross-checks against the testbed and the limits profile, on the raw data."""
     if not isinstance(data, dict):
         return
     testbed = _testbed(data.get("testbed"), src)
     _check_limits(data.get("limits"), src)
-    units = data.get("units") if isinstance(data.get("units"), dict) else {}
-    devices = units.get("devices") if isinstance(units.get("devices"), list) else []
+    units = _mapping(data.get("units"))
+    devices = _items(units.get("devices"))
     if testbed is not None:
         _check_units(units, devices, testbed, src)
         _check_chamber(data.get("chamber"), testbed, src)
     _check_durations(data, src)
-    monitors = data.get("monitors") if isinstance(data.get("monitors"), dict) else {}
-    load = data.get("load") if isinstance(data.get("load"), dict) else {}
+    monitors = _mapping(data.get("monitors"))
+    load = _mapping(data.get("load"))
     if monitors.get("prbs") is not None and load.get("kind") != "prbs":
         src.problem(("monitors", "prbs"), "the prbs monitor needs 'load: {kind: prbs}'")
     if monitors.get("chamber") is not None and not data.get("chamber"):
@@ -332,7 +341,7 @@ def _check_durations(data: dict[str, Any], src: Source) -> None:
     if not isinstance(duration_h, int | float) or duration_h <= 0:
         return
     duration_s = float(duration_h) * 3600.0
-    monitors = data.get("monitors") if isinstance(data.get("monitors"), dict) else {}
+    monitors = _mapping(data.get("monitors"))
     for name, monitor in monitors.items():
         period = monitor.get("period_s") if isinstance(monitor, dict) else None
         if isinstance(period, int | float) and period > duration_s:

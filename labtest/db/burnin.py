@@ -261,10 +261,10 @@ class PgSampleStore:
                 "INSERT INTO series (run_id, unit, port, lane, metric, uom) "
                 "SELECT %s, * FROM unnest(%s::text[], %s::text[], %s::int[], %s::text[], "
                 "%s::text[]) ON CONFLICT DO NOTHING", (run_id, *map(list, cols)))
-            for sid, *key in conn.execute(
+            for sid, rid, unit, port, lane, metric in conn.execute(
                 "SELECT series_id, run_id, unit, port, lane, metric FROM series WHERE run_id=%s",
                 (run_id,)):
-                self._series[tuple(key)] = int(sid)  # type: ignore[index]
+                self._series[(rid, unit, port, int(lane), metric)] = int(sid)
         return [self._series[k] for k in keys]
 
     @_guarded

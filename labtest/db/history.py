@@ -115,7 +115,7 @@ class Point:
 def default_location() -> str | Path:
     """A PostgreSQL ``$LABTEST_DB``, else ``reports/history.db`` where the command runs."""
     env = dbm.env_url()
-    return env if dbm.is_postgres(env) else DEFAULT_PATH
+    return env if env is not None and dbm.is_postgres(env) else DEFAULT_PATH
 
 
 class HistoryStore:

@@ -106,6 +106,7 @@ def plot(points: list[Any], path: Path, title: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
+    import matplotlib.dates as mdates
     import matplotlib.pyplot as plt
 
     lines: dict[str, tuple[list[datetime], list[float]]] = {}
@@ -118,13 +119,14 @@ def plot(points: list[Any], path: Path, title: str) -> None:
         ys.append(p.value)
     fig, ax = plt.subplots(figsize=(9, 4.5))
     for label, (xs, ys) in sorted(lines.items())[:20]:
-        ax.plot(xs, ys, marker="o", label=label)
+        ax.plot(mdates.date2num(xs), ys, marker="o", label=label)
     units = {p.unit for p in points if p.unit}
     ax.set_ylabel(", ".join(sorted(units)) or "value")
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     if len(lines) <= 10:
         ax.legend(fontsize=7)
+    ax.xaxis_date()
     fig.autofmt_xdate()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)

@@ -48,9 +48,10 @@ class LocalServer:
     """One private server; ``url`` connects as the superuser ``labtest`` to database ``labtest``."""
 
     def __init__(self, fsync: bool = False) -> None:
-        self.bin = binaries()
-        if self.bin is None:
+        found = binaries()
+        if found is None:
             raise ServerUnavailable(f"no PostgreSQL server installed (Debian package {PACKAGE})")
+        self.bin: Path = found
         self.uid: int | None = None
         self.gid: int | None = None
         if os.geteuid() == 0:

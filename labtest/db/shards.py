@@ -125,8 +125,9 @@ class ShardQueue:
                elapsed_s: dict[str, float] | None = None) -> None:
         """Store a shard's answers (the first answer per device wins) and mark it done."""
         elapsed_s = elapsed_s or {}
-        rows = [(shard.sweep_id, d, shard.shard, True, json.dumps(v, default=str), None, worker,
-                 elapsed_s.get(d)) for d, v in ok.items()]
+        rows: list[tuple[Any, ...]] = [
+            (shard.sweep_id, d, shard.shard, True, json.dumps(v, default=str), None, worker,
+             elapsed_s.get(d)) for d, v in ok.items()]
         rows += [(shard.sweep_id, d, shard.shard, False, None, e, worker, elapsed_s.get(d))
                  for d, e in failed.items()]
         with self._lock, self._conn.transaction():
