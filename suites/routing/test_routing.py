@@ -9,18 +9,18 @@ README.md in this folder, pass criteria are in the limits profile (``routing.*``
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import allure
 import pytest
 
-from labtest import plugin
+from labtest import labtime, plugin
 from labtest.capabilities.routing import BfdSession, BfdSessions, BgpSession, BgpSessions
 from labtest.errors import InfraError
 from labtest.fixtures.traffic import load_settings
 from labtest.measure.coverage import TG_ROLES
+from labtest.sweep import each_device
 
 if TYPE_CHECKING:  # names pytest must not collect
     from labtest.testbed.model import Endpoint, Link, Testbed
@@ -58,30 +58,42 @@ class Sessions:
                 raise self.errors[name].with_traceback(None)
 
 
-def _read(lab: Any, bgp_devices: list[str], bfd_devices: list[str]) -> Sessions:
-    out = Sessions()
-    for name in dict.fromkeys(bgp_devices + bfd_devices):
-        try:
-            drv = lab.device(name)
-            if name in bgp_devices:
-                for s in drv.bgp_sessions().values():
-                    if s.local_port is not None:
-                        out.bgp.setdefault(f"{name}:{s.local_port}", s)
-            if name in bfd_devices:
-                for b in drv.bfd_sessions().values():
-                    if b.local_port is not None:
-                        out.bfd.setdefault(f"{name}:{b.local_port}", b)
-        except InfraError as exc:
-            out.errors[name] = exc
+def _sessions_of(lab: Any, name: str, bgp: bool, bfd: bool) -> Sessions:
+    drv, out = lab.device(name), Sessions()
+    if bgp:
+        out.bgp = {f"{name}:{s.local_port}": s for s in drv.bgp_sessions().values()
+                   if s.local_port is not None}
+    if bfd:
+        out.bfd = {f"{name}:{b.local_port}": b for b in drv.bfd_sessions().values()
+                   if b.local_port is not None}
+    return out
+
+
+def _read(lab: Any, bgp_devices: list[str], bfd_devices: list[str],
+          errors: dict[str, InfraError]) -> Sessions:
+    """Every capable switch at once; a device that cannot be asked lands in ``errors``
+    and is not asked again."""
+    out = Sessions(errors=errors)
+    names = list(dict.fromkeys(bgp_devices + bfd_devices))
+    read = each_device(
+        lab, names, lambda n: _sessions_of(lab, n, n in bgp_devices, n in bfd_devices), errors
+    )
+    for found in read.values():
+        out.bgp.update(found.bgp)
+        out.bfd.update(found.bfd)
     return out
 
 
 def _settled(sessions: Sessions, ends: list[str], bfd_ends: list[str]) -> bool:
-    for end in ends:
+    """Every session up, at the ends of devices that could be asked."""
+    def asked(end: str) -> bool:
+        return end.split(":", 1)[0] not in sessions.errors
+
+    for end in filter(asked, ends):
         s = sessions.bgp.get(end)
         if s is None or not s.established or not s.prefixes_received:
             return False
-    return all(end in sessions.bfd and sessions.bfd[end].up for end in bfd_ends)
+    return all(end in sessions.bfd and sessions.bfd[end].up for end in filter(asked, bfd_ends))
 
 
 @pytest.fixture(scope="module")
@@ -94,17 +106,12 @@ def sessions(lab: Any, testbed: Testbed) -> Sessions:
     bgp_ends = [str(e) for e in ends if e.device in bgp_devices]
     bfd_ends = [str(e) for e in ends if e.device in bfd_devices]
     settle = SETTINGS["settle"]
-    deadline = time.monotonic() + float(settle["timeout_s"])
-    found = _read(lab, bgp_devices, bfd_devices)
-    errors = found.errors  # a device that cannot be asked is broken at once, not re-read
-    bgp_devices = [n for n in bgp_devices if n not in errors]
-    bfd_devices = [n for n in bfd_devices if n not in errors]
-    bgp_ends = [e for e in bgp_ends if e.split(":", 1)[0] not in errors]
-    bfd_ends = [e for e in bfd_ends if e.split(":", 1)[0] not in errors]
-    while not _settled(found, bgp_ends, bfd_ends) and time.monotonic() < deadline:
-        time.sleep(float(settle["poll_s"]))
-        found = _read(lab, bgp_devices, bfd_devices)
-        found.errors = {**errors, **found.errors}
+    deadline = labtime.monotonic() + float(settle["timeout_s"])
+    errors: dict[str, InfraError] = {}
+    found = _read(lab, bgp_devices, bfd_devices, errors)
+    while not _settled(found, bgp_ends, bfd_ends) and labtime.monotonic() < deadline:
+        labtime.sleep(float(settle["poll_s"]))
+        found = _read(lab, bgp_devices, bfd_devices, errors)
     return found
 
 
