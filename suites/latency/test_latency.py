@@ -27,7 +27,7 @@ from latency_lib import (
     upstream_senders,
 )
 
-from labtest import plugin
+from labtest import labtime, plugin
 from labtest.capabilities.host import PerftestLatRow, PerftestSpec
 from labtest.capabilities.switch import Interfaces, PortAdmin
 from labtest.errors import InfraError
@@ -195,11 +195,6 @@ def _latency_runs(view: FabricView, pairs: list[tuple[str, str]]) -> list[PairOu
         futures = [pool.submit(run_latency_pair, view.lab, p, sp)
                    for p, sp in zip(pairs, specs, strict=True)]  # fmt: skip
     return [f.result() for f in futures]
-
-
-def _wait(seconds: float) -> None:
-    """Let ``seconds`` pass on the clock the traffic fixtures poll with (``poll_until``)."""
-    poll_until(lambda: False, timeout_s=seconds, interval_s=min(0.1, seconds))
 
 
 @pytest.mark.plan("LAT-1.1")
@@ -537,7 +532,7 @@ def test_latency_during_failover(
         _, down = poll_until(lambda: _oper_up(view, leaf, shut.port) is False, timeout_s=timeout)
         if down == float("inf"):
             raise InfraError(leaf, f"{shut.endpoint} stayed up {timeout} s after the shut")
-        _wait(settle_s)
+        labtime.sleep(settle_s)  # a wait that sets the timeline: lab time
 
     step = (f"LAT-1.4/2: {load.what}; shut {shut.endpoint} ({shut.link}); ib_write_lat "
             f"{client}->{server} {settle_s:g} s after it went down")
@@ -571,7 +566,7 @@ def test_latency_during_failover(
            f"incast, {shut.endpoint} down",
            f"ib_write_lat {client}->{server}: idle vs beside {load.what} with {shut.link} down")
     with allure.step(f"LAT-1.4/7: {shut.link} restored: the pair's idle latency is back"):
-        _wait(settle_s)
+        labtime.sleep(settle_s)  # a wait that sets the timeline: lab time
         again = run_latency_pair(view.lab, latency_pair, _lat_spec())
         back = _row(again)
         labels = {"pair": unit, "link": shut.link, "phase": "restored"}
