@@ -4,6 +4,7 @@
     labtest burnin --resume RUN_ID [--db FILE|URL]
     labtest burnin --list [--db FILE|URL]
     labtest burnin --metrics [--db FILE|URL]     # OpenMetrics text for Prometheus
+    labtest burnin --serial SERIAL [--db FILE|URL]  # a unit's verdicts in every run
     labtest burnin --report RUN_ID [--db FILE|URL]
 
 ``--db`` is a SQLite file or a ``postgresql://`` URL (one database for a floor of
@@ -44,6 +45,9 @@ def register(subparsers: Any) -> None:
                     help="emulated lab: inject a fault, e.g. failing_laser@leaf2:Ethernet8")
     ap.add_argument("--resume", metavar="RUN_ID", help="continue a crashed or stopped run")
     ap.add_argument("--list", action="store_true", help="list the runs in the database")
+    ap.add_argument("--serial", metavar="SERIAL",
+                    help="a unit's verdicts in every analysed run (every station's, on a "
+                    "shared database)")
     ap.add_argument("--metrics", action="store_true",
                     help="print every run's figures as OpenMetrics text (Prometheus)")
     ap.add_argument("--report", metavar="RUN_ID", help="analyse a run again and rewrite its output")
@@ -84,6 +88,8 @@ def _burnin(args: argparse.Namespace) -> int:
     try:
         if args.list or args.metrics:
             return _list(args)
+        if args.serial:
+            return _serial(args)
         if args.report:
             return _finish(args, args.report, None)
         if args.resume:
@@ -175,6 +181,7 @@ def _finish(args: argparse.Namespace, run_id: str, db: str | Path | None) -> int
         out_dir = output_dir(station, args.output)
         written = outputs.write(report, store, limits, out_dir, plots=args.plots,
                                 testbed=load_testbed(run.info["testbed"]))
+        store.put_verdicts(run_id, stored_verdicts(run_id, report))
     finally:
         store.close()
     print(written.table.read_text(), end="")
@@ -186,6 +193,37 @@ def _finish(args: argparse.Namespace, run_id: str, db: str | Path | None) -> int
     if "FAIL" in verdicts:
         return EXIT_FAIL
     return EXIT_INCOMPLETE if "INCOMPLETE" in verdicts else EXIT_PASS
+
+
+def stored_verdicts(run_id: str, report: Any) -> list[Any]:
+    """The report's verdict per unit, as the store keeps them."""
+    from datetime import UTC, datetime
+
+    from labtest.burnin.store import Verdict
+
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    return [Verdict(run_id, u.unit.serial, u.unit.kind,
+                    f"{u.unit.device}:{u.unit.port}" if u.unit.port else u.unit.device,
+                    u.verdict, float(u.coverage_pct), u.reasons[0] if u.reasons else None, now)
+            for u in report.units]
+
+
+def _serial(args: argparse.Namespace) -> int:
+    from labtest.burnin.store import database, open_store
+
+    store = open_store(database(args.db), create=False)
+    try:
+        found = store.verdicts(args.serial)
+    finally:
+        store.close()
+    if not found:
+        print(f"labtest burnin: no analysed run has unit {args.serial}", file=sys.stderr)
+        return EXIT_ERROR
+    for v in found:
+        reason = f"  {v.reason}" if v.reason else ""
+        print(f"{v.run_id}  {v.station} on {v.host or '?'}  {v.location}  {v.verdict:<10} "
+              f"coverage {v.coverage_pct:.0f} %{reason}")
+    return EXIT_PASS
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -18,6 +18,9 @@ SQLite layout (WAL journal, one writer):
   same transaction as their samples; resume takes everything not in it.
 - ``runs``, ``units``, ``events``: the run record, the units found in
   inventory, and what happened (phases, alarms, resumes, errors).
+- ``verdicts``: each unit's verdict, written when a run is analysed (at its
+  end, or ``--report``), so ``labtest burnin --serial SN`` answers across runs
+  (and, on a shared server, across the floor) without analysing again.
 
 A reading (one monitor call on one device or link) is one transaction, so
 ``kill -9`` loses at most the readings in flight. With ``synchronous=FULL``
@@ -113,6 +116,18 @@ CREATE TABLE IF NOT EXISTS events (
     text TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS events_run ON events (run_id, event_id);
+CREATE TABLE IF NOT EXISTS verdicts (
+    run_id TEXT NOT NULL,
+    serial TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    location TEXT NOT NULL,
+    verdict TEXT NOT NULL,
+    coverage_pct REAL NOT NULL,
+    reason TEXT,
+    judged_utc TEXT NOT NULL,
+    PRIMARY KEY (run_id, serial)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS verdicts_serial ON verdicts (serial);
 """
 
 
@@ -233,6 +248,22 @@ class Event:
 
 
 @dataclass(frozen=True)
+class Verdict:
+    """A unit's verdict in one run, as stored after the analysis."""
+
+    run_id: str
+    serial: str
+    kind: str
+    location: str  # "leaf1:Ethernet8", or the device
+    verdict: str  # PASS, MARGINAL, FAIL, INCOMPLETE
+    coverage_pct: float
+    reason: str | None  # the first reason, if any
+    judged_utc: str
+    station: str = ""  # of the run (filled when read back)
+    host: str = ""
+
+
+@dataclass(frozen=True)
 class SeriesKey:
     series_id: int
     unit: str
@@ -276,6 +307,10 @@ class SampleStore(Protocol):
     def reading_counts(self, run_id: str) -> dict[tuple[str, str], tuple[int, int]]: ...
 
     def sample_count(self, run_id: str) -> int: ...
+
+    def put_verdicts(self, run_id: str, verdicts: Sequence[Verdict]) -> None: ...
+
+    def verdicts(self, serial: str) -> list[Verdict]: ...
 
     def close(self) -> None: ...
 
@@ -502,6 +537,25 @@ class SqliteStore:
             "SELECT COUNT(*) FROM samples JOIN series USING (series_id) WHERE run_id=?",
             (run_id,))
         return int(row[0][0])
+
+    @_guarded
+    def put_verdicts(self, run_id: str, verdicts: Sequence[Verdict]) -> None:
+        """Replace the run's stored verdicts (a re-analysis supersedes the last one)."""
+        rows = [(run_id, v.serial, v.kind, v.location, v.verdict, v.coverage_pct,
+                 secrets.redact(v.reason) if v.reason else None, v.judged_utc)
+                for v in verdicts]
+        with self._lock, _transaction(self._db):
+            self._db.execute("DELETE FROM verdicts WHERE run_id=?", (run_id,))
+            self._db.executemany("INSERT INTO verdicts VALUES (?,?,?,?,?,?,?,?)", rows)
+
+    @_guarded
+    def verdicts(self, serial: str) -> list[Verdict]:
+        """Every stored verdict of ``serial``, oldest run first, with its station and host."""
+        rows = self._query(
+            "SELECT v.run_id, v.serial, v.kind, v.location, v.verdict, v.coverage_pct, v.reason, "
+            "v.judged_utc, r.station, COALESCE(r.host, '') FROM verdicts v JOIN runs r "
+            "USING (run_id) WHERE v.serial=? ORDER BY r.created_utc, v.run_id", (serial,))
+        return [Verdict(*r) for r in rows]
 
     @_guarded
     def duplicate_count(self, run_id: str) -> int:

@@ -37,6 +37,7 @@ from labtest.burnin.store import (
     SeriesKey,
     StoreError,
     Unit,
+    Verdict,
 )
 
 SCHEMA = "labtest_burnin"
@@ -104,7 +105,19 @@ CREATE TABLE IF NOT EXISTS events (
     key text,
     text text NOT NULL
 );
-CREATE INDEX IF NOT EXISTS events_run ON events (run_id, event_id)
+CREATE INDEX IF NOT EXISTS events_run ON events (run_id, event_id);
+CREATE TABLE IF NOT EXISTS verdicts (
+    run_id text NOT NULL REFERENCES runs (run_id),
+    serial text NOT NULL,
+    kind text NOT NULL,
+    location text NOT NULL,
+    verdict text NOT NULL,
+    coverage_pct float8 NOT NULL,
+    reason text,
+    judged_utc text NOT NULL,
+    PRIMARY KEY (run_id, serial)
+);
+CREATE INDEX IF NOT EXISTS verdicts_serial ON verdicts (serial)
 """
 
 
@@ -326,6 +339,28 @@ class PgSampleStore:
             "SELECT COUNT(*) FROM samples JOIN series USING (series_id) WHERE run_id=%s",
             (run_id,))
         return int(rows[0][0])
+
+    @_guarded
+    def put_verdicts(self, run_id: str, verdicts: Sequence[Verdict]) -> None:
+        """Replace the run's stored verdicts (a re-analysis supersedes the last one)."""
+        rows = [(run_id, v.serial, v.kind, v.location, v.verdict, v.coverage_pct,
+                 secrets.redact(v.reason) if v.reason else None, v.judged_utc)
+                for v in verdicts]
+        with self._tx() as conn:
+            conn.execute("DELETE FROM verdicts WHERE run_id=%s", (run_id,))
+            if rows:
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        "INSERT INTO verdicts VALUES (%s,%s,%s,%s,%s,%s,%s,%s)", rows)
+
+    @_guarded
+    def verdicts(self, serial: str) -> list[Verdict]:
+        """Every stored verdict of ``serial`` on the floor, oldest run first."""
+        rows = self._query(
+            "SELECT v.run_id, v.serial, v.kind, v.location, v.verdict, v.coverage_pct, v.reason, "
+            "v.judged_utc, r.station, COALESCE(r.host, '') FROM verdicts v JOIN runs r "
+            "USING (run_id) WHERE v.serial=%s ORDER BY r.created_utc, v.run_id", (serial,))
+        return [Verdict(*r) for r in rows]
 
     @_guarded
     def duplicate_count(self, run_id: str) -> int:

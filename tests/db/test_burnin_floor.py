@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from labtest.burnin import Options, analyse, load_station, open_store, resume, start
+from labtest.burnin.__main__ import main as burnin_main
 from labtest.burnin.live import Status
 from labtest.burnin.store import Event
 from labtest.measure import load_limits
@@ -57,6 +58,15 @@ def test_a_burnin_on_the_server_stops_resumes_and_is_judged(
             == ["stopped", "resumed", "complete"]
         report = analyse(store, first.run_id, load_limits(station.limits))
         assert {u.verdict for u in report.units} == {"PASS"}
+    finally:
+        store.close()
+    assert burnin_main(["--report", first.run_id, "--plots", "none",
+                        "--output", str(tmp_path / "out")]) == 0
+    serial = report.units[0].unit.serial
+    store = open_store(pg_url, create=False)
+    try:
+        assert [(v.run_id, v.verdict) for v in store.verdicts(serial)] == [
+            (first.run_id, "PASS")]  # stored by the analysis, for the whole floor to ask
     finally:
         store.close()
     assert not (tmp_path / "out" / "burnin.db").exists()

@@ -9,7 +9,16 @@ from pathlib import Path
 import pytest
 
 from labtest.burnin.__main__ import main
-from labtest.burnin.store import Event, Reading, Run, Sample, StoreError, Unit, open_store
+from labtest.burnin.store import (
+    Event,
+    Reading,
+    Run,
+    Sample,
+    StoreError,
+    Unit,
+    Verdict,
+    open_store,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -146,3 +155,28 @@ def test_a_station_file_may_name_the_floors_server(tmp_path: Path) -> None:
     assert station.storage.url == url
     with pytest.raises(ConfigError, match="storage"):
         load_station(module.station_variant(tmp_path, storage={"url": "mysql://x/y"}))
+
+
+def test_verdicts_are_kept_per_run_and_found_by_serial_across_stations(backend: str,
+                                                                        capsys) -> None:
+    store = open_store(backend)
+    _run(store, "run-a", "rack-b12", "station-07")
+    _run(store, "run-bb", "rack-c03", "station-11")
+    first = Verdict("run-a", "SN1", "module", "leaf1:Ethernet8", "FAIL", 100.0,
+                    "rising bias at constant Tx power: laser ageing", "2026-12-01T00:00:00+00:00")
+    store.put_verdicts("run-a", [first, Verdict("run-a", "SN2", "module", "leaf1:Ethernet0",
+                                                "PASS", 100.0, None, first.judged_utc)])
+    store.put_verdicts("run-a", [first])  # analysed again: replaces, never adds
+    store.put_verdicts("run-bb", [Verdict("run-bb", "SN1", "module", "leaf2:Ethernet8",
+                                          "PASS", 98.5, None, first.judged_utc)])
+    found = store.verdicts("SN1")
+    assert [(v.run_id, v.station, v.host, v.verdict) for v in found] == [
+        ("run-a", "rack-b12", "station-07", "FAIL"), ("run-bb", "rack-c03", "station-11", "PASS")]
+    assert store.verdicts("SN2") == []
+    store.close()
+    assert main(["--serial", "SN1", "--db", backend]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:6] == ["run-a", "rack-b12", "on", "station-07", "leaf1:Ethernet8",
+                                   "FAIL"]
+    assert lines[0].endswith("laser ageing") and "coverage 98 %" in lines[1]
+    assert main(["--serial", "SN9", "--db", backend]) == 2
