@@ -17,8 +17,6 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, TypedDict
 
-import pytest
-
 from labtest import secrets
 from labtest.errors import InfraError, LabtestError
 
@@ -95,6 +93,8 @@ def classify(exc: BaseException) -> ErrorKind:
         return ErrorKind.DEVIATION
     if isinstance(exc, InfraError):
         return ErrorKind.INFRA
+    import pytest  # here: the results' readers (labtest run, report) need no pytest
+
     if isinstance(exc, AssertionError | pytest.fail.Exception):
         return ErrorKind.ASSERTION
     return ErrorKind.OTHER
