@@ -168,7 +168,7 @@ def _finish(args: argparse.Namespace, run_id: str, db: str | Path | None) -> int
     from labtest.burnin.analysis import analyse
     from labtest.burnin.runner import output_dir
     from labtest.burnin.station import load_station
-    from labtest.burnin.store import database, open_store
+    from labtest.burnin.store import StoreError, database, open_store
     from labtest.measure import load_limits
     from labtest.testbed import load_testbed
 
@@ -181,7 +181,11 @@ def _finish(args: argparse.Namespace, run_id: str, db: str | Path | None) -> int
         out_dir = output_dir(station, args.output)
         written = outputs.write(report, store, limits, out_dir, plots=args.plots,
                                 testbed=load_testbed(run.info["testbed"]))
-        store.put_verdicts(run_id, stored_verdicts(run_id, report))
+        try:  # a read-only or archived database still gets its report
+            store.put_verdicts(run_id, stored_verdicts(run_id, report))
+        except StoreError as exc:
+            print(f"labtest burnin: verdicts not stored in the database: {_one_line(exc)}",
+                  file=sys.stderr)
     finally:
         store.close()
     print(written.table.read_text(), end="")
