@@ -20,6 +20,7 @@ never past the earliest wake-up, so an idle spell it mistook costs little.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -189,14 +190,23 @@ class VirtualClock:
                 if not self._elastic:
                     self._pacer = None
                     return
-            cpu0, wall0 = time.process_time(), time.perf_counter()
+            cpu0, wall0 = _others_cpu_s(), time.perf_counter()
             _REAL_SLEEP(IDLE_PROBE_S)
-            cpu, span = time.process_time() - cpu0, time.perf_counter() - wall0
+            cpu, span = _others_cpu_s() - cpu0, time.perf_counter() - wall0
             with self._cond:
                 quiet = (not self._hold and self._busy <= 0 and self._wall_sleepers <= 0
                          and cpu < IDLE_CPU_FRACTION * span)
                 idle = idle + 1 if quiet else 0
                 if idle < IDLE_PROBES or not self._sleepers or self._wall0 is None:
+                    continue
+            # no CPU used can also mean no CPU given (a loaded machine): only when no
+            # other thread of this process is runnable is everybody really waiting
+            if _runnable_threads():
+                idle = 0
+                continue
+            with self._cond:
+                if self._hold or self._busy > 0 or self._wall_sleepers > 0:
+                    idle = 0
                     continue
                 # run at idle_scale, not straight to the wake-up: an idle spell this
                 # probe mistook (a client between two requests) costs little virtual time
@@ -206,6 +216,33 @@ class VirtualClock:
                     self._base_s += step
                     self.jumped_s += step
                     self._cond.notify_all()
+
+
+def _others_cpu_s() -> float:
+    """CPU seconds of this process minus the calling thread (the pacer's own probes)."""
+    return time.process_time() - time.thread_time()
+
+
+def _runnable_threads() -> bool:
+    """Whether a thread of this process other than the caller is running or runnable
+    (state R in /proc: it has work, maybe waiting for a core). False where /proc is absent
+    (the CPU probe alone decides then)."""
+    me = str(threading.get_native_id())
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return False
+    for tid in tasks:
+        if tid == me:
+            continue
+        try:
+            with open(f"/proc/self/task/{tid}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue  # the thread ended meanwhile
+        if stat[stat.rfind(b")") + 2:][:1] == b"R":
+            return True
+    return False
 
 
 _REAL_SLEEP = time.sleep
