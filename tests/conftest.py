@@ -1,9 +1,58 @@
-"""Shared by every test module: modules that must be imported once per process.
+"""Shared by every test module: modules imported once per process, and the xdist layout.
 
 Child pytest sessions run in-process (pytester) restore ``sys.modules`` afterwards, so a
 module first imported inside one is imported again later; numpy's C extensions refuse a
 second load ("cannot load module more than once per process"). The testbed loader imports
 the fault catalogue (numpy) for any testbed with faults, so it is imported here first.
+
+The README's command (``python -m pytest -q``, no paths) runs on ``XDIST_WORKERS`` xdist
+workers with ``--dist loadgroup``; a run naming paths or ``-n`` stays as asked. Settings in
+``pyproject.toml``'s addopts would reach ``labtest run``'s own pytest too (it reads the
+checkout's pyproject), which must stay one process with one emulated lab. Groups keep
+together what must not run twice at once or is expensive to build twice: every test of a
+module (module-scoped labs), every test using the session's suite runs (``lab_runs``),
+every test needing network namespaces (fixed names, root) and the PostgreSQL tests.
 """
 
+from __future__ import annotations
+
+import os
+
+import pytest
+
 import labtest.emulation.model.faults  # noqa: F401
+
+#: workers for the README's command (``LABTEST_XDIST=0`` runs it in one process)
+XDIST_WORKERS = 2
+_SERIAL_DIRS = {"kernel": "netns", "db": "postgresql"}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    if not config.pluginmanager.hasplugin("xdist") or "PYTEST_XDIST_WORKER" in os.environ:
+        return
+    if config.args != list(config.getini("testpaths")) or config.option.numprocesses:
+        return  # paths named (an inner loop, the matrix) or -n given: as asked
+    workers = int(os.environ.get("LABTEST_XDIST", XDIST_WORKERS))
+    if workers > 0 and config.option.dist == "no":
+        config.option.numprocesses = workers
+        config.option.dist = "loadgroup"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not hasattr(config, "workerinput"):
+        return  # groups only matter to xdist workers
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        rel = item.path.relative_to(config.rootpath).parts
+        if item.get_closest_marker("netns"):
+            group = "netns"
+        elif len(rel) > 2 and rel[1] in _SERIAL_DIRS:
+            group = _SERIAL_DIRS[rel[1]]
+        elif "lab_runs" in getattr(item, "fixturenames", ()):
+            group = "lab_runs"
+        else:
+            group = "/".join(rel)
+        item.add_marker(pytest.mark.xdist_group(name=group))
