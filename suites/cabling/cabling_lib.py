@@ -192,6 +192,6 @@ def observe(
                     tables[end] = n  # a neighbour heard once is not forgotten by a blip
     obs.heard = {end: _who(n) for end, n in tables.items()}
     obs.changing = {end: n.older_neighbours for end, n in tables.items() if n.older_neighbours}
-    for result in each_device(lab, switches, lambda d: _status(lab, d), obs.errors).values():
-        obs.status.update(result)
+    for status in each_device(lab, switches, lambda d: _status(lab, d), obs.errors).values():
+        obs.status.update(status)
     return obs

@@ -24,6 +24,7 @@ stops as soon as its errors rule the target out. ``max_s`` bounds the whole run.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -162,7 +163,7 @@ class Campaign:
         for outcome in active:
             if outcome.plan.mode == "switch":
                 for end in outcome.plan.link.ends:
-                    self._guarded(outcome, lambda d=end.device: self.touch(d))
+                    self._guarded(outcome, functools.partial(self.touch, end.device))
         start = labtime.monotonic()
         while True:
             now_s = labtime.monotonic() - start
@@ -193,7 +194,7 @@ class Campaign:
         try:
             for outcome in active:
                 started[id(outcome)] = math.inf
-                if self._guarded(outcome, lambda o=outcome: self._start(o)):
+                if self._guarded(outcome, functools.partial(self._start, outcome)):
                     started[id(outcome)] = labtime.monotonic()
             labtime.sleep(stage_s)
         finally:
@@ -204,10 +205,12 @@ class Campaign:
                     self._stop_quietly(outcome)
                     continue
                 run_s[id(outcome)] = max(labtime.monotonic() - started[id(outcome)], 0.0)
-                found[id(outcome)] = self._guarded(outcome, lambda o=outcome: self._stop_read(o))
+                found[id(outcome)] = self._guarded(outcome,
+                                                   functools.partial(self._stop_read, outcome))
         for outcome in active:
             if outcome.error is None and found.get(id(outcome)):
-                self._guarded(outcome, lambda o=outcome: self._add(o, found[id(o)], run_s[id(o)]))
+                self._guarded(outcome, functools.partial(
+                    self._add, outcome, found[id(outcome)], run_s[id(outcome)]))
                 outcome.stages += 1
         self.log.append(f"stage {len(self.log) + 1}: {len(found)} link(s), >= {stage_s:.3f} s")
 

@@ -297,8 +297,8 @@ def _fec_read(lab: Any, device: str, ports: list[str], fec_capable: set[str]) ->
     end = _device_time(driver, device, read) if start is not None else None
     if start is not None and end is not None:
         read.clock = Bracket(start, end)
-    hist = isinstance(driver, FecCodewordHistogram)
-    read.stats = {p: (stats[p], driver.fec_histogram(p) if hist else None)
+    hist = driver if isinstance(driver, FecCodewordHistogram) else None
+    read.stats = {p: (stats[p], hist.fec_histogram(p) if hist is not None else None)
                   for p in ports if p in stats}
     return read
 

@@ -221,7 +221,8 @@ def warning_margin(value: float, th: Threshold) -> float | None:
 
 def raised_flags(module: Transceiver) -> tuple[list[str], list[str]]:
     """(threshold/fault flags that are set, condition flags such as LOS that are set)."""
-    judged, conditions = [], []
+    judged: list[str] = []
+    conditions: list[str] = []
     for name, on in sorted(module.flags.items()):
         if on:
             (conditions if CONDITION_FLAGS.match(name) else judged).append(name)
