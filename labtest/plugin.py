@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from labtest import connect, reservation, secrets, xdist_guard
-from labtest.errors import CapabilityAbsent, ConfigError
+from labtest.errors import CapabilityAbsent, ConfigError, LimitFailure
 from labtest.lab import Lab
 from labtest.measure import LimitsProfile, Measurement, NotProven, Recorder, load_limits
 from labtest.outcome import (
@@ -308,8 +308,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         for raw in record.get("raw", []):
             report.sections.append((f"raw output from {raw['device']}", raw["text"]))
             _attach_raw(raw["device"], raw["text"])
-    elif kind == ErrorKind.ASSERTION:
-        report.user_properties.append(("labtest_verdict", FAILED))
+    elif kind == ErrorKind.ASSERTION and call.excinfo and call.excinfo.errisinstance(LimitFailure):
+        report.user_properties.append(("labtest_verdict", FAILED))  # a limit missed
     _redact_report(report)
     return report
 
