@@ -1,8 +1,11 @@
 """How well does ``labtest doctor`` find faults? A hidden random schedule on a model fabric.
 
     python bench/doctor_eval.py [--spines 8] [--leaves 16] [--hosts-per-leaf 8]
-                                [--faults 50] [--horizon-s 86400] [--interval-s 10]
-                                [--seeds 1 2 3]
+                                [--faults 50] [--horizon-s 7200] [--interval-s 10]
+                                [--seeds 1 2 3] [--verbose]
+
+(defaults: what docs/doctor.md's table ran; a virtual day is --horizon-s 86400
+--min-duration-s 60 --max-duration-s 300 --gap-s 60, about an hour per seed here)
 
 Per seed: a leaf-spine fabric model (every leaf to every spine, hosts on leaves,
 400G-DR4), a random schedule of faults (kind, link, start, duration; healthy
@@ -295,11 +298,11 @@ def main() -> None:
     ap.add_argument("--leaves", type=int, default=16)
     ap.add_argument("--hosts-per-leaf", type=int, default=8)
     ap.add_argument("--faults", type=int, default=50)
-    ap.add_argument("--horizon-s", type=float, default=86400.0)
+    ap.add_argument("--horizon-s", type=float, default=7200.0)
     ap.add_argument("--interval-s", type=float, default=10.0)
-    ap.add_argument("--min-duration-s", type=float, default=60.0)
-    ap.add_argument("--max-duration-s", type=float, default=300.0)
-    ap.add_argument("--gap-s", type=float, default=60.0)
+    ap.add_argument("--min-duration-s", type=float, default=30.0)
+    ap.add_argument("--max-duration-s", type=float, default=120.0)
+    ap.add_argument("--gap-s", type=float, default=30.0)
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     ap.add_argument("--verbose", action="store_true", help="print every wrong suspect")
     args = ap.parse_args()

@@ -29,6 +29,8 @@ def register(sub: Any) -> None:
                     help="stop after N intervals (default: run until Ctrl-C)")
     ap.add_argument("--poll-s", type=float, default=0.5,
                     help="link-state sampling period in device seconds (default 0.5)")
+    ap.add_argument("--drift-horizon-h", type=float, default=24.0, metavar="H",
+                    help="report a drift when it is forecast to cross a limit within H hours")
     ap.add_argument("--json-lines", type=Path, metavar="FILE",
                     help="append one JSON event per line (reports, suspects) to FILE")
     ap.add_argument("--metrics-port", type=int, metavar="PORT",
@@ -102,7 +104,7 @@ def _watch(args: argparse.Namespace, testbed: Any, profile: Any, scale: float,
 
     lab = Lab(testbed)
     stack.callback(lab.close)
-    doctor = Doctor(Plan.of(testbed), profile)
+    doctor = Doctor(Plan.of(testbed), profile, drift_horizon_h=args.drift_horizon_h)
     metrics = None
     if args.metrics_port is not None or args.metrics_file is not None:
         try:

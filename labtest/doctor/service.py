@@ -96,6 +96,9 @@ class Doctor:
     profile: LimitsProfile
     prober: Prober | None = None
     connectors_per_link: int = 2
+    #: a drift is reported when its forecast crosses a limit within this many hours (a run
+    #: setting: a 0.05 dB/h wander that would take weeks is not worth a line)
+    drift_horizon_h: float = 24.0
     prev: Snapshot | None = None
     detectors: dict[tuple[str, str], Cusum] = field(default_factory=dict)
     count: int = 0
@@ -165,7 +168,8 @@ class Doctor:
                         hi = math.log10(hi) if hi else None
                     det = self.detectors[(name, metric)] = Cusum(resolution, lo, hi)
                 drift = det.update(r.time_s, x, metric)
-                if drift is not None:
+                if drift is not None and drift.hours_to_limit is not None \
+                        and drift.hours_to_limit <= self.drift_horizon_h:
                     out.append((name, drift))
         return out
 
