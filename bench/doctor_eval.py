@@ -46,7 +46,7 @@ import yaml
 
 from labtest.doctor.evidence import PortReading, Snapshot
 from labtest.doctor.judge import Plan
-from labtest.doctor.probes import ProbePath, overhead_fraction, probes_per_pair
+from labtest.doctor.probes import ProbePath, overhead_fraction, plan_mesh, probes_per_pair
 from labtest.doctor.service import Doctor
 from labtest.emulation.model import gray
 from labtest.emulation.model.fabric import Fabric
@@ -142,6 +142,7 @@ class Mesh:
     uplink: dict[tuple[str, int], str] = field(default_factory=dict)  # (leaf, spine#) -> link
     probes_per_link: Counter[str] = field(default_factory=Counter)
     index: dict[str, int] = field(default_factory=dict)  # link name -> the model's index
+    loss_rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0))
 
     def __post_init__(self) -> None:
         self.index = {lk.name: i for i, lk in enumerate(self.tb.links)}
@@ -163,33 +164,27 @@ class Mesh:
         return [*out, (self.access[dst], "ba")]
 
     def probe(self) -> list[ProbePath]:
-        hosts = sorted(self.leaf_of)
-        n_ports = probes_per_pair(self.spines)
+        plan = plan_mesh(self.leaf_of, self.spines, self.rng, peers_per_host=PEERS_PER_HOST,
+                         probes_per_path=PROBES_PER_PATH, probe_bytes=PROBE_BYTES)
         st = gray.state(self.fabric)
         loss: dict[tuple[str, str], float] = {}
         paths = []
-        for src in hosts:
-            same = [h for h in hosts if h != src and self.leaf_of[h] == self.leaf_of[src]]
-            other = [h for h in hosts if self.leaf_of[h] != self.leaf_of[src]]
-            peers = list(self.rng.choice(same, 1)) if same else []
-            peers += list(self.rng.choice(other, PEERS_PER_HOST - len(peers), replace=False))
-            for dst in peers:
-                for sport in self.rng.integers(1024, 65536, n_ports if dst in other else 1):
-                    hops = self.hops(src, str(dst), int(sport))
-                    keep = 1.0
-                    for hop in hops:
-                        if st.holes.get((self.index[hop[0]], hop[1])):
-                            h = zlib.crc32(f"{src}>{dst}:{sport}".encode())
-                            p = gray.frame_loss(self.fabric, hop[0], hop[1], h)
-                        else:
-                            if hop not in loss:
-                                loss[hop] = gray.frame_loss(self.fabric, hop[0], hop[1], 0)
-                            p = loss[hop]
-                        keep *= 1.0 - p
-                        self.probes_per_link[hop[0]] += PROBES_PER_PATH
-                    lost = int(self.rng.binomial(PROBES_PER_PATH, 1.0 - keep))
-                    paths.append(ProbePath(src, str(dst), tuple(h[0] for h in hops),
-                                           PROBES_PER_PATH, lost))
+        for pr in plan.probes:
+            hops = self.hops(pr.src, pr.dst, pr.sport)
+            keep = 1.0
+            for hop in hops:
+                if st.holes.get((self.index[hop[0]], hop[1])):
+                    h = zlib.crc32(f"{pr.src}>{pr.dst}:{pr.sport}".encode())
+                    p = gray.frame_loss(self.fabric, hop[0], hop[1], h)
+                else:
+                    if hop not in loss:
+                        loss[hop] = gray.frame_loss(self.fabric, hop[0], hop[1], 0)
+                    p = loss[hop]
+                keep *= 1.0 - p
+                self.probes_per_link[hop[0]] += PROBES_PER_PATH
+            lost = int(self.loss_rng.binomial(PROBES_PER_PATH, 1.0 - keep))
+            paths.append(ProbePath(pr.src, pr.dst, tuple(h[0] for h in hops),
+                                   PROBES_PER_PATH, lost))
         return paths
 
 
@@ -235,7 +230,8 @@ def run_seed(seed: int, args: argparse.Namespace, workdir: Path) -> Outcome:
     unit = {i: next(x.name for x in tb.links if x.name == f.target or f.target in (x.a, x.b))
             for i, f in enumerate(fixed)}
     doctor = Doctor(Plan.of(tb), load_limits(LIMITS))
-    mesh = Mesh(tb, fabric, np.random.default_rng([seed, 30]), args.spines)
+    mesh = Mesh(tb, fabric, np.random.default_rng([seed, 30]), args.spines,
+                loss_rng=np.random.default_rng([seed, 31]))
     named, right, cpu, read_s, n = 0, 0, 0.0, 0.0, 0
     detected: dict[int, float] = {}  # fault -> time to detect
     first_report: dict[int, list[str]] = {}  # fault -> the first ranking named during it

@@ -28,6 +28,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from scipy.special import betaln
 
 
@@ -42,6 +43,76 @@ def probes_per_pair(ecmp_width: int, coverage: float = 0.99) -> int:
 def overhead_fraction(probes_per_s: float, probe_bytes: int, link_gbps: float) -> float:
     """Share of one link's capacity the probes crossing it take."""
     return probes_per_s * probe_bytes * 8.0 / (link_gbps * 1e9)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One 5-tuple to probe: a source port is one ECMP path choice."""
+
+    src: str
+    dst: str
+    sport: int
+
+
+@dataclass(frozen=True)
+class MeshPlan:
+    probes: list[Probe]
+    ports_per_pair: int  # source ports per inter-leaf pair (ECMP coverage)
+    busiest_host_probes_per_s: float  # sent + received by the busiest host's access link
+    overhead: float  # that link's probe bits over its capacity
+
+    def probes_by_pair(self) -> dict[tuple[str, str], list[int]]:
+        out: dict[tuple[str, str], list[int]] = {}
+        for p in self.probes:
+            out.setdefault((p.src, p.dst), []).append(p.sport)
+        return out
+
+
+class OverBudget(ValueError):
+    """The mesh would take more of a link than the probe budget allows."""
+
+
+def plan_mesh(
+    leaf_of: dict[str, str],
+    ecmp_width: int,
+    rng: np.random.Generator,
+    *,
+    peers_per_host: int = 4,
+    coverage: float = 0.99,
+    probes_per_path: int = 4,
+    interval_s: float = 10.0,
+    probe_bytes: int = 64,
+    link_gbps: float = 400.0,
+    budget: float = 1e-3,
+) -> MeshPlan:
+    """One interval's probes: each host probes one host on its own leaf (the ToR mesh)
+    and ``peers_per_host - 1`` on other leaves, each inter-leaf pair on enough random
+    source ports to cover every ECMP path with ``coverage``. Peers are drawn afresh each
+    interval, so over a few intervals every pair of leaves is probed. Raises
+    ``OverBudget`` when the busiest access link would carry more than ``budget`` of its
+    capacity in probes (R-Pingmesh's and issue 20's 0.1 %)."""
+    ports = probes_per_pair(ecmp_width, coverage)
+    hosts = sorted(leaf_of)
+    probes: list[Probe] = []
+    load: dict[str, int] = dict.fromkeys(hosts, 0)
+    for src in hosts:
+        same = [h for h in hosts if h != src and leaf_of[h] == leaf_of[src]]
+        other = [h for h in hosts if leaf_of[h] != leaf_of[src]]
+        peers = [str(h) for h in rng.choice(same, 1)] if same else []
+        want = min(peers_per_host - len(peers), len(other))
+        peers += [str(h) for h in rng.choice(other, want, replace=False)] if want else []
+        for dst in peers:
+            n = ports if leaf_of[dst] != leaf_of[src] else 1
+            for sport in rng.integers(1024, 65536, n):
+                probes.append(Probe(src, dst, int(sport)))
+                load[src] += probes_per_path
+                load[dst] += probes_per_path
+    busiest = max(load.values(), default=0) / interval_s
+    overhead = overhead_fraction(busiest, probe_bytes, link_gbps)
+    if overhead > budget:
+        raise OverBudget(f"probe mesh needs {overhead:.2e} of a {link_gbps:g}G link, budget "
+                         f"{budget:.2e}: fewer peers or probes per path, or a longer interval")
+    return MeshPlan(probes, ports, busiest, overhead)
 
 
 @dataclass(frozen=True)

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import math
+import zlib
 
 import numpy as np
 import pytest
 
-from labtest.doctor.probes import ProbePath, blame, overhead_fraction, probes_per_pair
+from labtest.doctor.probes import (
+    OverBudget,
+    ProbePath,
+    blame,
+    overhead_fraction,
+    plan_mesh,
+    probes_per_pair,
+)
 
 
 @pytest.mark.parametrize("width", [2, 4, 8, 16, 64])
@@ -58,3 +66,32 @@ def test_blame_finds_two_lossy_links_and_nothing_on_a_healthy_mesh() -> None:
     found = blame(_mesh({"l0--s1", "s3--l2"}, 0.05, rng))
     assert {b.link for b in found[:2]} == {"l0--s1", "s3--l2"}
     assert blame(_mesh(set(), 0.0, rng)) == []
+
+
+def test_plan_mesh_probes_the_tor_and_covers_the_ecmp_width() -> None:
+    leaf_of = {f"h{i}": f"l{i // 2}" for i in range(8)}  # 4 leaves, 2 hosts each
+    rng = np.random.default_rng(3)
+    plan = plan_mesh(leaf_of, 8, rng)
+    by_pair = plan.probes_by_pair()
+    for (src, dst), sports in by_pair.items():
+        same = leaf_of[src] == leaf_of[dst]
+        assert len(sports) == (1 if same else 51)
+    assert plan.ports_per_pair == 51
+    for h in leaf_of:  # one ToR peer and three on other leaves
+        peers = [d for s, d in by_pair if s == h]
+        assert len(peers) == 4 and sum(leaf_of[d] == leaf_of[h] for d in peers) == 1
+    # every inter-leaf pair reaches all 8 members (a hash of the source port picks one)
+    uncovered = 0
+    for _ in range(50):
+        for (src, dst), sports in plan_mesh(leaf_of, 8, rng).probes_by_pair().items():
+            if leaf_of[src] != leaf_of[dst]:
+                members = {zlib.crc32(f'{src}>{dst}:{s}'.encode()) % 8 for s in sports}
+                uncovered += len(members) < 8
+    assert uncovered <= 0.02 * 50 * 24  # the bound promises <= 1 %; 2 % leaves room for chance
+    assert plan.overhead < 1e-3
+
+
+def test_plan_mesh_refuses_a_mesh_over_budget() -> None:
+    leaf_of = {f"h{i}": f"l{i // 2}" for i in range(8)}
+    with pytest.raises(OverBudget, match="budget"):
+        plan_mesh(leaf_of, 8, np.random.default_rng(1), interval_s=0.001, budget=1e-6)
