@@ -91,7 +91,7 @@ class _State:
             except ConfigError as exc:
                 raise pytest.UsageError(str(exc)) from None
             if self._testbed.suite_settings is not None:  # before the suites import
-                from labtest.fixtures.traffic import set_lab_settings
+                from labtest.fixtures.suite_data import set_lab_settings
 
                 set_lab_settings(self._testbed.suite_settings)
 
@@ -125,7 +125,7 @@ class _State:
 
     def close(self) -> None:
         if self._testbed is not None and self._testbed.suite_settings is not None:
-            from labtest.fixtures.traffic import set_lab_settings
+            from labtest.fixtures.suite_data import set_lab_settings
 
             set_lab_settings(None)  # an in-process session after this one starts clean
         if self._lab is not None:

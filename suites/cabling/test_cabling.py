@@ -23,7 +23,7 @@ from cabling_lib import (
 
 from labtest import plugin
 from labtest.capabilities.switch import Interfaces, Lldp
-from labtest.fixtures.traffic import load_settings
+from labtest.fixtures.suite_data import load_settings
 
 if TYPE_CHECKING:  # names pytest must not collect
     from labtest.testbed.model import Link, Testbed

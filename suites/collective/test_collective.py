@@ -25,26 +25,25 @@ from labtest.capabilities.host import (
 )
 from labtest.capabilities.switch import Interfaces
 from labtest.errors import InfraError
-from labtest.fixtures.traffic import (
-    FabricView,
+from labtest.fixtures.cabling_plan import pair_id, ring_orders
+from labtest.fixtures.criteria import fraction
+from labtest.fixtures.perftest_pairs import run_bandwidth_pairs
+from labtest.fixtures.run_counters import fabric_deltas
+from labtest.fixtures.stragglers import (
     HostLinkProbe,
     NetworkSuspect,
-    fabric_deltas,
-    fraction,
     held_back,
     host_link_culprits,
     host_link_rounds,
     leaf_shift_pairs,
     link_evidence,
-    load_settings,
     network_suspects,
-    pair_id,
-    ring_orders,
-    run_bandwidth_pairs,
     straggler_labels,
     straggler_suspects,
     watch_oper_states,
 )
+from labtest.fixtures.suite_data import load_settings
+from labtest.fixtures.traffic import FabricView
 from labtest.reports.attach import attach_json
 
 SETTINGS = load_settings("collective")

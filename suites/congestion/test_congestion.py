@@ -27,19 +27,13 @@ from labtest.capabilities.traffic import (
     pfc_storm_flow,
 )
 from labtest.errors import InfraError
-from labtest.fixtures.traffic import (
-    FabricView,
-    PortDelta,
-    counter_delta,
-    fabric_deltas,
-    fraction,
-    hosts_by_switch,
-    jain_index,
-    load_deviations,
-    load_settings,
-    local_mac,
-    run_bandwidth_pairs,
-)
+from labtest.fixtures.cabling_plan import hosts_by_switch
+from labtest.fixtures.criteria import fraction, jain_index
+from labtest.fixtures.perftest_pairs import run_bandwidth_pairs
+from labtest.fixtures.run_counters import PortDelta, counter_delta, fabric_deltas
+from labtest.fixtures.suite_data import load_deviations, load_settings
+from labtest.fixtures.tg_probes import local_mac
+from labtest.fixtures.traffic import FabricView
 from labtest.reports import plots
 from labtest.reports.attach import attach_json, attach_png
 

@@ -21,19 +21,19 @@ from labtest.capabilities.instruments import Attenuator, OpticalSwitch
 from labtest.capabilities.switch import Interfaces, PortAdmin, Reboot
 from labtest.capabilities.traffic import TrafficGenerator
 from labtest.errors import InfraError, TransportTimeout
-from labtest.fixtures.traffic import (
-    FabricView,
+from labtest.fixtures.criteria import convergence_ms
+from labtest.fixtures.polling import poll_until
+from labtest.fixtures.suite_data import load_settings
+from labtest.fixtures.tg_probes import (
     TgPort,
-    convergence_ms,
     decode_binary_weights,
     frames_lost,
-    load_settings,
-    poll_until,
     probe_config,
     probe_flow_name,
     tg_ports,
     wait_loss_settled,
 )
+from labtest.fixtures.traffic import FabricView
 from labtest.lab import Lab
 from labtest.reports.attach import attach_json
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from labtest.fixtures.traffic import FabricView, PortDelta, hosts_by_switch
+from labtest.fixtures.cabling_plan import hosts_by_switch
+from labtest.fixtures.run_counters import PortDelta
+from labtest.fixtures.traffic import FabricView
 
 
 def pick_pairs(view: FabricView, setting: object, max_pairs: int) -> list[tuple[str, str]]:

@@ -31,15 +31,11 @@ from labtest import labtime, plugin
 from labtest.capabilities.host import PerftestLatRow, PerftestSpec
 from labtest.capabilities.switch import Interfaces, PortAdmin
 from labtest.errors import InfraError
-from labtest.fixtures.traffic import (
-    FabricView,
-    PairOutcome,
-    fabric_deltas,
-    load_settings,
-    poll_until,
-    run_bandwidth_pairs,
-    run_latency_pair,
-)
+from labtest.fixtures.perftest_pairs import PairOutcome, run_bandwidth_pairs, run_latency_pair
+from labtest.fixtures.polling import poll_until
+from labtest.fixtures.run_counters import fabric_deltas
+from labtest.fixtures.suite_data import load_settings
+from labtest.fixtures.traffic import FabricView
 from labtest.reports import plots
 from labtest.reports.attach import attach_json, attach_png
 

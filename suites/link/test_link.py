@@ -30,7 +30,7 @@ from link_watch import LinkWatch, Window, host_links, switch_links, switch_names
 
 from labtest import plugin
 from labtest.capabilities.switch import FecCounters
-from labtest.fixtures.traffic import load_deviations, load_settings
+from labtest.fixtures.suite_data import load_deviations, load_settings
 from labtest.measure import Verdict
 from labtest.reports import plots
 from labtest.reports.attach import attach_png

@@ -16,20 +16,12 @@ from labtest import plugin
 from labtest.capabilities.host import PcieLinks, PerftestSpec, RdmaDevices
 from labtest.capabilities.switch import Interfaces
 from labtest.errors import CommandFailed, InfraError
-from labtest.fixtures.traffic import (
-    FabricView,
-    PairOutcome,
-    bisection_pairs,
-    fabric_deltas,
-    fraction,
-    host_pairs,
-    load_settings,
-    pair_id,
-    ring_pairs,
-    run_bandwidth_pairs,
-    run_latency_pair,
-    share_deviation,
-)
+from labtest.fixtures.cabling_plan import bisection_pairs, host_pairs, pair_id, ring_pairs
+from labtest.fixtures.criteria import fraction, share_deviation
+from labtest.fixtures.perftest_pairs import PairOutcome, run_bandwidth_pairs, run_latency_pair
+from labtest.fixtures.run_counters import fabric_deltas
+from labtest.fixtures.suite_data import load_settings
+from labtest.fixtures.traffic import FabricView
 from labtest.reports import plots
 from labtest.reports.attach import attach_json, attach_png
 from labtest.testbed.model import Link

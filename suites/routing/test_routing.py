@@ -18,7 +18,7 @@ import pytest
 from labtest import labtime, plugin
 from labtest.capabilities.routing import BfdSession, BfdSessions, BgpSession, BgpSessions
 from labtest.errors import InfraError
-from labtest.fixtures.traffic import load_settings
+from labtest.fixtures.suite_data import load_settings
 from labtest.measure.coverage import TG_ROLES
 from labtest.sweep import each_device
 

@@ -38,7 +38,7 @@ from labtest import labtime, plugin
 from labtest.capabilities.host import RdmaDevices
 from labtest.capabilities.switch import SwitchFacts
 from labtest.errors import InfraError
-from labtest.fixtures.traffic import load_deviations, load_settings
+from labtest.fixtures.suite_data import load_deviations, load_settings
 from labtest.measure import Limit, Verdict
 from labtest.parsing import to_jsonable
 

@@ -34,7 +34,7 @@ MAY_IMPORT = {
 EXCEPTIONS = {
     ("labtest.testbed.loader", "labtest.emulation.model.faults"):
         "a testbed's emulation faults are validated against the fault catalogue at load",
-    ("labtest.fixtures.traffic", "labtest.suites"):
+    ("labtest.fixtures.suite_data", "labtest.suites"):
         "the suites' settings files are found through the suites package's folder",
     ("labtest.suites", "labtest.plugin"):
         "pytest_generate_tests reads the session's testbed and lab (testbed_of, lab_of)",

@@ -22,7 +22,7 @@ from kernel_helpers import KERNEL_TESTBED, NEEDS_KERNEL_LAB, poll
 from labtest.capabilities.traffic import TrafficGenerator
 from labtest.emulation.kernel import KernelLab
 from labtest.emulation.kernel.faults import inject
-from labtest.fixtures.traffic import probe_config, probe_flow_name, tg_ports
+from labtest.fixtures.tg_probes import probe_config, probe_flow_name, tg_ports
 from labtest.lab import Lab
 from labtest.testbed import load_testbed
 

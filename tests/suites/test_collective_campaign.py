@@ -20,19 +20,18 @@ from types import SimpleNamespace
 import pytest
 
 from labtest.emulation.model import Fabric
-from labtest.fixtures.traffic import (
-    FabricView,
+from labtest.fixtures.cabling_plan import attachments, uplinks
+from labtest.fixtures.run_counters import PortDelta
+from labtest.fixtures.stragglers import (
     HostLinkProbe,
-    PortDelta,
-    attachments,
     host_link_culprits,
     host_link_rounds,
     leaf_shift_pairs,
     link_evidence,
     straggler_labels,
     straggler_suspects,
-    uplinks,
 )
+from labtest.fixtures.traffic import FabricView
 from labtest.testbed import load_testbed
 
 REPO = Path(__file__).resolve().parents[2]

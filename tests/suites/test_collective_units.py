@@ -9,12 +9,10 @@ from types import SimpleNamespace
 import pytest
 
 from labtest.capabilities.host import RdmaHwCounters
-from labtest.fixtures.traffic import (
-    FabricView,
+from labtest.fixtures.cabling_plan import attachments, uplinks
+from labtest.fixtures.run_counters import HostSample, PortDelta
+from labtest.fixtures.stragglers import (
     HostLinkProbe,
-    HostSample,
-    PortDelta,
-    attachments,
     held_back,
     host_link_culprits,
     host_link_rounds,
@@ -23,8 +21,8 @@ from labtest.fixtures.traffic import (
     network_suspects,
     straggler_labels,
     straggler_suspects,
-    uplinks,
 )
+from labtest.fixtures.traffic import FabricView
 from labtest.testbed import load_testbed
 
 REPO = Path(__file__).resolve().parents[2]

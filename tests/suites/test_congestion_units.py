@@ -10,7 +10,8 @@ from labtest.capabilities.switch import (
     QueueCounter,
     QueueCounters,
 )
-from labtest.fixtures.traffic import SwitchSample, fabric_deltas, jain_index, port_deltas
+from labtest.fixtures.criteria import jain_index
+from labtest.fixtures.run_counters import SwitchSample, fabric_deltas, port_deltas
 
 
 @pytest.mark.parametrize(

@@ -8,13 +8,12 @@ import itertools
 import pytest
 
 from labtest.capabilities.traffic import FlowMetrics
-from labtest.fixtures.traffic import (
+from labtest.fixtures.criteria import convergence_ms, delayed_onset_convergence_ms
+from labtest.fixtures.polling import poll_until
+from labtest.fixtures.tg_probes import (
     binary_weighted_packets,
-    convergence_ms,
     decode_binary_weights,
-    delayed_onset_convergence_ms,
     frames_lost,
-    poll_until,
     wait_loss_settled,
 )
 

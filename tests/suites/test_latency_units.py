@@ -16,7 +16,9 @@ from latency_lib import (
     upstream_senders,
 )
 
-from labtest.fixtures.traffic import FabricView, PortDelta, attachments, uplinks
+from labtest.fixtures.cabling_plan import attachments, uplinks
+from labtest.fixtures.run_counters import PortDelta
+from labtest.fixtures.traffic import FabricView
 from labtest.testbed.loader import load_testbed
 from tests.suites.suite_runs import LEAFSPINE
 

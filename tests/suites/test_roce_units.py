@@ -1,4 +1,4 @@
-"""Pure parts of the roce suite and of fixtures/traffic.py: topology views, pair selection,
+"""Pure parts of the roce suite and of the suite kit in fixtures/: topology views, pair selection,
 ECMP share deviation, data-plane failures, settings and deviations."""
 
 from __future__ import annotations
@@ -9,21 +9,19 @@ import pytest
 
 from labtest.capabilities.host import PerftestBandwidth, PerftestBwRow
 from labtest.errors import CommandFailed, TransportTimeout
-from labtest.fixtures import traffic
-from labtest.fixtures.traffic import (
-    PairOutcome,
+from labtest.fixtures import suite_data
+from labtest.fixtures.cabling_plan import (
     attachments,
     bisection_pairs,
-    dataplane_failure,
     host_pairs,
     hosts_by_switch,
-    load_deviations,
-    load_settings,
     ring_orders,
     ring_pairs,
-    share_deviation,
     uplinks,
 )
+from labtest.fixtures.criteria import share_deviation
+from labtest.fixtures.perftest_pairs import PairOutcome, dataplane_failure
+from labtest.fixtures.suite_data import load_deviations, load_settings
 from labtest.testbed import load_testbed
 
 REPO = Path(__file__).resolve().parents[2]
@@ -118,7 +116,7 @@ def test_settings_override_merges_key_by_key(tmp_path, monkeypatch):
     base = load_settings("roce")
     override = tmp_path / "smoke.yaml"
     override.write_text("roce:\n  pairs: ring\n  pair_bandwidth: {duration_s: 5}\n")
-    monkeypatch.setenv(traffic.SETTINGS_ENV, str(override))
+    monkeypatch.setenv(suite_data.SETTINGS_ENV, str(override))
     merged = load_settings("roce")
     assert merged["pairs"] == "ring" and merged["pair_bandwidth"]["duration_s"] == 5
     assert merged["pair_bandwidth"]["qps"] == base["pair_bandwidth"]["qps"] >= 2
