@@ -204,6 +204,13 @@ class Outcome:
 
 def run_seed(seed: int, args: argparse.Namespace, workdir: Path) -> Outcome:
     gray.register()
+    try:
+        return _run_seed(seed, args, workdir)
+    finally:
+        gray.unregister()  # the default catalogue stays the acceptance one for what runs next
+
+
+def _run_seed(seed: int, args: argparse.Namespace, workdir: Path) -> Outcome:
     tb = fabric_testbed(args.spines, args.leaves, args.hosts_per_leaf, seed, workdir)
     fabric = Fabric(tb, seed=seed)
     rng = np.random.default_rng([seed, 20])
@@ -275,7 +282,6 @@ def run_seed(seed: int, args: argparse.Namespace, workdir: Path) -> Outcome:
                 print(f"  missed or not top-1: {f}")
     switches = sum(1 for d in tb.devices.values() if d.role != "host")
     busiest = max(mesh.probes_per_link.values()) / args.horizon_s
-    gray.unregister()
     return Outcome(faults, named, right, overhead_fraction(busiest, PROBE_BYTES, 400),
                    cpu / max(n, 1) / switches, read_s, n)
 
