@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from labtest import labtime
 from labtest.emulation.model.clock import _GUARDED, VirtualClock, serving
 
 
@@ -152,3 +153,20 @@ def test_a_wall_clock_sleep_anywhere_holds_the_jumps() -> None:
     finally:
         clock.set_elastic(False)
     assert clock not in _GUARDED  # a stopped lab's clock no longer counts sleepers
+
+
+def test_lab_time_is_the_emulated_clock_in_lab_seconds_while_installed() -> None:
+    # time_scale 10: one lab second is ten virtual seconds, as the suites' settings assume
+    clock = VirtualClock(time_scale=10.0, realtime=True)
+    clock.idle_scale = 1e6
+    clock.set_elastic(True)
+    labtime.use(clock)
+    try:
+        start_virtual, start = clock.now_s(), labtime.monotonic()
+        labtime.sleep(600.0)  # a ten-minute watch: skipped, not waited
+        assert labtime.monotonic() - start >= 600.0
+        assert clock.now_s() - start_virtual >= 6000.0
+    finally:
+        labtime.release(clock)
+        clock.set_elastic(False)
+    assert clock not in labtime._STACK  # its lab stopped: lab time is what it was before
