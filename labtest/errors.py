@@ -136,3 +136,13 @@ class PermissionDenied(CommandFailed):
 class CapabilityAbsent(CommandNotSupported):
     """The unit lacks the hardware the command reads (no RDMA device, no readable module):
     the check is *not proven* there, with this reason, rather than the lab broken."""
+
+
+class DataplaneFailed(CommandFailed):
+    """The tool ran and the data plane failed under it (perftest's RDMA completion error: the
+    fabric lost the QP's packets): a product failure of that run, not broken infrastructure.
+    ``evidence`` is the tool's own line that says so."""
+
+    def __init__(self, device: str, message: str, raw: str | None = None, *, evidence: str) -> None:
+        self.evidence = evidence
+        super().__init__(device, message, raw)

@@ -27,6 +27,7 @@ listens before any client starts and all clients run at the same time.
 from __future__ import annotations
 
 import logging
+import re
 import shlex
 import time
 import uuid
@@ -43,7 +44,14 @@ from labtest.capabilities.host import (
 )
 from labtest.drivers.linux.parsers.perftest import parse_perftest_bw, parse_perftest_lat
 from labtest.drivers.linux.shell import HostShell
-from labtest.errors import InfraError, ParseError, ProtocolError, TransportTimeout
+from labtest.errors import (
+    CommandFailed,
+    DataplaneFailed,
+    InfraError,
+    ParseError,
+    ProtocolError,
+    TransportTimeout,
+)
 
 log = logging.getLogger("labtest.drivers.linux.perftest")
 
@@ -54,6 +62,14 @@ SERVER_EXIT_S = 5.0  # after the client finished, the server prints its report a
 KILL_WAIT_S = 2.0
 _COMM_LEN = 15  # Linux truncates a process name (comm) to 15 characters
 _WAITING = "Waiting for client to connect"
+#: what perftest prints when the data plane lost the QP's packets (IBV_WC_RETRY_EXC_ERR = 12):
+#: the client's completion error (perftest_resources.c NOTIFY_COMP_ERROR_*), and the
+#: server's "Couldn't read remote address" when its peer's exchange died mid-run
+_DATAPLANE_FAILURE = re.compile(
+    r"Completion with error|Failed status \d+|transport retry counter exceeded|"
+    r"Failed to complete run_iter|Couldn't read remote address",
+    re.I,
+)
 
 PerftestResult = PerftestBandwidthPair | PerftestLatencyPair
 R = TypeVar("R")
@@ -165,9 +181,29 @@ def run_pairs(pairs: Sequence[PerftestPair], *, timeout_s: float) -> list[Perfte
         _each(runs, _PairRun.collect_server)
     except BaseException as exc:
         _stop_all(runs, exc)
-        raise
+        failed = dataplane_failed(exc)
+        if failed is None:
+            raise
+        raise failed from exc
     _stop_all(runs, None)
     return [run.result() for run in runs]
+
+
+def dataplane_failed(exc: BaseException) -> DataplaneFailed | None:
+    """A perftest command that failed with an RDMA completion error, typed as such; else None
+    (a refused connection, a timeout, a missing tool: the infrastructure, not the product)."""
+    if not isinstance(exc, CommandFailed) or isinstance(exc, DataplaneFailed):
+        return None
+    for text in (exc.raw or "", str(exc)):
+        match = _DATAPLANE_FAILURE.search(text)
+        if match is not None:
+            line = next(ln for ln in text.splitlines() if match.group(0) in ln).strip()
+            message = str(exc).removeprefix(f"[{exc.device}] ")
+            failed = DataplaneFailed(exc.device, message, exc.raw, evidence=line)
+            for note in getattr(exc, "__notes__", ()):
+                failed.add_note(note)
+            return failed
+    return None
 
 
 def _each(runs: Sequence[_PairRun], step: Callable[[_PairRun], None]) -> None:
