@@ -33,7 +33,7 @@ from labtest.drivers.linux.parsers.rdma import (
 from labtest.emulation.lab import EmulatedLab, Served
 from labtest.emulation.model.fabric import Fabric
 from labtest.emulation.personalities import linux
-from labtest.emulation.personalities._linux_tools import (
+from labtest.emulation.personalities.linux.tools import (
     BwRow,
     LatRow,
     bw_table,

@@ -57,7 +57,7 @@ from labtest.emulation.model.traffic.tgflows import (
     TgRate,
     TgRocev2,
 )
-from labtest.emulation.personalities._linux_host import in_model
+from labtest.emulation.personalities.linux.state import in_model
 from labtest.testbed.model import Device
 
 ROCEV2_UDP_PORT = 4791

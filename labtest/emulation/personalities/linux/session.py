@@ -1,27 +1,6 @@
-"""Linux RoCE host personality: a bash over SSH answering the tools a host driver runs.
+"""The emulated host's bash session: one SSH command line parsed (``bash``) and run.
 
-``serve(fabric, name, device)`` gives each host an SSH CLI whose sessions share
-one :class:`HostState` (process table, files). A session reads a command line
-with bash's syntax (``_linux_shell``) and runs what it names:
-
-- inventory and counters, in the real tools' formats (``_linux_nic``):
-  ``ip [-j] [-s] link|addr``, ``ethtool [-S|-m|-i|--show-fec] DEV``,
-  ``rdma [-j] [-p] link|dev|statistic``, ``ibv_devinfo [-v] [-d DEV]``,
-  ``ibv_devices``, ``show_gids``, ``show_counters``, sysfs under
-  ``/sys/class/net`` and ``/sys/class/infiniband`` (``cat``, ``grep -H . DIR/*``);
-- perftest ``ib_{write,read,send}_{bw,lat}`` as servers and clients, and
-  nccl-tests through ``mpirun`` (``_linux_runs``, ``_linux_tools``);
-- the process plumbing a driver needs around them: ``nohup``, ``stdbuf``,
-  ``sudo``, ``timeout``, ``env``, redirections, ``&`` with ``$!``, ``ps``,
-  ``pgrep``, ``pkill``, ``kill``, ``ss -ltn``, ``cat``, ``rm``, ``ls``,
-  ``grep``/``head``/``tail``/``wc`` in pipelines, ``which``/``command -v``.
-
-Anything else is ``bash: X: command not found`` (exit 127), as is every tool
-listed in the device's ``vars.missing_tools`` (emulator-only knob). Other
-emulator-only ``vars``: ``hostname``, ``perftest_out_json: false`` (a perftest
-without ``--out_json``), ``nic_firmware``, ``gpu_model``, ``sudo_needs_password``.
-The lab handles ``unreachable_device`` and the SSH server's ``drop`` mode.
-"""
+See the package docstring for what a host answers."""
 
 from __future__ import annotations
 
@@ -38,24 +17,9 @@ from labtest.emulation.lab import Served
 from labtest.emulation.model.fabric import Fabric
 from labtest.emulation.model.optics import DARK_DBM
 from labtest.emulation.model.traffic.topology import TrafficSettings
-from labtest.emulation.personalities import _linux_nic as nic_text
 from labtest.emulation.personalities._clock import date_output, epoch_s
-from labtest.emulation.personalities._linux_host import (
-    BASE_PROCESSES,
-    HostState,
-    Proc,
-    Sink,
-    register,
-)
-from labtest.emulation.personalities._linux_runs import (
-    Placement,
-    mpirun_words,
-    place,
-    run_client,
-    run_collective,
-    start_server,
-)
-from labtest.emulation.personalities._linux_shell import (
+from labtest.emulation.personalities.linux import nic as nic_text
+from labtest.emulation.personalities.linux.bash import (
     Command,
     Output,
     ShellSyntaxError,
@@ -65,7 +29,22 @@ from labtest.emulation.personalities._linux_shell import (
     parse,
     wc,
 )
-from labtest.emulation.personalities._linux_tools import (
+from labtest.emulation.personalities.linux.runs import (
+    Placement,
+    mpirun_words,
+    place,
+    run_client,
+    run_collective,
+    start_server,
+)
+from labtest.emulation.personalities.linux.state import (
+    BASE_PROCESSES,
+    HostState,
+    Proc,
+    Sink,
+    register,
+)
+from labtest.emulation.personalities.linux.tools import (
     COLLECTIVES,
     TOOLS,
     NcclUsageError,

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from labtest.emulation.model.fabric import Fabric
-from labtest.emulation.personalities._linux_nic import NicPort, nic_ports, stable_int
-from labtest.emulation.personalities._linux_tools import PerftestOptions
+from labtest.emulation.personalities.linux.nic import NicPort, nic_ports, stable_int
+from labtest.emulation.personalities.linux.tools import PerftestOptions
 from labtest.testbed.model import Device
 
 T = TypeVar("T")

@@ -7,7 +7,7 @@ line), so what arrives is shell syntax: ``nohup stdbuf -oL -eL ib_write_bw ...
 (pipelines joined by ``;``, ``&&``, ``||`` or ``&``) of simple commands with
 their redirections, with bash's quoting rules, and holds the pure text
 filters (grep, head, tail, wc) a pipeline may end in. What each command does
-lives with the host (``linux.py``).
+lives with the host (``session``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """perftest and nccl-tests as an emulated host prints them: option parsing and text.
 
-Pure functions: the host (``linux.py``) decides *what* ran (from the fabric's
+Pure functions: the host (``session``) decides *what* ran (from the fabric's
 traffic model) and these decide how the tools would have printed it.
 
 perftest formats (linux-rdma/perftest ``perftest_parameters.h`` and

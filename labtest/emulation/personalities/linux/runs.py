@@ -2,7 +2,7 @@
 
 perftest: a server is a process in its host's table that "listens" on its TCP
 port until a client connects or it is killed. A client resolves its server
-argument to a peer host (see ``_linux_host``), fails like the real tool when
+argument to a peer host (see ``state``), fails like the real tool when
 nothing listens there, and otherwise takes the server, asks the traffic model
 for the pair's result (``run_bandwidth``: max-min shares of the fabric as it
 is now; ``run_latency``), lets the run's time pass, prints its side and
@@ -44,16 +44,16 @@ from typing import Any
 
 from labtest.emulation.model.fabric import Fabric
 from labtest.emulation.model.traffic import roce as roce_model
-from labtest.emulation.personalities._linux_host import HostState, Proc, hosts_of, in_model
-from labtest.emulation.personalities._linux_nic import (
+from labtest.emulation.personalities.linux.bash import Output
+from labtest.emulation.personalities.linux.nic import (
     NicPort,
     gid_bytes_text,
     gid_table,
     port_now,
     stable_int,
 )
-from labtest.emulation.personalities._linux_shell import Output
-from labtest.emulation.personalities._linux_tools import (
+from labtest.emulation.personalities.linux.state import HostState, Proc, hosts_of, in_model
+from labtest.emulation.personalities.linux.tools import (
     COLLECTIVES,
     NO_PEAK_WARNING,
     WAITING_BOX,
