@@ -5,12 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-import types
 from pathlib import Path
 
 import pytest
 
 from labtest.emulation.model import Fabric, ModelError
+from labtest.emulation.model import fabric as fabric_module
 from labtest.testbed import model as tbm
 from labtest.testbed.loader import load_testbed
 
@@ -186,9 +186,7 @@ def test_traffic_model_sees_every_link_change_at_its_instant(
 ) -> None:
     # failover timing (detection + convergence) is measured from the instant the link
     # fails, so the core must hand the traffic model each change at its exact time
-    fake = types.ModuleType("labtest.emulation.model.traffic")
-    fake.TrafficModel = RecordingTraffic  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "labtest.emulation.model.traffic", fake)
+    monkeypatch.setattr(fabric_module, "TrafficModel", RecordingTraffic)
     fabric = Fabric(small())
     traffic = fabric.traffic
     assert isinstance(traffic, RecordingTraffic)

@@ -62,6 +62,7 @@ from labtest.emulation.model.optics import (
     threshold_levels,
 )
 from labtest.emulation.model.physics import FecStats, PrbsLane
+from labtest.emulation.model.traffic import TrafficModel
 from labtest.testbed.model import Emulation, Endpoint, Link, Testbed
 
 MAX_LANES = 8
@@ -478,11 +479,6 @@ class Fabric:
         self.flags = FlagBank(self.modules.mask)
 
     def _make_traffic(self) -> Any:
-        try:
-            from labtest.emulation.model.traffic import TrafficModel
-        except ImportError as exc:  # optional: the optics model works without it
-            self.warnings.append(f"no traffic model: {type(exc).__name__}: {exc}")
-            return None
         rng = np.random.default_rng([self.seed, 0x7AF1C])  # its own stream: draws don't interleave
         return TrafficModel(testbed=self.testbed, links=self, rng=rng)
 

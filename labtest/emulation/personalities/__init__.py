@@ -24,6 +24,7 @@ from typing import Any
 
 from labtest.emulation.model.clock import VirtualTimer
 from labtest.emulation.model.fabric import Fabric
+from labtest.emulation.model.traffic.topology import device_settings
 from labtest.emulation.personalities._text import natural_key
 from labtest.testbed.model import Device
 
@@ -126,7 +127,7 @@ class SwitchState:
     def __post_init__(self) -> None:
         self.ports = sorted(self.fabric.ports(self.name), key=natural_key)
         self.if_index = assign_if_indexes(self.ports, self.if_index_rule)
-        self.pfcwd, self._base_pfc = _traffic_defaults(self.device)
+        self.pfcwd, self._base_pfc = _traffic_defaults(self.fabric, self.name, self.device)
         given = self.device.vars.get("port_descriptions")
         self.descriptions = (
             {str(k): str(v) for k, v in given.items()} if isinstance(given, dict) else {}
@@ -337,14 +338,13 @@ class SwitchState:
             timer.join(1.0)
 
 
-def _traffic_defaults(device: Device) -> tuple[PfcwdConfig, tuple[int, ...]]:
-    """Watchdog timers and lossless priorities from the device's traffic ``vars``."""
-    try:
-        from labtest.emulation.model.traffic.topology import TrafficSettings
-
-        s = TrafficSettings.model_validate(device.vars)
-    except Exception:  # no traffic model, or vars it refuses: the SONiC defaults
-        return PfcwdConfig(), (3, 4)
+def _traffic_defaults(
+    fabric: Fabric, name: str, device: Device
+) -> tuple[PfcwdConfig, tuple[int, ...]]:
+    """Watchdog timers and lossless priorities from the device's traffic ``vars``; vars the
+    traffic model refuses are a ConfigError naming the device's var, not silent defaults."""
+    where = str(fabric.testbed.source or fabric.testbed.name)
+    s = device_settings(where, name, dict(device.vars or {}))
     wd = PfcwdConfig(
         s.pfcwd_action, int(s.pfcwd_detect_ms), int(s.pfcwd_restore_ms), int(s.pfcwd_poll_ms)
     )

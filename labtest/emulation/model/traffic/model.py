@@ -56,6 +56,11 @@ SWITCH_MTU, HOST_MTU, TG_MTU = 9100, 9000, 16000
 PROPAGATION_S_PER_M = 5e-9
 
 
+class BrokenRing(FaultError):
+    """A collective's ring has a hop with no usable path (a fault in the fabric): what the
+    hosts see as NCCL's completion error, not an emulator bug."""
+
+
 def _locked(method: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(self: TrafficModel, *args: Any, **kwargs: Any) -> Any:
         with self._lock:
@@ -670,7 +675,7 @@ class TrafficModel:
         goodput = self._max_min(ring + others, fabric=True)[: len(ring)]
         slowest = float(goodput.min()) / 8
         if slowest <= 0:
-            raise FaultError("the ring is broken: a hop has no usable path")
+            raise BrokenRing("the ring is broken: a hop has no usable path")
         alpha = max(f.base_latency_s for f in ring) + collectives.STEP_OVERHEAD_S
         sizes = sizes_b or collectives.size_sweep()
         return collectives.allreduce_rows(sizes, len(hosts), slowest, alpha)

@@ -117,7 +117,7 @@ class Topology:
             self.links.append(LinkInfo(li, link.name, (ia, ib), link.length_m or 3.0))
         self.link_index = {lk.name: lk.index for lk in self.links}
         where = str(testbed.source or testbed.name)
-        self.settings = {n: _settings(where, n, d.vars) for n, d in testbed.devices.items()}
+        self.settings = {n: device_settings(where, n, d.vars) for n, d in testbed.devices.items()}
         self.roles = {name: dev.role for name, dev in testbed.devices.items()}
         self.device_ports: dict[str, list[int]] = {}
         for p in self.ports:
@@ -183,7 +183,9 @@ class Topology:
         return self.ports[self.ports[port].peer].device
 
 
-def _settings(source: str, name: str, raw: dict[str, object]) -> TrafficSettings:
+def device_settings(source: str, name: str, raw: dict[str, object]) -> TrafficSettings:
+    """One device's ``vars`` as traffic knobs; a bad value is a ConfigError naming
+    ``devices.NAME.vars.KEY`` in ``source`` (the testbed file)."""
     try:
         s = TrafficSettings.model_validate(raw)
     except ValidationError as exc:

@@ -44,6 +44,7 @@ from typing import Any
 
 from labtest.emulation.model.fabric import Fabric
 from labtest.emulation.model.traffic import roce as roce_model
+from labtest.emulation.model.traffic.model import BrokenRing
 from labtest.emulation.personalities.linux.bash import Output
 from labtest.emulation.personalities.linux.nic import (
     NicPort,
@@ -450,7 +451,7 @@ def run_collective(
                 ranks.append(Rank(len(ranks), pid, placement.host.hostname, device, bus, gpu))
     try:
         bandwidth, alpha = ring_figures(launcher.fabric, distinct)
-    except Exception:  # a broken ring: the first rank's QP exhausts its retries
+    except BrokenRing:  # the first rank's QP exhausts its retries (any other error is a bug)
         first, peer = distinct[0], distinct[1 % len(distinct)]
         pid = ranks[0].pid
         address = next((n.ipv4 for n in peer.nics if n.ipv4), peer.hostname)
