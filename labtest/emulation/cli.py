@@ -49,10 +49,9 @@ def parse_fault(text: str) -> tuple[str, str, dict[str, Any]]:
 
 
 def _list_faults() -> int:
-    from labtest.emulation.model import catalogue, traffic  # noqa: F401 - register faults
-    from labtest.emulation.model.faults import CATALOGUE
+    from labtest.emulation.model.faults import load_catalogue
 
-    for kind, ft in sorted(CATALOGUE.items()):
+    for kind, ft in sorted(load_catalogue().items()):
         params = ", ".join(ft.params.model_fields)
         print(
             f"{kind:<20} [{ft.caught_by}] {ft.summary}"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from labtest.emulation.model import catalogue, traffic  # noqa: F401 - register the faults
-from labtest.emulation.model.faults import CATALOGUE
+from labtest.emulation.model.faults import load_catalogue
+
+CATALOGUE = load_catalogue()  # every fault family, registered in one place
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -3,8 +3,9 @@
 Each effect changes the model's state and returns the undo. Targets are
 ``device:port`` for a module, a link name (``a--b``) or either end of it for a
 link, a device name for a device. Lanes are 1-based, as CMIS and SONiC count
-them. The traffic model registers its own faults (congestion, ECMP, RoCE) in
-``labtest.emulation.model.traffic``.
+them. The traffic model's faults (congestion, ECMP, RoCE) are in
+``labtest.emulation.model.traffic.faults``; both families are registered in one place,
+``faults.FAULT_MODULES`` (imported by ``load_catalogue``).
 """
 
 from __future__ import annotations

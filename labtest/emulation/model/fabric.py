@@ -35,7 +35,6 @@ from labtest.emulation.model import physics
 from labtest.emulation.model.clock import VirtualClock
 from labtest.emulation.model.faults import (
     CATALOGUE,
-    LOAD_ERRORS,
     FaultError,
     FaultInstance,
     load_catalogue,
@@ -330,7 +329,6 @@ class Fabric:
         self._cache: dict[str, Any] = {}  # derived from _state; emptied whenever it changes
         self._refresh(self._t_s, first=True)
         load_catalogue()
-        self.warnings += [f"fault catalogue: {m}: {why}" for m, why in LOAD_ERRORS.items()]
         self.traffic = self._make_traffic()
         self._changed()
         for spec in emu.faults:
