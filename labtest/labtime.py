@@ -22,6 +22,9 @@ from typing import Protocol
 class Clock(Protocol):
     time_scale: float
 
+    @property
+    def realtime(self) -> bool: ...
+
     def now_s(self) -> float: ...
 
     def sleep(self, virtual_dt_s: float) -> bool: ...
@@ -47,8 +50,11 @@ def release(clock: Clock) -> None:
 
 
 def _current() -> Clock | None:
+    """The installed clock, if it passes by itself (a stepped one, e.g. a burn-in's, only
+    moves when its owner advances it: waits on it would never end, so the wall clock rules)."""
     with _LOCK:
-        return _STACK[-1] if _STACK else None
+        clock = _STACK[-1] if _STACK else None
+    return clock if clock is not None and clock.realtime else None
 
 
 def monotonic() -> float:

@@ -170,3 +170,17 @@ def test_lab_time_is_the_emulated_clock_in_lab_seconds_while_installed() -> None
         labtime.release(clock)
         clock.set_elastic(False)
     assert clock not in labtime._STACK  # its lab stopped: lab time is what it was before
+
+
+def test_lab_time_ignores_a_stepped_clock() -> None:
+    # a burn-in's stepped clock moves only when the burn-in advances it: a wait on it
+    # would never end, so lab time stays the wall clock
+    clock = VirtualClock(time_scale=10.0)
+    labtime.use(clock)
+    try:
+        start = labtime.monotonic()
+        labtime.sleep(0.01)
+        assert labtime.monotonic() > start
+        assert clock.now_s() == 0.0
+    finally:
+        labtime.release(clock)
