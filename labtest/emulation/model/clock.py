@@ -8,14 +8,15 @@ minutes), which is what live emulators need while a suite talks to them.
 Either mode may jump ahead with ``advance``; time never runs backwards.
 
 An *elastic* real-time clock (the live emulated lab's) also skips the time
-nobody spends: when every party is only waiting on virtual time (an emulated
+nobody spends: while every party only waits on virtual time (an emulated
 ``ib_write_bw -D 30`` sleeping in ``sleep``, a suite polling through
-``labtest.labtime``), no request is being served (``busy``) and the process
-burns no CPU, it jumps to the earliest wake-up. What any party sees is what a
-real-time clock shows to a party that was briefly stalled: the order of events
-in virtual time is kept, only idle wall time is removed. It does not leap: while
-all is idle it runs at ``idle_scale`` (300 virtual seconds per wall second),
-never past the earliest wake-up, so an idle spell it mistook costs little.
+``labtest.labtime``), no request is being served (``busy``), no thread is in
+``time.sleep``, no device is dark (``set_hold``) and no other thread of the
+process runs or waits for a core, it runs at ``idle_scale`` (300 virtual
+seconds per wall second) towards the earliest wake-up, never past it. Every
+sleeper wakes at its own virtual time, so the order of events is kept; what a
+party sees is what the plain clock shows a party that was briefly stalled, and
+an idle spell misread costs a few virtual seconds at most.
 """
 
 from __future__ import annotations
@@ -98,14 +99,14 @@ class VirtualClock:
         """Wall seconds that ``virtual_dt_s`` takes in real-time mode (at most: see elastic)."""
         return virtual_dt_s / self.time_scale
 
-    # --- elastic: skip the time everyone only waits ------------------------------
+    # --- elastic: skip the time everyone only waits ---------------------------------
 
     @property
     def elastic(self) -> bool:
         return self._elastic
 
     def set_elastic(self, on: bool) -> None:
-        """Jump over idle time (real-time mode only; see the module docstring).
+        """Skip idle time (real-time mode only; see the module docstring).
 
         While on, every ``time.sleep`` in this process holds the jumps: a thread
         sleeping on the wall clock (a driver polling, a settle time) expects wall
@@ -130,7 +131,7 @@ class VirtualClock:
 
     @contextmanager
     def busy(self) -> Iterator[None]:
-        """Work in progress (a request being served): no jump while any is open."""
+        """Work in progress (a request being served): no skipping while any is open."""
         with self._cond:
             self._busy += 1
         try:
@@ -143,9 +144,9 @@ class VirtualClock:
     def sleep(self, virtual_dt_s: float, interrupt: threading.Event | None = None) -> bool:
         """Wait until ``virtual_dt_s`` virtual seconds have passed (False: interrupted).
 
-        Real-time mode waits (scaled, and elastic jumps end the wait early); a
+        Real-time mode waits (scaled; an elastic clock may get there sooner); a
         stepped clock has nobody to move it, so the caller advances it instead.
-        A thread sleeping here inside ``busy()`` lets the clock jump meanwhile.
+        A thread sleeping here inside ``serving()`` lends its busy mark back meanwhile.
         """
         if not self.realtime:
             raise RuntimeError("a stepped clock does not pass by itself: advance() it")
