@@ -173,7 +173,7 @@ class EmulatedLab:
             dev.scpi.start()
 
     def _serving(self) -> Any:
-        """Held while an emulator answers a request: the elastic clock does not jump then."""
+        """Held while an emulator answers a request: the elastic clock keeps its plain pace then."""
         return serving(self.fabric.clock)
 
     def _watch_reachability(self) -> None:

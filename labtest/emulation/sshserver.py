@@ -147,7 +147,7 @@ class SshServer:
         self.banner = banner  # sent before the first prompt of a shell (a MOTD)
         self.allow_exec = allow_exec  # some network OSes only offer a shell
         self.host = host
-        self.serving = serving  # held while a command is answered (the lab's clock: no jump)
+        self.serving = serving  # held while a command is answered (the lab's clock keeps its pace)
         self._requested_port = port
         self.port = 0
         self.connections = 0  # TCP connections accepted so far (tests check reuse)
