@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from labtest import connect, reservation, secrets, xdist_guard
+from labtest import connect, reservation_plugin, secrets, xdist_guard
 from labtest.errors import CapabilityAbsent, ConfigError, LimitFailure
 from labtest.lab import Lab
 from labtest.measure import LimitsProfile, Measurement, NotProven, Recorder, load_limits
@@ -50,7 +50,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="allow tests marked destructive (implied by --emulate)",
     )
-    reservation.add_options(group)  # --reserve/--no-reserve, --reserve-timeout, --lease-store
+    reservation_plugin.add_options(group)  # --reserve, --reserve-timeout, --lease-store
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -254,7 +254,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     xdist_guard.check_groups_honoured(item)
-    reservation.before_test(item)  # hold the lab's devices; stop if the lease was lost
+    reservation_plugin.before_test(item)  # hold the lab's devices; stop if the lease was lost
     for mark in item.iter_markers("needs"):
         reason = _unmet_needs(item.config, mark)
         if reason:

@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = ("labtest", "drivers", "fixtures", "suites")
 
 APPS = {"plugin", "reports", "run", "runner_cli", "matrix", "matrix_draws", "cli",
-        "burnin", "doctor", "db", "project", "reservation", "project_template"}
+        "burnin", "doctor", "db", "project", "reservation", "reservation_plugin",
+        "project_template"}
 
 #: layer -> the layers it may import (besides its own)
 MAY_IMPORT = {
