@@ -12,11 +12,21 @@ checkout's pyproject), which must stay one process with one emulated lab. Groups
 together what must not run twice at once or is expensive to build twice: every test of a
 module (module-scoped labs), every test using the session's suite runs (``lab_runs``),
 every test needing network namespaces (fixed names, root) and the PostgreSQL tests.
+
+A test that measures wall time against a tolerance (an outage in milliseconds, a loss
+window against the kernel's route change) is marked ``wall_clock``: while it runs, the
+other worker starts nothing (a lock file the workers share, fair to the waiting test), so
+its figure is not the neighbour's CPU load.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +35,8 @@ import labtest.emulation.model.faults  # noqa: F401
 #: workers for the README's command (``LABTEST_XDIST=0`` runs it in one process)
 XDIST_WORKERS = 2
 _SERIAL_DIRS = {"kernel": "netns", "db": "postgresql"}
+#: the lock file the workers share (set by the controller before workers start)
+_TURN_ENV = "LABTEST_XDIST_TURN"
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -37,6 +49,42 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     if workers > 0 and config.option.dist == "no":
         config.option.numprocesses = workers
         config.option.dist = "loadgroup"
+        fd, path = tempfile.mkstemp(prefix="labtest-xdist-turn-")
+        os.close(fd)
+        os.environ[_TURN_ENV] = path  # the workers inherit it
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    path = os.environ.get(_TURN_ENV)
+    if path and not hasattr(config, "workerinput"):
+        for leftover in (Path(path), Path(path + ".gate")):
+            leftover.unlink(missing_ok=True)
+
+
+@contextmanager
+def _turn(path: str, alone: bool) -> Iterator[None]:
+    """A reader-writer lock over files: shared for ordinary tests, exclusive for
+    ``wall_clock`` ones; the gate stops new readers while a writer waits."""
+    with open(path + ".gate", "a") as gate, open(path, "a") as lock:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    path = os.environ.get(_TURN_ENV)
+    if not path or not hasattr(item.config, "workerinput"):
+        yield
+        return
+    with _turn(path, alone=item.get_closest_marker("wall_clock") is not None):
+        yield
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -89,6 +89,7 @@ def test_driver_satisfies_the_capability(tg: ScapyTrafficGenerator) -> None:
     assert isinstance(tg, TrafficGenerator)
 
 
+@pytest.mark.wall_clock
 def test_10k_pps_for_2_s_without_outage_has_zero_loss(clean_run: dict[str, FlowMetrics]) -> None:
     main = clean_run["main"]
     assert main.rx_count_method == "signature" and main.rx_socket_drops == 0
@@ -120,6 +121,7 @@ def test_ce_sent_by_the_generator_is_counted(clean_run: dict[str, FlowMetrics]) 
     assert sent_ce.frames_rx == sent_ce.ecn_ce_count == 1_000
 
 
+@pytest.mark.wall_clock
 def test_50_ms_outage_is_measured_within_2_ms(
     tg: ScapyTrafficGenerator, tg_lab: TgLab, record_property: pytest.RecordProperty
 ) -> None:

@@ -124,6 +124,7 @@ def test_rate_limit_and_slow_bfd_are_applied(fresh_lab: tuple[KernelLab, Lab]) -
     poll(slow)
 
 
+@pytest.mark.wall_clock
 @pytest.mark.parametrize("bfd", [None, (5, 200)], ids=["bfd-3x100ms", "slow-bfd-5x200ms"])
 def test_loss_duration_matches_the_kernel_route_change(
     fresh_lab: tuple[KernelLab, Lab], bfd: tuple[int, int] | None

@@ -51,6 +51,7 @@ def _run(testbed: Path, tmp_path: Path, *suites: str) -> tuple[int, str]:
 FIB_UPDATE_LOSS = "failover.unaffected_flow_loss_frames"
 
 
+@pytest.mark.wall_clock
 def test_healthy_lab_passes_cabling_failover_and_routing(tmp_path: Path) -> None:
     code, out = _run(_testbed(tmp_path, []), tmp_path, "cabling", "failover", "routing")
     rows = {line.split()[0]: line.split()[1:5] for line in out.splitlines()

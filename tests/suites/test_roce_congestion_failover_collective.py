@@ -420,6 +420,7 @@ def test_a_collective_killed_by_a_switch_port_mtu_is_failed_naming_it(runs):
         assert "link=host5:eth0--leaf3:Ethernet3/1" in message, message
 
 
+@pytest.mark.wall_clock
 @uses("flapping_fabric")
 def test_a_flapping_fabric_link_fails_the_collective_naming_it(runs):
     run = runs("flapping_fabric")
