@@ -315,14 +315,163 @@ class SampleStore(Protocol):
     def close(self) -> None: ...
 
 
+# --- what both SQL backends share ------------------------------------------------------
+
+
+class SqlStoreBase:
+    """What both SQL backends share: the queries that read back, and the rows written.
+
+    The read SQL is accepted by SQLite and PostgreSQL alike and uses ``?``
+    placeholders; each backend's ``_query`` runs it under the backend's lock and
+    turns its driver's errors into :class:`StoreError` (PostgreSQL's turns ``?``
+    into ``%s``). The rows written (what is stored, scrubbed of secrets) are built
+    here; the write SQL, transactions and locking stay with each backend: they are
+    where the two really differ.
+    """
+
+    display: str  # the file, or the server URL without its password: what messages name
+
+    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def _json(self, value: Any) -> Any:
+        """A JSON column as read: text in SQLite (PostgreSQL's jsonb arrives decoded)."""
+        return json.loads(value)
+
+    # --- rows written ----------------------------------------------------------------
+
+    @staticmethod
+    def _run_row(run: Run) -> tuple[Any, ...]:
+        return (run.run_id, run.station, run.status, run.created_utc, run.duration_s,
+                run.position_s, run.pid, run.host, json.dumps(secrets.redact_data(run.info)))
+
+    @staticmethod
+    def _run_updates(fields: dict[str, Any]) -> dict[str, Any]:
+        """The fields ``update_run`` may change, ``info`` as scrubbed JSON; ValueError else."""
+        bad = set(fields) - {"status", "position_s", "pid", "host", "info"}
+        if bad:
+            raise ValueError(f"cannot update {sorted(bad)}")
+        if "info" in fields:
+            fields = {**fields, "info": json.dumps(secrets.redact_data(fields["info"]))}
+        return fields
+
+    @staticmethod
+    def _unit_rows(run_id: str, units: Sequence[Unit]) -> list[tuple[Any, ...]]:
+        return [(run_id, u.serial, u.kind, u.device, u.port, u.under_test,
+                 json.dumps(secrets.redact_data(u.info), default=str)) for u in units]
+
+    @staticmethod
+    def _reading_row(run_id: str, reading: Reading) -> tuple[Any, ...]:
+        return (run_id, reading.monitor, reading.target, reading.sched_index, reading.t_s,
+                reading.wall_s, secrets.redact(reading.error) if reading.error else None)
+
+    @staticmethod
+    def _event_row(run_id: str, event: Event) -> tuple[Any, ...]:
+        return (run_id, event.t_s, event.wall_s, event.kind, event.unit, event.key,
+                secrets.redact(event.text))
+
+    @staticmethod
+    def _verdict_rows(run_id: str, verdicts: Sequence[Verdict]) -> list[tuple[Any, ...]]:
+        return [(run_id, v.serial, v.kind, v.location, v.verdict, v.coverage_pct,
+                 secrets.redact(v.reason) if v.reason else None, v.judged_utc)
+                for v in verdicts]
+
+    # --- reading back ------------------------------------------------------------------
+
+    def run(self, run_id: str) -> Run:
+        rows = self._query(_RUNS + " WHERE run_id=?", (run_id,))
+        if not rows:
+            known = ", ".join(r.run_id for r in self.runs()[-5:]) or "none"
+            raise StoreError(f"{self.display}: no run {run_id!r} (latest: {known})")
+        return self._run(rows[0])
+
+    def runs(self) -> list[Run]:
+        return [self._run(r) for r in self._query(_RUNS + " ORDER BY created_utc, run_id")]
+
+    def _run(self, row: tuple[Any, ...]) -> Run:
+        run_id, station, status, created_utc, duration_s, position_s, pid, host, info = row
+        return Run(run_id, station, status, created_utc, duration_s, position_s, pid, host,
+                   self._json(info))
+
+    def units(self, run_id: str) -> list[Unit]:
+        rows = self._query(
+            "SELECT serial, kind, device, port, under_test, info FROM units WHERE run_id=? "
+            "ORDER BY device, port", (run_id,))
+        return [Unit(r[0], r[1], r[2], r[3], bool(r[4]), self._json(r[5])) for r in rows]
+
+    def done(self, run_id: str) -> set[tuple[str, str, int]]:
+        rows = self._query(
+            "SELECT monitor, target, sched_index FROM readings WHERE run_id=?", (run_id,))
+        return {(r[0], r[1], int(r[2])) for r in rows}
+
+    def reading_counts(self, run_id: str) -> dict[tuple[str, str], tuple[int, int]]:
+        """``{(monitor, target): (readings, readings with an error)}``."""
+        rows = self._query(
+            "SELECT monitor, target, COUNT(*), COUNT(error) FROM readings WHERE run_id=? "
+            "GROUP BY monitor, target", (run_id,))
+        return {(r[0], r[1]): (int(r[2]), int(r[3])) for r in rows}
+
+    def events(self, run_id: str, kinds: Sequence[str] | None = None) -> list[Event]:
+        sql = "SELECT t_s, wall_s, kind, text, unit, key FROM events WHERE run_id=?"
+        args: tuple[Any, ...] = (run_id,)
+        if kinds:
+            sql += f" AND kind IN ({','.join('?' * len(kinds))})"
+            args += tuple(kinds)
+        return [Event(*r) for r in self._query(sql + " ORDER BY event_id", args)]
+
+    def series(self, run_id: str) -> list[SeriesKey]:
+        rows = self._query(
+            "SELECT series_id, unit, port, lane, metric, uom FROM series WHERE run_id=? "
+            "ORDER BY unit, port, metric, lane", (run_id,))
+        return [SeriesKey(*r) for r in rows]
+
+    def points(self, series_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(sched_index, t_s, value) of one series, in schedule order."""
+        rows = self._query(
+            "SELECT sched_index, t_s, value FROM samples WHERE series_id=? ORDER BY sched_index",
+            (series_id,))
+        if not rows:
+            empty = np.zeros(0)
+            return empty.astype(np.int64), empty, empty
+        arr = np.array(rows, dtype=float)
+        return arr[:, 0].astype(np.int64), arr[:, 1], arr[:, 2]
+
+    def sample_count(self, run_id: str) -> int:
+        rows = self._query(
+            "SELECT COUNT(*) FROM samples JOIN series USING (series_id) WHERE run_id=?",
+            (run_id,))
+        return int(rows[0][0])
+
+    def verdicts(self, serial: str) -> list[Verdict]:
+        """Every stored verdict of ``serial``, oldest run first, with its station and host."""
+        rows = self._query(
+            "SELECT v.run_id, v.serial, v.kind, v.location, v.verdict, v.coverage_pct, v.reason, "
+            "v.judged_utc, r.station, COALESCE(r.host, '') FROM verdicts v JOIN runs r "
+            "USING (run_id) WHERE v.serial=? ORDER BY r.created_utc, v.run_id", (serial,))
+        return [Verdict(*r) for r in rows]
+
+    def duplicate_count(self, run_id: str) -> int:
+        """Samples sharing (run, unit, port, lane, metric, sched_index): 0 by construction."""
+        rows = self._query(
+            "SELECT COALESCE(SUM(n - 1), 0) FROM (SELECT COUNT(*) AS n FROM samples "
+            "JOIN series USING (series_id) WHERE run_id=? "
+            "GROUP BY unit, port, lane, metric, sched_index) AS g", (run_id,))
+        return int(rows[0][0])
+
+
+_RUNS = ("SELECT run_id, station, status, created_utc, duration_s, position_s, pid, host, info "
+         "FROM runs")
+
+
 # --- SQLite ----------------------------------------------------------------------------
 
 
-class SqliteStore:
+class SqliteStore(SqlStoreBase):
     """``SampleStore`` on one SQLite file in WAL mode; safe to share between threads."""
 
     def __init__(self, path: str | Path, synchronous: str = "full", create: bool = True) -> None:
         self.path = Path(path)
+        self.display = str(self.path)
         self._lock = threading.Lock()
         self._series: dict[tuple[str, str, str, int, str], int] = {}
         if not create and not self.path.exists():
@@ -399,49 +548,20 @@ class SqliteStore:
     @_guarded
     def create_run(self, run: Run) -> None:
         with self._lock:
-            self._db.execute(
-                "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?)",
-                (run.run_id, run.station, run.status, run.created_utc, run.duration_s,
-                 run.position_s, run.pid, run.host, json.dumps(secrets.redact_data(run.info))),
-            )
-
-    @_guarded
-    def run(self, run_id: str) -> Run:
-        row = self._query("SELECT * FROM runs WHERE run_id=?", (run_id,))
-        if not row:
-            known = ", ".join(r.run_id for r in self.runs()[-5:]) or "none"
-            raise StoreError(f"{self.path}: no run {run_id!r} (latest: {known})")
-        return _run(row[0])
-
-    @_guarded
-    def runs(self) -> list[Run]:
-        return [_run(r) for r in self._query("SELECT * FROM runs ORDER BY created_utc", ())]
+            self._db.execute("INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?)", self._run_row(run))
 
     @_guarded
     def update_run(self, run_id: str, **fields: Any) -> None:
-        allowed = {"status", "position_s", "pid", "host", "info"}
-        bad = set(fields) - allowed
-        if bad:
-            raise ValueError(f"cannot update {sorted(bad)}")
-        if "info" in fields:
-            fields["info"] = json.dumps(secrets.redact_data(fields["info"]))
+        fields = self._run_updates(fields)
         sets = ", ".join(f"{k}=?" for k in fields)
         with self._lock:
             self._db.execute(f"UPDATE runs SET {sets} WHERE run_id=?", (*fields.values(), run_id))
 
     @_guarded
     def put_units(self, run_id: str, units: Sequence[Unit]) -> None:
-        rows = [(run_id, u.serial, u.kind, u.device, u.port, int(u.under_test),
-                 json.dumps(secrets.redact_data(u.info), default=str)) for u in units]
+        rows = self._unit_rows(run_id, units)
         with self._lock, _transaction(self._db):
             self._db.executemany("INSERT OR REPLACE INTO units VALUES (?,?,?,?,?,?,?)", rows)
-
-    @_guarded
-    def units(self, run_id: str) -> list[Unit]:
-        rows = self._query(
-            "SELECT serial, kind, device, port, under_test, info FROM units WHERE run_id=? "
-            "ORDER BY device, port", (run_id,))
-        return [Unit(r[0], r[1], r[2], r[3], bool(r[4]), json.loads(r[5])) for r in rows]
 
     # --- readings --------------------------------------------------------------------
 
@@ -456,11 +576,8 @@ class SqliteStore:
             before = self._db.total_changes
             self._db.executemany("INSERT OR IGNORE INTO samples VALUES (?,?,?,?,?)", rows)
             added = self._db.total_changes - before
-            self._db.execute(
-                "INSERT OR IGNORE INTO readings VALUES (?,?,?,?,?,?,?)",
-                (run_id, reading.monitor, reading.target, reading.sched_index, reading.t_s,
-                 reading.wall_s, secrets.redact(reading.error) if reading.error else None),
-            )
+            self._db.execute("INSERT OR IGNORE INTO readings VALUES (?,?,?,?,?,?,?)",
+                             self._reading_row(run_id, reading))
         return added
 
     def _series_id(self, run_id: str, s: Sample) -> int:
@@ -476,20 +593,6 @@ class SqliteStore:
             self._series[key] = sid
         return sid
 
-    @_guarded
-    def done(self, run_id: str) -> set[tuple[str, str, int]]:
-        rows = self._query(
-            "SELECT monitor, target, sched_index FROM readings WHERE run_id=?", (run_id,))
-        return {(r[0], r[1], int(r[2])) for r in rows}
-
-    @_guarded
-    def reading_counts(self, run_id: str) -> dict[tuple[str, str], tuple[int, int]]:
-        """``{(monitor, target): (readings, readings with an error)}``."""
-        rows = self._query(
-            "SELECT monitor, target, COUNT(*), COUNT(error) FROM readings WHERE run_id=? "
-            "GROUP BY monitor, target", (run_id,))
-        return {(r[0], r[1]): (int(r[2]), int(r[3])) for r in rows}
-
     # --- events ----------------------------------------------------------------------
 
     @_guarded
@@ -497,76 +600,20 @@ class SqliteStore:
         with self._lock:
             self._db.execute(
                 "INSERT INTO events (run_id, t_s, wall_s, kind, unit, key, text) "
-                "VALUES (?,?,?,?,?,?,?)",
-                (run_id, event.t_s, event.wall_s, event.kind, event.unit, event.key,
-                 secrets.redact(event.text)))
+                "VALUES (?,?,?,?,?,?,?)", self._event_row(run_id, event))
 
-    @_guarded
-    def events(self, run_id: str, kinds: Sequence[str] | None = None) -> list[Event]:
-        sql = "SELECT t_s, wall_s, kind, text, unit, key FROM events WHERE run_id=?"
-        args: tuple[Any, ...] = (run_id,)
-        if kinds:
-            sql += f" AND kind IN ({','.join('?' * len(kinds))})"
-            args += tuple(kinds)
-        return [Event(*r) for r in self._query(sql + " ORDER BY event_id", args)]
-
-    # --- reading back ------------------------------------------------------------------
-
-    @_guarded
-    def series(self, run_id: str) -> list[SeriesKey]:
-        rows = self._query(
-            "SELECT series_id, unit, port, lane, metric, uom FROM series WHERE run_id=? "
-            "ORDER BY unit, port, metric, lane", (run_id,))
-        return [SeriesKey(*r) for r in rows]
-
-    @_guarded
-    def points(self, series_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(sched_index, t_s, value) of one series, in schedule order."""
-        rows = self._query(
-            "SELECT sched_index, t_s, value FROM samples WHERE series_id=? ORDER BY sched_index",
-            (series_id,))
-        if not rows:
-            empty = np.zeros(0)
-            return empty.astype(np.int64), empty, empty
-        arr = np.array(rows, dtype=float)
-        return arr[:, 0].astype(np.int64), arr[:, 1], arr[:, 2]
-
-    @_guarded
-    def sample_count(self, run_id: str) -> int:
-        row = self._query(
-            "SELECT COUNT(*) FROM samples JOIN series USING (series_id) WHERE run_id=?",
-            (run_id,))
-        return int(row[0][0])
+    # --- verdicts ----------------------------------------------------------------------
 
     @_guarded
     def put_verdicts(self, run_id: str, verdicts: Sequence[Verdict]) -> None:
         """Replace the run's stored verdicts (a re-analysis supersedes the last one)."""
-        rows = [(run_id, v.serial, v.kind, v.location, v.verdict, v.coverage_pct,
-                 secrets.redact(v.reason) if v.reason else None, v.judged_utc)
-                for v in verdicts]
+        rows = self._verdict_rows(run_id, verdicts)
         with self._lock, _transaction(self._db):
             self._db.execute("DELETE FROM verdicts WHERE run_id=?", (run_id,))
             self._db.executemany("INSERT INTO verdicts VALUES (?,?,?,?,?,?,?,?)", rows)
 
     @_guarded
-    def verdicts(self, serial: str) -> list[Verdict]:
-        """Every stored verdict of ``serial``, oldest run first, with its station and host."""
-        rows = self._query(
-            "SELECT v.run_id, v.serial, v.kind, v.location, v.verdict, v.coverage_pct, v.reason, "
-            "v.judged_utc, r.station, COALESCE(r.host, '') FROM verdicts v JOIN runs r "
-            "USING (run_id) WHERE v.serial=? ORDER BY r.created_utc, v.run_id", (serial,))
-        return [Verdict(*r) for r in rows]
-
-    @_guarded
-    def duplicate_count(self, run_id: str) -> int:
-        """Samples sharing (run, unit, port, lane, metric, sched_index): 0 by construction."""
-        row = self._query(
-            "SELECT COUNT(*) - COUNT(DISTINCT unit || '|' || port || '|' || lane || '|' || "
-            "metric || '|' || sched_index) FROM samples JOIN series USING (series_id) "
-            "WHERE run_id=?", (run_id,))
-        return int(row[0][0])
-
-    def _query(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
             return self._db.execute(sql, args).fetchall()
 
@@ -588,10 +635,6 @@ class _transaction:
 
     def __exit__(self, exc_type: object, *_: object) -> None:
         self.db.execute("ROLLBACK" if exc_type else "COMMIT")
-
-
-def _run(row: tuple[Any, ...]) -> Run:
-    return Run(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], json.loads(row[8]))
 
 
 def open_store(path: str | Path, synchronous: str = "full", create: bool = True) -> SampleStore:

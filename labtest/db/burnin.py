@@ -20,21 +20,17 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-import numpy as np
-
 from labtest import db as dbm
-from labtest import secrets
 from labtest.burnin.store import (
     SCHEMA_VERSION,
     Event,
     Reading,
     Run,
-    SeriesKey,
+    SqlStoreBase,
     StoreError,
     Unit,
     Verdict,
@@ -121,6 +117,11 @@ CREATE INDEX IF NOT EXISTS verdicts_serial ON verdicts (serial)
 """
 
 
+def _format_style(sql: str) -> str:
+    """``?`` placeholders as psycopg's ``%s`` (a literal ``%`` doubled)."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
 def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
     """Server and driver errors of a store method become one-line :class:`StoreError`s."""
 
@@ -137,8 +138,10 @@ def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
     return guarded
 
 
-class PgSampleStore:
-    """``SampleStore`` on a PostgreSQL server; one connection, shared by the runner's threads."""
+class PgSampleStore(SqlStoreBase):
+    """``SampleStore`` on a PostgreSQL server; one connection, shared by the runner's threads.
+
+    What it reads back, and the rows it writes, are :class:`SqlStoreBase`'s, as SQLite's."""
 
     def __init__(self, url: str, create: bool = True) -> None:
         self.path = url  # what --resume/--report reopen (printed only via display_url)
@@ -168,9 +171,14 @@ class PgSampleStore:
         with self._lock, self._conn.transaction():
             yield self._conn
 
+    @_guarded
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run :class:`SqlStoreBase`' ``?``-placeholder SQL (psycopg takes ``%s``)."""
         with self._lock:
-            return list(self._conn.execute(sql, args).fetchall())
+            return list(self._conn.execute(_format_style(sql), args).fetchall())
+
+    def _json(self, value: Any) -> Any:
+        return value  # jsonb: psycopg has decoded it
 
     @_guarded
     def _check_version(self) -> None:
@@ -196,52 +204,25 @@ class PgSampleStore:
     @_guarded
     def create_run(self, run: Run) -> None:
         with self._tx() as conn:
-            conn.execute(
-                "INSERT INTO runs VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s::jsonb)",
-                (run.run_id, run.station, run.status, run.created_utc, run.duration_s,
-                 run.position_s, run.pid, run.host, json.dumps(secrets.redact_data(run.info))))
-
-    @_guarded
-    def run(self, run_id: str) -> Run:
-        rows = self._query("SELECT * FROM runs WHERE run_id=%s", (run_id,))
-        if not rows:
-            known = ", ".join(r.run_id for r in self.runs()[-5:]) or "none"
-            raise StoreError(f"{self.display}: no run {run_id!r} (latest: {known})")
-        return Run(*rows[0])
-
-    @_guarded
-    def runs(self) -> list[Run]:
-        return [Run(*r) for r in self._query("SELECT * FROM runs ORDER BY created_utc, run_id")]
+            conn.execute("INSERT INTO runs VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s::jsonb)",
+                         self._run_row(run))
 
     @_guarded
     def update_run(self, run_id: str, **fields: Any) -> None:
-        allowed = {"status", "position_s", "pid", "host", "info"}
-        bad = set(fields) - allowed
-        if bad:
-            raise ValueError(f"cannot update {sorted(bad)}")
-        if "info" in fields:
-            fields["info"] = json.dumps(secrets.redact_data(fields["info"]))
+        fields = self._run_updates(fields)
         sets = ", ".join(f"{k}=%s::jsonb" if k == "info" else f"{k}=%s" for k in fields)
         with self._tx() as conn:
             conn.execute(f"UPDATE runs SET {sets} WHERE run_id=%s", (*fields.values(), run_id))
 
     @_guarded
     def put_units(self, run_id: str, units: Sequence[Unit]) -> None:
-        rows = [(run_id, u.serial, u.kind, u.device, u.port, u.under_test,
-                 json.dumps(secrets.redact_data(u.info), default=str)) for u in units]
+        rows = self._unit_rows(run_id, units)
         with self._tx() as conn, conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO units VALUES (%s,%s,%s,%s,%s,%s,%s::jsonb) "
                 "ON CONFLICT (run_id, serial) DO UPDATE SET kind=EXCLUDED.kind, "
                 "device=EXCLUDED.device, port=EXCLUDED.port, under_test=EXCLUDED.under_test, "
                 "info=EXCLUDED.info", rows)
-
-    @_guarded
-    def units(self, run_id: str) -> list[Unit]:
-        rows = self._query(
-            "SELECT serial, kind, device, port, under_test, info FROM units WHERE run_id=%s "
-            "ORDER BY device, port", (run_id,))
-        return [Unit(r[0], r[1], r[2], r[3], bool(r[4]), r[5]) for r in rows]
 
     # --- readings --------------------------------------------------------------------
 
@@ -260,8 +241,7 @@ class PgSampleStore:
                 added = int(cur.rowcount)
             conn.execute(
                 "INSERT INTO readings VALUES (%s,%s,%s,%s,%s,%s,%s) ON CONFLICT DO NOTHING",
-                (run_id, reading.monitor, reading.target, reading.sched_index, reading.t_s,
-                 reading.wall_s, secrets.redact(reading.error) if reading.error else None))
+                self._reading_row(run_id, reading))
         return added
 
     def _series_ids(self, conn: Any, run_id: str, reading: Reading) -> list[int]:
@@ -280,19 +260,6 @@ class PgSampleStore:
                 self._series[(rid, unit, port, int(lane), metric)] = int(sid)
         return [self._series[k] for k in keys]
 
-    @_guarded
-    def done(self, run_id: str) -> set[tuple[str, str, int]]:
-        rows = self._query(
-            "SELECT monitor, target, sched_index FROM readings WHERE run_id=%s", (run_id,))
-        return {(r[0], r[1], int(r[2])) for r in rows}
-
-    @_guarded
-    def reading_counts(self, run_id: str) -> dict[tuple[str, str], tuple[int, int]]:
-        rows = self._query(
-            "SELECT monitor, target, COUNT(*), COUNT(error) FROM readings WHERE run_id=%s "
-            "GROUP BY monitor, target", (run_id,))
-        return {(r[0], r[1]): (int(r[2]), int(r[3])) for r in rows}
-
     # --- events ----------------------------------------------------------------------
 
     @_guarded
@@ -300,75 +267,20 @@ class PgSampleStore:
         with self._tx() as conn:
             conn.execute(
                 "INSERT INTO events (run_id, t_s, wall_s, kind, unit, key, text) "
-                "VALUES (%s,%s,%s,%s,%s,%s,%s)",
-                (run_id, event.t_s, event.wall_s, event.kind, event.unit, event.key,
-                 secrets.redact(event.text)))
+                "VALUES (%s,%s,%s,%s,%s,%s,%s)", self._event_row(run_id, event))
 
-    @_guarded
-    def events(self, run_id: str, kinds: Sequence[str] | None = None) -> list[Event]:
-        sql = "SELECT t_s, wall_s, kind, text, unit, key FROM events WHERE run_id=%s"
-        args: tuple[Any, ...] = (run_id,)
-        if kinds:
-            sql += " AND kind = ANY(%s)"
-            args += (list(kinds),)
-        return [Event(*r) for r in self._query(sql + " ORDER BY event_id", args)]
-
-    # --- reading back ------------------------------------------------------------------
-
-    @_guarded
-    def series(self, run_id: str) -> list[SeriesKey]:
-        rows = self._query(
-            "SELECT series_id, unit, port, lane, metric, uom FROM series WHERE run_id=%s "
-            "ORDER BY unit, port, metric, lane", (run_id,))
-        return [SeriesKey(*r) for r in rows]
-
-    @_guarded
-    def points(self, series_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        rows = self._query(
-            "SELECT sched_index, t_s, value FROM samples WHERE series_id=%s "
-            "ORDER BY sched_index", (series_id,))
-        if not rows:
-            empty = np.zeros(0)
-            return empty.astype(np.int64), empty, empty
-        arr = np.array(rows, dtype=float)
-        return arr[:, 0].astype(np.int64), arr[:, 1], arr[:, 2]
-
-    @_guarded
-    def sample_count(self, run_id: str) -> int:
-        rows = self._query(
-            "SELECT COUNT(*) FROM samples JOIN series USING (series_id) WHERE run_id=%s",
-            (run_id,))
-        return int(rows[0][0])
+    # --- verdicts ----------------------------------------------------------------------
 
     @_guarded
     def put_verdicts(self, run_id: str, verdicts: Sequence[Verdict]) -> None:
         """Replace the run's stored verdicts (a re-analysis supersedes the last one)."""
-        rows = [(run_id, v.serial, v.kind, v.location, v.verdict, v.coverage_pct,
-                 secrets.redact(v.reason) if v.reason else None, v.judged_utc)
-                for v in verdicts]
+        rows = self._verdict_rows(run_id, verdicts)
         with self._tx() as conn:
             conn.execute("DELETE FROM verdicts WHERE run_id=%s", (run_id,))
             if rows:
                 with conn.cursor() as cur:
                     cur.executemany(
                         "INSERT INTO verdicts VALUES (%s,%s,%s,%s,%s,%s,%s,%s)", rows)
-
-    @_guarded
-    def verdicts(self, serial: str) -> list[Verdict]:
-        """Every stored verdict of ``serial`` on the floor, oldest run first."""
-        rows = self._query(
-            "SELECT v.run_id, v.serial, v.kind, v.location, v.verdict, v.coverage_pct, v.reason, "
-            "v.judged_utc, r.station, COALESCE(r.host, '') FROM verdicts v JOIN runs r "
-            "USING (run_id) WHERE v.serial=%s ORDER BY r.created_utc, v.run_id", (serial,))
-        return [Verdict(*r) for r in rows]
-
-    @_guarded
-    def duplicate_count(self, run_id: str) -> int:
-        """Samples sharing (run, unit, port, lane, metric, sched_index): 0 by construction."""
-        rows = self._query(
-            "SELECT COUNT(*) - COUNT(DISTINCT (unit, port, lane, metric, sched_index)) "
-            "FROM samples JOIN series USING (series_id) WHERE run_id=%s", (run_id,))
-        return int(rows[0][0])
 
     def close(self) -> None:
         with self._lock:
