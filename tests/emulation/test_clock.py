@@ -184,3 +184,39 @@ def test_lab_time_ignores_a_stepped_clock() -> None:
         assert clock.now_s() == 0.0
     finally:
         labtime.release(clock)
+
+
+def test_pacer_survives_the_last_sleeper_waking_during_its_probe(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the pacer lets the lock go to read /proc; the last sleeper may leave meanwhile (seen in a
+    # full test run: 'min() arg is an empty sequence' killed the pacer thread)
+    import labtest.emulation.model.clock as clock_module
+
+    clock = VirtualClock(time_scale=1.0, realtime=True)
+    clock.idle_scale = 1e6
+    stop = threading.Event()
+    probed = threading.Event()
+
+    def sleeper_leaves() -> bool:
+        stop.set()  # the sleeper below is interrupted and leaves while the lock is free
+        deadline = time.monotonic() + 5.0
+        while clock._sleepers and time.monotonic() < deadline:
+            clock_module._REAL_SLEEP(0.001)
+        probed.set()
+        return False
+
+    monkeypatch.setattr(clock_module, "_runnable_threads", sleeper_leaves)
+    errors: list[BaseException] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: errors.append(args.exc_value))
+    clock.set_elastic(True)
+    try:
+        thread = threading.Thread(target=clock.sleep, args=(3600.0, stop), daemon=True)
+        thread.start()
+        assert probed.wait(10.0)
+        thread.join(5.0)
+        clock_module._REAL_SLEEP(0.05)  # the pacer's turn after the probe
+        assert errors == []
+        assert clock._pacer is not None and clock._pacer.is_alive()
+    finally:
+        clock.set_elastic(False)

@@ -206,7 +206,9 @@ class VirtualClock:
                 idle = 0
                 continue
             with self._cond:
-                if self._hold or self._busy > 0 or self._wall_sleepers > 0:
+                # the lock was let go for the /proc probe: the last sleeper may have woken
+                if (self._hold or self._busy > 0 or self._wall_sleepers > 0
+                        or not self._sleepers or self._wall0 is None):
                     idle = 0
                     continue
                 # run at idle_scale, not straight to the wake-up: an idle spell this
