@@ -130,18 +130,29 @@ def _absent(link: Link, testbed: Testbed, capability: str) -> str:
     return f"{link.name}: neither end reports {capability} ({drivers})"
 
 
+def _ends_or_hole(
+    link: Link, lab: Any, testbed: Testbed, measure: Any, capability: type,
+    what: str, keys: tuple[str, ...],
+) -> list[Endpoint]:
+    """The link's ends that offer ``capability``; with none, its cells are not proven
+    (the reason names both ends' drivers) and the test is skipped."""
+    ends = _capable(link, lab, capability)
+    if not ends:
+        reason = _absent(link, testbed, f"{what} ({capability.__name__} capability)")
+        for key in keys:
+            measure.not_proven(key, reason, link=link.name)
+        pytest.skip(reason)
+    return ends
+
+
 @pytest.mark.plan("ROUTING-1.1")
 def test_bgp_session(
     fabric_link: Link, sessions: Sessions, testbed: Testbed, lab: Any, measure: Any
 ) -> None:
     link = fabric_link
     with allure.step("ROUTING-1.1/1: read the BGP sessions at both ends of the link"):
-        ends = _capable(link, lab, BgpSessions)
-        if not ends:
-            reason = _absent(link, testbed, "BGP sessions (BgpSessions capability)")
-            for key in ("routing.bgp_session_down", "routing.bgp_prefixes_received"):
-                measure.not_proven(key, reason, link=link.name)
-            pytest.skip(reason)
+        ends = _ends_or_hole(link, lab, testbed, measure, BgpSessions, "BGP sessions",
+                             ("routing.bgp_session_down", "routing.bgp_prefixes_received"))
         sessions.raise_for(*(e.device for e in ends))
         found = {str(e): sessions.bgp.get(str(e)) for e in ends}
         allure.attach(json.dumps({e: s and vars(s) for e, s in found.items()}, indent=2),
@@ -170,11 +181,8 @@ def test_bfd_session(
 ) -> None:
     link = fabric_link
     with allure.step("ROUTING-1.2/1: read the BFD sessions at both ends of the link"):
-        ends = _capable(link, lab, BfdSessions)
-        if not ends:
-            reason = _absent(link, testbed, "BFD sessions (BfdSessions capability)")
-            measure.not_proven("routing.bfd_session_down", reason, link=link.name)
-            pytest.skip(reason)
+        ends = _ends_or_hole(link, lab, testbed, measure, BfdSessions, "BFD sessions",
+                             ("routing.bfd_session_down",))
         sessions.raise_for(*(e.device for e in ends))
     with allure.step("ROUTING-1.2/2: each session up"):
         for end in ends:
@@ -192,11 +200,7 @@ def test_bfd_detection_time(
     link = fabric_link
     key = "routing.bfd_detection_time_ms"
     with allure.step("ROUTING-2.1/1: read the BFD timers at both ends of the link"):
-        ends = _capable(link, lab, BfdSessions)
-        if not ends:
-            reason = _absent(link, testbed, "BFD timers (BfdSessions capability)")
-            measure.not_proven(key, reason, link=link.name)
-            pytest.skip(reason)
+        ends = _ends_or_hole(link, lab, testbed, measure, BfdSessions, "BFD timers", (key,))
         sessions.raise_for(*(e.device for e in ends))
     with allure.step("ROUTING-2.1/2: each end's detection time (RFC 5880 6.8.4) within the limit"):
         blind = [e for e in link.ends if e not in ends]
