@@ -544,6 +544,24 @@ def test_a_link_that_goes_dark_during_the_run_kills_it_with_a_network_error(host
     assert error is not None and error.wc_status == 12
 
 
+@pytest.mark.parametrize("phase_s", [0.0, 0.6, 0.9, 1.5, 3.0])
+def test_a_flapping_fabric_link_kills_a_ring_whatever_phase_it_starts_in(phase_s: float) -> None:
+    """A ring started while the link is dark and routed around still meets it: NCCL's
+    hops go back to the link when it is lit, and it goes dark again within the run."""
+    command = "mpirun -np 4 -H host1:1,host2:1,host5:1,host6:1 all_reduce_perf -b 8 -e 128M -c 1"
+    h = serve_all(make_testbed())
+    try:
+        link = "leaf1:Ethernet0--spine1:Ethernet0"
+        h.fabric.inject("flapping_link", link, period_s=4.0, down_s=1.0)
+        h.fabric.advance(phase_s)
+        died = h.run("host1", command)
+        assert died.exit_status == 1 and "Test NCCL failure" in died.stderr, phase_s
+    finally:
+        for s in h.served.values():
+            assert s.stop is not None
+            s.stop()
+
+
 def test_mpirun_failures_look_like_open_mpi(hosts: Hosts) -> None:
     unknown = hosts.run("host1", "mpirun -np 2 -H host1:1,gpu-z:1 all_reduce_perf -b 8 -e 64")
     assert unknown.exit_status == 1 and "Could not resolve hostname gpu-z" in unknown.stderr

@@ -787,6 +787,11 @@ class Fabric:
         p = self._port(device, port)
         return None if p.link is None else self._links[p.link].name
 
+    def flapping_links(self) -> list[str]:
+        """Links with a flap on them: dark and lit in turn, whatever their state now."""
+        with self._lock:
+            return [self._links[li].name for li, fl in enumerate(self._flaps) if fl]
+
     def link_transitions(
         self, link_name: str, t0_s: float, t1_s: float
     ) -> list[tuple[float, bool]]:

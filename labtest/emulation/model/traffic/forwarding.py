@@ -120,6 +120,19 @@ class Routing:
             return current[_mix(h) % len(current)]
         return current[h % len(current)]
 
+    def path_when_routed(
+        self, src: int, dst: int, t: FiveTuple, returning: np.ndarray
+    ) -> list[int] | None:
+        """The path once the ``returning`` links are routed again: where a flow goes back
+        to when a flapping link comes back, whatever the link's state now."""
+        saved_routed, saved_groups = self.routed, self._groups
+        self.routed = saved_routed | returning
+        self._groups = {k: v for k, v in saved_groups.items() if k[1]}
+        try:
+            return self.path(src, dst, t)
+        finally:
+            self.routed, self._groups = saved_routed, saved_groups
+
     def path(self, src: int, dst: int, t: FiveTuple) -> list[int] | None:
         """Egress ports from NIC ``src`` to NIC ``dst``, or None when there is no route."""
         topo = self.topo

@@ -517,12 +517,23 @@ class TrafficModel:
     # --- forwarding views ----------------------------------------------------
 
     @_locked
-    def path(self, src: str, dst: str, sport: int = 49152, dst_qp: int = 0) -> list[str]:
-        """Egress ports (``dev:port``) a RoCE packet with this entropy takes, NIC first."""
+    def path(
+        self,
+        src: str,
+        dst: str,
+        sport: int = 49152,
+        dst_qp: int = 0,
+        returning: Iterable[str] = (),
+    ) -> list[str]:
+        """Egress ports (``dev:port``) a RoCE packet with this entropy takes, NIC first;
+        with ``returning`` links, the path once those are routed again."""
         s, d = self._host_port(src), self._host_port(dst)
         t = FiveTuple(self.topo.ip(s), self.topo.ip(d), UDP, sport, ROCE_DPORT, dst_qp)
-        hops = self.routing.path(s, d, t) or []
-        return [self.topo.ports[p].endpoint for p in hops]
+        back = np.zeros(len(self.topo.links), dtype=bool)
+        for link in returning:
+            back[self.topo.resolve_link(link)] = True
+        hops = self.routing.path_when_routed(s, d, t, back)
+        return [self.topo.ports[p].endpoint for p in hops or []]
 
     @_locked
     def flow_path(self, flow_id: int) -> list[str]:

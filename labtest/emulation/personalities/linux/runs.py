@@ -35,6 +35,7 @@ intra-node bandwidth (``INTRA_NODE_GBYTES_S``, an NVLink-class assumption).
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 import weakref
@@ -481,9 +482,10 @@ def _ring_goes_dark(fabric: Fabric, hosts: list[HostState], run_s: float) -> flo
     traffic, t0 = fabric.traffic, fabric.now_s()
     links: set[str] = set()
     ends = [h.nics[0].endpoint for h in hosts]
+    flapping = fabric.flapping_links()  # a hop returns to a flapping link when it is lit
     for a, b in zip(ends, [*ends[1:], ends[0]], strict=True):
-        for channel in range(RING_CHANNELS):
-            for egress in traffic.path(a, b, sport=0xC000 + channel):
+        for channel, returning in itertools.product(range(RING_CHANNELS), ((), flapping)):
+            for egress in traffic.path(a, b, sport=0xC000 + channel, returning=returning):
                 device, _, port = egress.partition(":")
                 if (link := fabric.link_of(device, port)) is not None:
                     links.add(link)
