@@ -9,10 +9,10 @@ from labtest.emulation.model.clock import VirtualClock
 from labtest.emulation.model.fabric import (
     DeviceFacts,
     Fabric,
+    IfCounters,
     InterfaceStatus,
-    LldpNeighbour,
+    LldpAdvert,
     ModelError,
-    PortCounters,
 )
 from labtest.emulation.model.faults import CATALOGUE, FaultError, describe, load_catalogue
 from labtest.emulation.model.optics import (
@@ -34,11 +34,11 @@ __all__ = [
     "Fabric",
     "FaultError",
     "FecStats",
+    "IfCounters",
     "InterfaceStatus",
     "LaneDom",
-    "LldpNeighbour",
+    "LldpAdvert",
     "ModelError",
-    "PortCounters",
     "PrbsLane",
     "TransceiverDom",
     "TransceiverInventory",

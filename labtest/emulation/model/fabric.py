@@ -108,7 +108,10 @@ class InterfaceStatus:
 
 
 @dataclass(frozen=True, slots=True)
-class PortCounters:
+class IfCounters:
+    """One port's interface counters as the fabric keeps them (the truth a driver's
+    ``InterfaceCounters`` reading is checked against)."""
+
     device: str
     port: str
     rx_octets: int
@@ -125,7 +128,10 @@ class PortCounters:
 
 
 @dataclass(frozen=True, slots=True)
-class LldpNeighbour:
+class LldpAdvert:
+    """What the peer on ``local_port`` advertises (the truth a driver's ``LldpNeighbor``
+    reading is checked against)."""
+
     local_port: str
     chassis_id: str  # the neighbour's base MAC
     system_name: str
@@ -900,13 +906,13 @@ class Fabric:
                 raw[key] = raw.get(key, 0) + int(value)
         return raw
 
-    def counters(self, device: str, port: str) -> PortCounters:
+    def counters(self, device: str, port: str) -> IfCounters:
         with self._lock:
             self._sync()
             p = self._port(device, port)
             raw = self._raw_counters(p)
             now = {k: v - p.base.get(k, 0) for k, v in raw.items()}
-            return PortCounters(
+            return IfCounters(
                 device=device,
                 port=port,
                 rx_octets=now["rx_octets"],
@@ -1159,7 +1165,7 @@ class Fabric:
         peer[a], peer[fb] = fb, a
         peer[b], peer[fa] = fa, b
 
-    def lldp_neighbours(self, device: str) -> list[LldpNeighbour]:
+    def lldp_neighbours(self, device: str) -> list[LldpAdvert]:
         """Neighbours heard on each oper-up port, from the physical cabling."""
         with self._lock:
             self._sync()
@@ -1171,7 +1177,7 @@ class Fabric:
                 peer = self._module_port[int(self.modules.peer[p.module])]
                 peer_dev = self.testbed.devices.get(peer.device)
                 out.append(
-                    LldpNeighbour(
+                    LldpAdvert(
                         local_port=port,
                         chassis_id=_mac(peer.device),
                         system_name=peer.device,

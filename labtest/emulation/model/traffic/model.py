@@ -36,9 +36,9 @@ from labtest.emulation.model.traffic.flows import (
 from labtest.emulation.model.traffic.fluid import FluidNet
 from labtest.emulation.model.traffic.forwarding import HASH_FIELDS, Convergence, HashConfig, Routing
 from labtest.emulation.model.traffic.records import (
+    EndpointTraffic,
     PfcwdQueueStats,
-    PortCounters,
-    QueueCounters,
+    QueueTraffic,
     RoceCounters,
 )
 from labtest.emulation.model.traffic.tgflows import TgFlowMetrics, TgFlowSpec, metrics
@@ -694,13 +694,13 @@ class TrafficModel:
     # --- counters ----------------------------------------------------------
 
     @_locked
-    def port_counters(self, endpoint: str) -> PortCounters:
+    def port_counters(self, endpoint: str) -> EndpointTraffic:
         p = self.topo.port(endpoint)
         c = self.engine.ctr
         peer = self.topo.ports[p].peer
         q = slice(p * PRIORITIES, (p + 1) * PRIORITIES)
         queues = tuple(
-            QueueCounters(
+            QueueTraffic(
                 priority=k,
                 tx_packets=round(c["q_tx_pkts"][q][k]),
                 tx_bytes=round(c["q_tx_octets"][q][k]),
@@ -710,7 +710,7 @@ class TrafficModel:
             for k in range(PRIORITIES)
         )
         up, _, _ = self._link_sig[self.topo.ports[p].link]
-        return PortCounters(
+        return EndpointTraffic(
             endpoint=endpoint,
             oper_up=bool(up),
             speed_gbps=float(self.engine.speed_gbps[p]),

@@ -6,7 +6,9 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
-class QueueCounters:
+class QueueTraffic:
+    """One egress priority queue of a port in the traffic model."""
+
     priority: int
     tx_packets: int
     tx_bytes: int
@@ -15,7 +17,9 @@ class QueueCounters:
 
 
 @dataclass(frozen=True)
-class PortCounters:
+class EndpointTraffic:
+    """One port's traffic view in the traffic model: packets, PFC per priority, queues."""
+
     endpoint: str
     oper_up: bool
     speed_gbps: float
@@ -28,7 +32,7 @@ class PortCounters:
     rx_discards: int
     pfc_tx_frames: tuple[int, ...]  # per priority 0..7
     pfc_rx_frames: tuple[int, ...]
-    queues: tuple[QueueCounters, ...]
+    queues: tuple[QueueTraffic, ...]
 
 
 @dataclass(frozen=True)
