@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from labtest.emulation.model import LldpAdvert
 from labtest.emulation.model.clock import VirtualTimer
 from labtest.emulation.model.fabric import Fabric
 from labtest.emulation.model.traffic.topology import device_settings
@@ -32,6 +33,7 @@ STARTUP = "startup"  # key of the config a (re)boot loads
 DEFAULT_REBOOT_DOWN_S = 3.0  # a reboot keeps the device silent this long (wall clock)
 REBOOT_DELAY_S = 0.2  # lets the reboot command's own answer leave before the silence
 PRIORITIES = 8
+SWITCH_DRIVERS = ("sonic", "eos")  # the families served with a switch personality
 IfIndexRule = Callable[[str], int | None]
 
 
@@ -42,6 +44,16 @@ class QueueView:
     tx_bytes: int
     drop_packets: int
     ecn_marked_packets: int
+
+
+@dataclass(frozen=True)
+class PortRates:
+    """Counter rates of one port between two samples."""
+
+    rx_bytes_per_s: float
+    tx_bytes_per_s: float
+    rx_packets_per_s: float
+    tx_packets_per_s: float
 
 
 @dataclass(frozen=True)
@@ -122,12 +134,11 @@ class SwitchState:
     _boot_s: float = field(init=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, init=False)
     _timers: list[threading.Timer | VirtualTimer] = field(default_factory=list, init=False)
-    _base_pfc: tuple[int, ...] = field(init=False)
 
     def __post_init__(self) -> None:
         self.ports = sorted(self.fabric.ports(self.name), key=natural_key)
         self.if_index = assign_if_indexes(self.ports, self.if_index_rule)
-        self.pfcwd, self._base_pfc = _traffic_defaults(self.fabric, self.name, self.device)
+        self.pfcwd = _watchdog_defaults(self.fabric, self.name, self.device)
         given = self.device.vars.get("port_descriptions")
         self.descriptions = (
             {str(k): str(v) for k, v in given.items()} if isinstance(given, dict) else {}
@@ -177,9 +188,8 @@ class SwitchState:
             "link_down_count": c.oper_down_count,
             "time_s": c.time_s,
         }
-        traffic = getattr(fabric, "traffic", None)
-        if traffic is not None and view.cabled:
-            t = traffic.port_counters(f"{self.name}:{port}")
+        if view.cabled:
+            t = fabric.traffic.port_counters(f"{self.name}:{port}")
             totals["rx_packets"] += t.rx_packets
             totals["tx_packets"] += t.tx_packets
             totals["rx_octets"] += t.rx_bytes
@@ -204,19 +214,12 @@ class SwitchState:
 
     # --- QoS state ---------------------------------------------------------------
 
-    def _qos(self) -> Any:
-        traffic = getattr(self.fabric, "traffic", None)
-        qos = getattr(traffic, "qos", None) or {}
-        return qos.get(self.name)
-
     def pfc_priorities(self) -> list[int]:
         """Lossless priorities (PFC on), as the traffic model holds them (faults included)."""
-        qos = self._qos()
-        return sorted(qos.pfc) if qos is not None else list(self._base_pfc)
+        return sorted(self.fabric.traffic.qos[self.name].pfc)
 
     def pfcwd_enabled(self) -> bool:
-        qos = self._qos()
-        return bool(qos.pfcwd) if qos is not None else True
+        return bool(self.fabric.traffic.qos[self.name].pfcwd)
 
     def _in_model(self, action: Callable[[], object]) -> None:
         """Run ``action`` under the fabric's lock (see the module docstring)."""
@@ -227,13 +230,13 @@ class SwitchState:
         self.fabric.schedule(0.0, run)
 
     def set_pfc(self, priority: int, enabled: bool) -> None:
-        traffic = getattr(self.fabric, "traffic", None)
-        if traffic is not None and (priority in self.pfc_priorities()) != enabled:
+        traffic = self.fabric.traffic
+        if (priority in self.pfc_priorities()) != enabled:
             self._in_model(lambda: traffic.set_pfc(self.name, priority, enabled))
 
     def set_pfcwd(self, enabled: bool) -> None:
-        traffic = getattr(self.fabric, "traffic", None)
-        if traffic is not None and self.pfcwd_enabled() != enabled:
+        traffic = self.fabric.traffic
+        if self.pfcwd_enabled() != enabled:
             self._in_model(lambda: traffic.set_pfcwd(self.name, enabled))
 
     # --- configuration -----------------------------------------------------------
@@ -338,14 +341,59 @@ class SwitchState:
             timer.join(1.0)
 
 
-def _traffic_defaults(
-    fabric: Fabric, name: str, device: Device
-) -> tuple[PfcwdConfig, tuple[int, ...]]:
-    """Watchdog timers and lossless priorities from the device's traffic ``vars``; vars the
-    traffic model refuses are a ConfigError naming the device's var, not silent defaults."""
+def _watchdog_defaults(fabric: Fabric, name: str, device: Device) -> PfcwdConfig:
+    """Watchdog timers from the device's traffic ``vars``; vars the traffic model refuses
+    are a ConfigError naming the device's var, not silent defaults."""
     where = str(fabric.testbed.source or fabric.testbed.name)
     s = device_settings(where, name, dict(device.vars or {}))
-    wd = PfcwdConfig(
+    return PfcwdConfig(
         s.pfcwd_action, int(s.pfcwd_detect_ms), int(s.pfcwd_restore_ms), int(s.pfcwd_poll_ms)
     )
-    return wd, tuple(s.pfc_priorities)
+
+
+@dataclass
+class SwitchDevice:
+    """One switch as all its CLI sessions share it: the :class:`SwitchState` plus the
+    counter samples its rate columns are computed from; each OS adds what its tools keep."""
+
+    state: SwitchState
+    rates: dict[str, tuple[float, PortView]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def name(self) -> str:
+        return self.state.name
+
+    @property
+    def fabric(self) -> Fabric:
+        return self.state.fabric
+
+    def rates_since(self, view: PortView, min_interval_s: float) -> PortRates:
+        """Rates since the port's previous sample; a sample is kept only when at least
+        ``min_interval_s`` after the kept one, as the OS's rate poller does."""
+        with self.lock:
+            previous = self.rates.get(view.name)
+            if previous is None or view.time_s - previous[0] >= min_interval_s:
+                self.rates[view.name] = (view.time_s, view)
+        if previous is None or view.time_s <= previous[0]:
+            return PortRates(0.0, 0.0, 0.0, 0.0)
+        dt, old = view.time_s - previous[0], previous[1]
+        return PortRates(
+            rx_bytes_per_s=max(view.rx_octets - old.rx_octets, 0) / dt,
+            tx_bytes_per_s=max(view.tx_octets - old.tx_octets, 0) / dt,
+            rx_packets_per_s=max(view.rx_packets - old.rx_packets, 0) / dt,
+            tx_packets_per_s=max(view.tx_packets - old.tx_packets, 0) / dt,
+        )
+
+    def lldp_neighbours(self) -> list[LldpAdvert]:
+        """What the switch heard, in ifIndex order (how both OSes list their table)."""
+        return sorted(
+            self.fabric.lldp_neighbours(self.name),
+            key=lambda n: self.state.if_index[n.local_port],
+        )
+
+    def is_switch(self, device: str) -> bool:
+        """A neighbour that bridges and routes (a switch of the testbed), for LLDP's
+        capability columns."""
+        peer = self.fabric.testbed.devices.get(device)
+        return peer is not None and peer.driver in SWITCH_DRIVERS
