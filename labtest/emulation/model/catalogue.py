@@ -235,11 +235,19 @@ class FirmwareMismatch(FaultParams):
 def firmware_mismatch(fabric: Fabric, target: str, p: FirmwareMismatch) -> Undo:
     if target in fabric.testbed.devices:
         old_fw = fabric.set_firmware(target, p.version)
-        return lambda: fabric.set_firmware(target, old_fw)
+
+        def undo_device() -> None:
+            fabric.set_firmware(target, old_fw)
+
+        return undo_device
     device, port = fabric.resolve_port(target)
     fabric.module_index(device, port)
     old = fabric.set_inventory(device, port, firmware_version=p.version)
-    return lambda: fabric.set_inventory(device, port, firmware_version=old.firmware_version)
+
+    def undo() -> None:
+        fabric.set_inventory(device, port, firmware_version=old.firmware_version)
+
+    return undo
 
 
 class HotModule(FaultParams):

@@ -58,7 +58,7 @@ def xoff_bytes(speed_gbps: float) -> float:
 def headroom_bytes(speed_gbps: float, cable_m: float) -> float:
     """PFC headroom: what still arrives after XOFF is sent (reference section 4)."""
     response = _RESPONSE_BT[400] if speed_gbps > 100 else _RESPONSE_BT[100]
-    bits = 2 * _MAX_FRAME_BT + _PAUSE_BT + 2 * _INTF_BT + response
+    bits: float = 2 * _MAX_FRAME_BT + _PAUSE_BT + 2 * _INTF_BT + response
     bits += 2 * cable_m * CABLE_S_PER_M * speed_gbps * 1e9
     return bits / 8
 

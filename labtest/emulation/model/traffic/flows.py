@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 #: preamble + start delimiter (8 B) and inter-frame gap (12 B) on the wire
 L1_OVERHEAD_B = 20
@@ -65,7 +65,7 @@ class Flow:
     lat_sum_s: float = 0.0  # latency x frames, for the frame-weighted average
     first_tx_s: float | None = None
     last_rx_s: float | None = None
-    meta: dict[str, object] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)  # the model's notes: fair_bps, cap_bps, ...
 
     @property
     def wire_bytes(self) -> int:

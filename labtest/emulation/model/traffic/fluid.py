@@ -19,7 +19,8 @@ Long runs never step slice by slice for long: ``simulate`` runs chunks of
 extrapolates every counter from the last chunk (``extrapolate``); with nothing
 able to queue, ``quiet_rates`` gives the answer in closed form; and steady
 rates of pause-free scenarios are remembered, so a link that flaps for days
-costs one settling run per distinct routing state.
+costs one settling run per distinct routing state (all of it in ``fluid_run``;
+DCQCN's per-flow state and reactions are in ``fluid_dcqcn``).
 
 For speed the slice loop works on compact arrays of the queues, ports and PGs
 the current flows use, and accumulates per segment; ``_fold`` turns the
@@ -28,11 +29,11 @@ accumulators into the per-port and per-queue counters the emulators print.
 
 from __future__ import annotations
 
-import hashlib
 import math
 
 import numpy as np
 
+from labtest.emulation.model.traffic import fluid_dcqcn, fluid_run
 from labtest.emulation.model.traffic.congestion import (
     LOSSY_LIMIT_BYTES,
     XON_OFFSET_BYTES,
@@ -49,16 +50,36 @@ from labtest.emulation.model.traffic.flows import Flow, PauseSource
 from labtest.emulation.model.traffic.topology import PRIORITIES, Topology
 
 _TINY = 1e-30
-CC_EVERY = 4  # slices between DCQCN alpha / rate-increase updates
-RATE_CACHE_SIZE = 64  # scenarios whose steady rates are kept (a flapping link cycles a few)
-SEED_ABOVE_FAIR = 1.02  # DCQCN settles a little above the fair share, on a standing queue
 _WD_MODES = {"drop": 0, "forward": 1, "alert": 2}
 TRACE_SLICES = 1024  # queue occupancy kept per slice, for latency under load
-TRACE_CHUNKS = 2  # the settled trace: the last chunks ``simulate`` stepped
 
 
 class FluidNet:
-    """Configuration, state, counters and the slice step of the fluid network."""
+    """Configuration, state, counters and the slice step of the fluid network.
+
+    Its other parts: ``fluid_dcqcn`` (the senders' and receivers' congestion control)
+    and ``fluid_run`` (runs to steady state, the closed form, extrapolation, the
+    watchdog's polls).
+    """
+
+    # per-flow DCQCN state, laid out by ``fluid_dcqcn.restore`` on every ``build``
+    rc: np.ndarray  # current rate, bytes/s
+    rt: np.ndarray  # target rate, bytes/s
+    alpha: np.ndarray
+    seen_cnp: np.ndarray
+    last_cut: np.ndarray  # s
+    t_inc: np.ndarray  # s since the last rate increase
+    b_inc: np.ndarray  # bytes since the last rate increase
+    stage_t: np.ndarray
+    stage_b: np.ndarray
+    cnp_in_period: np.ndarray
+    timer_inc: np.ndarray
+    mark_acc: np.ndarray
+    last_cnp: np.ndarray  # s
+    cnp_due: np.ndarray  # s
+    cnp_count_due: np.ndarray
+    cnp_next: float  # s
+    cc_dt: float  # s
 
     def __init__(self, topo: Topology, dcqcn: DcqcnParams | None = None) -> None:
         self.topo = topo
@@ -104,9 +125,9 @@ class FluidNet:
         self.flows: list[Flow] = []
         self.all_flows: list[Flow] = []
         self._content: dict[tuple[int, int], float] = {}
-        self._dcqcn_state: dict[int, tuple[float, float, float, bool, float]] = {}
+        self.dcqcn_state: dict[int, tuple[float, float, float, bool, float]] = {}
         self._built = False
-        self._rate_cache: dict[str, np.ndarray] = {}
+        self.rate_cache: dict[str, np.ndarray] = {}
         self.scenario_key = ""
         self._t = self._watch_t = 0.0
         self.build([])
@@ -122,7 +143,7 @@ class FluidNet:
         cable_m: np.ndarray,
     ) -> None:
         """Per-port capacities and per-queue QoS from the devices' settings."""
-        self._fold()
+        self.fold()
         self.speed_gbps = speed_gbps.astype(float)
         self.cap = self.speed_gbps * 1e9 / 8 * rate_fraction
         self.down = down.astype(bool)
@@ -159,7 +180,7 @@ class FluidNet:
         self.wd_restored += ended
 
     def set_pause_sources(self, sources: list[PauseSource], now_s: float) -> None:
-        self._fold()
+        self.fold()
         self.pf_ext[:] = 0.0
         self.ext_frames[:] = 0.0
         for s in sources:
@@ -186,7 +207,12 @@ class FluidNet:
         self.flows = fl = [
             f for f in flows if f.path and (self.sending(f, now_s) or f.id in queued)
         ]
-        seg_flow, seg_port, seg_q, seg_pg, seg_mtu, content = [], [], [], [], [], []
+        seg_flow: list[int] = []
+        seg_port: list[int] = []
+        seg_q: list[int] = []
+        seg_pg: list[int] = []
+        seg_mtu: list[bool] = []
+        content: list[float] = []
         n = len(fl)
         self.f_first = np.zeros(n, dtype=np.int64)
         self.f_last = np.zeros(n, dtype=np.int64)
@@ -242,50 +268,13 @@ class FluidNet:
         self.any_left = bool(np.isfinite(self.f_left).any())
         self.seg_wire = self.f_wire[self.seg_flow]
         self.seg_frame = self.f_frame[self.seg_flow]
-        self._restore_dcqcn()
+        fluid_dcqcn.restore(self)
         self.fc = np.zeros((n, 6))  # tx, rx, drop bytes; CE frames; latency x frames; ooo
         self.lat_min = np.full(n, np.inf)
         self.lat_max = np.zeros(n)
         self._index(now_s)
-        self._refresh()
+        self.refresh()
         self._built = True
-
-    def _restore_dcqcn(self) -> None:
-        fl, n = self.flows, len(self.flows)
-        fresh = (math.inf, math.inf, self.dc.initial_alpha, False, 0.0)
-        rows = [self._dcqcn_state.get(f.id, fresh) for f in fl]
-        # a rate limiter that never cut follows the flow's ceiling when it moves
-        uncut = np.array([r[0] >= r[4] * (1 - 1e-9) for r in rows], dtype=bool)
-        rc = np.array([r[0] for r in rows], dtype=float)
-        rt = np.array([r[1] for r in rows], dtype=float)
-        self.rc = np.where(uncut | ~self.f_dcqcn, self.f_max, np.minimum(rc, self.f_max))
-        self.rt = np.where(uncut | ~self.f_dcqcn, self.f_max, np.minimum(rt, self.f_max))
-        # DCQCN flows restart from their max-min share when the model provides one: the
-        # converged state, without the start-up transient (see ``DcqcnParams``)
-        fair = np.array([float(f.meta.get("fair_bps", math.inf)) / 8 for f in fl], dtype=float)
-        # a flow some hop can mark: one switch that does not mark (ecn_disabled) leaves the
-        # others to cut it, so it converges like the rest and starts at its share
-        markable = self.ecn_q[self.seg_q] & ~self.seg_first
-        marks = np.bincount(self.seg_flow, markable, minlength=n) > 0
-        seeded = self.f_dcqcn & self.f_ect & self.f_np & marks & np.isfinite(fair)
-        start = np.clip(fair * SEED_ABOVE_FAIR, self.dc.min_rate_bps / 8, self.f_max)
-        self.rc = np.where(seeded, start, self.rc)
-        self.rt = np.where(seeded, start, self.rt)
-        self.alpha = np.array([r[2] for r in rows], dtype=float)
-        self.seen_cnp = np.array([r[3] for r in rows], dtype=bool)
-        self.last_cut = np.full(n, -1.0)
-        self.t_inc = np.zeros(n)
-        self.b_inc = np.zeros(n)
-        self.stage_t = np.zeros(n)
-        self.stage_b = np.zeros(n)
-        self.cnp_in_period = np.zeros(n, dtype=bool)
-        self.timer_inc = np.zeros(n, dtype=bool)
-        self.mark_acc = np.zeros(n)
-        self.last_cnp = np.full(n, -1.0)
-        self.cnp_due = np.full(n, np.inf)
-        self.cnp_count_due = np.zeros(n)
-        self._cnp_next = math.inf
-        self._cc_dt = 0.0
 
     def _index(self, now_s: float) -> None:
         """Compact indices of the queues, ports and PGs the flows use, and the watched queues."""
@@ -304,7 +293,7 @@ class FluidNet:
         self.gw = np.searchsorted(self.ws, self.peer_q[self.gs])
         self.f_nic = self.sp[self.f_first]
         self.g_xoff = self.xoff_state[self.gs].copy()
-        self._load_watch(now_s)
+        self.load_watch(now_s)
         self.acc_out = np.zeros(S)
         self.acc_lost = np.zeros(S)
         self.acc_in_drop = np.zeros(S)
@@ -320,16 +309,16 @@ class FluidNet:
         self.acc_lat = np.zeros(n)
         self.acc_cnp_sent = np.zeros(n)
         self.acc_cnp_handled = np.zeros(n)
-        self._tick = 0
+        self.tick = 0
         self.q_trace = np.zeros((TRACE_SLICES, len(self.qs)))
         self.q_trace_n = self.q_trace_from = 0
 
-    def _load_watch(self, t: float) -> None:
+    def load_watch(self, t: float) -> None:
         self.w_paused_since = self.paused_since[self.ws].copy()
         self.w_unpaused_since = self.unpaused_since[self.ws].copy()
         self._watch_t = self._t = t
 
-    def _refresh(self) -> None:
+    def refresh(self) -> None:
         """Per-segment flags that change only with configuration or the watchdog."""
         storm_drop = self.wd_storm & (self.wd_mode == 0)
         has = self.seg_has_pg
@@ -369,55 +358,12 @@ class FluidNet:
         self.qw = np.searchsorted(ws, self.qs)
         self.q_cap = self.cap[self.qs // PRIORITIES]
         self.any_partial = bool(((self.w_ext > 0) & (self.w_ext < 1)).any())
-        self.scenario_key = self._key()
+        self.scenario_key = fluid_run.scenario_key(self)
         self.q_trace_n = self.q_trace_from = 0  # a new scenario: its queues start a new trace
-
-    def _key(self) -> str:
-        """Everything the steady rates depend on, hashed."""
-        fair = [float(f.meta.get("fair_bps", -1.0)) for f in self.flows]
-        parts = [
-            np.array([f.id for f in self.flows]),
-            self.seg_port,
-            self.seg_q,
-            self.f_on,
-            self.f_max,
-            np.array(fair),
-            self.f_dcqcn,
-            self.f_ect,
-            self.f_np,
-            self.cap,
-            self.down,
-            self.mtu,
-            self.ecn_q,
-            self.kmin,
-            self.kmax,
-            self.pfc_g,
-            self.honor_q,
-            self.wd_on,
-            self.wd_storm,
-            self.pf_ext,
-            self.ext_frames,
-        ]
-        digest = hashlib.blake2b(digest_size=16)
-        for a in parts:
-            digest.update(np.ascontiguousarray(a).tobytes())
-        return digest.hexdigest()
 
     def cached_rates(self) -> np.ndarray | None:
         """Steady rates seen before in this very scenario (flows, paths, configuration)."""
-        rates = self._rate_cache.get(self.scenario_key)
-        if rates is not None:
-            self.steady_paused[:] = False
-            self.steady_unpaused[:] = True
-        return rates
-
-    def _remember(self, rates: np.ndarray) -> None:
-        """Keep steady rates of scenarios without pauses (their state needs no history)."""
-        if self.xoff_state.any() or self.wd_storm.any() or (self.pf_ext > 0).any():
-            return
-        if len(self._rate_cache) >= RATE_CACHE_SIZE:
-            self._rate_cache.pop(next(iter(self._rate_cache)))
-        self._rate_cache[self.scenario_key] = rates.copy()
+        return fluid_run.cached_rates(self)
 
     def _watched_pause(self) -> np.ndarray:
         raw = self.w_ext.copy()
@@ -427,15 +373,15 @@ class FluidNet:
 
     def _save_state(self) -> None:
         self._content = {}
-        self._dcqcn_state = {}
+        self.dcqcn_state = {}
         if not self._built:
             return
-        self._fold()
+        self.fold()
         self.flush()
         for s, b in enumerate(self.content + self.arriving):
             if b > 1e-9:
                 self._content[(self.flows[self.seg_flow[s]].id, int(self.seg_port[s]))] = float(b)
-        self._dcqcn_state = {
+        self.dcqcn_state = {
             f.id: (
                 float(self.rc[i]),
                 float(self.rt[i]),
@@ -448,7 +394,7 @@ class FluidNet:
 
     # --- folding accumulators into counters ------------------------------------
 
-    def _fold(self) -> None:
+    def fold(self) -> None:
         """Turn the per-segment accumulators into port/queue/flow counters."""
         if not self._built or self.acc_time <= 0:
             return
@@ -514,7 +460,7 @@ class FluidNet:
 
     def flush(self) -> None:
         """Copy per-flow counters into the Flow records and zero them."""
-        self._fold()
+        self.fold()
         for i, f in enumerate(self.flows):
             tx, rx, drop, ce, lat, ooo = self.fc[i]
             w = f.wire_bytes
@@ -537,7 +483,7 @@ class FluidNet:
 
     def raw_pause(self) -> np.ndarray:
         """Fraction of time each queue is told to pause (before the watchdog overrides)."""
-        self._fold()
+        self.fold()
         pf = self.pf_ext.copy()
         pf[self.peer_q[self.xoff_state]] = 1.0
         return pf
@@ -689,8 +635,8 @@ class FluidNet:
             marked = np.minimum(np.bincount(self.seg_flow, p_seg, minlength=n), 1.0)
             ce = got / self.f_wire * marked
             self.acc_ce += ce
-        self._tick += 1
-        if self._tick % 4 == 0 and n:  # latency sampled every fourth slice
+        self.tick += 1
+        if self.tick % 4 == 0 and n:  # latency sampled every fourth slice
             pb = np.bincount(self.sp, content, minlength=nP)
             delay = pb / np.maximum(self.cap_c, _TINY)
             lat = self.f_base_lat + np.bincount(self.seg_flow, delay[self.sp], minlength=n)
@@ -714,7 +660,7 @@ class FluidNet:
         # 8. DCQCN at the receivers (CNPs) and the senders (rate)
         t = now_s + dt
         if self.f_dcqcn.any():
-            self._dcqcn(t, ce, inj)
+            fluid_dcqcn.react(self, t, ce, inj)
 
         # 9. the watchdog's view: lowest and highest pause seen since the last look
         np.minimum(self.w_lo, self.w_raw, out=self.w_lo)
@@ -722,7 +668,7 @@ class FluidNet:
         self.acc_time += dt
         self.content = content
         self._t = t
-        if self._tick % CC_EVERY == 0:
+        if self.tick % fluid_dcqcn.CC_EVERY == 0:
             self._watch(t)
 
     def _watch(self, t: float) -> None:
@@ -741,74 +687,10 @@ class FluidNet:
         self.w_hi = self.w_raw.copy()
         self._watch_t = t
 
-    def _dcqcn(self, t: float, ce: np.ndarray | None, inj: np.ndarray) -> None:
-        dc = self.dc
-        cc = self.f_dcqcn
-        # notification point: at most one CNP per QP per interval, for marked arrivals
-        if ce is not None:
-            self.mark_acc += ce * self.f_np
-            send = (self.mark_acc >= 1.0) & (t - self.last_cnp >= dc.cnp_interval_s) & cc
-            if send.any():
-                self.acc_cnp_sent += send
-                self.last_cnp[send] = t
-                self.mark_acc[send] = 0.0
-                self.cnp_due = np.where(
-                    send & np.isinf(self.cnp_due), t + dc.feedback_s, self.cnp_due
-                )
-                self.cnp_count_due += send
-                self._cnp_next = float(self.cnp_due.min())
-        # reaction point: CNPs that made it back cut the rate (at most once per period)
-        if self._cnp_next <= t:
-            arrived = self.cnp_due <= t
-            self.acc_cnp_handled += self.cnp_count_due * arrived
-            self.cnp_count_due[arrived] = 0.0
-            self.cnp_due[arrived] = np.inf
-            self._cnp_next = float(self.cnp_due.min())
-            self.cnp_in_period |= arrived
-            self.alpha[arrived & ~self.seen_cnp] = dc.initial_alpha
-            self.seen_cnp |= arrived
-            cut = arrived & (t - self.last_cut >= dc.reduce_period_s)
-            if cut.any():
-                factor = np.maximum(1.0 - self.alpha / 2.0, 1.0 - dc.min_dec_fac)
-                clamp = cut & (dc.clamp_target or self.timer_inc)
-                self.rt = np.where(clamp, self.rc, self.rt)
-                self.timer_inc[cut] = False
-                self.rc = np.where(cut, np.maximum(self.rc * factor, dc.min_rate_bps / 8), self.rc)
-                self.last_cut[cut] = t
-                for a in (self.t_inc, self.b_inc, self.stage_t, self.stage_b):
-                    a[cut] = 0.0
-        self.b_inc += inj
-        self._cc_dt += self.dt
-        if self._tick % CC_EVERY:
-            return
-        # every few slices: alpha decay/growth and the rate-increase events
-        span, self._cc_dt = self._cc_dt, 0.0
-        decay = (1 - dc.g) ** (span / dc.alpha_period_s)
-        self.alpha = decay * self.alpha + dc.g * self.cnp_in_period
-        self.cnp_in_period[:] = False
-        self.t_inc += span
-        ev_t = self.t_inc >= dc.time_reset_s
-        ev_b = self.b_inc >= dc.byte_reset_b
-        ev = (ev_t | ev_b) & cc & (self.rc < self.f_max)
-        if ev.any():
-            self.stage_t += ev_t
-            self.stage_b += ev_b
-            self.timer_inc |= ev_t & ev
-            self.t_inc[ev_t] = 0.0
-            self.b_inc[ev_b] = 0.0
-            hi = np.maximum(self.stage_t, self.stage_b)
-            lo = np.minimum(self.stage_t, self.stage_b)
-            F = dc.threshold
-            bump = (
-                np.where(hi < F, 0.0, np.where(lo >= F, dc.hai_bps * (lo - F + 1), dc.ai_bps)) / 8
-            )
-            self.rt = np.where(ev, np.minimum(self.rt + bump, self.f_max), self.rt)
-            self.rc = np.where(ev, np.minimum((self.rt + self.rc) / 2, self.f_max), self.rc)
-
     # --- running: slices, steady-state extrapolation, the quiet shortcut -------
 
     def snapshot(self) -> np.ndarray:
-        self._fold()
+        self.fold()
         return np.concatenate([self.ctr.vec, self.fc.ravel()])
 
     def simulate(
@@ -820,192 +702,27 @@ class FluidNet:
         max_chunks: int = 16,
         tol: float = 0.03,
     ) -> tuple[float, np.ndarray | None]:
-        """Step slices from ``t0`` for at most ``span_s``, chunk by chunk, until steady.
-
-        Returns the time used and, when the flows' rates stopped changing (or
-        ``max_chunks`` ran out), the per-second rate of every counter over the
-        last chunk for the caller to extrapolate; ``None`` when the span ran out.
-        """
-        t, end = t0, t0 + span_s
-        poll = self.wd_poll_s
-        prev: np.ndarray | None = None
-        rates: np.ndarray | None = None
-        queued = self.queued_bytes()
-        chunk_starts: list[int] = []
-        for k in range(max_chunks):
-            start = t
-            chunk_starts.append(self.q_trace_n)
-            # latency reads the last chunks (the settled ones); a watchdog change restarts it
-            first = chunk_starts[max(0, len(chunk_starts) - TRACE_CHUNKS)]
-            self.q_trace_from = min(first, self.q_trace_n)
-            s0 = self.snapshot()
-            stop = min(end, t + chunk_s)
-            changed = False
-            while t < stop - 1e-12:
-                self.dt = min(self.slice_s, stop - t)
-                self.step(t)
-                t_new = t + self.dt
-                if math.floor(t_new / poll + 1e-9) != math.floor(t / poll + 1e-9):
-                    changed |= self.watchdog_poll(t_new)
-                t = t_new
-            self.dt = self.slice_s
-            delta = self.snapshot() - s0
-            if stop >= end - 1e-12:
-                return t - t0, None
-            if self.queued_bytes() < 1.0 and not self.xoff_state.any():
-                quiet = self.quiet_rates(t)  # drained: the rest is closed form
-                if quiet is not None:
-                    self.q_trace_from = self.q_trace_n  # a packet now finds them empty
-                    return t - t0, quiet
-            flows = delta[len(self.ctr.vec) :].reshape(-1, 6)[:, :3].ravel()
-            rates = delta / (t - start)
-            per_flow = rates[len(self.ctr.vec) :].reshape(-1, 6)
-            per_flow[:, 0] = per_flow[:, 1] + per_flow[:, 2]  # steady: what goes in comes out
-            self._mark_steady(start)
-            if changed:
-                prev = None
-                continue
-            was, queued = queued, self.queued_bytes()
-            settled = prev is not None and k + 1 >= min_chunks
-            settled = settled and abs(queued - was) <= tol * queued + 16e3  # queues stopped moving
-            if settled and np.abs(flows - prev).sum() <= tol * np.abs(flows).sum() + 1.0:
-                self._remember(rates)
-                return t - t0, rates
-            prev = flows
-        return t - t0, rates
-
-    def _mark_steady(self, chunk_start: float) -> None:
-        """Which pause states held through the whole last chunk (so they persist)."""
-        self.steady_paused = ~np.isnan(self.paused_since) & (self.paused_since <= chunk_start)
-        self.steady_unpaused = ~np.isnan(self.unpaused_since) & (self.unpaused_since <= chunk_start)
+        """Step slices until steady (``fluid_run.simulate``)."""
+        return fluid_run.simulate(self, t0, span_s, chunk_s, min_chunks, max_chunks, tol)
 
     def quiet_rates(self, now_s: float) -> np.ndarray | None:
         """Counter rates in closed form, when nothing can queue or pause."""
-        self._fold()
-        if self.queued_bytes() > 1.0 or self.xoff_state.any():
-            return None
-        if (self.pf_ext > 0).any() or (self.ext_frames > 0).any():
-            return None
-        rates = np.zeros_like(self.snapshot())
-        nv = len(self.ctr.vec)
-        c = Counters(self.P, rates[:nv])
-        fc = rates[nv:].reshape(-1, 6)
-        load = np.zeros(self.P)
-        storm_drop = self.wd_storm & (self.wd_mode == 0)
-        for i in range(len(self.flows)):
-            if not self.f_on[i] or self.f_left[i] <= 0:
-                continue
-            r, w, fr = self.f_max[i], self.f_wire[i], self.f_frame[i]
-            fc[i, 0] = r
-            delivered = True
-            for s in range(self.f_first[i], self.f_last[i] + 1):
-                port, q, pg = self.seg_port[s], self.seg_q[s], self.seg_pg[s]
-                if pg >= 0 and (self.seg_mtu_drop[s] or storm_drop[pg]):
-                    if storm_drop[pg]:
-                        c["wd_rx_drop"][pg] += r / w
-                    else:
-                        c["rx_discards"][pg // PRIORITIES] += r / w
-                    delivered = False
-                    break
-                load[port] += r
-                if self.down[port] or storm_drop[q]:
-                    c["tx_drops"][port] += r / w
-                    c["q_drops"][q] += r / w
-                    if storm_drop[q]:
-                        c["wd_tx_drop"][q] += r / w
-                    delivered = False
-                    break
-                c["tx_pkts"][port] += r / w
-                c["tx_octets"][port] += r / w * fr
-                c["q_tx_pkts"][q] += r / w
-                c["q_tx_octets"][q] += r / w * fr
-            if delivered and self.f_rx_drop[i]:
-                c["rx_discards"][self.f_sink[i]] += r / w
-                delivered = False
-            if delivered:
-                fc[i, 1] = r
-                fc[i, 4] = self.f_base_lat[i] * r / w
-            else:
-                fc[i, 2] = r
-        if (load > self.cap * (1 + 1e-9) + 1.0)[~self.down].any():
-            return None
-        self.content[:] = 0.0
-        self.arriving[:] = 0.0
-        self.rc = self.f_max.copy()
-        self.rt = self.f_max.copy()
-        self.paused_since[:] = np.nan
-        self.unpaused_since = np.fmin(self.unpaused_since, now_s)
-        self._load_watch(now_s)
-        self.steady_paused[:] = False
-        self.steady_unpaused[:] = True
-        return rates
+        return fluid_run.quiet_rates(self, now_s)
 
     def extrapolate(self, rates: np.ndarray, span_s: float, t_end: float) -> None:
         """Advance every counter along ``rates`` for ``span_s``; the state stays as it is."""
-        if span_s <= 0:
-            return
-        self._fold()
-        nv = len(self.ctr.vec)
-        self.ctr.vec += rates[:nv] * span_s
-        fr = rates[nv:].reshape(-1, 6)
-        self.fc += fr * span_s
-        self.f_left -= fr[:, 0] * span_s
-        moving = fr[:, 1] > 0
-        if moving.any():
-            lat = np.divide(fr[:, 4] * self.f_wire, fr[:, 1], out=np.zeros(len(fr)), where=moving)
-            self.lat_min = np.where(moving, np.minimum(self.lat_min, lat), self.lat_min)
-            self.lat_max = np.where(moving, np.maximum(self.lat_max, lat), self.lat_max)
-        paused_now = self.raw_pause() >= 1.0 - 1e-9
-        self.paused_since = np.where(
-            self.steady_paused, self.paused_since, np.where(paused_now, t_end, np.nan)
-        )
-        self.unpaused_since = np.where(
-            self.steady_unpaused, self.unpaused_since, np.where(paused_now, np.nan, t_end)
-        )
-        self._load_watch(t_end)
+        fluid_run.extrapolate(self, rates, span_s, t_end)
 
     def completion_s(self, rates: np.ndarray) -> float:
         """Seconds until the first fixed-size flow has sent its last frame."""
-        fr = rates[len(self.ctr.vec) :].reshape(-1, 6)
-        going = (fr[:, 0] > 0) & np.isfinite(self.f_left) & (self.f_left > 1.0)
-        if not going.any():
-            return math.inf
-        return float(np.min(self.f_left[going] / fr[going, 0]))
+        return fluid_run.completion_s(self, rates)
 
     # --- the PFC watchdog, evaluated at its poll instants --------------------
 
     def watchdog_poll(self, t: float) -> bool:
         """Detect and restore storms; True when something changed."""
-        self._fold()
-        since = np.nan_to_num(self.paused_since, nan=np.inf)
-        cand = self.wd_on & ~self.wd_storm & (t - since >= self.wd_detect - 1e-9)
-        changed = False
-        if cand.any():
-            # the origin of a storm is paused first; queues upstream of it recover with it
-            cand &= since <= float(np.min(since[cand])) + 50e-6
-            self.wd_storm |= cand
-            self.wd_detected += cand
-            changed = True
-        calm_since = np.nan_to_num(self.unpaused_since, nan=np.inf)
-        calm = self.wd_storm & (t - calm_since >= self.wd_restore - 1e-9)
-        if calm.any():
-            self.wd_storm &= ~calm
-            self.wd_restored += calm
-            changed = True
-        if changed:
-            self._refresh()
-        return changed
+        return fluid_run.watchdog_poll(self, t)
 
     def next_watchdog_event_s(self, now_s: float) -> float:
         """When the next detection or restoration fires if the steady state holds."""
-        due = []
-        idle = self.wd_on & ~self.wd_storm & self.steady_paused
-        if idle.any():
-            due.append(float(np.min(self.paused_since[idle] + self.wd_detect[idle])))
-        calm = self.wd_storm & self.steady_unpaused
-        if calm.any():
-            due.append(float(np.min(self.unpaused_since[calm] + self.wd_restore[calm])))
-        if not due:
-            return math.inf
-        poll = self.wd_poll_s
-        return max(math.ceil(min(due) / poll - 1e-9) * poll, now_s)
+        return fluid_run.next_watchdog_event_s(self, now_s)

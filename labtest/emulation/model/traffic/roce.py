@@ -64,7 +64,7 @@ def max_min(coeff: np.ndarray, capacity: np.ndarray, upper: np.ndarray) -> np.nd
         slack = capacity - coeff @ rate
         demand = coeff[:, live].sum(axis=1)
         binding = demand > 0
-        steps = [np.min(upper[live] - rate[live])]
+        steps = [float(np.min(upper[live] - rate[live]))]
         if binding.any():
             steps.append(float(np.min(np.maximum(slack[binding], 0.0) / demand[binding])))
         step = min(steps)
