@@ -26,7 +26,6 @@ MODULE_TYPES = {  # SFF-8024 identifier names as sfputil prints them
 }
 
 
-
 def sonic_if_index(port: str) -> int | None:
     """sonic-snmpagent numbers ``EthernetN`` as ifIndex N+1."""
     n = first_number(port)
@@ -40,8 +39,6 @@ class PrbsRun:
     start_s: float
     stop_s: float | None = None
     lanes: list[Any] | None = None  # fabric PrbsLane records captured at disable
-
-
 
 
 @dataclass
@@ -58,7 +55,6 @@ class SonicDevice(SwitchDevice):
         if not fw:
             return DEFAULT_VERSION
         return fw if fw.startswith("SONiC.") else f"SONiC.{fw}"
-
 
 
 class SonicCommands:
@@ -92,7 +88,6 @@ class SonicCommands:
                 ),
                 2,
             )
-
 
 
 class CliError(Exception):
@@ -129,7 +124,6 @@ def without_options(args: list[str], names: tuple[str, ...]) -> list[str]:
     return out
 
 
-
 def config_key(path: str) -> str:
     return STARTUP if path == CONFIG_DB else path
 
@@ -150,7 +144,6 @@ def state_letter(view: PortView) -> str:
     if not view.admin_up:
         return "X"
     return "U" if view.oper_up else "D"
-
 
 
 def port_lanes(port: str, speed_gbps: float) -> str:

@@ -176,18 +176,13 @@ class SonicCli(InterfaceCommands, OpticCommands):
             ]
         )
 
-
     # --- LLDP --------------------------------------------------------------------------
 
     # format: lldp_table__cmdref (left-aligned tabulate, rule and total line)
     def show_lldp_table(self, args: list[str]) -> CliReply:
         rows = []
-        for n in sorted(
-            self.dev.fabric.lldp_neighbours(self.state.name),
-            key=lambda n: self.state.if_index[n.local_port],
-        ):
-            peer = self.dev.fabric.testbed.devices.get(n.system_name)
-            caps = "BR" if peer is not None and peer.driver in ("sonic", "eos") else "O"
+        for n in self.dev.lldp_neighbours():
+            caps = "BR" if self.dev.is_switch(n.system_name) else "O"
             rows.append([n.local_port, n.system_name, n.port_id, caps, n.port_description])
         headers = ["LocalPort", "RemoteDevice", "RemotePortID", "Capability", "RemotePortDescr"]
         return ok(
@@ -375,7 +370,6 @@ def _usage_missing(path: list[str]) -> CliReply:
         f"Usage: {group} [OPTIONS] COMMAND [ARGS]...\n"
         f'Try "{group} -h" for help.\n\nError: Missing command.\n',
     )
-
 
 
 def config_db(dev: SonicDevice) -> dict[str, Any]:

@@ -3,6 +3,7 @@ PFC watchdog and ``sonic-clear`` (sonic-utilities' portstat, pfcstat, queuestat,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from labtest.emulation.personalities import PRIORITIES, PortView, QueueView
@@ -57,29 +58,11 @@ class InterfaceCommands(SonicCommands):
         ]
         return ok([table(headers, rows)])
 
-
     def _counted(self, view: PortView) -> dict[str, int]:
         """Interface counters minus the ``sonic-clear counters`` baseline."""
         now = counter_values(view)
         base = self.dev.cleared.get(view.name, {})
         return {k: max(v - base.get(k, 0), 0) for k, v in now.items()}
-
-
-    def _rates(self, view: PortView) -> tuple[float, float, float, float]:
-        """(rx B/s, tx B/s, rx pkt/s, tx pkt/s) from the previous sample of this port."""
-        with self.dev.lock:
-            previous = self.dev.rates.get(view.name)
-            if previous is None or view.time_s - previous[0] >= RATE_MIN_DT_S:
-                self.dev.rates[view.name] = (view.time_s, view)
-        if previous is None or view.time_s <= previous[0]:
-            return 0.0, 0.0, 0.0, 0.0
-        dt, old = view.time_s - previous[0], previous[1]
-        return (
-            max(view.rx_octets - old.rx_octets, 0) / dt,
-            max(view.tx_octets - old.tx_octets, 0) / dt,
-            max(view.rx_packets - old.rx_packets, 0) / dt,
-            max(view.tx_packets - old.tx_packets, 0) / dt,
-        )
 
     # format: show_interfaces_counters__cmdref (portstat), -a/--printall:
     # show_interfaces_counters_a__portstat_test_printall, errors:
@@ -89,7 +72,9 @@ class InterfaceCommands(SonicCommands):
         rows = []
         for view in (self.state.port_view(p) for p in self._ports(args)):
             c = self._counted(view)
-            rx_bps, tx_bps, rx_pps, tx_pps = self._rates(view)
+            r = self.dev.rates_since(view, RATE_MIN_DT_S)
+            rx_bps, tx_bps = r.rx_bytes_per_s, r.tx_bytes_per_s
+            rx_pps, tx_pps = r.rx_packets_per_s, r.tx_packets_per_s
             speed_bps = view.speed_gbps * 1e9
             row: list[object] = [view.name, state_letter(view), commas(c["rx_ok"]), _brate(rx_bps)]
             row += [f"{rx_pps:.2f}/s"] if printall else []
@@ -199,7 +184,6 @@ class InterfaceCommands(SonicCommands):
             return [None] * 16
         return list(self.dev.fabric.fec(self.state.name, port).bins)
 
-
     # --- PFC, queues, watchdog -------------------------------------------------------
 
     # format: show_pfc_counters__pfcstat_test (pfcstat, "Port Rx"/"Port Tx" tables)
@@ -216,31 +200,14 @@ class InterfaceCommands(SonicCommands):
 
     # format: show_queue_counters__cmdref (one block per port, UC then MC queues)
     def show_queue_counters(self, args: list[str]) -> CliReply:
-        blocks = []
         headers = ["Port", "TxQ", "Counter/pkts", "Counter/bytes", "Drop/pkts", "Drop/bytes"]
-        for view in (self.state.port_view(p) for p in self._ports(args)):
-            rows = []
-            for q in _queues(view):
-                avg = q.tx_bytes / q.tx_packets if q.tx_packets else 0.0
-                rows.append(
-                    [
-                        view.name,
-                        f"UC{q.priority}",
-                        commas(q.tx_packets),
-                        commas(q.tx_bytes),
-                        commas(q.drop_packets),
-                        commas(round(q.drop_packets * avg)),
-                    ]
-                )
-            rows += [
-                [view.name, f"MC{PRIORITIES + i}", "0", "0", "0", "0"] for i in range(PRIORITIES)
-            ]
-            blocks.append(table(headers, rows))
-        return ok(["\n\n".join(blocks)])
+        return self._queue_blocks(
+            args, headers, lambda q: (q.tx_packets, q.tx_bytes), lambda q: q.drop_packets, True
+        )
 
-    # format: show_queue_wredcounters__sonic_mgmt_s6100_ecn (WRED drops and ECN marks)
+    # format: show_queue_wredcounters__sonic_mgmt_s6100_ecn (WRED drops and ECN marks);
+    # the model marks instead of dropping early: WRED drops stay 0
     def show_queue_wredcounters(self, args: list[str]) -> CliReply:
-        blocks = []
         headers = [
             "Port",
             "TxQ",
@@ -249,29 +216,45 @@ class InterfaceCommands(SonicCommands):
             "EcnMarked/pkts",
             "EcnMarked/bytes",
         ]
+        return self._queue_blocks(args, headers, lambda q: (0, 0), lambda q: q.ecn_marked_packets)
+
+    def _queue_blocks(
+        self,
+        args: list[str],
+        headers: list[str],
+        first: Callable[[QueueView], tuple[int, int]],
+        packets: Callable[[QueueView], int],
+        multicast: bool = False,
+    ) -> CliReply:
+        """queuestat's table per port: a (packets, bytes) pair, then a packet count with
+        its bytes at the queue's mean packet size; zero multicast queues when asked."""
+        blocks = []
         for view in (self.state.port_view(p) for p in self._ports(args)):
             rows = []
             for q in _queues(view):
                 avg = q.tx_bytes / q.tx_packets if q.tx_packets else 0.0
-                # the model marks instead of dropping early: WRED drops stay 0
+                count = packets(q)
                 rows.append(
                     [
                         view.name,
                         f"UC{q.priority}",
-                        "0",
-                        "0",
-                        commas(q.ecn_marked_packets),
-                        commas(round(q.ecn_marked_packets * avg)),
+                        *(commas(v) for v in first(q)),
+                        commas(count),
+                        commas(round(count * avg)),
                     ]
                 )
+            if multicast:
+                rows += [
+                    [view.name, f"MC{PRIORITIES + i}", "0", "0", "0", "0"]
+                    for i in range(PRIORITIES)
+                ]
             blocks.append(table(headers, rows))
         return ok(["\n\n".join(blocks)])
 
     # format: pfcwd_stats__pfcwd_test_vectors (combined A/B columns); a stopped
     # watchdog shows N/A as status (pfcwd_stats__pr682_stopped)
     def show_pfcwd_stats(self, args: list[str]) -> CliReply:
-        traffic = getattr(self.dev.fabric, "traffic", None)
-        stats = traffic.pfcwd_stats(self.state.name) if traffic is not None else []
+        stats = self.dev.fabric.traffic.pfcwd_stats(self.state.name)
         running = self.state.pfcwd_enabled()
         rows = []
         for s in stats:
@@ -311,7 +294,6 @@ class InterfaceCommands(SonicCommands):
         headers = ["PORT", "ACTION", "DETECTION TIME", "RESTORATION TIME"]
         return ok([f"Changed polling interval to {wd.poll_ms}ms", table(headers, rows)])
 
-
     def sonic_clear_counters(self, args: list[str]) -> CliReply:
         cleared: dict[str, dict[str, int]] = {}
         for view in self.state.views():
@@ -336,7 +318,6 @@ class InterfaceCommands(SonicCommands):
         return ok(["Cleared PFC counters"])
 
 
-
 def _brate(bytes_per_s: float) -> str:
     """portstat's byte-rate format."""
     if bytes_per_s > 10e6:
@@ -348,7 +329,6 @@ def _brate(bytes_per_s: float) -> str:
 
 def _util(bytes_per_s: float, speed_bps: float) -> str:
     return f"{bytes_per_s * 8 / speed_bps * 100:.2f}%" if speed_bps else "N/A"
-
 
 
 def _queues(view: PortView) -> list[QueueView]:

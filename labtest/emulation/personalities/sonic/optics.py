@@ -121,8 +121,6 @@ class OpticCommands(SonicCommands):
         ]
         return ok(["\n\n".join(lines)])
 
-
-
     # format: prbs_status__mgmt25213_ethernet128 (per-lane table after a run) and
     # prbs_status__hld_running ("Note: No PRBS result data available" while running)
     def show_prbs_status(self, args: list[str]) -> CliReply:
@@ -231,7 +229,6 @@ class OpticCommands(SonicCommands):
         run.stop_s = fabric.now_s()
         fabric.prbs_stop(name, port)
         return ok([])
-
 
 
 def _lane_key(key: str) -> tuple[str, int, str]:
