@@ -50,6 +50,8 @@ from labtest.doctor.probes import ProbePath, overhead_fraction, plan_mesh, probe
 from labtest.doctor.service import Doctor
 from labtest.emulation.model import gray
 from labtest.emulation.model.fabric import Fabric
+from labtest.emulation.model.physics import CODEWORD_BITS
+from labtest.emulation.personalities.linux.nic import split
 from labtest.measure import load_limits
 from labtest.testbed import load_testbed
 from labtest.testbed.model import Testbed
@@ -115,9 +117,14 @@ def read_model(fabric: Fabric, tb: Testbed, t0: float, t1: float) -> Snapshot:
                 "tx_bias_ma": tuple(ln.bias_ma for ln in dom.lanes),
                 "temperature_c": dom.temperature_c,
             }
-            if dev not in hosts:  # the Linux driver reads no host FEC, switches' watch state
+            f = fabric.fec(dev, port)
+            if dev in hosts:  # the NIC's PHY counters, as the Linux personality serves them
+                lanes = split(f.symbol_errors, fabric.ber(dev, port))
+                d["counters"] = {"phy_rx_bits": f.total_codewords * CODEWORD_BITS,
+                                 "phy_corrected_bits": f.symbol_errors} | {
+                    f"phy_lane{n}_corrected_bits": v for n, v in enumerate(lanes)}
+            else:  # switches: counters, FEC readout, link state as the watch samples it
                 c = fabric.counters(dev, port)
-                f = fabric.fec(dev, port)
                 d["counters"] = {"rx_errors": c.rx_errors, "rx_fcs_errors": c.rx_fcs_errors,
                                  "rx_discards": c.rx_drops, "rx_packets": c.rx_packets,
                                  "fec_corrected_cw": f.corrected_codewords,

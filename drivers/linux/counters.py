@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from labtest.capabilities.host import RdmaHwCounters
-from labtest.errors import ConfigError
+from labtest.capabilities.nic_fec import NicPhyErrors
+from labtest.errors import CapabilityAbsent, ConfigError, ParseError
 
 PRIORITIES = range(8)
 
@@ -38,6 +39,10 @@ class NicFlavour:
     rx_pause_frames: str | None = None  # every pause control frame, link-level or PFC
     tx_pause_frames: str | None = None
     tx_pause_storm_errors: str | None = None  # the NIC's own PFC storm guard tripped
+    rx_bits_phy: str | None = None  # bits received at the PHY
+    rx_corrected_bits_phy: str | None = None  # bits RS-FEC corrected
+    rx_lane_corrected_bits: str | None = None  # per lane; ``{lane}`` is 0, 1, ...
+    rx_uncorrected_symbols: str | None = None  # errors FEC did not correct
     rdma_aliases: Mapping[str, str] = field(default_factory=dict)  # RdmaHwCounters field -> name
 
 
@@ -51,6 +56,11 @@ FLAVOURS: dict[str, NicFlavour] = {
         rx_pause_frames="rx_pause_ctrl_phy",
         tx_pause_frames="tx_pause_ctrl_phy",
         tx_pause_storm_errors="tx_pause_storm_error_events",
+        # PPCNT physical-layer statistical group (en_stats.c pport_phy_statistical_*)
+        rx_bits_phy="rx_bits_phy",
+        rx_corrected_bits_phy="rx_corrected_bits_phy",
+        rx_lane_corrected_bits="rx_err_lane_{lane}_phy",
+        rx_uncorrected_symbols="rx_pcs_symbol_err_phy",
     ),
 }
 
@@ -79,6 +89,11 @@ def flavour(name: str, overrides: Mapping[str, Any], *, device: str) -> NicFlavo
         f"vars.counter_names.{k}: {v!r} needs a {{prio}} placeholder"
         for k, v in names.items()
         if k.endswith("_prio") and "{prio}" not in str(v)
+    ]
+    problems += [
+        f"vars.counter_names.{k}: {v!r} needs a {{lane}} placeholder"
+        for k, v in names.items()
+        if k == "rx_lane_corrected_bits" and "{lane}" not in str(v)
     ]
     if problems:
         raise ConfigError(device, problems)
@@ -129,6 +144,39 @@ def pfc_counters(ifname: str, stats: Mapping[str, int], nic: NicFlavour) -> PfcC
     )
 
 
+MAX_LANES = 8
+
+
+def nic_phy_errors(ifname: str, stats: Mapping[str, int], nic: NicFlavour,
+                   device: str) -> NicPhyErrors:
+    """The PHY bit counters of one port. A NIC (or flavour) without them is absent
+    (``CapabilityAbsent``: not proven, never zero); lane counters with a gap (lane 0 and
+    2 but no 1) are output this parser cannot read (``ParseError``)."""
+    names = (nic.rx_bits_phy, nic.rx_corrected_bits_phy)
+    missing = [n for n in names if n is None or n not in stats]
+    if missing:
+        raise CapabilityAbsent(
+            device,
+            f"ethtool -S {ifname} has no {' / '.join(str(n) for n in missing)} "
+            f"(NIC flavour {nic.name}: set vars.counter_names.rx_bits_phy / "
+            "rx_corrected_bits_phy if this NIC names them otherwise)")
+    bits, corrected = (stats[str(n)] for n in names)
+    lanes: list[int] = []
+    if nic.rx_lane_corrected_bits is not None:
+        found = {ln: stats[nic.rx_lane_corrected_bits.format(lane=ln)] for ln in range(MAX_LANES)
+                 if nic.rx_lane_corrected_bits.format(lane=ln) in stats}
+        lanes = [found[ln] for ln in range(len(found)) if ln in found]
+        if len(lanes) != len(found):
+            raise ParseError(
+                device,
+                f"lane counters {nic.rx_lane_corrected_bits} for lanes {sorted(found)}: "
+                "a lane is missing between them", command=f"ethtool -S {ifname}",
+                expected="lanes 0..n-1")
+    return NicPhyErrors(ifname=ifname, rx_bits=bits, rx_corrected_bits=corrected,
+                        lane_corrected_bits=tuple(lanes),
+                        rx_uncorrected_symbols=_one(stats, nic.rx_uncorrected_symbols))
+
+
 def hw_counters(
     device: str, port: int, counters: Mapping[str, int], nic: NicFlavour
 ) -> RdmaHwCounters:
@@ -140,4 +188,4 @@ def hw_counters(
         for canonical, name in nic.rdma_aliases.items()
         if name in counters and getattr(record, canonical) is None
     }
-    return dataclasses.replace(record, **mapped)
+    return dataclasses.replace(record, **mapped)  # type: ignore[arg-type]

@@ -34,9 +34,16 @@ from labtest.capabilities.host import (
     RdmaDevice,
     RdmaHwCounters,
 )
+from labtest.capabilities.nic_fec import NicPhyErrors
 from labtest.capabilities.transceiver import Transceiver
 from labtest.drivers.common.clock import DATE_EPOCH_COMMAND, parse_date_epoch
-from labtest.drivers.linux.counters import PfcCounters, flavour, hw_counters, pfc_counters
+from labtest.drivers.linux.counters import (
+    PfcCounters,
+    flavour,
+    hw_counters,
+    nic_phy_errors,
+    pfc_counters,
+)
 from labtest.drivers.linux.nccl import run_collective
 from labtest.drivers.linux.parsers.ethtool import parse_ethtool_module, parse_ethtool_stats
 from labtest.drivers.linux.parsers.iproute import parse_ip_link
@@ -269,6 +276,12 @@ class LinuxHost:
         """Per-priority pause and discard counters, named through the NIC flavour."""
         name = ifname or self._netdev()
         return pfc_counters(name, self.ethtool_stats(name), self.nic)
+
+    def nic_phy_errors(self, ifname: str | None = None) -> NicPhyErrors:
+        """PHY bits received and bits RS-FEC corrected (``ethtool -S``, per the NIC flavour):
+        two readings give the NIC receiver's pre-FEC BER."""
+        name = ifname or self._netdev()
+        return nic_phy_errors(name, self.ethtool_stats(name), self.nic, self.name)
 
     def rdma_hw_counters(self, device: str | None = None, port: int = 1) -> RdmaHwCounters:
         """RDMA hardware counters (CNPs, ECN-marked packets, out-of-sequence, retransmits):

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from labtest.errors import CapabilityAbsent
 from labtest.lab import Lab
 from labtest.registry import provides, resolve_capability
 from labtest.sweep import sweep
@@ -37,7 +38,16 @@ COUNTERS = (
     "pfc_tx_frames",
     "fec_corrected_cw",
     "fec_uncorrectable_cw",
+    "phy_rx_bits",  # a host NIC's PHY: bits received, bits RS-FEC corrected (and per lane,
+    "phy_corrected_bits",  # phy_lane<n>_corrected_bits): their growth is its pre-FEC BER
 )
+
+
+def phy_counters(e: Any) -> dict[str, int]:
+    """A NicPhyErrors record as the doctor's counters."""
+    out = {"phy_rx_bits": int(e.rx_bits), "phy_corrected_bits": int(e.rx_corrected_bits)}
+    out |= {f"phy_lane{n}_corrected_bits": int(v) for n, v in enumerate(e.lane_corrected_bits)}
+    return out
 
 
 @dataclass(frozen=True)
@@ -221,7 +231,13 @@ def read_host(driver: Any, name: str, testbed: Testbed) -> tuple[
             d["counters"]["pfc_tx_frames"] = int(pfc.tx_pause_frames or 0)
         else:
             missing[f"{name} NIC counters"] = "driver offers no NicCounters"
-        missing[f"{name} FEC"] = "host NIC FEC counters are not read by the Linux driver"
+        if _offers(driver, "NicFec"):
+            try:
+                d["counters"].update(phy_counters(driver.nic_phy_errors(end.port)))
+            except CapabilityAbsent as exc:
+                missing[f"{name} FEC"] = str(exc)
+        else:
+            missing[f"{name} FEC"] = "driver offers no NicFec (NIC PHY bit counters)"
         out[f"{name}:{end.port}"] = PortReading(device=name, port=end.port, time_s=_clock(driver),
                                                 **d)
     return out, missing

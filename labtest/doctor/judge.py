@@ -131,8 +131,8 @@ class Judge:
     def _port(self, r: PortReading, before: PortReading | None, snap: Snapshot) -> list[Evidence]:
         out: list[Evidence] = []
         grew = deltas(before, r)
-        out += self._check(r, "pre_fec_ber", r.pre_fec_ber, "link.fec_pre_fec_ber",
-                           "pre-FEC BER received")
+        ber, how = self._pre_fec_ber(r, grew)
+        out += self._check(r, "pre_fec_ber", ber, "link.fec_pre_fec_ber", how)
         if "fec_uncorrectable_cw" in grew:
             out += self._check(r, "fec_uncorrectable_cw", grew["fec_uncorrectable_cw"],
                                "link.fec_uncorrectable_cw", "uncorrectable FEC codewords")
@@ -159,6 +159,23 @@ class Judge:
                                     "profile: an anomaly, not a verdict)"))
                 break  # one counter family, one vote
         return out
+
+    @staticmethod
+    def _pre_fec_ber(r: PortReading, grew: dict[str, int]) -> tuple[float | None, str]:
+        """A switch's FEC readout; else a NIC's corrected bits over bits received in the
+        interval (None on the first reading: a since-boot ratio would hide a new fault)."""
+        if r.pre_fec_ber is not None or grew.get("phy_rx_bits", 0) <= 0 \
+                or "phy_corrected_bits" not in grew:
+            return r.pre_fec_ber, "pre-FEC BER received"
+        bits = grew["phy_rx_bits"]
+        lanes = sorted((int(k[8:-15]), v) for k, v in grew.items()
+                       if k.startswith("phy_lane") and k.endswith("_corrected_bits"))
+        worst = ""
+        if lanes and sum(v for _, v in lanes) > 0:
+            lane, errors = max(lanes, key=lambda kv: kv[1])
+            worst = f", worst lane {lane}: {errors / (bits / len(lanes)):.3g}"
+        return (grew["phy_corrected_bits"] / bits,
+                f"pre-FEC BER received (NIC PHY corrected bits over the interval{worst})")
 
     def _cabling(self, r: PortReading) -> list[Evidence]:
         out: list[Evidence] = []

@@ -28,9 +28,9 @@ LAYERS = ("spine", "leaf")  # everything else goes in the bottom row
 def link_states(plan: Plan, report: Report, read: set[str]) -> dict[str, str]:
     """link name -> healthy | watched | suspect | unread."""
     state: dict[str, str] = {}
-    for lk in plan.testbed.links:
-        ends = [str(e) for e in lk.ends]
-        state[lk.name] = "healthy" if any(e in read for e in ends) else "unread"
+    for link in plan.testbed.links:
+        ends = [str(e) for e in link.ends]
+        state[link.name] = "healthy" if any(e in read for e in ends) else "unread"
     for units, level in ((report.watched, "watched"), (report.suspects, "suspect")):
         for s in units:
             lk = plan.link_of.get(s.unit)

@@ -52,3 +52,35 @@ def test_scoring_counts_every_fault_and_every_suspect(bench: Any, tmp_path: Path
         assert f["top3"] or not f["top1"]  # top-1 implies top-3
         assert (f["ttd_s"] is not None) == f["detected"]
     assert out.intervals == 180
+
+
+def test_a_marginal_lane_at_a_host_nic_receiver_is_named_from_its_phy_counters(
+        bench: Any, tmp_path: Path) -> None:
+    # the lane's Rx power is normal and the switch end is clean: only the NIC's own
+    # corrected-bit counters show it (the misses of docs/doctor.md's first table)
+    from labtest.doctor.judge import Plan
+    from labtest.doctor.service import Doctor
+    from labtest.emulation.model import gray
+    from labtest.emulation.model.fabric import Fabric
+    from labtest.measure import load_limits
+
+    tb = bench.fabric_testbed(2, 2, 2, 7, tmp_path)
+    fabric = Fabric(tb, seed=7)
+    gray.register()
+    try:
+        gray.apply_schedule(fabric, [gray.ScheduledFault("marginal_lane", "host1:eth0",
+                                                         {"margin_db": 0.0}, 25.0, 60.0)])
+        doctor = Doctor(Plan.of(tb), load_limits(bench.LIMITS))
+        reports = []
+        for i in range(6):
+            fabric.advance(10.0)
+            reports.append(doctor.step(bench.read_model(fabric, tb, 10.0 * i, 10.0 * (i + 1))))
+    finally:
+        gray.unregister()
+    link = next(lk.name for lk in tb.links if lk.a == "host1:eth0")
+    assert [r.suspects for r in reports[:2]] == [[], []]  # healthy before 25 s
+    named = [r.suspects[0] for r in reports[3:] if r.suspects]
+    assert named and all(s.unit == link for s in named), [r.text() for r in reports]
+    ev = named[0].evidence[0]
+    assert ev.where == "host1:eth0" and ev.metric == "pre_fec_ber", ev
+    assert "NIC PHY corrected bits" in ev.text

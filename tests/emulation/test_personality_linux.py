@@ -205,6 +205,30 @@ def test_ethtool_stats_are_mlx5_counters_from_the_model(hosts: Hosts) -> None:
     assert peer["rx_vport_rdma_unicast_packets"] == after["tx_vport_rdma_unicast_packets"]
 
 
+def test_nic_phy_counters_follow_the_model_fec_and_a_marginal_lane(hosts: Hosts) -> None:
+    from labtest.drivers.linux.counters import flavour, nic_phy_errors
+
+    nic = flavour("mlx5", {}, device="host2")
+
+    def read() -> tuple[int, int, tuple[int, ...]]:
+        e = nic_phy_errors("eth0", parse_ethtool_stats(hosts.out("host2", "ethtool -S eth0")),
+                           nic, "host2")
+        return e.rx_bits, e.rx_corrected_bits, e.lane_corrected_bits
+
+    hosts.fabric.advance(1.0)
+    bits0, corr0, lanes0 = read()
+    fec = hosts.fabric.fec("host2", "eth0")
+    assert bits0 == fec.total_codewords * 5440 > 0.9 * 400e9  # 1 s of 400G (RS(544,514))
+    assert corr0 == sum(lanes0) and len(lanes0) == 4
+    hosts.fabric.inject("marginal_lane", "host2:eth0", margin_db=0.0, lane=2)
+    hosts.fabric.advance(1.0)
+    bits1, corr1, lanes1 = read()
+    grew = [b - a for a, b in zip(lanes0, lanes1, strict=True)]
+    assert (corr1 - corr0) / (bits1 - bits0) > 1e-5  # the receiver sees the marginal lane
+    assert max(range(4), key=grew.__getitem__) == 1  # lane 2 (1-based) is rx_err_lane_1_phy
+    assert sum(grew) == corr1 - corr0
+
+
 def test_a_pfc_storm_shows_in_the_nic_pause_counters(hosts: Hosts) -> None:
     hosts.fabric.inject("pfc_storm", "host2", priority=3)
     hosts.fabric.advance(1.0)

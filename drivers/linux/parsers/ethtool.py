@@ -150,8 +150,7 @@ def parse_ethtool_module(text: str) -> Transceiver:
     flags: dict[str, bool] = {}
     media: list[str] = []
     if len(set(pairs)) != len(pairs):
-        seen: set[tuple[str, str]] = set()
-        twice = next(p for p in pairs if p in seen or seen.add(p))
+        twice = next(p for i, p in enumerate(pairs) if p in pairs[:i])
         raise parse_error(f"line '{twice[0]} : {twice[1]}' twice", text, expected="each field once")
     for label, value in pairs:
         if value.count("(") != value.count(")"):

@@ -78,8 +78,9 @@ def parse_ip_link(text: str) -> list[LinkInfo]:
     start = re.search(r"^\s*\[", text, re.MULTILINE)
     if start is None:
         raise parse_error("no JSON array in ip -j output", text, expected="a JSON array")
-    data = _documents(text, start.end() - 1)
-    if not all(isinstance(d, dict) and "ifname" in d for d in data):
+    docs = _documents(text, start.end() - 1)
+    data = [d for d in docs if isinstance(d, dict) and "ifname" in d]
+    if len(data) != len(docs):
         raise parse_error("ip -j output is not a list of interfaces", text)
     names = Counter(d["ifname"] for d in data)
     if dup := next((n for n, k in names.items() if k > 1), None):

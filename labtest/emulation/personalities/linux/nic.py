@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from labtest.emulation.model.fabric import Fabric
+from labtest.emulation.model.physics import CODEWORD_BITS
 from labtest.emulation.personalities._text import natural_key
 from labtest.testbed.model import Device
 
@@ -327,8 +328,12 @@ def ethtool_counters(
         "link_down_events_phy": fc.oper_down_count,
         "rx_pcs_symbol_err_phy": fec.uncorrectable_codewords if fec else 0,
         "rx_corrected_bits_phy": fec.symbol_errors if fec else 0,
-        "rx_buffer_passed_thres_phy": 0,
+        "rx_bits_phy": fec.total_codewords * CODEWORD_BITS if fec else 0,
     }
+    lane_ber = fabric.ber(host, nic.port) if fec else (0.0,) * 4  # an uncabled port: 4 zeros
+    for lane, errors in enumerate(split(fec.symbol_errors if fec else 0, lane_ber)):
+        c[f"rx_err_lane_{lane}_phy"] = errors
+    c["rx_buffer_passed_thres_phy"] = 0
     for p in range(PRIORITIES):
         c[f"rx_prio{p}_bytes"], c[f"rx_prio{p}_packets"] = rx_prio[p]
         c[f"rx_prio{p}_discards"] = rdma["disc"] if p == ROCE_PRIORITY else 0
@@ -350,6 +355,18 @@ def ethtool_counters(
         "module_bad_shorted": 0,
     }
     return c
+
+
+def split(total: int, weights: tuple[float, ...]) -> list[int]:
+    """``total`` shared out in proportion to ``weights`` (largest remainder; sums to it)."""
+    w = sum(weights)
+    if w <= 0:
+        return [total] + [0] * (len(weights) - 1) if weights else []
+    share = [total * x / w for x in weights]
+    out = [math.floor(s) for s in share]
+    for i in sorted(range(len(share)), key=lambda i: out[i] - share[i])[: total - sum(out)]:
+        out[i] += 1
+    return out
 
 
 def ethtool_stats_text(counters: Mapping[str, int]) -> str:

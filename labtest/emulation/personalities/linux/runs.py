@@ -248,7 +248,7 @@ def _latency(
     for size in opts.sizes():
         r = in_model(
             fabric,
-            lambda size=size: fabric.traffic.run_latency(
+            lambda size=size: fabric.traffic.run_latency(  # type: ignore[misc]
                 client.endpoint, server.endpoint, size_b=size, iterations=samples
             ),
         )
@@ -571,8 +571,8 @@ def place(
     total = np if np is not None else sum(s for _, s in slots)
     placements: list[Placement] = []
     left = total
-    for host, count in slots:
-        take = min(count, left)
+    for host, room in slots:
+        take = min(room, left)
         if take > 0:
             placements.append(Placement(host, take))
             left -= take

@@ -1155,7 +1155,8 @@ def _ip_text(data: list[dict[str, object]], addresses: bool) -> str:
             f"state {d['operstate']} mode DEFAULT group default qlen {d['txqlen']}\n"
             f"    link/{kind} {d['address']} brd {d['broadcast']}\n"
         )
-        for a in d.get("addr_info", []) if addresses else []:  # type: ignore[union-attr]
+        infos = d.get("addr_info", []) if addresses else []
+        for a in infos if isinstance(infos, list) else []:
             fam = "inet" if a["family"] == "inet" else "inet6"
             brd = f" brd {a['broadcast']}" if "broadcast" in a else ""
             label = f" {a['label']}" if "label" in a else ""
