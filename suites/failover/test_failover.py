@@ -20,17 +20,17 @@ from labtest import plugin
 from labtest.capabilities.instruments import Attenuator, OpticalSwitch
 from labtest.capabilities.switch import Interfaces, PortAdmin, Reboot
 from labtest.capabilities.traffic import TrafficGenerator
-from labtest.errors import InfraError, TransportTimeout
+from labtest.errors import InfraError
 from labtest.fixtures.criteria import convergence_ms
 from labtest.fixtures.polling import poll_until
 from labtest.fixtures.suite_data import load_settings
 from labtest.fixtures.tg_probes import (
+    PathMapping,
     TgPort,
-    decode_binary_weights,
     frames_lost,
+    map_probe_paths,
     probe_config,
-    probe_flow_name,
-    tg_ports,
+    probe_pair,
     wait_loss_settled,
 )
 from labtest.fixtures.traffic import FabricView
@@ -64,20 +64,10 @@ class Event:
         return f"{self.kind}:{self.device}" + (f":{self.target}" if self.target else "")
 
 
-def _probe_ports(lab: Lab) -> tuple[TgPort, TgPort] | None:
-    """Two TG ports of one generator on different switches."""
-    ports = tg_ports(lab)
-    for a in ports:
-        for b in ports:
-            if a.tg == b.tg and a.switch != b.switch:
-                return a, b
-    return None
-
-
 def events(lab: Lab) -> list[Event]:
     """Shut each uplink of the TG leaves, pull each instrument-controlled cable, reboot
     each switch the probe traffic crosses that has no TG port."""
-    probe = _probe_ports(lab)
+    probe = probe_pair(lab)
     if probe is None:
         return []
     view = FabricView.of(lab)
@@ -136,74 +126,24 @@ class Probe:
 
 
 def _map_paths(lab: Lab, view: FabricView, tg: TrafficGenerator, a: TgPort, b: TgPort) -> dict:
-    """Which uplink of its source leaf each flow takes, from the leaves' packet counters.
-
-    Every flow sends one burst of unit x 2^i frames at once (both directions: they
-    leave by different leaves), so the count on each uplink names the flows it
-    carried. The uplink and the spine's link to the far leaf are the flow's path.
-    Mapping is calibration, not a verdict: counts that do not decode (a burst partly
-    dropped by a lab that forwards in software, say) are measured again, a bounded
-    number of times, before the lab is reported broken.
-    """
+    """Which testbed links each flow crosses (labtest.fixtures.tg_probes.map_probe_paths)."""
     cfg = SETTINGS["probe"]
-    flows, unit = int(cfg["flows"]), int(SETTINGS["path_probe_unit_frames"])
-    attempts = int(SETTINGS.get("path_probe_attempts", 1))
-    tg.set_config(
-        probe_config(
-            lab,
-            a,
-            b,
-            flows_per_direction=flows,
-            frame_size_bytes=cfg["frame_size_bytes"],
-            rate_pps=float(cfg["rate_pps_per_flow"]),
-            dscp=cfg["dscp"],
-            weighted_unit=unit,
-        )
+    how = PathMapping(
+        flows=int(cfg["flows"]),
+        frame_size_bytes=int(cfg["frame_size_bytes"]),
+        rate_pps=float(cfg["rate_pps_per_flow"]),
+        dscp=int(cfg["dscp"]),
+        unit_frames=int(SETTINGS["path_probe_unit_frames"]),
+        attempts=int(SETTINGS.get("path_probe_attempts", 1)),
+        timeout_s=float(SETTINGS["recovery_timeout_s"]),
     )
-    for attempt in range(1, attempts + 1):
-        paths, problem = _mapping_burst(lab, view, tg, a, b, flows, unit)
-        if paths is not None:
-            return paths
-        log.info("path mapping attempt %d/%d: %s", attempt, attempts, problem[1])
-    raise InfraError(problem[0], f"{problem[1]} ({attempts} attempt(s))")
-
-
-def _mapping_burst(
-    lab: Lab, view: FabricView, tg: TrafficGenerator, a: TgPort, b: TgPort, flows: int, unit: int
-) -> tuple[dict | None, tuple[str, str]]:
-    """One round of mapping bursts: the paths, or (None, (device, what went wrong))."""
-    leaves = [a.switch, b.switch]
-    before = {leaf: lab.device(leaf).counters() for leaf in leaves}
-    tg.start_traffic()
-    if not tg.wait_done(timeout_s=float(SETTINGS["recovery_timeout_s"])):
-        raise TransportTimeout(a.tg, "the path-mapping bursts did not finish")
-    after = {leaf: lab.device(leaf).counters() for leaf in leaves}
-    paths: dict[str, set[str]] = {}
-    sent = unit * (2**flows - 1)
-    for src, dst in ((a, b), (b, a)):
-        ups = view.uplinks[src.switch]
-        moved = {
-            u.link: float(
-                (after[src.switch][u.port].tx_packets or 0)
-                - (before[src.switch][u.port].tx_packets or 0)
-            )
-            for u in ups
-        }
-        decoded = decode_binary_weights(moved, unit, flows)
-        attach_json(f"path mapping from {src.switch}", {"packets": moved, "flows": decoded})
-        if decoded is None:
-            return None, (src.switch, f"uplink packet counts {moved} do not decode into paths "
-                                      f"({sum(moved.values()):.0f} counted of {sent} sent)")
-        for up in ups:
-            back = {x.link for x in view.uplinks.get(up.peer, []) if x.peer == dst.switch}
-            for i in decoded[up.link]:
-                paths[probe_flow_name(src, dst, i)] = {up.link, *back}
-    return paths, ("", "")
+    hops = map_probe_paths(lab, view, tg, a, b, how)
+    return {flow: {h.link for h in path} for flow, path in hops.items()}
 
 
 @pytest.fixture(scope="module")
 def probe(lab: Lab, fabric_view: FabricView) -> Iterator[Probe]:
-    found = _probe_ports(lab)
+    found = probe_pair(lab)
     if found is None:
         pytest.skip("needs one traffic generator with ports on two different switches")
     a, b = found

@@ -1,0 +1,225 @@
+"""Paths: every fabric link on the traffic generator's paths carries the load offered to it.
+
+A straggler link (one that forwards only part of its rate: a rate limit, lanes down, a
+retimer that retrains) passes link state, LLDP and routing; only load shows it. The TG's
+probe flows are mapped onto the ECMP paths between its two leaves (binary-weighted
+bursts, as in failover), then the paths over each spine are loaded in turn, both
+directions at once. Each directed hop's carried frames (the receiving end's rx counter)
+over the frames that entered it (what the TG sent for the first hop, what the previous
+hop carried after it) names the hop that dropped, so a slow link is named with the end
+that sends into it. Test plan: README.md in this folder. Run parameters: settings.yaml.
+Pass criteria: ``paths.*``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import allure
+import pytest
+
+from labtest import labtime, plugin
+from labtest.capabilities.traffic import Flow, TrafficConfig, TrafficGenerator
+from labtest.errors import TransportTimeout
+from labtest.fixtures.suite_data import load_settings
+from labtest.fixtures.tg_probes import (
+    PathMapping,
+    TgPort,
+    map_probe_paths,
+    probe_config,
+    probe_flow_name,
+    probe_pair,
+)
+from labtest.measure.coverage import TG_ROLES
+from labtest.reports.attach import attach_json
+
+if TYPE_CHECKING:  # names pytest must not collect
+    from labtest.fixtures.cabling_plan import Uplink
+    from labtest.fixtures.traffic import FabricView
+    from labtest.lab import Lab
+    from labtest.testbed.model import Link, Testbed
+
+SETTINGS = load_settings("paths")
+KEY = "paths.delivered_ratio"
+ENDPOINT_ROLES = frozenset({"host", *TG_ROLES})
+pytestmark = [pytest.mark.needs("TrafficGenerator")]
+
+
+def fabric_links(testbed: Testbed) -> list[Link]:
+    """Switch-to-switch links: neither end a host nor a traffic generator."""
+    return [
+        lk for lk in testbed.links
+        if all(testbed.devices[e.device].role not in ENDPOINT_ROLES for e in lk.ends)
+    ]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "fabric_link" in metafunc.fixturenames:
+        tb = plugin.testbed_of(metafunc.config)
+        links = fabric_links(tb) if tb is not None else []
+        metafunc.parametrize("fabric_link", links, ids=[lk.name for lk in links])
+
+
+@dataclass(frozen=True)
+class Hop:
+    """One direction of a fabric link under load: what entered it and what came out."""
+
+    link: str
+    device: str  # the end that sends into the link
+    port: str
+    peer: str  # the receiving end, device:port
+    spine: str
+    entered_frames: int
+    carried_frames: int
+    offered_pps: float  # what the TG achieved on the path, both directions' flows of it
+
+    @property
+    def ratio(self) -> float:
+        return self.carried_frames / self.entered_frames if self.entered_frames > 0 else 0.0
+
+
+@dataclass
+class Deliveries:
+    """Every loaded hop by link, and why a link has none."""
+
+    hops: dict[str, list[Hop]] = field(default_factory=dict)
+    holes: dict[str, str] = field(default_factory=dict)
+    unloaded: str = ""  # why no link is loaded (no TG pair); else see ``hole``
+    leaves: tuple[str, ...] = ()  # the switches of the TG's two ports
+    flows: int = 0
+
+    def hole(self, link: Link) -> str:
+        """Why ``link`` carried no probe load."""
+        if link.name in self.holes or self.unloaded:
+            return self.holes.get(link.name) or self.unloaded
+        if {e.device for e in link.ends} & set(self.leaves):
+            return f"none of the {self.flows} probe flows per direction was hashed onto it"
+        return (f"the traffic generator's ports are on {' and '.join(self.leaves)}: no path "
+                "between them crosses it")
+
+
+def _offered(flows: list[Flow]) -> dict[str, float]:
+    """Per-flow rate for the flows of one path and direction: the path's load, shared."""
+    load = SETTINGS["load"]
+    share = 1.0 / max(len(flows), 1)
+    if load.get("pps"):
+        return {"rate_pps": float(load["pps"]) * share}
+    return {"rate_line_pct": float(load["line_pct"]) * share}
+
+
+def _phase_config(base: TrafficConfig, groups: list[list[str]]) -> TrafficConfig:
+    """The probe flows of one spine's paths, each path and direction at the path load."""
+    by_name = {f.name: f for f in base.flows}
+    flows = []
+    for names in groups:
+        rate = _offered([by_name[n] for n in names])
+        for n in names:
+            update = {"rate_pps": None, "rate_line_pct": None, "packets": None,
+                      "duration_s": float(SETTINGS["duration_s"]), **rate}
+            flows.append(Flow.model_validate({**by_name[n].model_dump(), **update}))
+    return TrafficConfig(ports=base.ports, flows=flows)
+
+
+def _rx(counters: dict[str, dict[str, Any]], end: tuple[str, str]) -> int | None:
+    device, port = end
+    value = counters[device][port].rx_packets
+    return None if value is None else int(value)
+
+
+def _load_spine(
+    lab: Lab, tg: TrafficGenerator, a: TgPort, base: TrafficConfig,
+    spine: str, paths: dict[str, tuple[Uplink, ...]], out: Deliveries,
+) -> None:
+    """Load every path over ``spine``, both directions at once; record each hop."""
+    groups: dict[tuple[Uplink, ...], list[str]] = {}
+    for name, path in paths.items():
+        if path[0].peer == spine:
+            groups.setdefault(path, []).append(name)
+    tg.set_config(_phase_config(base, list(groups.values())))
+    devices = sorted({d for path in groups for h in path for d in (h.switch, h.peer)})
+    before = {d: lab.device(d).counters() for d in devices}
+    tg.start_traffic()
+    if not tg.wait_done(timeout_s=float(SETTINGS["timeout_s"])):
+        raise TransportTimeout(a.tg, f"the load over {spine} did not finish")
+    labtime.sleep(float(SETTINGS["settle_s"]))  # frames still queued reach the counters
+    after = {d: lab.device(d).counters() for d in devices}
+    metrics = {m.name: m for m in tg.metrics()}
+    evidence: dict[str, Any] = {}
+    for path, names in groups.items():
+        entered = sum(metrics[n].frames_tx for n in names)
+        delivered = sum(metrics[n].frames_rx or 0 for n in names)
+        pps = entered / float(SETTINGS["duration_s"])
+        evidence[" > ".join(h.endpoint for h in path)] = {
+            "flows": names, "tg_frames_tx": entered, "tg_frames_rx": delivered}
+        if len(path) != 2:
+            for h in path[1:]:
+                out.holes.setdefault(h.link, (
+                    f"{spine} reaches {h.peer} over {len(path) - 1} parallel links: which of "
+                    "them a flow takes is not mapped"))
+            path = path[:1]
+        for h in path:
+            end = (h.peer, h.peer_port)
+            now, was = _rx(after, end), _rx(before, end)
+            if now is None or was is None:
+                out.holes.setdefault(h.link, f"{h.peer}:{h.peer_port} reports no rx_packets "
+                                             f"counter ({lab.testbed.devices[h.peer].driver})")
+                break
+            carried = now - was
+            out.hops.setdefault(h.link, []).append(
+                Hop(h.link, h.switch, h.port, f"{h.peer}:{h.peer_port}", spine, entered, carried,
+                    pps))
+            entered = carried
+    attach_json(f"paths over {spine}", evidence)
+
+
+@pytest.fixture(scope="module")
+def deliveries(lab: Lab, fabric_view: FabricView) -> Deliveries:
+    found = probe_pair(lab)
+    if found is None:
+        return Deliveries(unloaded="no traffic generator has ports on two different switches: "
+                                   "no path can be loaded")
+    a, b = found
+    tg = lab.device(a.tg)
+    assert isinstance(tg, TrafficGenerator)
+    cfg = SETTINGS["probe"]
+    how = PathMapping(
+        flows=int(cfg["flows"]),
+        frame_size_bytes=int(cfg["frame_size_bytes"]),
+        rate_pps=float(cfg["mapping_rate_pps_per_flow"]),
+        dscp=int(cfg["dscp"]),
+        unit_frames=int(SETTINGS["path_probe_unit_frames"]),
+        attempts=int(SETTINGS.get("path_probe_attempts", 1)),
+        timeout_s=float(SETTINGS["timeout_s"]),
+    )
+    out = Deliveries(leaves=(a.switch, b.switch), flows=how.flows)
+    try:
+        with allure.step("PATHS-1.1/1: map the probe flows onto the ECMP paths"):
+            paths = map_probe_paths(lab, fabric_view, tg, a, b, how)
+            attach_json("flow paths", {f: [h.endpoint for h in p] for f, p in paths.items()})
+        base = probe_config(lab, a, b, flows_per_direction=how.flows,
+                            frame_size_bytes=how.frame_size_bytes, rate_pps=1.0, dscp=how.dscp)
+        ordered = [probe_flow_name(s, d, i) for s, d in ((a, b), (b, a)) for i in range(how.flows)]
+        spines = list(dict.fromkeys(paths[n][0].peer for n in ordered))
+        for spine in spines:
+            with allure.step(f"PATHS-1.1/2: load every path over {spine}, both directions"):
+                _load_spine(lab, tg, a, base, spine, paths, out)
+    finally:
+        tg.stop_traffic()
+    return out
+
+
+@pytest.mark.plan("PATHS-1.1")
+def test_path_delivery(fabric_link: Link, deliveries: Deliveries, measure: Any) -> None:
+    """PATHS-1.1: each direction of the link loaded on the TG's paths carries what entered it."""
+    link = fabric_link.name
+    hops = deliveries.hops.get(link, [])
+    if not hops:
+        reason = f"{link}: {deliveries.hole(fabric_link)}"
+        measure.not_proven(KEY, reason, link=link)
+        pytest.skip(reason)
+    with allure.step("PATHS-1.1/3: carried over entered, per direction of the link"):
+        for hop in hops:
+            measure("delivered_ratio", hop.ratio, key=KEY, link=link, device=hop.device,
+                    port=hop.port, peer=hop.peer, entered_frames=hop.entered_frames,
+                    carried_frames=hop.carried_frames, path_pps=f"{hop.offered_pps:.0f}")
