@@ -47,13 +47,17 @@ class QueueView:
 
 
 @dataclass(frozen=True)
-class PortRates:
-    """Counter rates of one port between two samples."""
+class CounterDelta:
+    """How far one port's counters moved between two samples (all 0 without an earlier one)."""
 
-    rx_bytes_per_s: float
-    tx_bytes_per_s: float
-    rx_packets_per_s: float
-    tx_packets_per_s: float
+    interval_s: float
+    rx_octets: int
+    tx_octets: int
+    rx_packets: int
+    tx_packets: int
+
+    def per_s(self, count: int) -> float:
+        return count / self.interval_s if self.interval_s else 0.0
 
 
 @dataclass(frozen=True)
@@ -368,21 +372,23 @@ class SwitchDevice:
     def fabric(self) -> Fabric:
         return self.state.fabric
 
-    def rates_since(self, view: PortView, min_interval_s: float) -> PortRates:
-        """Rates since the port's previous sample; a sample is kept only when at least
-        ``min_interval_s`` after the kept one, as the OS's rate poller does."""
+    def since_last(self, view: PortView, min_interval_s: float) -> CounterDelta:
+        """Counter movement since the port's previous sample, for the rate columns; a sample
+        is kept only ``min_interval_s`` after the kept one, as the OS's rate poller does.
+        Counters that went back (cleared, rebooted) count as no movement."""
         with self.lock:
             previous = self.rates.get(view.name)
             if previous is None or view.time_s - previous[0] >= min_interval_s:
                 self.rates[view.name] = (view.time_s, view)
         if previous is None or view.time_s <= previous[0]:
-            return PortRates(0.0, 0.0, 0.0, 0.0)
-        dt, old = view.time_s - previous[0], previous[1]
-        return PortRates(
-            rx_bytes_per_s=max(view.rx_octets - old.rx_octets, 0) / dt,
-            tx_bytes_per_s=max(view.tx_octets - old.tx_octets, 0) / dt,
-            rx_packets_per_s=max(view.rx_packets - old.rx_packets, 0) / dt,
-            tx_packets_per_s=max(view.tx_packets - old.tx_packets, 0) / dt,
+            return CounterDelta(0.0, 0, 0, 0, 0)
+        old = previous[1]
+        return CounterDelta(
+            interval_s=view.time_s - previous[0],
+            rx_octets=max(view.rx_octets - old.rx_octets, 0),
+            tx_octets=max(view.tx_octets - old.tx_octets, 0),
+            rx_packets=max(view.rx_packets - old.rx_packets, 0),
+            tx_packets=max(view.tx_packets - old.tx_packets, 0),
         )
 
     def lldp_neighbours(self) -> list[LldpAdvert]:

@@ -72,9 +72,9 @@ class InterfaceCommands(SonicCommands):
         rows = []
         for view in (self.state.port_view(p) for p in self._ports(args)):
             c = self._counted(view)
-            r = self.dev.rates_since(view, RATE_MIN_DT_S)
-            rx_bps, tx_bps = r.rx_bytes_per_s, r.tx_bytes_per_s
-            rx_pps, tx_pps = r.rx_packets_per_s, r.tx_packets_per_s
+            d = self.dev.since_last(view, RATE_MIN_DT_S)
+            rx_bps, tx_bps = d.per_s(d.rx_octets), d.per_s(d.tx_octets)
+            rx_pps, tx_pps = d.per_s(d.rx_packets), d.per_s(d.tx_packets)
             speed_bps = view.speed_gbps * 1e9
             row: list[object] = [view.name, state_letter(view), commas(c["rx_ok"]), _brate(rx_bps)]
             row += [f"{rx_pps:.2f}/s"] if printall else []
