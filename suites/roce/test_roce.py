@@ -20,6 +20,7 @@ from labtest.fixtures.cabling_plan import bisection_pairs, host_pairs, pair_id, 
 from labtest.fixtures.criteria import fraction, share_deviation
 from labtest.fixtures.perftest_pairs import PairOutcome, run_bandwidth_pairs, run_latency_pair
 from labtest.fixtures.run_counters import fabric_deltas
+from labtest.fixtures.run_schedule import Outcome, pair_run, run_in_rounds
 from labtest.fixtures.suite_data import load_settings
 from labtest.fixtures.traffic import FabricView
 from labtest.reports import plots
@@ -48,6 +49,55 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             data = set(view.hosts) | set(view.switches)
             links = [lk for lk in lab.testbed.links if {e.device for e in lk.ends} <= data]
         metafunc.parametrize("mtu_link", links, ids=[lk.name for lk in links])
+
+
+class PairRuns:
+    """ROCE-1.1's or ROCE-1.2's pairs, run in rounds of disjoint pairs (``run_schedule``)
+    the first time any of them is asked for; each test then judges its own pair's outcome.
+    ``concurrent_pairs: false`` in settings.yaml (or an xdist worker) runs them one at a time,
+    each in its own test."""
+
+    def __init__(self, request: pytest.FixtureRequest, view: FabricView, test: str) -> None:
+        self.view, self.test = view, test
+        workers = hasattr(request.config, "workerinput")  # xdist spreads the pairs itself
+        self.concurrent = bool(SETTINGS.get("concurrent_pairs", True)) and not workers
+        self.pairs = [
+            item.callspec.params["host_pair"]
+            for item in request.session.items
+            if getattr(item, "originalname", None) == test and item.module is request.module
+            and hasattr(item, "callspec")
+        ]
+        self._done: dict[str, Outcome[PairOutcome]] = {}
+
+    def outcome(self, pair: tuple[str, str], run: Any) -> Outcome[PairOutcome]:
+        """``pair``'s outcome; on first use the whole schedule runs (``run(pair)`` per pair)."""
+        if not self.concurrent or pair not in self.pairs:
+            return run_in_rounds([self._run(pair)], lambda r: run(pair))[pair_id(pair)]
+        if not self._done:
+            runs = [self._run(p) for p in self.pairs]
+            by_name = dict(zip((r.name for r in runs), self.pairs, strict=True))
+            self._done = run_in_rounds(runs, lambda r: run(by_name[r.name]))
+        return self._done[pair_id(pair)]
+
+    def _run(self, pair: tuple[str, str]) -> Any:
+        return pair_run(pair_id(pair), pair, self.view.attachment, self.view.uplinks)
+
+
+@pytest.fixture(scope="module")
+def bandwidth_runs(request: pytest.FixtureRequest, fabric_view: FabricView) -> PairRuns:
+    return PairRuns(request, fabric_view, "test_pair_bandwidth")
+
+
+@pytest.fixture(scope="module")
+def latency_runs(request: pytest.FixtureRequest, fabric_view: FabricView) -> PairRuns:
+    return PairRuns(request, fabric_view, "test_pair_latency")
+
+
+def _note_schedule(ran: Outcome[PairOutcome]) -> None:
+    """Say in the report which disjoint pairs ran at the same time as this one."""
+    if ran.beside:
+        with allure.step(f"ran in round {ran.round_index + 1} beside {', '.join(ran.beside)}"):
+            pass
 
 
 def _spec(section: str) -> PerftestSpec:
@@ -227,7 +277,9 @@ def _pcie_text(speed_gts: float | None, width: int | None) -> str:
 
 
 @pytest.mark.plan("ROCE-1.1")
-def test_pair_bandwidth(host_pair: tuple[str, str], fabric_view: FabricView, measure: Any) -> None:
+def test_pair_bandwidth(
+    host_pair: tuple[str, str], fabric_view: FabricView, bandwidth_runs: PairRuns, measure: Any
+) -> None:
     """ROCE-1.1: bidirectional ib_write_bw between two hosts reaches 90% of line rate."""
     client, server = host_pair
     spec = _spec("pair_bandwidth")
@@ -236,7 +288,11 @@ def test_pair_bandwidth(host_pair: tuple[str, str], fabric_view: FabricView, mea
     with allure.step(
         f"ROCE-1.1/2: ib_write_bw -b -q {spec.qps} -s {spec.size_bytes} -D {spec.duration_s}"
     ):
-        (outcome,) = run_bandwidth_pairs(fabric_view.lab, [host_pair], spec)
+        ran = bandwidth_runs.outcome(
+            host_pair, lambda p: run_bandwidth_pairs(fabric_view.lab, [p], spec)[0]
+        )
+        outcome = ran.get()
+        _note_schedule(ran)
         if outcome.bandwidth is not None:
             attach_json(f"ib_write_bw {outcome.pair}", outcome.bandwidth)
     with allure.step("ROCE-1.1/3: bandwidth and the run's RoCE MTU against the limits"):
@@ -245,11 +301,15 @@ def test_pair_bandwidth(host_pair: tuple[str, str], fabric_view: FabricView, mea
 
 
 @pytest.mark.plan("ROCE-1.2")
-def test_pair_latency(host_pair: tuple[str, str], fabric_view: FabricView, measure: Any) -> None:
+def test_pair_latency(
+    host_pair: tuple[str, str], fabric_view: FabricView, latency_runs: PairRuns, measure: Any
+) -> None:
     """ROCE-1.2: ib_write_lat p50, p99 and p99.9 between two hosts."""
     spec = _spec("pair_latency")
     with allure.step(f"ROCE-1.2/1: ib_write_lat -s {spec.size_bytes} -n {spec.iterations}"):
-        outcome = run_latency_pair(fabric_view.lab, host_pair, spec)
+        ran = latency_runs.outcome(host_pair, lambda p: run_latency_pair(fabric_view.lab, p, spec))
+        outcome = ran.get()
+        _note_schedule(ran)
     with allure.step("ROCE-1.2/2: percentiles against the limits"):
         if outcome.latency is None or not outcome.latency.rows:
             measure(
