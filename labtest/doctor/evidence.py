@@ -70,6 +70,8 @@ class PortReading:
     oper_samples: int = 0  # link-state samples taken during the watch
     oper_down_samples: int = 0
     down_events: int = 0  # up -> down transitions seen during the watch
+    bgp_down: tuple[str, ...] = ()  # peers over this port whose BGP session is not Established
+    bfd_down: tuple[str, ...] = ()  # peers over this port whose BFD session is not up
 
     @property
     def name(self) -> str:
@@ -83,6 +85,9 @@ class Snapshot:
     ports: dict[str, PortReading] = field(default_factory=dict)  # "device:port" -> reading
     not_observed: dict[str, str] = field(default_factory=dict)  # "device capability" -> why
     failed: dict[str, str] = field(default_factory=dict)  # device -> error
+    #: a neighbour's interface address (from BGP sessions) -> "device:port" it is on, so a
+    #: traceroute hop that answers from its ingress interface names the link it came over
+    addresses: dict[str, str] = field(default_factory=dict)
     wall_s: float = 0.0  # how long the collection took
 
 
@@ -141,10 +146,13 @@ def watch_oper(driver: Any, watch_s: float, poll_s: float) -> dict[str, tuple[in
         time.sleep(poll_s)
 
 
-def read_switch(driver: Any, name: str, watch_s: float, poll_s: float) -> tuple[
+def read_switch(driver: Any, name: str, watch_s: float, poll_s: float,
+                addresses: dict[str, str] | None = None) -> tuple[
         dict[str, PortReading], dict[str, str]]:
-    """One switch's ports and the capabilities it did not offer."""
+    """One switch's ports and the capabilities it did not offer; ``addresses`` is filled
+    with its BGP peers' addresses (peer address -> this switch's port facing it)."""
     missing: dict[str, str] = {}
+    addresses = {} if addresses is None else addresses
     ports: dict[str, dict[str, Any]] = {}
 
     def port(p: str) -> dict[str, Any]:
@@ -181,6 +189,18 @@ def read_switch(driver: Any, name: str, watch_s: float, poll_s: float) -> tuple[
                 port(p)["neighbour"] = f"{n.remote_system}:{n.remote_port}"
     else:
         missing[f"{name} LLDP"] = "driver offers no Lldp"
+    for cap, read, key, ok in (("BgpSessions", "bgp_sessions", "bgp_down", "established"),
+                               ("BfdSessions", "bfd_sessions", "bfd_down", "up")):
+        if not _offers(driver, cap):
+            continue  # no routing on this device is no gap: nothing to report missing
+        for peer, s in getattr(driver, read)().items():
+            if s.local_port is None:
+                continue
+            if not getattr(s, ok):
+                port(s.local_port).setdefault(key, ())
+                port(s.local_port)[key] += (peer,)
+            if cap == "BgpSessions":
+                addresses[peer] = f"{name}:{s.local_port}"  # the near end: peer() gives the far
     if _offers(driver, "PfcQueues"):
         for p, pfc in driver.pfc_counters().items():
             port(p)["counters"].update(_pfc_totals(pfc))
@@ -256,17 +276,18 @@ def collect(
     switches = lab.names(capability="Interfaces")
     hosts = [n for n, d in tb.devices.items() if d.role == "host" and n not in switches]
     began = time.monotonic()
+    addresses: dict[str, str] = {}  # each switch adds its own peers (one dict item at a time)
 
     def one(name: str) -> Any:
         drv = lab.device(name)  # the driver sweep holds the lock of
         if name in hosts:
             return read_host(drv, name, tb)
-        return read_switch(drv, name, watch_s, poll_s)
+        return read_switch(drv, name, watch_s, poll_s, addresses)
 
     # every driver is built as ``cls(name, device, testbed)`` and keeps its ``name``
     res = sweep(lab, switches + hosts, lambda drv: one(drv.name), max_workers=max_workers,
                 timeout_s=timeout_s + watch_s)
-    snap = Snapshot(wall_s=time.monotonic() - began)
+    snap = Snapshot(wall_s=time.monotonic() - began, addresses=addresses)
     for ports, missing in res.ok.values():
         snap.ports.update(ports)
         snap.not_observed.update(missing)

@@ -152,6 +152,12 @@ class Judge:
                            "module temperature")
         out += self._cabling(r)
         out += self._loss(r, snap)
+        for metric, peers, what in (("bgp_session_down", r.bgp_down, "BGP sessions not "
+                                     "Established"), ("bfd_session_down", r.bfd_down,
+                                                      "BFD sessions not up")):
+            if peers and r.oper_up is not False:  # a dark link's sessions are down anyway
+                out += self._check(r, metric, len(peers), f"routing.{metric}",
+                                   f"{what} with the link up (peers {', '.join(peers)})")
         for key in ("rx_fcs_errors", "rx_errors", "rx_discards"):
             if grew.get(key, 0) > 0:
                 out.append(self._ev(r, key, grew[key], None, "ANOMALY",
