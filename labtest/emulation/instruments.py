@@ -34,21 +34,26 @@ from typing import Any
 import numpy as np
 
 from labtest.emulation.scpiserver import (
-    DATA_OUT_OF_RANGE,
+    DATA_TYPE_ERROR,
+    HEADER_SUFFIX_OUT_OF_RANGE,
+    ILLEGAL_PARAMETER_VALUE,
     UNDEFINED_HEADER,
     ScpiCommandError,
     ScpiServer,
+    boolean,
+    in_range,
+    match_header,
+    need,
+    nr3,
+    number,
+    split_args,
+    suffix,
+    unquote,
 )
 from labtest.emulation.snmpagent import DictMib, Gauge32, ObjectIdentifier, TimeTicks
 from labtest.transports.mibs import Oid
 
 Clock = Callable[[], float]
-
-# SCPI-99 error codes (vol. 2, chapter 21) beyond those scpiserver defines
-MISSING_PARAMETER = (-109, "Missing parameter")
-HEADER_SUFFIX_OUT_OF_RANGE = (-114, "Header suffix out of range")
-DATA_TYPE_ERROR = (-104, "Data type error")
-ILLEGAL_PARAMETER_VALUE = (-224, "Illegal parameter value")
 
 
 @dataclass
@@ -66,91 +71,6 @@ class InstrumentHooks:
     on_outlet: Callable[[int, bool], None] | None = None
     ber_source: Callable[[int], float | None] | None = None
     power_source: Callable[[int], float] | None = None
-
-
-# --- SCPI parsing helpers ------------------------------------------------------------
-
-_NODE = re.compile(r"^([A-Za-z*]+)(\d*)$")
-_NUMBER = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-z]*)$")
-_SCALE = {"": 1.0, "DB": 1.0, "DBM": 1.0, "M": 1.0, "MM": 1e-3, "UM": 1e-6, "NM": 1e-9,
-          "PM": 1e-12, "S": 1.0, "MS": 1e-3, "US": 1e-6, "NS": 1e-9}
-
-
-def match_header(pattern: str, header: str) -> list[int | None] | None:
-    """Match ``header`` against a SCPI ``pattern`` allowing numeric node suffixes.
-
-    ``match_header("READ:POWer?", ":READ2:POW?")`` -> ``[2, None]``; None when it
-    does not match. Short and long forms are accepted, case-insensitively.
-    """
-    want, got = pattern.lstrip(":"), header.lstrip(":")
-    if want.endswith("?") != got.endswith("?"):
-        return None
-    want_nodes, got_nodes = want.rstrip("?").split(":"), got.rstrip("?").split(":")
-    if len(want_nodes) != len(got_nodes):
-        return None
-    suffixes: list[int | None] = []
-    for node, text in zip(want_nodes, got_nodes, strict=True):
-        found = _NODE.match(text)
-        if found is None:
-            return None
-        short = "".join(c for c in node if not c.islower())
-        if found[1].upper() not in (short.upper(), node.upper()):
-            return None
-        suffixes.append(int(found[2]) if found[2] else None)
-    return suffixes
-
-
-def split_args(text: str) -> list[str]:
-    """Parameters of one command, split on commas outside single or double quotes."""
-    parts, current, quote = [], [], ""
-    for char in text:
-        if char in "'\"" and quote in ("", char):
-            quote = "" if quote else char
-        if char == "," and not quote:
-            parts.append("".join(current).strip())
-            current = []
-        else:
-            current.append(char)
-    last = "".join(current).strip()
-    return [*parts, last] if parts or last else []
-
-
-def unquote(text: str) -> str:
-    return text.strip().strip("'\"")
-
-
-def number(text: str) -> float:
-    """A SCPI numeric parameter with an optional unit suffix (``14dB``, ``1550NM``)."""
-    found = _NUMBER.match(text.strip())
-    if found is None or found[2].upper() not in _SCALE:
-        raise ScpiCommandError(*DATA_TYPE_ERROR)
-    return float(found[1]) * _SCALE[found[2].upper()]
-
-
-def boolean(text: str) -> bool:
-    value = text.strip().upper()
-    if value in ("1", "ON"):
-        return True
-    if value in ("0", "OFF"):
-        return False
-    raise ScpiCommandError(*ILLEGAL_PARAMETER_VALUE)
-
-
-def nr3(value: float) -> str:
-    return f"{value:+.8E}"
-
-
-def in_range(value: float, low: float, high: float) -> float:
-    if not low <= value <= high:
-        raise ScpiCommandError(*DATA_OUT_OF_RANGE)
-    return value
-
-
-def suffix(value: int | None, allowed: Iterable[int]) -> int:
-    index = 1 if value is None else value
-    if index not in allowed:
-        raise ScpiCommandError(*HEADER_SUFFIX_OUT_OF_RANGE)
-    return index
 
 
 Handler = Callable[[list[int | None], list[str]], str | None]
@@ -185,12 +105,6 @@ class ScpiEmulator:
         """An ``ScpiServer`` for this instrument on 127.0.0.1, not yet started:
         ``with voa.server() as srv: ...`` starts and stops it."""
         return ScpiServer(self, idn=self.idn, **server_options)
-
-
-def need(args: list[str], count: int) -> list[str]:
-    if len(args) < count:
-        raise ScpiCommandError(*MISSING_PARAMETER)
-    return args
 
 
 # --- optical power meter (Keysight N774xC) --------------------------------------------
@@ -660,8 +574,8 @@ class PduMib:
         self._started_s = clock()
         self._mib = DictMib(self._objects())
 
-    def _objects(self) -> dict[Oid, Any]:
-        objects: dict[Oid, Any] = {
+    def _objects(self) -> dict[str | Oid, Any]:
+        objects: dict[str | Oid, Any] = {
             (*_SYSTEM, 1, 0): "APC Web/SNMP Management Card (emulated rack PDU)",
             (*_SYSTEM, 2, 0): ObjectIdentifier(APC_RPDU2_SYSOID),
             (*_SYSTEM, 3, 0): lambda: TimeTicks(int((self.clock() - self._started_s) * 100)),
@@ -803,4 +717,5 @@ __all__ = [
     "ScpiEmulator",
     "ScpiRecording",
     "match_header",
+    "split_args",
 ]

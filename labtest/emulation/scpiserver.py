@@ -5,8 +5,10 @@ message at a time (port 5025 by convention). This server speaks that framing
 on 127.0.0.1, so the VISA transport and the drivers above it cannot tell an
 emulated instrument from a real one. The server owns the framing, the IEEE
 488.2 common commands and the error queue; what the instrument *does* lives in
-a pluggable handler. It can also misbehave on purpose (``silent``, ``slow``,
-``drop``) so that instrument timeouts and dropped sessions can be emulated.
+a pluggable handler, which reads headers and parameters with the helpers
+here (``match_header``, ``split_args``, ``number`` ...). It can also misbehave
+on purpose (``silent``, ``slow``, ``drop``) so that instrument timeouts and
+dropped sessions can be emulated.
 
 The asyncio loop runs in its own thread so that synchronous tests and drivers
 can use it; ``start()`` and ``stop()`` are bounded and leave nothing behind.
@@ -18,7 +20,9 @@ import asyncio
 import collections
 import contextlib
 import logging
+import re
 import threading
+from collections.abc import Iterable
 from typing import Literal, Protocol
 
 log = logging.getLogger("labtest.emulation.scpi")
@@ -32,6 +36,10 @@ UNDEFINED_HEADER = (-113, "Undefined header")
 DATA_OUT_OF_RANGE = (-222, "Data out of range")
 DEVICE_SPECIFIC_ERROR = (-300, "Device-specific error")
 QUEUE_OVERFLOW = (-350, "Queue overflow")
+MISSING_PARAMETER = (-109, "Missing parameter")
+HEADER_SUFFIX_OUT_OF_RANGE = (-114, "Header suffix out of range")
+DATA_TYPE_ERROR = (-104, "Data type error")
+ILLEGAL_PARAMETER_VALUE = (-224, "Illegal parameter value")
 
 _SYST_ERR = frozenset({"SYST:ERR?", "SYSTEM:ERROR?", "SYST:ERR:NEXT?", "SYSTEM:ERROR:NEXT?"})
 _MAX_LINE_BYTES = 64 * 1024
@@ -93,19 +101,59 @@ class ErrorQueue:
         return len(self._items)
 
 
-def split_message(line: str) -> list[str]:
-    """Split a program message on ``;`` outside double-quoted strings."""
-    parts, current, quoted = [], [], False
-    for char in line:
-        if char == '"':
-            quoted = not quoted
-        if char == ";" and not quoted:
+# --- reading a program message (the server, and the handlers behind it) -------------------
+
+_NODE = re.compile(r"^([A-Za-z*]+)(\d*)$")
+_NUMBER = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-z]*)$")
+_SCALE = {"": 1.0, "DB": 1.0, "DBM": 1.0, "M": 1.0, "MM": 1e-3, "UM": 1e-6, "NM": 1e-9,
+          "PM": 1e-12, "S": 1.0, "MS": 1e-3, "US": 1e-6, "NS": 1e-9}
+
+
+def split_unquoted(text: str, separator: str, quotes: str) -> list[str]:
+    """``text`` split on ``separator`` wherever it stands outside a string quoted with one
+    of ``quotes`` (the parts as they are, unstripped)."""
+    parts: list[str] = []
+    current: list[str] = []
+    quote = ""
+    for char in text:
+        if char in quotes and quote in ("", char):
+            quote = "" if quote else char
+        if char == separator and not quote:
             parts.append("".join(current))
             current = []
         else:
             current.append(char)
     parts.append("".join(current))
-    return [p.strip() for p in parts if p.strip()]
+    return parts
+
+
+def split_message(line: str) -> list[str]:
+    """Split a program message on ``;`` outside double-quoted strings."""
+    return [p.strip() for p in split_unquoted(line, ";", '"') if p.strip()]
+
+
+def split_args(text: str) -> list[str]:
+    """Parameters of one command, split on commas outside single or double quotes."""
+    parts = [p.strip() for p in split_unquoted(text, ",", "'\"")]
+    return [] if parts == [""] else parts
+
+
+def _node_pairs(pattern: str, header: str) -> list[tuple[str, str]] | None:
+    """(pattern node, header node) pairs; None when the two differ in being a query or in
+    their number of nodes. A leading ``:`` is ignored."""
+    want, got = pattern.lstrip(":"), header.lstrip(":")
+    if want.endswith("?") != got.endswith("?"):
+        return None
+    want_nodes, got_nodes = want.rstrip("?").split(":"), got.rstrip("?").split(":")
+    if len(want_nodes) != len(got_nodes):
+        return None
+    return list(zip(want_nodes, got_nodes, strict=True))
+
+
+def _spells(node: str, text: str) -> bool:
+    """``text`` is the short (the capitals) or the long form of ``node``, in any case."""
+    short = "".join(c for c in node if not c.islower())
+    return text.upper() in (short.upper(), node.upper())
 
 
 def header_matches(pattern: str, header: str) -> bool:
@@ -115,17 +163,70 @@ def header_matches(pattern: str, header: str) -> bool:
     ``header_matches("MEASure:POWer?", "meas:power?")`` is True. A leading
     ``:`` is ignored; optional ``[nodes]`` are not supported.
     """
-    want, got = pattern.lstrip(":"), header.lstrip(":")
-    if want.endswith("?") != got.endswith("?"):
+    pairs = _node_pairs(pattern, header)
+    return pairs is not None and all(_spells(node, text) for node, text in pairs)
+
+
+def match_header(pattern: str, header: str) -> list[int | None] | None:
+    """Match ``header`` against a SCPI ``pattern`` allowing numeric node suffixes.
+
+    ``match_header("READ:POWer?", ":READ2:POW?")`` -> ``[2, None]``; None when it
+    does not match. Short and long forms are accepted, case-insensitively.
+    """
+    pairs = _node_pairs(pattern, header)
+    if pairs is None:
+        return None
+    suffixes: list[int | None] = []
+    for node, text in pairs:
+        found = _NODE.match(text)
+        if found is None or not _spells(node, found[1]):
+            return None
+        suffixes.append(int(found[2]) if found[2] else None)
+    return suffixes
+
+
+def unquote(text: str) -> str:
+    return text.strip().strip("'\"")
+
+
+def number(text: str) -> float:
+    """A SCPI numeric parameter with an optional unit suffix (``14dB``, ``1550NM``)."""
+    found = _NUMBER.match(text.strip())
+    if found is None or found[2].upper() not in _SCALE:
+        raise ScpiCommandError(*DATA_TYPE_ERROR)
+    return float(found[1]) * _SCALE[found[2].upper()]
+
+
+def boolean(text: str) -> bool:
+    value = text.strip().upper()
+    if value in ("1", "ON"):
+        return True
+    if value in ("0", "OFF"):
         return False
-    want_nodes, got_nodes = want.rstrip("?").split(":"), got.rstrip("?").split(":")
-    if len(want_nodes) != len(got_nodes):
-        return False
-    for node, text in zip(want_nodes, got_nodes, strict=True):
-        short = "".join(c for c in node if not c.islower())
-        if text.upper() not in (short.upper(), node.upper()):
-            return False
-    return True
+    raise ScpiCommandError(*ILLEGAL_PARAMETER_VALUE)
+
+
+def nr3(value: float) -> str:
+    return f"{value:+.8E}"
+
+
+def in_range(value: float, low: float, high: float) -> float:
+    if not low <= value <= high:
+        raise ScpiCommandError(*DATA_OUT_OF_RANGE)
+    return value
+
+
+def suffix(value: int | None, allowed: Iterable[int]) -> int:
+    index = 1 if value is None else value
+    if index not in allowed:
+        raise ScpiCommandError(*HEADER_SUFFIX_OUT_OF_RANGE)
+    return index
+
+
+def need(args: list[str], count: int) -> list[str]:
+    if len(args) < count:
+        raise ScpiCommandError(*MISSING_PARAMETER)
+    return args
 
 
 class ScpiServer:

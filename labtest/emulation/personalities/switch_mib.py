@@ -353,7 +353,7 @@ class SwitchMib:
         }
         for column, value in values.items():
             smi = OctetString(value.encode()) if isinstance(value, str) else value
-            out[(*ENT_PHYSICAL_ENTRY, column, CHASSIS_INDEX)] = lambda smi=smi: smi
+            out[(*ENT_PHYSICAL_ENTRY, column, CHASSIS_INDEX)] = _constant(smi)
 
     def _entity_rows(self, out: dict[Oid, Getter], port: str, lanes: int) -> None:
         if_index = self.state.if_index[port]
@@ -381,9 +381,9 @@ class SwitchMib:
         }
         for column, getter in module.items():
             out[(*ENT_PHYSICAL_ENTRY, column, xcvr)] = getter
-        parts = [(SENSOR_TEMP, None), (SENSOR_VCC, None)]
-        for lane in range(1, lanes + 1):
-            parts += [(SENSOR_TX, lane), (SENSOR_RX, lane), (SENSOR_BIAS, lane)]
+        parts: list[tuple[int, int | None]] = [(SENSOR_TEMP, None), (SENSOR_VCC, None)]
+        for n in range(1, lanes + 1):
+            parts += [(SENSOR_TX, n), (SENSOR_RX, n), (SENSOR_BIAS, n)]
         for kind, lane in parts:
             self._sensor_rows(out, port, xcvr, kind, lane)
 
@@ -433,3 +433,8 @@ class SwitchMib:
             return _sensor_int(reading.bias_ma, precision)  # milli-amperes
         dbm = reading.tx_power_dbm if kind == SENSOR_TX else reading.rx_power_dbm
         return _sensor_int(dbm_to_mw(dbm), precision)  # milli-watts
+
+
+def _constant(value: Any) -> Getter:
+    """A getter of a value fixed when the MIB is built."""
+    return lambda: value
