@@ -34,6 +34,10 @@ DEFAULT_REBOOT_DOWN_S = 3.0  # a reboot keeps the device silent this long (wall 
 REBOOT_DELAY_S = 0.2  # lets the reboot command's own answer leave before the silence
 PRIORITIES = 8
 SWITCH_DRIVERS = ("sonic", "eos")  # the families served with a switch personality
+PEER_DESCRIPTIONS = {  # LLDP system description by family (anything else: a Linux host)
+    "sonic": "SONiC Software Version: SONiC (emulated)",
+    "eos": "Arista Networks EOS (emulated)",
+}
 IfIndexRule = Callable[[str], int | None]
 
 
@@ -216,6 +220,19 @@ class SwitchState:
     def has_port(self, port: str) -> bool:
         return port in self.if_index
 
+    # --- LLDP peers ----------------------------------------------------------------
+
+    def is_switch(self, device: str) -> bool:
+        """A neighbour that bridges and routes (a switch of the testbed), for LLDP's
+        capability fields."""
+        peer = self.fabric.testbed.devices.get(device)
+        return peer is not None and peer.driver in SWITCH_DRIVERS
+
+    def peer_description(self, device: str) -> str:
+        """The system description a neighbour advertises, by its family."""
+        peer = self.fabric.testbed.devices.get(device)
+        return PEER_DESCRIPTIONS.get(peer.driver if peer is not None else "", "Linux (emulated)")
+
     # --- QoS state ---------------------------------------------------------------
 
     def pfc_priorities(self) -> list[int]:
@@ -397,9 +414,3 @@ class SwitchDevice:
             self.fabric.lldp_neighbours(self.name),
             key=lambda n: self.state.if_index[n.local_port],
         )
-
-    def is_switch(self, device: str) -> bool:
-        """A neighbour that bridges and routes (a switch of the testbed), for LLDP's
-        capability columns."""
-        peer = self.fabric.testbed.devices.get(device)
-        return peer is not None and peer.driver in SWITCH_DRIVERS

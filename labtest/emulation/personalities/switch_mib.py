@@ -316,18 +316,10 @@ class SwitchMib:
             7: rem(lambda n: OctetString(n.port_id.encode())),
             8: rem(lambda n: OctetString(n.port_description.encode())),
             9: rem(lambda n: OctetString(n.system_name.encode())),
-            10: rem(lambda n: OctetString(self._peer_descr(n.system_name).encode())),
+            10: rem(lambda n: OctetString(self.state.peer_description(n.system_name).encode())),
         }
         for column, getter in columns.items():
             out[(*LLDP_REM_ENTRY, column, *row)] = getter
-
-    def _peer_descr(self, device: str) -> str:
-        dev = self.state.fabric.testbed.devices.get(device)
-        driver = dev.driver if dev is not None else ""
-        return {
-            "sonic": "SONiC Software Version: SONiC (emulated)",
-            "eos": "Arista Networks EOS (emulated)",
-        }.get(driver, "Linux (emulated)")
 
     # --- ENTITY-MIB (RFC 6933) and ENTITY-SENSOR-MIB (RFC 3433) -------------------------
 

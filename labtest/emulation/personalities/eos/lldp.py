@@ -59,8 +59,7 @@ class LldpCommands(EosCommands):
             if n is None:
                 out[port] = {"lldpNeighborInfo": []}
                 continue
-            peer = self.dev.fabric.testbed.devices.get(n.system_name)
-            is_switch = self.dev.is_switch(n.system_name)
+            is_switch = self.state.is_switch(n.system_name)
             mgmt = (
                 []
                 if not n.management_address
@@ -104,7 +103,7 @@ class LldpCommands(EosCommands):
                         "lastContactTime": now,
                         "chassisId": dotted_mac(n.chassis_id),
                         "systemName": n.system_name,
-                        "systemDescription": _peer_descr(peer.driver if peer else ""),
+                        "systemDescription": self.state.peer_description(n.system_name),
                         "ttl": n.ttl_s,
                         "managementAddresses": mgmt,
                         "chassisIdType": "macAddress",
@@ -112,11 +111,4 @@ class LldpCommands(EosCommands):
                 ]
             }
         return {"lldpNeighbors": out}
-
-
-def _peer_descr(driver: str) -> str:
-    return {
-        "sonic": "SONiC Software Version: SONiC (emulated)",
-        "eos": "Arista Networks EOS (emulated)",
-    }.get(driver, "Linux (emulated)")
 

@@ -126,7 +126,7 @@ class SonicCli(InterfaceCommands, OpticCommands):
     # format: show_version__arista7060x6_master2025 (SONiC master, 2025) and
     # show_version__cmdref_sn2700 (sonic-utilities Command-Reference.md)
     def show_version(self, args: list[str]) -> CliReply:
-        state, facts = self.state, self.dev.fabric.device_facts(self.state.name)
+        state = self.state
         version = self.dev.version()
         commit = (
             version.rsplit("-", 1)[1][:9]
@@ -145,13 +145,7 @@ class SonicCli(InterfaceCommands, OpticCommands):
             "Build date: Thu Jul 31 07:48:38 UTC 2025",
             "Built by: labtest@emulator",
             "",
-            f"Platform: {state.var('platform', DEFAULT_PLATFORM)}",
-            f"HwSKU: {state.var('hwsku', DEFAULT_HWSKU)}",
-            f"ASIC: {state.var('asic', DEFAULT_ASIC)}",
-            "ASIC Count: 1",
-            f"Serial Number: {facts.serial}",
-            f"Model Number: {state.var('model', DEFAULT_MODEL)}",
-            f"Hardware Revision: {state.var('hardware_rev', 'A1')}",
+            *self._platform_lines(),
             f"Uptime: {now:%H:%M:%S} up {procps_uptime(state.uptime_s())},  1 user,  "
             f"load average: {load}",
             f"Date: {now:%a %d %b %Y %H:%M:%S}",
@@ -163,18 +157,20 @@ class SonicCli(InterfaceCommands, OpticCommands):
 
     # format: show_platform_summary__dx010_202105 (keys as SONiC 202105+ prints them)
     def show_platform_summary(self, args: list[str]) -> CliReply:
+        return ok(self._platform_lines())
+
+    def _platform_lines(self) -> list[str]:
+        """The platform block ``show version`` and ``show platform summary`` share."""
         state, facts = self.state, self.dev.fabric.device_facts(self.state.name)
-        return ok(
-            [
-                f"Platform: {state.var('platform', DEFAULT_PLATFORM)}",
-                f"HwSKU: {state.var('hwsku', DEFAULT_HWSKU)}",
-                f"ASIC: {state.var('asic', DEFAULT_ASIC)}",
-                "ASIC Count: 1",
-                f"Serial Number: {facts.serial}",
-                f"Model Number: {state.var('model', DEFAULT_MODEL)}",
-                f"Hardware Revision: {state.var('hardware_rev', 'A1')}",
-            ]
-        )
+        return [
+            f"Platform: {state.var('platform', DEFAULT_PLATFORM)}",
+            f"HwSKU: {state.var('hwsku', DEFAULT_HWSKU)}",
+            f"ASIC: {state.var('asic', DEFAULT_ASIC)}",
+            "ASIC Count: 1",
+            f"Serial Number: {facts.serial}",
+            f"Model Number: {state.var('model', DEFAULT_MODEL)}",
+            f"Hardware Revision: {state.var('hardware_rev', 'A1')}",
+        ]
 
     # --- LLDP --------------------------------------------------------------------------
 
@@ -182,7 +178,7 @@ class SonicCli(InterfaceCommands, OpticCommands):
     def show_lldp_table(self, args: list[str]) -> CliReply:
         rows = []
         for n in self.dev.lldp_neighbours():
-            caps = "BR" if self.dev.is_switch(n.system_name) else "O"
+            caps = "BR" if self.state.is_switch(n.system_name) else "O"
             rows.append([n.local_port, n.system_name, n.port_id, caps, n.port_description])
         headers = ["LocalPort", "RemoteDevice", "RemotePortID", "Capability", "RemotePortDescr"]
         return ok(
