@@ -21,20 +21,21 @@ USM follows RFC 3414 (engine discovery, time window, password-to-key and key
 localization, HMAC-MD5-96 / HMAC-SHA-96, CBC-DES), RFC 7860 (HMAC-SHA-2) and
 RFC 3826 (AES-128-CFB); AES-192/256 extend the localized key as in
 draft-reeder (Cisco; net-snmp's AES192C/AES256C), like the pysnmp path.
+
+The parts: ``snmp_ber`` (tags, markers, errors, BER), ``snmp_usm`` (v3 keys and
+settings); this module is the client and names their public parts for callers.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import hmac
 import os
 import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
@@ -43,440 +44,126 @@ try:  # cryptography >= 47 keeps CFB (and DES) among the "decrepit" primitives
     from cryptography.hazmat.decrepit.ciphers.modes import CFB
 except ImportError:  # pragma: no cover - older cryptography
     CFB = modes.CFB  # type: ignore[misc]
-
-# --- BER tags ---------------------------------------------------------------------------
-
-INTEGER, OCTET_STRING, NULL, OBJECT_IDENTIFIER, SEQUENCE = 0x02, 0x04, 0x05, 0x06, 0x30
-IP_ADDRESS, COUNTER32, GAUGE32, TIME_TICKS, OPAQUE, COUNTER64 = 0x40, 0x41, 0x42, 0x43, 0x44, 0x46
-NO_SUCH_OBJECT_TAG, NO_SUCH_INSTANCE_TAG, END_OF_MIB_VIEW_TAG = 0x80, 0x81, 0x82
-GET, GET_NEXT, RESPONSE, SET, GET_BULK, REPORT = 0xA0, 0xA1, 0xA2, 0xA3, 0xA5, 0xA8
-
-ERROR_STATUS = (
-    "noError", "tooBig", "noSuchName", "badValue", "readOnly", "genErr", "noAccess", "wrongType",
-    "wrongLength", "wrongEncoding", "wrongValue", "noCreation", "inconsistentValue",
-    "resourceUnavailable", "commitFailed", "undoFailed", "authorizationError", "notWritable",
-    "inconsistentName",
-)  # fmt: skip
-
-
-class Missing:
-    """noSuchObject / noSuchInstance / endOfMibView: the agent has no value here."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return self.name
-
-
-NO_SUCH_OBJECT = Missing("noSuchObject")
-NO_SUCH_INSTANCE = Missing("noSuchInstance")
-END_OF_MIB_VIEW = Missing("endOfMibView")
-_MISSING_BY_TAG = {
-    NO_SUCH_OBJECT_TAG: NO_SUCH_OBJECT,
-    NO_SUCH_INSTANCE_TAG: NO_SUCH_INSTANCE,
-    END_OF_MIB_VIEW_TAG: END_OF_MIB_VIEW,
-}
-
-VarBind = tuple[str, Any]
-
-
-# --- errors -----------------------------------------------------------------------------
-
-
-class WireError(Exception):
-    """Base of this module's errors."""
-
-
-class Malformed(WireError):
-    """The reply breaks BER or SNMP."""
-
-
-class NoAnswer(WireError):
-    """No (valid, matching) reply within every try."""
-
-
-class Refused(WireError):
-    """A v3 agent answered with a USM report; ``.report`` names it."""
-
-    def __init__(self, report: str) -> None:
-        super().__init__(report)
-        self.report = report
-
-
-class ErrorStatus(WireError):
-    """The agent answered with a non-zero error-status."""
-
-    def __init__(self, status: int, index: int, var_binds: Sequence[VarBind]) -> None:
-        self.status, self.index, self.var_binds = status, index, list(var_binds)
-        name = ERROR_STATUS[status] if 0 <= status < len(ERROR_STATUS) else f"error {status}"
-        super().__init__(name)
-        self.status_name = name
-
-
-# --- BER encoding -----------------------------------------------------------------------
-
-
-def _length(n: int) -> bytes:
-    if n < 0x80:
-        return bytes((n,))
-    raw = n.to_bytes((n.bit_length() + 7) // 8, "big")
-    return bytes((0x80 | len(raw),)) + raw
-
-
-def tlv(tag: int, payload: bytes) -> bytes:
-    return bytes((tag,)) + _length(len(payload)) + payload
-
-
-def encode_integer(value: int, tag: int = INTEGER) -> bytes:
-    """Minimal two's complement (also for the unsigned application types)."""
-    size = (value + (value < 0)).bit_length() // 8 + 1
-    return tlv(tag, value.to_bytes(size, "big", signed=True))
-
-
-def encode_oid(dotted: str) -> bytes:
-    try:
-        arcs = [int(a) for a in dotted.strip(".").split(".")]
-    except ValueError:
-        raise ValueError(f"not a numeric OID: {dotted!r}") from None
-    if len(arcs) < 2 or not 0 <= arcs[0] <= 2 or (arcs[0] < 2 and arcs[1] > 39) or min(arcs) < 0:
-        raise ValueError(f"not a valid OID: {dotted!r}")
-    out = bytearray()
-    for sub in (arcs[0] * 40 + arcs[1], *arcs[2:]):
-        chunk = [sub & 0x7F]
-        sub >>= 7
-        while sub:
-            chunk.append(0x80 | (sub & 0x7F))
-            sub >>= 7
-        out += bytes(reversed(chunk))
-    return tlv(OBJECT_IDENTIFIER, bytes(out))
-
-
-def encode_value(tag: int, value: Any) -> bytes:
-    """One SMI value (for requests and for tests that play the agent)."""
-    if tag in (INTEGER, COUNTER32, GAUGE32, TIME_TICKS, COUNTER64):
-        return encode_integer(value, tag)
-    if tag in (OCTET_STRING, OPAQUE):
-        return tlv(tag, bytes(value))
-    if tag == NULL or tag in _MISSING_BY_TAG:
-        return bytes((tag, 0))
-    if tag == OBJECT_IDENTIFIER:
-        return encode_oid(value)
-    if tag == IP_ADDRESS:
-        return tlv(tag, bytes(int(b) for b in value.split(".")))
-    raise ValueError(f"cannot encode tag 0x{tag:02x}")
-
-
-def encode_var_binds(var_binds: Sequence[tuple[str, bytes]]) -> bytes:
-    """``(oid, encoded value)`` pairs as a VarBindList."""
-    return tlv(SEQUENCE, b"".join(tlv(SEQUENCE, encode_oid(o) + v) for o, v in var_binds))
-
-
-def encode_pdu(tag: int, request_id: int, a: int, b: int, var_binds: bytes) -> bytes:
-    """A PDU: ``a``/``b`` are error-status/index, or non-repeaters/max-repetitions."""
-    return tlv(tag, encode_integer(request_id) + encode_integer(a) + encode_integer(b) + var_binds)
-
-
-def encode_v2c(community: bytes, pdu: bytes) -> bytes:
-    return tlv(SEQUENCE, encode_integer(1) + tlv(OCTET_STRING, community) + pdu)
-
-
-# --- BER decoding -----------------------------------------------------------------------
-
-
-def read_tlv(data: bytes, pos: int, end: int) -> tuple[int, int, int]:
-    """``(tag, value start, value end)`` of the TLV at ``pos``, inside ``data[:end]``."""
-    if pos + 2 > end:
-        raise Malformed(f"truncated at byte {pos}")
-    tag = data[pos]
-    if tag & 0x1F == 0x1F:
-        raise Malformed(f"multi-byte tag at byte {pos}")
-    length = data[pos + 1]
-    pos += 2
-    if length & 0x80:
-        size = length & 0x7F
-        if size == 0 or size > 4 or pos + size > end:
-            raise Malformed(f"bad length at byte {pos - 1}")
-        length = int.from_bytes(data[pos : pos + size], "big")
-        pos += size
-    stop = pos + length
-    if stop > end:
-        raise Malformed(f"truncated at byte {pos}: {length} bytes announced, {end - pos} left")
-    return tag, pos, stop
-
-
-def _expect(data: bytes, pos: int, end: int, tag: int, what: str) -> tuple[int, int]:
-    got, start, stop = read_tlv(data, pos, end)
-    if got != tag:
-        raise Malformed(f"{what}: tag 0x{got:02x}, expected 0x{tag:02x}")
-    return start, stop
-
-
-def _signed(data: bytes, start: int, stop: int) -> int:
-    if start == stop:
-        raise Malformed("empty INTEGER")
-    return int.from_bytes(data[start:stop], "big", signed=True)
-
-
-def _unsigned(data: bytes, start: int, stop: int, bits: int) -> int:
-    """Counters, gauges, ticks: read unsigned as net-snmp does, refuse what overflows."""
-    if start == stop:
-        raise Malformed("empty unsigned integer")
-    value = int.from_bytes(data[start:stop], "big")
-    if value >> bits:
-        raise Malformed(f"unsigned value does not fit {bits} bits")
-    return value
-
-
-def _read_integer(data: bytes, pos: int, end: int, what: str) -> tuple[int, int]:
-    start, stop = _expect(data, pos, end, INTEGER, what)
-    return _signed(data, start, stop), stop
-
-
-def _oid_text(raw: bytes) -> str:
-    if max(raw) < 0x80:  # every arc below 128: the common case
-        top = min(raw[0] // 40, 2)
-        head = f"{top}.{raw[0] - 40 * top}"
-        return head + "." + ".".join(map(str, raw[1:])) if len(raw) > 1 else head
-    arcs: list[int] = []
-    sub, starting = 0, True
-    for byte in raw:
-        if starting and byte == 0x80:
-            raise Malformed("OBJECT IDENTIFIER arc with a leading 0x80")
-        sub = (sub << 7) | (byte & 0x7F)
-        starting = not byte & 0x80
-        if starting:
-            arcs.append(sub)
-            sub = 0
-    top = min(arcs[0] // 40, 2)
-    return ".".join(map(str, (top, arcs[0] - 40 * top, *arcs[1:])))
-
-
-#: encoded OID heads (all but the last arc) -> dotted text: a walk repeats them
-_HEADS: dict[bytes, str] = {}
-
-
-def decode_oid(data: bytes, start: int, stop: int) -> str:
-    raw = data[start:stop]
-    if not raw or raw[-1] & 0x80:
-        raise Malformed("empty or truncated OBJECT IDENTIFIER")
-    cut = len(raw) - 1  # where the last arc starts
-    while cut and raw[cut - 1] & 0x80:
-        cut -= 1
-    if not cut:
-        return _oid_text(raw)
-    head_bytes = raw[:cut]
-    head = _HEADS.get(head_bytes)
-    if head is None:
-        head = _oid_text(head_bytes)
-        if len(_HEADS) > 4096:
-            _HEADS.clear()
-        _HEADS[head_bytes] = head
-    if cut == len(raw) - 1:
-        return f"{head}.{raw[cut]}"
-    if raw[cut] == 0x80:
-        raise Malformed("OBJECT IDENTIFIER arc with a leading 0x80")
-    last = 0
-    for byte in raw[cut:]:
-        last = (last << 7) | (byte & 0x7F)
-    return f"{head}.{last}"
-
-
-def decode_value(tag: int, data: bytes, start: int, stop: int) -> Any:
-    if tag in (OCTET_STRING, OPAQUE):
-        return data[start:stop]
-    if tag == INTEGER:
-        return _signed(data, start, stop)
-    if tag in (COUNTER32, GAUGE32, TIME_TICKS):
-        return _unsigned(data, start, stop, 32)
-    if tag == COUNTER64:
-        return _unsigned(data, start, stop, 64)
-    if tag == OBJECT_IDENTIFIER:
-        return decode_oid(data, start, stop)
-    if tag == IP_ADDRESS:
-        if stop - start != 4:
-            raise Malformed(f"IpAddress of {stop - start} bytes")
-        return ".".join(map(str, data[start:stop]))
-    if tag == NULL or tag in _MISSING_BY_TAG:
-        if stop != start:
-            raise Malformed(f"tag 0x{tag:02x} with a value")
-        return _MISSING_BY_TAG.get(tag)
-    raise Malformed(f"unknown value type 0x{tag:02x}")
-
-
-def decode_var_binds(data: bytes, pos: int, end: int) -> list[VarBind]:
-    """The hot loop of a walk: short-form lengths are read inline."""
-    out: list[VarBind] = []
-    append = out.append
-    try:
-        while pos < end:
-            if data[pos] != SEQUENCE:
-                raise Malformed(f"VarBind: tag 0x{data[pos]:02x}")
-            size = data[pos + 1]
-            if size < 0x80:
-                start, stop = pos + 2, pos + 2 + size
-            else:
-                _, start, stop = read_tlv(data, pos, end)
-            if stop > end:
-                raise Malformed(f"truncated VarBind at byte {pos}")
-            if data[start] != OBJECT_IDENTIFIER:
-                raise Malformed(f"VarBind name: tag 0x{data[start]:02x}")
-            size = data[start + 1]
-            if size < 0x80:
-                oid_start, oid_stop = start + 2, start + 2 + size
-            else:
-                _, oid_start, oid_stop = read_tlv(data, start, stop)
-            if oid_stop + 2 > stop:
-                raise Malformed(f"VarBind without a value at byte {pos}")
-            tag, size = data[oid_stop], data[oid_stop + 1]
-            if size < 0x80:
-                value_start, value_stop = oid_stop + 2, oid_stop + 2 + size
-            else:
-                tag, value_start, value_stop = read_tlv(data, oid_stop, stop)
-            if value_stop != stop:
-                raise Malformed(f"VarBind of inconsistent lengths at byte {pos}")
-            append(
-                (
-                    decode_oid(data, oid_start, oid_stop),
-                    decode_value(tag, data, value_start, value_stop),
-                )
-            )
-            pos = stop
-    except IndexError:
-        raise Malformed(f"truncated VarBind at byte {pos}") from None
-    return out
-
-
-@dataclass(frozen=True)
-class Pdu:
-    tag: int
-    request_id: int
-    error_status: int
-    error_index: int
-    var_binds: list[VarBind]
-
-
-def decode_pdu(data: bytes, pos: int, end: int) -> Pdu:
-    tag, start, stop = read_tlv(data, pos, end)
-    if tag not in (RESPONSE, REPORT):
-        raise Malformed(f"PDU type 0x{tag:02x} is not a Response or Report")
-    if stop != end:
-        raise Malformed("trailing bytes after the PDU")
-    request_id, pos = _read_integer(data, start, stop, "request-id")
-    status, pos = _read_integer(data, pos, stop, "error-status")
-    index, pos = _read_integer(data, pos, stop, "error-index")
-    vb_start, vb_stop = _expect(data, pos, stop, SEQUENCE, "VarBindList")
-    if vb_stop != stop:
-        raise Malformed("trailing bytes after the VarBindList")
-    return Pdu(tag, request_id, status, index, decode_var_binds(data, vb_start, vb_stop))
-
-
-def decode_v2c(data: bytes) -> tuple[bytes, Pdu]:
-    """``(community, pdu)`` of a v2c message."""
-    start, stop = _expect(data, 0, len(data), SEQUENCE, "message")
-    if stop != len(data):
-        raise Malformed("trailing bytes after the message")
-    version, pos = _read_integer(data, start, stop, "version")
-    if version != 1:
-        raise Malformed(f"message version {version}, expected 1 (v2c)")
-    c_start, c_stop = _expect(data, pos, stop, OCTET_STRING, "community")
-    return data[c_start:c_stop], decode_pdu(data, c_stop, stop)
-
-
-# --- USM (RFC 3414, 3826, 7860) -----------------------------------------------------------
-
-#: auth protocol -> (hash, HMAC bytes sent)
-AUTH: dict[str, tuple[Callable[..., Any], int]] = {
-    "MD5": (hashlib.md5, 12),
-    "SHA": (hashlib.sha1, 12),
-    "SHA224": (hashlib.sha224, 16),
-    "SHA256": (hashlib.sha256, 24),
-    "SHA384": (hashlib.sha384, 32),
-    "SHA512": (hashlib.sha512, 48),
-}
-#: priv protocol -> key bytes
-PRIV_KEY_BYTES = {"DES": 16, "AES": 16, "AES192": 24, "AES256": 32}
-
-USM_REPORTS = {
-    "1.3.6.1.6.3.15.1.1.1.0": "usmStatsUnsupportedSecLevels",
-    "1.3.6.1.6.3.15.1.1.2.0": "usmStatsNotInTimeWindows",
-    "1.3.6.1.6.3.15.1.1.3.0": "usmStatsUnknownUserNames",
-    "1.3.6.1.6.3.15.1.1.4.0": "usmStatsUnknownEngineIDs",
-    "1.3.6.1.6.3.15.1.1.5.0": "usmStatsWrongDigests",
-    "1.3.6.1.6.3.15.1.1.6.0": "usmStatsDecryptionErrors",
-}
-_NOT_IN_TIME_WINDOW = "usmStatsNotInTimeWindows"
-_UNKNOWN_ENGINE_ID = "usmStatsUnknownEngineIDs"
-
-
-def password_to_key(password: bytes, engine_id: bytes, hash_fn: Callable[..., Any]) -> bytes:
-    """RFC 3414 A.2: hash 1 MiB of the repeated password, then localize to the engine."""
-    stretched = (password * (1048576 // len(password) + 1))[:1048576]
-    return localize(hash_fn(stretched).digest(), engine_id, hash_fn)
-
-
-def localize(key: bytes, engine_id: bytes, hash_fn: Callable[..., Any]) -> bytes:
-    return hash_fn(key + engine_id + key).digest()
-
-
-def priv_key(
-    password: bytes, engine_id: bytes, hash_fn: Callable[..., Any], priv_protocol: str
-) -> bytes:
-    """The localized privacy key, extended per draft-reeder when the hash is too short."""
-    key = password_to_key(password, engine_id, hash_fn)
-    size = PRIV_KEY_BYTES[priv_protocol]
-    while len(key) < size:
-        key += password_to_key(key, engine_id, hash_fn)
-    return key[:size]
-
-
-def _des(key: bytes) -> Any:
-    from cryptography.hazmat.decrepit.ciphers.algorithms import TripleDES
-
-    return TripleDES(key[:8] * 3)  # three equal keys: single DES
-
-
-@dataclass(frozen=True)
-class Usm:
-    """A v3 user as configured (passwords, not keys)."""
-
-    user: bytes
-    auth_protocol: str | None = None
-    auth_password: bytes | None = None
-    priv_protocol: str | None = None
-    priv_password: bytes | None = None
-    context: bytes = b""
-
-    @property
-    def flags(self) -> int:
-        return (1 if self.auth_password else 0) | (2 if self.priv_password else 0)
-
-
-@dataclass
-class _Engine:
-    """What discovery taught us about the authoritative engine, and the keys for it."""
-
-    engine_id: bytes
-    boots: int
-    time_s: int
-    synced_at: float
-    auth_key: bytes = b""
-    priv_key: bytes = b""
-
-    def now(self) -> tuple[int, int]:
-        return self.boots, self.time_s + int(time.monotonic() - self.synced_at)
-
-
-@dataclass(frozen=True)
-class V3Reply:
-    msg_id: int
-    flags: int
-    engine_id: bytes
-    boots: int
-    time_s: int
-    pdu: Pdu | None  # None: encrypted and not (yet) decryptable
+from labtest.transports.snmp_ber import (
+    COUNTER32,
+    COUNTER64,
+    END_OF_MIB_VIEW,
+    END_OF_MIB_VIEW_TAG,
+    ERROR_STATUS,
+    GAUGE32,
+    GET,
+    GET_BULK,
+    GET_NEXT,
+    INTEGER,
+    IP_ADDRESS,
+    NO_SUCH_INSTANCE,
+    NO_SUCH_INSTANCE_TAG,
+    NO_SUCH_OBJECT,
+    NO_SUCH_OBJECT_TAG,
+    NULL,
+    OBJECT_IDENTIFIER,
+    OCTET_STRING,
+    OPAQUE,
+    REPORT,
+    RESPONSE,
+    SEQUENCE,
+    SET,
+    TIME_TICKS,
+    ErrorStatus,
+    Malformed,
+    Missing,
+    NoAnswer,
+    Pdu,
+    Refused,
+    VarBind,
+    WireError,
+    decode_oid,
+    decode_pdu,
+    decode_v2c,
+    decode_value,
+    decode_var_binds,
+    encode_integer,
+    encode_oid,
+    encode_pdu,
+    encode_v2c,
+    encode_value,
+    encode_var_binds,
+    expect,
+    read_integer,
+    read_tlv,
+    tlv,
+)
+from labtest.transports.snmp_usm import (
+    AUTH,
+    NOT_IN_TIME_WINDOW,
+    PRIV_KEY_BYTES,
+    UNKNOWN_ENGINE_ID,
+    USM_REPORTS,
+    Engine,
+    Usm,
+    V3Reply,
+    des,
+    localize,
+    password_to_key,
+    priv_key,
+)
+
+__all__ = [
+    "AUTH",
+    "COUNTER32",
+    "COUNTER64",
+    "END_OF_MIB_VIEW",
+    "END_OF_MIB_VIEW_TAG",
+    "ERROR_STATUS",
+    "GAUGE32",
+    "GET",
+    "GET_BULK",
+    "GET_NEXT",
+    "INTEGER",
+    "IP_ADDRESS",
+    "NO_SUCH_INSTANCE",
+    "NO_SUCH_INSTANCE_TAG",
+    "NO_SUCH_OBJECT",
+    "NO_SUCH_OBJECT_TAG",
+    "NULL",
+    "OBJECT_IDENTIFIER",
+    "OCTET_STRING",
+    "OPAQUE",
+    "PRIV_KEY_BYTES",
+    "REPORT",
+    "RESPONSE",
+    "SEQUENCE",
+    "SET",
+    "TIME_TICKS",
+    "USM_REPORTS",
+    "ErrorStatus",
+    "Malformed",
+    "Missing",
+    "NoAnswer",
+    "Pdu",
+    "Refused",
+    "SnmpWireClient",
+    "Usm",
+    "V3Reply",
+    "VarBind",
+    "WireError",
+    "decode_oid",
+    "decode_pdu",
+    "decode_v2c",
+    "decode_value",
+    "decode_var_binds",
+    "encode_integer",
+    "encode_oid",
+    "encode_pdu",
+    "encode_v2c",
+    "encode_value",
+    "encode_var_binds",
+    "localize",
+    "password_to_key",
+    "priv_key",
+    "read_tlv",
+    "tlv",
+]
 
 
 # --- the client ---------------------------------------------------------------------------
@@ -508,7 +195,7 @@ class SnmpWireClient:
         self._sock: socket.socket | None = None
         self._next_id = int.from_bytes(os.urandom(3), "big")
         self._salt = int.from_bytes(os.urandom(8), "big")
-        self._engine: _Engine | None = None
+        self._engine: Engine | None = None
 
     # --- public -------------------------------------------------------------------------
 
@@ -660,21 +347,21 @@ class SnmpWireClient:
             report = _report_name(pdu)
             if report not in USM_REPORTS.values():
                 raise Malformed(f"agent answered with a {report}")
-            if report == _NOT_IN_TIME_WINDOW and reply.flags & 1:
+            if report == NOT_IN_TIME_WINDOW and reply.flags & 1:
                 engine.boots, engine.time_s = reply.boots, reply.time_s
                 engine.synced_at = time.monotonic()
                 continue
-            if report == _UNKNOWN_ENGINE_ID:
+            if report == UNKNOWN_ENGINE_ID:
                 self._engine = None
                 continue
             raise Refused(report)
         raise Refused("usmStatsNotInTimeWindows")
 
-    def _discover(self) -> _Engine:
+    def _discover(self) -> Engine:
         """RFC 3414 4: a noAuthNoPriv probe; the report carries engine id, boots and time."""
         assert self.usm is not None
         msg_id = self._new_id()
-        probe = _Engine(b"", 0, 0, time.monotonic())
+        probe = Engine(b"", 0, 0, time.monotonic())
         pdu_bytes = encode_pdu(GET, self._new_id(), 0, 0, tlv(SEQUENCE, b""))
         reply = self._exchange(
             self._v3_message(probe, msg_id, pdu_bytes, 4, user=b""),
@@ -682,7 +369,7 @@ class SnmpWireClient:
         )
         if not reply.engine_id:
             raise Malformed("discovery report without an engine id")
-        engine = _Engine(reply.engine_id, reply.boots, reply.time_s, time.monotonic())
+        engine = Engine(reply.engine_id, reply.boots, reply.time_s, time.monotonic())
         usm = self.usm
         if usm.auth_password:
             hash_fn = AUTH[usm.auth_protocol or "SHA"][0]
@@ -694,7 +381,7 @@ class SnmpWireClient:
         return engine
 
     def _v3_message(
-        self, engine: _Engine, msg_id: int, pdu_bytes: bytes, flags: int, user: bytes | None = None
+        self, engine: Engine, msg_id: int, pdu_bytes: bytes, flags: int, user: bytes | None = None
     ) -> bytes:
         usm = self.usm
         assert usm is not None
@@ -734,14 +421,14 @@ class SnmpWireClient:
         hash_fn, size = AUTH[self.usm.auth_protocol or "SHA"]
         return hmac.new(key, message, hash_fn).digest()[:size]
 
-    def _encrypt(self, engine: _Engine, boots: int, now: int, plain: bytes) -> tuple[bytes, bytes]:
+    def _encrypt(self, engine: Engine, boots: int, now: int, plain: bytes) -> tuple[bytes, bytes]:
         assert self.usm is not None
         self._salt = (self._salt + 1) & 0xFFFFFFFFFFFFFFFF
         if self.usm.priv_protocol == "DES":
             salt = boots.to_bytes(4, "big") + (self._salt & 0xFFFFFFFF).to_bytes(4, "big")
             iv = bytes(x ^ y for x, y in zip(engine.priv_key[8:16], salt, strict=True))
             padded = plain + bytes(-len(plain) % 8)
-            encryptor = Cipher(_des(engine.priv_key), modes.CBC(iv)).encryptor()
+            encryptor = Cipher(des(engine.priv_key), modes.CBC(iv)).encryptor()
             return encryptor.update(padded) + encryptor.finalize(), salt
         salt = self._salt.to_bytes(8, "big")
         iv = boots.to_bytes(4, "big") + now.to_bytes(4, "big") + salt
@@ -755,7 +442,7 @@ class SnmpWireClient:
             if len(salt) != 8 or len(cipher_text) % 8:
                 raise Malformed("DES: salt or cipher text of a wrong size")
             iv = bytes(x ^ y for x, y in zip(key[8:16], salt, strict=True))
-            decryptor = Cipher(_des(key), modes.CBC(iv)).decryptor()
+            decryptor = Cipher(des(key), modes.CBC(iv)).decryptor()
         else:
             if len(salt) != 8:
                 raise Malformed("AES: salt of a wrong size")
@@ -766,32 +453,32 @@ class SnmpWireClient:
     def _accept_v3(self, data: bytes, msg_id: int, discovering: bool = False) -> V3Reply | None:
         """Decode a v3 reply; None if it answers another message."""
         end = len(data)
-        start, stop = _expect(data, 0, end, SEQUENCE, "message")
+        start, stop = expect(data, 0, end, SEQUENCE, "message")
         if stop != end:
             raise Malformed("trailing bytes after the message")
-        version, pos = _read_integer(data, start, stop, "version")
+        version, pos = read_integer(data, start, stop, "version")
         if version != 3:
             raise Malformed(f"message version {version}, expected 3")
-        g_start, g_stop = _expect(data, pos, stop, SEQUENCE, "msgGlobalData")
-        reply_id, p = _read_integer(data, g_start, g_stop, "msgID")
-        _max_size, p = _read_integer(data, p, g_stop, "msgMaxSize")
-        f_start, f_stop = _expect(data, p, g_stop, OCTET_STRING, "msgFlags")
+        g_start, g_stop = expect(data, pos, stop, SEQUENCE, "msgGlobalData")
+        reply_id, p = read_integer(data, g_start, g_stop, "msgID")
+        _max_size, p = read_integer(data, p, g_stop, "msgMaxSize")
+        f_start, f_stop = expect(data, p, g_stop, OCTET_STRING, "msgFlags")
         if f_stop - f_start != 1:
             raise Malformed("msgFlags is not one byte")
         flags = data[f_start]
-        model, _ = _read_integer(data, f_stop, g_stop, "msgSecurityModel")
+        model, _ = read_integer(data, f_stop, g_stop, "msgSecurityModel")
         if model != 3:
             raise Malformed(f"security model {model}, expected USM (3)")
         if flags & 2 and not flags & 1:
             raise Malformed("privacy without authentication")
-        sp_start, sp_stop = _expect(data, g_stop, stop, OCTET_STRING, "msgSecurityParameters")
-        s_start, s_stop = _expect(data, sp_start, sp_stop, SEQUENCE, "UsmSecurityParameters")
-        e_start, e_stop = _expect(data, s_start, s_stop, OCTET_STRING, "engine id")
-        boots, p = _read_integer(data, e_stop, s_stop, "engine boots")
-        time_s, p = _read_integer(data, p, s_stop, "engine time")
-        _u_start, p = _expect(data, p, s_stop, OCTET_STRING, "user name")
-        mac_start, mac_stop = _expect(data, p, s_stop, OCTET_STRING, "auth parameters")
-        salt_start, salt_stop = _expect(data, mac_stop, s_stop, OCTET_STRING, "priv parameters")
+        sp_start, sp_stop = expect(data, g_stop, stop, OCTET_STRING, "msgSecurityParameters")
+        s_start, s_stop = expect(data, sp_start, sp_stop, SEQUENCE, "UsmSecurityParameters")
+        e_start, e_stop = expect(data, s_start, s_stop, OCTET_STRING, "engine id")
+        boots, p = read_integer(data, e_stop, s_stop, "engine boots")
+        time_s, p = read_integer(data, p, s_stop, "engine time")
+        _u_start, p = expect(data, p, s_stop, OCTET_STRING, "user name")
+        mac_start, mac_stop = expect(data, p, s_stop, OCTET_STRING, "auth parameters")
+        salt_start, salt_stop = expect(data, mac_stop, s_stop, OCTET_STRING, "priv parameters")
         if reply_id != msg_id:
             return None
         engine_id = data[e_start:e_stop]
@@ -811,20 +498,20 @@ class SnmpWireClient:
         if flags & 2:
             if not usm.priv_password:
                 raise Malformed("encrypted reply to a request without privacy")
-            c_start, c_stop = _expect(data, sp_stop, stop, OCTET_STRING, "encryptedPDU")
+            c_start, c_stop = expect(data, sp_stop, stop, OCTET_STRING, "encryptedPDU")
             plain = self._decrypt(boots, time_s, data[salt_start:salt_stop], data[c_start:c_stop])
             try:
-                sc_start, sc_stop = _expect(plain, 0, len(plain), SEQUENCE, "scopedPDU")
+                sc_start, sc_stop = expect(plain, 0, len(plain), SEQUENCE, "scopedPDU")
             except Malformed as exc:
                 raise Malformed(f"reply does not decrypt ({exc})") from None
             scoped, pos, stop = plain, sc_start, sc_stop  # padding after the SEQUENCE is allowed
         else:
-            sc_start, sc_stop = _expect(data, sp_stop, stop, SEQUENCE, "scopedPDU")
+            sc_start, sc_stop = expect(data, sp_stop, stop, SEQUENCE, "scopedPDU")
             if sc_stop != stop:
                 raise Malformed("trailing bytes after the scopedPDU")
             scoped, pos, stop = data, sc_start, sc_stop
-        _ce_start, p = _expect(scoped, pos, stop, OCTET_STRING, "contextEngineID")
-        _cn_start, p = _expect(scoped, p, stop, OCTET_STRING, "contextName")
+        _ce_start, p = expect(scoped, pos, stop, OCTET_STRING, "contextEngineID")
+        _cn_start, p = expect(scoped, p, stop, OCTET_STRING, "contextName")
         pdu = decode_pdu(scoped, p, stop)
         return V3Reply(reply_id, flags, engine_id, boots, time_s, pdu)
 
