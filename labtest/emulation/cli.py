@@ -8,9 +8,12 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
+
+if TYPE_CHECKING:
+    from labtest.emulation.lab import EmulatedLab
 
 SIGNAL_POLL_S = 0.2
 
@@ -125,9 +128,9 @@ def _wait(done: threading.Event, duration_s: float | None) -> None:
             return
 
 
-def _print_summary(lab: Any, path: Path) -> None:
+def _print_summary(lab: EmulatedLab, path: Path) -> None:
     tb = lab.emulated_testbed()
-    took = f" in {lab.start_s:.1f} s" if getattr(lab, "start_s", None) else ""
+    took = f" in {lab.start_s:.1f} s" if lab.start_s else ""
     print(f"emulated lab {tb.name!r} is up{took}; testbed: {path}", flush=True)
     for name, device in tb.devices.items():
         if name in lab.skipped:
