@@ -191,6 +191,7 @@ def deliveries(lab: Lab, fabric_view: FabricView) -> Deliveries:
         unit_frames=int(SETTINGS["path_probe_unit_frames"]),
         attempts=int(SETTINGS.get("path_probe_attempts", 1)),
         timeout_s=float(SETTINGS["timeout_s"]),
+        mode=str(SETTINGS.get("path_mapping", "binary")),
     )
     out = Deliveries(leaves=(a.switch, b.switch), flows=how.flows)
     try:
