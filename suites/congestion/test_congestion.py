@@ -14,7 +14,7 @@ import pytest
 
 from labtest import labtime, plugin
 from labtest.capabilities.host import PerftestSpec
-from labtest.capabilities.switch import PfcQueues
+from labtest.capabilities.switch import Interfaces, PfcQueues
 from labtest.capabilities.traffic import (
     Ethernet,
     Flow,
@@ -246,9 +246,10 @@ def test_incast(receiver: str, fabric_view: FabricView, measure: Any) -> None:
     with allure.step("CONG-1.1/4: zero drops on the lossless priorities"):
         _judge_drops(measure, deltas, receiver)
         for host in everyone:
+            rdma_after, rdma_before = hosts_after[host].rdma, hosts_before[host].rdma
             oos = counter_delta(
-                hosts_after[host].rdma.counters if hosts_after[host].rdma else None,
-                hosts_before[host].rdma.counters if hosts_before[host].rdma else None,
+                rdma_after.counters if rdma_after else None,
+                rdma_before.counters if rdma_before else None,
                 "out_of_sequence",
             )
             if oos:
@@ -380,7 +381,7 @@ def test_pfcwd_armed(wd_switch: str, fabric_view: FabricView, measure: Any) -> N
     """CONG-3.1: the PFC watchdog watches every lossless queue of every active port."""
     view = fabric_view
     switch = view.lab.device(wd_switch)
-    assert isinstance(switch, PfcQueues)
+    assert isinstance(switch, PfcQueues) and isinstance(switch, Interfaces)
     waived = _waived("congestion.pfcwd_unarmed_queues", wd_switch, view)
     if waived:
         pytest.skip(f"declared deviation {waived}")

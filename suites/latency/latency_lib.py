@@ -105,9 +105,9 @@ def hop_evidence(
     hops: Sequence[Hop], deltas: Mapping[str, PortDelta], priority: int
 ) -> list[HopEvidence]:
     xoff: dict[str, int] = {}
-    for d in deltas.values():
-        if d.pfc_tx:
-            xoff[d.device] = xoff.get(d.device, 0) + d.pfc_tx_on([priority])
+    for delta in deltas.values():
+        if delta.pfc_tx:
+            xoff[delta.device] = xoff.get(delta.device, 0) + delta.pfc_tx_on([priority])
     out = []
     for hop in hops:
         d = deltas.get(hop.endpoint)
