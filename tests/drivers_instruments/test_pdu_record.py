@@ -10,7 +10,7 @@ from pydantic import SecretStr
 
 from labtest import connect
 from labtest.drivers.instruments.pdu import NUM_OUTLETS, OUTLET_COMMAND, Pdu
-from labtest.emulation.instruments import PduMib
+from labtest.emulation.pdu_mib import PduMib
 from labtest.emulation.snmpagent import SnmpAgent
 from labtest.testbed.model import Device, SnmpSettings
 

@@ -26,10 +26,10 @@ from labtest.emulation.instruments import (
     EmulatedOpticalSwitch,
     EmulatedPowerMeter,
     InstrumentHooks,
-    PduMib,
 )
 from labtest.emulation.lab import Served
 from labtest.emulation.model.fabric import Fabric
+from labtest.emulation.pdu_mib import PduMib
 from labtest.testbed.model import Device
 
 #: an optical switch parked on its dark output leaves the link this much loss
