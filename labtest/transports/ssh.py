@@ -39,6 +39,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import heapq
 import logging
 import re
 import secrets
@@ -761,21 +762,83 @@ class _Watchdog:
 
     def __init__(self, channel: paramiko.Channel, timeout_s: float) -> None:
         self.fired = False
+        self.done = False  # fired or left: no close any more
+        self.deadline = time.monotonic() + timeout_s
         self._channel = channel
-        self._timer = threading.Timer(timeout_s, self._fire)
-        self._timer.daemon = True
+        self._lock = threading.Lock()
 
-    def _fire(self) -> None:
-        self.fired = True
-        self._channel.close()
+    def fire(self) -> None:
+        with self._lock:
+            if self.done:
+                return
+            self.fired = self.done = True
+            self._channel.close()
+        _DEADLINES.settled()
 
     def __enter__(self) -> _Watchdog:
-        self._timer.start()
+        _DEADLINES.add(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._timer.cancel()
-        self._timer.join()  # no close may race with the caller's next read
+        with self._lock:  # a close in progress ends first: none races the caller's next read
+            if self.done:
+                return
+            self.done = True
+        _DEADLINES.settled()
+
+
+class _Deadlines:
+    """One thread that fires every open watchdog at its deadline. A timer thread per
+    command cost about as much CPU as the command's SSH exchange with a fast device
+    (issue 19). A fired watchdog closes its channel on a thread of its own, so one slow
+    close delays no other deadline; the thread ends a second after the last watchdog."""
+
+    LINGER_S = 1.0
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, _Watchdog]] = []
+        self._count = 0
+        self._live = 0  # watchdogs neither fired nor left
+        self._thread: threading.Thread | None = None
+
+    def add(self, dog: _Watchdog) -> None:
+        with self._cond:
+            self._count += 1
+            self._live += 1
+            heapq.heappush(self._heap, (dog.deadline, self._count, dog))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="ssh-watchdog",
+                                                daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def settled(self) -> None:
+        with self._cond:
+            self._live -= 1
+            if self._live <= 0:
+                self._heap.clear()  # all left in time
+                self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while self._heap and self._heap[0][2].done:
+                    heapq.heappop(self._heap)  # left in time: dropped when it comes up
+                if not self._heap:
+                    if not self._cond.wait(self.LINGER_S) and not self._heap:
+                        self._thread = None
+                        return
+                    continue
+                left = self._heap[0][0] - time.monotonic()
+                if left > 0:
+                    self._cond.wait(left)
+                    continue
+                dog = heapq.heappop(self._heap)[2]
+            threading.Thread(target=dog.fire, name="ssh-watchdog-close", daemon=True).start()
+
+
+_DEADLINES = _Deadlines()
 
 
 def _remaining(deadline: float) -> float:
