@@ -6,9 +6,9 @@ fault catalogue (``faults.CATALOGUE``) changes it.
 """
 
 from labtest.emulation.model.clock import VirtualClock
-from labtest.emulation.model.fabric import (
+from labtest.emulation.model.fabric import Fabric
+from labtest.emulation.model.fabric_records import (
     DeviceFacts,
-    Fabric,
     IfCounters,
     InterfaceStatus,
     LldpAdvert,

@@ -1,0 +1,348 @@
+"""The fabric model's state and its integration in virtual time (``FabricCore``).
+
+Time is lazy: nothing runs in the background. Every read first integrates the
+model from the last time it was brought up to date to ``clock.now_s()``: in
+steps of at most ``MAX_STEP_S``, split at scheduled events (faults starting or
+ending), with counts drawn from distributions for the whole step. A 72-hour
+burn-in sampled every minute is 4320 small numpy steps, not 1e13 codewords.
+
+One step updates every module at once (``modules``), counts FEC and PRBS
+(``linkcounts``), applies flaps (``flaps``), lets the modules sample their
+monitors, runs the traffic model up to each flap edge, and re-evaluates which
+links are up. ``Fabric`` (``fabric.py``) is the API built on this core.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import threading
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from labtest.emulation.model.clock import VirtualClock
+from labtest.emulation.model.fabric_records import (
+    CounterSource,
+    ModelError,
+    PortState,
+    build_ports,
+)
+from labtest.emulation.model.faults import (
+    FaultError,
+    FaultInstance,
+)
+from labtest.emulation.model.flaps import LinkTimeline
+from labtest.emulation.model.linkcounts import LinkCounters
+from labtest.emulation.model.modules import (
+    ModuleArrays,
+    OpticalState,
+    build_inventory,
+    build_modules,
+    monitor_sample,
+    optical_state,
+    prbs_lock,
+    temp_target,
+)
+from labtest.emulation.model.optics import (
+    DARK_DBM,
+    THERMAL_TAU_S,
+    FlagBank,
+    TransceiverInventory,
+)
+from labtest.emulation.model.traffic import TrafficModel
+from labtest.testbed.model import Emulation, Link, Testbed
+
+
+class FabricCore:
+    """The fabric's state and its integration in time; ``Fabric`` adds what callers ask."""
+
+    MAX_STEP_S = 3600.0
+    traffic: TrafficModel  # set by Fabric once the core exists (it reads the links through it)
+
+    def __init__(
+        self,
+        testbed: Testbed,
+        seed: int | None = None,
+        time_scale: float | None = None,
+        *,
+        realtime: bool = False,
+    ) -> None:
+        emu = testbed.emulation or Emulation()
+        self.testbed = testbed
+        self.seed = emu.seed if seed is None else seed
+        self.clock = VirtualClock(time_scale or emu.time_scale, realtime=realtime)
+        self.rng = np.random.default_rng(self.seed)
+        self.warnings: list[str] = []
+        self.faults: dict[str, FaultInstance] = {}
+        self._lock = threading.RLock()
+        self._t_s = self.clock.now_s()  # the model is integrated up to here
+        self._events: list[tuple[float, int, Callable[[], None]]] = []
+        self._seq = itertools.count()
+        self._fault_ids = itertools.count(1)
+        self._busy = False  # inside an integration or an event: nested syncs are no-ops
+        self._view_t_s: float | None = None  # when set, link_up() answers for this instant
+        self._ambient_c = {name: emu.ambient_c for name in testbed.devices}
+        self._unreachable: set[str] = set()
+        self._firmware: dict[str, str | None] = {
+            name: (str(d.vars["firmware_version"]) if "firmware_version" in d.vars else None)
+            for name, d in testbed.devices.items()
+        }
+        self._rate_fraction: dict[str, float] = {}
+        self._counter_sources: list[CounterSource] = []
+        self._links: list[Link] = list(testbed.links)
+        self._link_index = {lk.name: i for i, lk in enumerate(self._links)}
+        self._timeline = LinkTimeline(len(self._links))
+        self._ports: dict[tuple[str, str], PortState] = build_ports(testbed, self._links)
+        mods = build_modules(self._links, self._ports, self.seed, self._ambient_c, self.warnings)
+        self.modules: ModuleArrays = mods.arrays
+        self._specs = mods.specs
+        self._module_port: list[PortState] = mods.port
+        self.inventory: list[TransceiverInventory] = build_inventory(mods)
+        self._ma, self._mb = self._link_ends()
+        self._link_of = np.array([p.link for p in self._module_port], dtype=np.int64)
+        self.counts = LinkCounters(self.modules.n)
+        self.flags = FlagBank(self.modules.mask)
+        self._static_up = np.zeros(len(self._links), dtype=bool)
+        self._state: OpticalState = self._optical_state()
+        self._cache: dict[str, Any] = {}  # derived from _state; emptied whenever it changes
+        self._refresh(self._t_s, first=True)
+
+    # --- time ------------------------------------------------------------------
+
+    def now_s(self) -> float:
+        """Virtual time the model is up to (== clock.now_s() after any read)."""
+        with self._lock:
+            self._sync()
+            return self._t_s
+
+    def advance(self, dt_s: float) -> float:
+        """Move the clock and bring the model up to date (pure-model runs)."""
+        with self._lock:
+            self.clock.advance(dt_s)
+            self._sync()
+            return self._t_s
+
+    def schedule(self, at_s: float, action: Callable[[], None]) -> None:
+        """Run ``action`` when the model reaches virtual time ``at_s`` (now if past)."""
+        with self._lock:
+            heapq.heappush(self._events, (max(at_s, self._t_s), next(self._seq), action))
+            self._sync()
+
+    def _sync(self) -> None:
+        if self._busy:
+            return
+        now = self.clock.now_s()
+        if now == self._t_s and not (self._events and self._events[0][0] <= now):
+            return  # already up to date (many reads at one instant)
+        self._busy = True
+        try:
+            self._advance_to(now)
+        finally:
+            self._busy = False
+
+    def _advance_to(self, t_s: float) -> None:
+        while True:
+            next_event = self._events[0][0] if self._events else math.inf
+            self._integrate_until(min(t_s, next_event))
+            if next_event > t_s:
+                return
+            _, _, action = heapq.heappop(self._events)
+            action()
+            self._refresh(self._t_s)
+
+    def _integrate_until(self, t_s: float) -> None:
+        while self._t_s < t_s:
+            t1 = min(t_s, self._t_s + self.MAX_STEP_S)
+            self._step(self._t_s, t1)
+            self._t_s = t1
+
+    # --- physics -----------------------------------------------------------------
+
+    def _optical_state(self) -> OpticalState:
+        tx_on = np.array([p.admin_up for p in self._module_port], dtype=bool)
+        return optical_state(self.modules, tx_on)
+
+    def _link_ends(self) -> tuple[np.ndarray, np.ndarray]:
+        ends = [[self._ports[(e.device, e.port)].module for e in lk.ends] for lk in self._links]
+        arr = np.array(ends, dtype=np.int64).reshape(len(self._links), 2)
+        return arr[:, 0], arr[:, 1]
+
+    def _step(self, t0: float, t1: float) -> None:
+        """Integrate every module from t0 to t1 (one vectorised step)."""
+        a = self.modules
+        dt = t1 - t0
+        if a.n == 0:
+            self._drive_traffic(t0, t1)
+            return
+        target = temp_target(a, self._module_port, self._ambient_c)
+        a.temp_c[:] = target + (a.temp_c - target) * math.exp(-dt / THERMAL_TAU_S)
+        a.laser_loss_db += a.laser_drift_db_per_s * dt
+        st = self._optical_state()
+        link_of = self._link_of
+        flap_down = self._timeline.down_s_in(t0, t1)
+        drops = self._timeline.drops_in(t0, t1)
+        light_frac = (1.0 - np.minimum(flap_down, dt) / dt)[link_of]
+        self.counts.count_fec(a, st.ber, dt * self._static_up[link_of] * light_frac, self.rng)
+        lock = prbs_lock(a, st) & self.counts.prbs_lock
+        self.counts.count_prbs(a, st.ber, lock, dt * light_frac, drops[link_of], self.rng)
+        # flaps: each drop is a link-down event and a latched LOS at both ends
+        dark_now = self._timeline.dark_mask(t1)
+        flapped = (drops > 0)[link_of] | dark_now[link_of]
+        self.counts.down_count += drops[link_of] * self._static_up[link_of]
+        self.flags.carry()
+        self._observe_flags(t1, st, extra_los=flapped)
+        self._drive_traffic(t0, t1)
+        self._refresh(t1, st)
+
+    def _refresh(self, t_s: float, st: OpticalState | None = None, *, first: bool = False) -> None:
+        """Re-evaluate link state and PRBS lock after a step or a change."""
+        if st is None:
+            st = self._optical_state()
+        self._state = st
+        self._cache.clear()
+        if not self._links:
+            return
+        a = self.modules
+        ma, mb = self._ma, self._mb
+        admin = np.array([p.admin_up for p in self._module_port], dtype=bool)
+        pairs = zip(a.gen_pattern, a.chk_pattern, strict=True)
+        prbs = np.array([g is not None or c is not None for g, c in pairs], dtype=bool)
+        bad = st.lol.any(axis=1) | prbs | ~admin
+        up = ~bad[ma] & ~bad[mb]
+        changed = up != self._static_up
+        for li in np.nonzero(changed | first)[0]:
+            self._timeline.record(int(li), t_s, bool(up[li]))
+            if not up[li] and not first:
+                self.counts.down_count[[ma[li], mb[li]]] += 1
+        self._static_up = up
+        self.counts.relock(prbs_lock(a, st), self._checker_on())
+
+    def _checker_on(self) -> np.ndarray:
+        return np.array([c is not None for c in self.modules.chk_pattern], dtype=bool)
+
+    def _observe_flags(
+        self, t_s: float, st: OpticalState, extra_los: np.ndarray | None = None
+    ) -> None:
+        """The modules sample their monitors: threshold flags and LOS/LOL conditions."""
+        tx_on = np.array([p.admin_up for p in self._module_port], dtype=bool)
+        self.flags.observe(t_s, monitor_sample(self.modules, st, tx_on, extra_los))
+
+    def _changed(self) -> None:
+        """Call after changing state outside a step: link state follows at once."""
+        self._refresh(self._t_s)
+        self._observe_flags(self._t_s, self._read_state())
+        if getattr(self, "traffic", None) is not None:
+            self._run_traffic(self._t_s, self._t_s)  # it sees the change at this instant
+
+    def _drive_traffic(self, t0: float, t1: float) -> None:
+        """Run the traffic model over [t0, t1], stopping at every flap edge in between.
+
+        The traffic model reads ``link_up`` when an ``advance_to`` call starts, so it
+        is run up to each change with the state that held before it; the next call
+        then sees the new state at the exact instant (failover timing depends on it).
+        """
+        if getattr(self, "traffic", None) is None:
+            return
+        edges = self._timeline.edges_inside(t0, t1)
+        prev = t0
+        for t in [*sorted(edges), t1]:
+            self._run_traffic(prev, t)
+            prev = t
+
+    def _run_traffic(self, view_t_s: float, to_s: float) -> None:
+        was_busy, self._busy = self._busy, True
+        self._view_t_s = view_t_s
+        try:
+            self.traffic.advance_to(to_s)
+        finally:
+            self._view_t_s = None
+            self._busy = was_busy
+
+    # --- lookups -------------------------------------------------------------------
+
+    def _port(self, device: str, port: str) -> PortState:
+        try:
+            return self._ports[(device, port)]
+        except KeyError:
+            raise ModelError(f"no port {device}:{port} in the model") from None
+
+    def _module(self, device: str, port: str) -> int:
+        p = self._port(device, port)
+        if p.module is None:
+            raise ModelError(f"{device}:{port} has no transceiver")
+        return p.module
+
+    def module_index(self, device: str, port: str) -> int:
+        """Index into ``modules`` arrays of the transceiver at ``device:port``."""
+        return self._module(device, port)
+
+    def resolve_link(self, target: str) -> int:
+        """A link index from a link name (``a--b``) or either of its ``device:port`` ends."""
+        if target in self._link_index:
+            return self._link_index[target]
+        if ":" in target:
+            device, _, port = target.partition(":")
+            p = self._ports.get((device, port))
+            if p is not None and p.link is not None:
+                return p.link
+        raise FaultError(f"{target!r} is not a link or a cabled port of the testbed")
+
+    def resolve_port(self, target: str) -> tuple[str, str]:
+        device, sep, port = target.partition(":")
+        if not sep or (device, port) not in self._ports:
+            raise FaultError(f"{target!r} is not a 'device:port' of the testbed")
+        return device, port
+
+    def link(self, index: int) -> Link:
+        return self._links[index]
+
+    def ports(self, device: str) -> list[str]:
+        if device not in self.testbed.devices and not any(d == device for d, _ in self._ports):
+            raise ModelError(f"no device {device!r} in the model")
+        return [p for d, p in self._ports if d == device]
+
+    def _link_id(self, link_name: str) -> int:
+        try:
+            return self._link_index[link_name]
+        except KeyError:
+            raise ModelError(f"no link {link_name!r} in the model") from None
+
+    def _cached(self, key: str, make: Callable[[], Any]) -> Any:
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
+
+    def _read_state(self) -> OpticalState:
+        """The optical state now, with a flapping link's dark periods applied."""
+        return self._cached("read_state", self._flapped_state)
+
+    def _link_lit(self, li: int) -> bool:
+        t = self._t_s if self._view_t_s is None else self._view_t_s
+        return not self._timeline.is_dark(li, t)
+
+    def _flapped_state(self) -> OpticalState:
+        st = self._state
+        dark = self._timeline.dark_links(self._t_s)
+        if not dark:
+            return st
+        link_of = self._link_of
+        hit = np.isin(link_of, dark)[:, None] & self.modules.mask
+        return replace(
+            st,
+            rx_avg_dbm=np.where(hit, DARK_DBM, st.rx_avg_dbm),
+            ber=np.where(hit, 0.5, st.ber),
+            los=st.los | hit,
+            lol=st.lol | hit,
+        )
+
+    def _errors_last_second(self) -> np.ndarray:
+        return self.rng.poisson(self._state.ber * self.modules.lane_rate_bps[:, None])
+
+    @property
+    def model_time_s(self) -> float:
+        """Current model time without syncing (for fault effects, which run mid-sync)."""
+        return self._t_s
