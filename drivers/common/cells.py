@@ -100,6 +100,25 @@ def in_field_unit(value: float, unit: str | None, field: str) -> float:
     return convert(value)
 
 
+# --- fixed-width text tables -------------------------------------------------------------
+
+
+def header_columns(header: str) -> list[tuple[str, int]]:
+    """Each word of a header line that names a column, with the column where it starts
+    (``Port Name Status Vlan ...`` of ``show interface(s) status``)."""
+    return [(m.group(), m.start()) for m in re.finditer(r"\S+", header)]
+
+
+def row_cells(row: str, columns: list[tuple[str, int]]) -> dict[str, str]:
+    """``row`` cut at the header's column starts: a cell runs from its header word to the
+    next one (the last to the end of the line), stripped; a row that stops early leaves ""."""
+    cells = {}
+    for i, (name, start) in enumerate(columns):
+        stop = columns[i + 1][1] if i + 1 < len(columns) else None
+        cells[name] = row[start:stop].strip()
+    return cells
+
+
 # --- lanes ----------------------------------------------------------------------------
 
 

@@ -24,7 +24,15 @@ from labtest.capabilities.switch import (
     PfcCounters,
 )
 from labtest.capabilities.transceiver import Threshold, Transceiver
-from labtest.drivers.common.cells import NA_NXOS, cell_int, cell_text, in_field_unit, lane_doms
+from labtest.drivers.common.cells import (
+    NA_NXOS,
+    cell_int,
+    cell_text,
+    header_columns,
+    in_field_unit,
+    lane_doms,
+    row_cells,
+)
 from labtest.drivers.common.lldp import newest_per_port
 from labtest.parsing import F, checked
 from labtest.parsing import Garbled as _Garbled
@@ -131,18 +139,14 @@ def parse_interface_status(text: str) -> dict[str, InterfaceStatus]:
             line=header + 1,
             expected="Port Name Status Vlan Duplex Speed Type",
         )
-    names = re.findall(r"\S+", lines[header])
-    starts = [m.start() for m in re.finditer(r"\S+", lines[header])]
+    columns = header_columns(lines[header])
     out: dict[str, InterfaceStatus] = {}
     for number, row in enumerate(lines[header + 1 :], start=header + 2):
         if _RULE.match(row):
             continue
         if not row.strip() or _PROMPT.match(row):
             break
-        cells = {
-            name: row[start : starts[i + 1] if i + 1 < len(starts) else None].strip()
-            for i, (name, start) in enumerate(zip(names, starts, strict=True))
-        }
+        cells = row_cells(row, columns)
         port, status = cells["Port"], cells["Status"]
         if not _PORT_NAME.fullmatch(port):
             raise _Garbled(

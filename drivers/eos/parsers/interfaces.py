@@ -12,6 +12,7 @@ from labtest.capabilities.switch import (
     InterfaceCounters,
     InterfaceStatus,
 )
+from labtest.drivers.common.cells import header_columns, row_cells
 from labtest.drivers.eos.parsers._common import (
     _PROMPT,
     DRIVER,
@@ -117,18 +118,14 @@ def _status_text(text: str) -> dict[str, InterfaceStatus]:
     header = next((i for i, ln in enumerate(lines) if re.match(r"^Port\s+Name\s+Status", ln)), None)
     if header is None:
         raise _Garbled("no 'Port Name Status ...' header")
-    names = re.findall(r"\S+", lines[header])
-    starts = [m.start() for m in re.finditer(r"\S+", lines[header])]
+    columns = header_columns(lines[header])
     out: dict[str, InterfaceStatus] = {}
     for number, row in enumerate(lines[header + 1 :], start=header + 2):
         if not row.strip() or _PROMPT.match(row):
             break
         if set(row.strip()) <= {"-", " "}:
             continue
-        cells = {
-            name: row[start : starts[i + 1] if i + 1 < len(starts) else None].strip()
-            for i, (name, start) in enumerate(zip(names, starts, strict=True))
-        }
+        cells = row_cells(row, columns)
         port, status = long_name(cells["Port"]), cells["Status"]
         if not _PORT.fullmatch(cells["Port"]) or status not in _LINK_STATUSES:
             raise _Garbled(
