@@ -1,0 +1,82 @@
+"""The paths suite end to end on the emulated (model) lab: the healthy default lab passes,
+and a straggler on a random link of the TG's paths, at a random rate fraction, fails that
+link only, named with both ends that send into it.
+
+Two ``labtest run --suite paths`` (about 20 s each). The placement is drawn per run and
+printed in every assertion message, so a miss can be replayed.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+LEAFSPINE = REPO / "testbeds" / "emulated" / "leafspine.yaml"
+LIMITS = REPO / "suites" / "limits" / "acceptance-400g.yaml"
+
+#: the fabric links the TG's paths cross (its ports are on leaf1 and leaf4)
+ON_TG_PATHS = [
+    "leaf1:Ethernet0--spine1:Ethernet0",
+    "leaf1:Ethernet8--spine2:Ethernet1/1",
+    "leaf4:Ethernet0--spine1:Ethernet24",
+    "leaf4:Ethernet8--spine2:Ethernet4/1",
+]
+#: a straggler the suite's load (90% of line per path) must find: below 0.89 of the speed
+RATE_FRACTIONS = (0.2, 0.85)
+
+
+def _run(tmp: Path, faults: list[dict]) -> tuple[int, str]:
+    if os.environ.get("LABTEST_SUITE_E2E", "1") == "0":
+        pytest.skip("suite runs on the emulated lab skipped: LABTEST_SUITE_E2E=0")
+    doc = yaml.safe_load(LEAFSPINE.read_text())
+    doc["limits"] = str(LIMITS)
+    doc["emulation"]["faults"] = faults
+    testbed = tmp / "paths.yaml"
+    testbed.write_text(yaml.safe_dump(doc, sort_keys=False))
+    argv = [sys.executable, "-m", "labtest.cli", "run", "--testbed", str(testbed),
+            "--suite", "paths", "--alluredir", str(tmp / "allure")]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+    return done.returncode, done.stdout + done.stderr
+
+
+def _failed(out: str) -> set[str]:
+    return {ln.split("::")[-1].split(" - ")[0].strip()
+            for ln in out.splitlines() if ln.startswith("FAILED ")}
+
+
+def test_the_healthy_lab_passes_with_the_links_off_the_tg_paths_waived(tmp_path: Path) -> None:
+    code, out = _run(tmp_path, [])
+    assert code == 0 and "verdict: PASS" in out, out[-3000:]
+    row = next(ln.split() for ln in out.splitlines() if ln.startswith("paths "))
+    assert row[1:5] == ["4", "0", "0", "4"], out[-3000:]  # 4 loaded links pass, 4 not loaded
+    assert "8/8" in row, out[-3000:]  # 4 proven + 4 waived
+
+
+def test_a_straggler_at_a_random_placement_is_named(tmp_path: Path) -> None:
+    rng = random.Random()
+    link = rng.choice(ON_TG_PATHS)
+    fraction = round(rng.uniform(*RATE_FRACTIONS), 2)
+    target = rng.choice(link.split("--"))  # either end names the link
+    placed = f"straggler_link at {target} ({link}), rate_fraction {fraction}"
+    fault = {"kind": "straggler_link", "target": target, "params": {"rate_fraction": fraction}}
+    code, out = _run(tmp_path, [fault])
+    assert code == 1 and "verdict: FAIL" in out, f"{placed}\n{out[-3000:]}"
+    assert _failed(out) == {f"test_path_delivery[{link}]"}, f"{placed}\n{out[-3000:]}"
+    a, b = link.split("--")
+    for near, far in ((a, b), (b, a)):
+        device, port = near.split(":")
+        named = f"link={link} device={device} port={port} peer={far} "
+        hits = [ln for ln in out.splitlines() if named in ln and "is FAIL" in ln]
+        assert hits, f"{placed}: the hop from {near} is not named\n{out[-3000:]}"
+        ratio = float(re.findall(r"path_pps=\d+: ([0-9.]+) ratio is FAIL", hits[0])[0])
+        # the hop carries about the straggler's rate over the load offered to it
+        assert ratio < 0.99 and ratio == pytest.approx(fraction / 0.9, abs=0.05), (
+            f"{placed}: {hits[0]}")
