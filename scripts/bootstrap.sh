@@ -16,7 +16,8 @@ venv=${LABTEST_VENV:-.venv}
 #   chromium          headless screenshots of the sign-off report
 #   postgresql        a real PostgreSQL server for the shared-database tests (tests/db)
 #   python3-venv      the virtual environment below (Debian splits it out of python3)
-packages="snmpd snmp tcpdump iproute2 libpcap0.8 openssh-server chromium nftables lldpd frr ethtool postgresql"
+#   traceroute        the doctor's UDP path probes from the kernel lab's hosts (docs/doctor.md)
+packages="snmpd snmp tcpdump iproute2 libpcap0.8 openssh-server chromium nftables lldpd frr ethtool postgresql traceroute"
 python3 -m venv --help >/dev/null 2>&1 && python3 -c "import ensurepip" 2>/dev/null \
     || packages="$packages python3-venv"
 

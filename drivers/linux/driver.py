@@ -35,6 +35,7 @@ from labtest.capabilities.host import (
     RdmaHwCounters,
 )
 from labtest.capabilities.nic_fec import NicPhyErrors
+from labtest.capabilities.probes import UdpTrace
 from labtest.capabilities.transceiver import Transceiver
 from labtest.drivers.common.clock import DATE_EPOCH_COMMAND, parse_date_epoch
 from labtest.drivers.linux.counters import (
@@ -46,7 +47,7 @@ from labtest.drivers.linux.counters import (
 )
 from labtest.drivers.linux.nccl import run_collective
 from labtest.drivers.linux.parsers.ethtool import parse_ethtool_module, parse_ethtool_stats
-from labtest.drivers.linux.parsers.iproute import parse_ip_link
+from labtest.drivers.linux.parsers.iproute import parse_ip_addresses, parse_ip_link
 from labtest.drivers.linux.parsers.pcie import parse_pcie_sysfs
 from labtest.drivers.linux.parsers.rdma import (
     parse_ibv_devinfo,
@@ -54,6 +55,7 @@ from labtest.drivers.linux.parsers.rdma import (
     parse_rdma_statistic,
     parse_sysfs_hw_counters,
 )
+from labtest.drivers.linux.parsers.traceroute import parse_traceroute
 from labtest.drivers.linux.perftest import (
     PerftestPair,
     RdmaEndpoint,
@@ -282,6 +284,37 @@ class LinuxHost:
         two readings give the NIC receiver's pre-FEC BER."""
         name = ifname or self._netdev()
         return nic_phy_errors(name, self.ethtool_stats(name), self.nic, self.name)
+
+    # --- probes ----------------------------------------------------------------
+
+    def probe_address(self) -> str:
+        """The netdev's first global IPv4 address (``ip -j addr show dev NETDEV``)."""
+        netdev = self._netdev()
+        found = self._read(f"ip -j addr show dev {shlex.quote(netdev)}", "ip",
+                           parse_ip_addresses)
+        if not found.get(netdev):
+            raise CapabilityAbsent(self.name, f"{netdev} on host {self.name} has no IPv4 "
+                                   "address to probe")
+        return found[netdev][0]
+
+    def udp_traces(self, target: str, sports: Sequence[int], *, dport: int = 33434,
+                   probes: int = 3, wait_s: float = 0.5, max_hops: int = 8) -> list[UdpTrace]:
+        """``traceroute -n -U --sport=S -p DPORT`` once per source port, in one command
+        line (traceroute's header goes to stderr, hence ``2>&1``)."""
+        if not sports:
+            return []
+        dst = shlex.quote(target)
+        line = "; ".join(
+            f"traceroute -n -U --sport={int(s)} -p {int(dport)} -q {int(probes)} "
+            f"-w {wait_s:g} -m {int(max_hops)} {dst} 2>&1" for s in sports)
+        worst_s = len(sports) * max_hops * probes * wait_s + 10.0  # every probe unanswered
+        out = self.shell.run(line, tool="traceroute", timeout_s=worst_s).stdout
+        traces = self.shell.parse(parse_traceroute, out)
+        if len(traces) != len(sports):
+            raise ParseError(self.name, f"{len(traces)} traces for {len(sports)} source ports",
+                             command="traceroute", expected=f"{len(sports)} traces")
+        return [dataclasses.replace(t, sport=int(s), dport=int(dport))
+                for t, s in zip(traces, sports, strict=True)]
 
     def rdma_hw_counters(self, device: str | None = None, port: int = 1) -> RdmaHwCounters:
         """RDMA hardware counters (CNPs, ECN-marked packets, out-of-sequence, retransmits):

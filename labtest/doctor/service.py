@@ -19,6 +19,7 @@ from labtest.doctor.change import Cusum, Drift
 from labtest.doctor.evidence import PortReading, Snapshot, collect
 from labtest.doctor.judge import WEIGHTS, Evidence, Judge, Plan, limit_for, rates
 from labtest.doctor.localise import REPORT_CONFIDENCE, Suspect, rank
+from labtest.doctor.mesh import LiveMesh
 from labtest.doctor.probes import ProbePath, blame
 from labtest.measure.limits import LimitsProfile
 
@@ -100,6 +101,7 @@ class Doctor:
     #: setting: a 0.05 dB/h wander that would take weeks is not worth a line)
     drift_horizon_h: float = 24.0
     prev: Snapshot | None = None
+    mesh: LiveMesh | None = None  # the live probe mesh, made on the first interval
     detectors: dict[tuple[str, str], Cusum] = field(default_factory=dict)
     count: int = 0
 
@@ -132,13 +134,12 @@ class Doctor:
     def interval(self, lab: Any, *, watch_s: float, poll_s: float) -> Report:
         cpu0 = time.process_time()
         snap = collect(lab, watch_s=watch_s, poll_s=poll_s)
-        probes: Sequence[ProbePath] = ()
         if self.prober is not None:
-            probes = self.prober()
+            probes: Sequence[ProbePath] = self.prober()
         else:
-            snap.not_observed["probe mesh"] = (
-                "no host driver offers a probe capability (ping/UDP/RDMA probes): path "
-                "voting is not used; silent drops that no counter shows are not seen")
+            if self.mesh is None:
+                self.mesh = LiveMesh(self.plan)
+            probes = self.mesh.run(lab, snap)
         report = self.step(snap, probes)
         report.cpu_s = time.process_time() - cpu0
         return report

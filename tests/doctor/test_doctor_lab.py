@@ -18,6 +18,7 @@ from labtest.doctor.judge import Plan
 from labtest.doctor.localise import REPORT_CONFIDENCE
 from labtest.doctor.service import Doctor, Report
 from labtest.emulation.lab import EmulatedLab
+from labtest.emulation.model import gray
 from labtest.lab import Lab
 from labtest.measure import load_limits
 from labtest.run import default_testbed
@@ -57,7 +58,7 @@ def test_healthy_lab_has_no_suspect_and_says_what_it_cannot_see(lab: Any) -> Non
     report = _report(lab, None)
     assert report.suspects == [], report.text()
     assert report.ports_read >= 50 and not report.failed
-    assert "probe mesh" in report.not_observed
+    assert report.probe_paths > 0 and "probe mesh" not in report.not_observed  # traceroutes
     assert report.not_observed["leaf3 PFC"] == "driver offers no PfcQueues"
     # counters became rates over the interval: corrected FEC codewords grow on a healthy link
     assert report.rates["spine1:Ethernet0"]["fec_corrected_cw"] > 0
@@ -80,6 +81,21 @@ def test_fault_is_named_top_1(lab: Any, fault: Any, link: str) -> None:
     top = report.suspects[0]
     assert (top.unit, top.kind) == (link, "link"), report.text()
     assert top.confidence >= REPORT_CONFIDENCE
+    assert all(s.unit != link for s in report.suspects[1:])
+
+
+def test_a_silent_drop_is_named_by_the_probe_mesh_through_the_host_drivers(lab: Any) -> None:
+    # one direction of a fabric link drops everything: link up, counters clean, BGP up in
+    # the model; only traceroutes from the hosts (driver -> SSH -> emulated traceroute) see it
+    link = "leaf2:Ethernet8--spine2:Ethernet2/1"
+    gray.register()
+    try:
+        report = _report(lab, ("silent_drop", link, {"direction": "ba"}))
+    finally:
+        gray.unregister()
+    assert report.suspects, report.text()
+    top = report.suspects[0]
+    assert top.unit == link and top.evidence[0].verdict == "PROBE", report.text()
     assert all(s.unit != link for s in report.suspects[1:])
 
 

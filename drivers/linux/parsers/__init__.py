@@ -3,6 +3,14 @@
 Importing this package registers every parser; each module covers one tool family.
 """
 
-from labtest.drivers.linux.parsers import ethtool, iproute, nccl, pcie, perftest, rdma
+from labtest.drivers.linux.parsers import (
+    ethtool,
+    iproute,
+    nccl,
+    pcie,
+    perftest,
+    rdma,
+    traceroute,
+)
 
-__all__ = ["ethtool", "iproute", "nccl", "pcie", "perftest", "rdma"]
+__all__ = ["ethtool", "iproute", "nccl", "pcie", "perftest", "rdma", "traceroute"]

@@ -97,3 +97,23 @@ def parse_ip_link(text: str) -> list[LinkInfo]:
         )
         for d in data
     ]
+
+
+def parse_ip_addresses(text: str) -> dict[str, list[str]]:
+    """``ip -j addr``: interface -> its global IPv4 addresses, in order (none: empty)."""
+    start = re.search(r"^\s*\[", text, re.MULTILINE)
+    if start is None:
+        raise parse_error("no JSON array in ip -j output", text, expected="a JSON array")
+    out: dict[str, list[str]] = {}
+    for d in _documents(text, start.end() - 1):
+        if not isinstance(d, dict) or "ifname" not in d:
+            raise parse_error("ip -j output is not a list of interfaces", text)
+        infos = d.get("addr_info", [])
+        if not isinstance(infos, list):
+            raise parse_error(f"{d['ifname']}: addr_info is not a list", text)
+        out[str(d["ifname"])] = [
+            str(a["local"]) for a in infos
+            if isinstance(a, dict) and a.get("family") == "inet" and "local" in a
+            and a.get("scope", "global") == "global"
+        ]
+    return out

@@ -8,8 +8,10 @@ import fnmatch
 import json
 import logging
 import posixpath
+import random
 import re
 import threading
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -19,6 +21,7 @@ from labtest.emulation.model.optics import DARK_DBM
 from labtest.emulation.model.traffic.topology import TrafficSettings
 from labtest.emulation.personalities._clock import date_output, epoch_s
 from labtest.emulation.personalities.linux import nic as nic_text
+from labtest.emulation.personalities.linux import probe
 from labtest.emulation.personalities.linux.bash import (
     Command,
     Output,
@@ -126,6 +129,7 @@ def _tool_paths() -> dict[str, str]:
         )
     }
     paths |= {t: f"/usr/sbin/{t}" for t in ("ip", "ethtool", "rdma", "show_gids", "show_counters")}
+    paths["traceroute"] = "/usr/sbin/traceroute"  # Debian's traceroute package
     paths["mpirun"] = f"{MPI_PREFIX}/mpirun"
     paths |= {t: f"{NCCL_TESTS}/{t}" for t in COLLECTIVES}
     return paths
@@ -162,6 +166,7 @@ class Shell:
         self.last_bg: int | None = None
         self.status = 0
         self._sysfs: dict[str, str | None] | None = None
+        self._rng = random.Random(zlib.crc32(host.name.encode()))  # probe losses, per session
 
     @property
     def prompt(self) -> str:
@@ -497,6 +502,7 @@ class Shell:
             "show_gids": self._show_gids,
             "show_counters": self._show_counters,
             "mpirun": self._mpirun,
+            "traceroute": lambda a, c: probe.traceroute(self.host, a, self._rng),
         }
         table |= dict.fromkeys(TOOLS, self._perftest)
         table |= dict.fromkeys(COLLECTIVES, self._nccl_local)
