@@ -32,6 +32,7 @@ import socket
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from types import CodeType
 from typing import Any, Protocol
 
 from pyasn1.type.base import Asn1Item
@@ -39,6 +40,7 @@ from pysnmp.carrier.asyncio.dgram import udp
 from pysnmp.entity import config, engine
 from pysnmp.entity.rfc3413 import cmdrsp, context
 from pysnmp.proto import rfc1902, rfc1905
+from pysnmp.smi import builder as mib_builder
 from pysnmp.smi import error as smi_error
 
 from labtest.aio import close_loop
@@ -61,6 +63,57 @@ __all__ = [
 ]
 
 log = logging.getLogger("labtest.emulation.snmpagent")
+
+
+class _CompiledMibs:
+    """pysnmp's MIB builder compiles every MIB module from source for every engine, twice
+    (``DirMibSource.read``, then ``runpy.run_path`` under ``__debug__``): ~60 of the ~75 ms
+    an agent took to start, so a 64-switch lab compiled the same 30 modules 128 times
+    (issue 19). Code objects are immutable: each file is compiled once per process. Only
+    the emulator's agents get here; the builder runs a module as before, in a fresh
+    namespace holding what it passes."""
+
+    _lock = threading.Lock()
+    _code: dict[str, CodeType] = {}  # file path -> its code (run_path)
+    _read: dict[str, tuple[CodeType, str]] = {}  # MIB source + module -> what read() gave
+    _installed = False
+
+    @classmethod
+    def install(cls) -> None:
+        with cls._lock:
+            if cls._installed:
+                return
+            cls._installed = True
+        if hasattr(mib_builder, "runpy"):  # absent under python -O: pysnmp execs read()'s code
+            mib_builder.runpy = cls  # type: ignore[attr-defined]
+        source_read = mib_builder.DirMibSource.read
+
+        def read(source: Any, name: str) -> tuple[CodeType, str]:
+            key = f"{source.full_path()}\0{name}"
+            with cls._lock:
+                hit = cls._read.get(key)
+            if hit is None:
+                hit = source_read(source, name)  # OSError: not in this source
+                with cls._lock:
+                    cls._read[key] = hit
+            return hit
+
+        mib_builder.DirMibSource.read = read  # type: ignore[method-assign]
+
+    @classmethod
+    def run_path(cls, path: str, init_globals: dict[str, Any] | None = None,
+                 run_name: str | None = None) -> dict[str, Any]:
+        with cls._lock:
+            code = cls._code.get(path)
+        if code is None:
+            with open(path, "rb") as f:
+                code = compile(f.read(), path, "exec")
+            with cls._lock:
+                cls._code[path] = code
+        namespace = {**(init_globals or {}), "__name__": run_name or "<run_path>",
+                     "__file__": path}
+        exec(code, namespace)  # what runpy.run_path does with a source file
+        return namespace
 
 Counter32 = rfc1902.Counter32
 Counter64 = rfc1902.Counter64
@@ -272,6 +325,7 @@ class SnmpAgent:
         """Bind the socket, start the thread; returns once requests are served."""
         if self.running:
             return self
+        _CompiledMibs.install()
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
             sock.bind((self._host, self._requested_port))
