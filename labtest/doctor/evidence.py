@@ -236,7 +236,10 @@ def read_host(driver: Any, name: str, testbed: Testbed) -> tuple[
             up = {li.ifname: li.lower_up for li in driver.links()}
             d["oper_up"] = up.get(end.port)
         if _offers(driver, "ModuleDom"):
-            d.update(_dom(driver.module_dom(end.port)))
+            try:
+                d.update(_dom(driver.module_dom(end.port)))
+            except CapabilityAbsent as exc:  # a virtual NIC: no module to read
+                missing[f"{name} DOM"] = str(exc)
         else:
             missing[f"{name} DOM"] = "driver offers no ModuleDom"
         if _offers(driver, "NicCounters"):

@@ -1,0 +1,72 @@
+"""The doctor against the kernel lab (real FRR, BFD, traceroute in namespaces): a silent drop
+on a fabric link is named, with the evidence an operator checks first.
+
+The kernel lab's silent drop discards everything entering both ends of the link (nft,
+netdev ingress): the link stays up and its counters clean; BFD (3 x 100 ms) declares the
+peer dead, BGP withdraws the link and traffic goes around it within a second. So probes
+see the loss only in that first second; what stays is the link's BGP and BFD sessions
+down while the link is up, which the doctor judges with routing.bgp_session_down and
+routing.bfd_session_down on that link.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from labtest.doctor.judge import Plan
+from labtest.doctor.service import Doctor
+from labtest.emulation.kernel import KernelLab, why_not
+from labtest.emulation.kernel.faults import inject
+from labtest.lab import Lab
+from labtest.measure import load_limits
+from labtest.testbed import load_testbed
+
+ROOT = Path(__file__).resolve().parents[2]
+KERNEL_TESTBED = ROOT / "testbeds" / "kernel" / "leafspine.yaml"
+REASON = why_not()
+pytestmark = [
+    pytest.mark.netns,
+    pytest.mark.skipif(REASON is not None, reason=f"kernel lab: {REASON}; the probes need "
+                       "traceroute (Debian package traceroute)"),
+]
+
+
+@pytest.fixture
+def kernel() -> Iterator[tuple[KernelLab, Lab]]:
+    lab = KernelLab(load_testbed(KERNEL_TESTBED))
+    devices = Lab(lab.start())
+    try:
+        lab.wait_converged()
+        yield lab, devices
+    finally:
+        devices.close()
+        lab.stop()
+    assert lab.leftovers() == []
+
+
+def test_a_silent_drop_on_a_fabric_link_is_named_top_1(kernel: tuple[KernelLab, Lab]) -> None:
+    lab, devices = kernel
+    tb = devices.testbed
+    assert tb.limits is not None
+    doctor = Doctor(Plan.of(tb), load_limits(tb.limits))
+    healthy = doctor.interval(devices, watch_s=0.5, poll_s=0.2)
+    assert healthy.suspects == [], healthy.text()
+    assert healthy.probe_paths > 0 and not healthy.failed, healthy.text()
+    link = "leaf1:Ethernet0--spine1:Ethernet0"
+    undo = inject(lab, "silent_drop", link)
+    try:
+        report = doctor.interval(devices, watch_s=1.5, poll_s=0.2)
+    finally:
+        undo()
+    print(report.text(), file=sys.stderr)
+    assert report.suspects, report.text()
+    top = report.suspects[0]
+    assert (top.unit, top.kind) == (link, "link"), report.text()
+    metrics = {e.metric for e in top.evidence}
+    assert metrics & {"bgp_session_down", "bfd_session_down"}, report.text()
+    assert {e.where for e in top.evidence} <= {"leaf1:Ethernet0", "spine1:Ethernet0"}
+    assert all(s.unit != link for s in report.suspects[1:])
