@@ -361,10 +361,6 @@ class FluidNet:
         self.scenario_key = fluid_run.scenario_key(self)
         self.q_trace_n = self.q_trace_from = 0  # a new scenario: its queues start a new trace
 
-    def cached_rates(self) -> np.ndarray | None:
-        """Steady rates seen before in this very scenario (flows, paths, configuration)."""
-        return fluid_run.cached_rates(self)
-
     def _watched_pause(self) -> np.ndarray:
         raw = self.w_ext.copy()
         if self.any_pfc:
@@ -687,42 +683,8 @@ class FluidNet:
         self.w_hi = self.w_raw.copy()
         self._watch_t = t
 
-    # --- running: slices, steady-state extrapolation, the quiet shortcut -------
+    # --- every counter as one vector (``fluid_run`` extrapolates along it) ------
 
     def snapshot(self) -> np.ndarray:
         self.fold()
         return np.concatenate([self.ctr.vec, self.fc.ravel()])
-
-    def simulate(
-        self,
-        t0: float,
-        span_s: float,
-        chunk_s: float = 1e-4,
-        min_chunks: int = 3,
-        max_chunks: int = 16,
-        tol: float = 0.03,
-    ) -> tuple[float, np.ndarray | None]:
-        """Step slices until steady (``fluid_run.simulate``)."""
-        return fluid_run.simulate(self, t0, span_s, chunk_s, min_chunks, max_chunks, tol)
-
-    def quiet_rates(self, now_s: float) -> np.ndarray | None:
-        """Counter rates in closed form, when nothing can queue or pause."""
-        return fluid_run.quiet_rates(self, now_s)
-
-    def extrapolate(self, rates: np.ndarray, span_s: float, t_end: float) -> None:
-        """Advance every counter along ``rates`` for ``span_s``; the state stays as it is."""
-        fluid_run.extrapolate(self, rates, span_s, t_end)
-
-    def completion_s(self, rates: np.ndarray) -> float:
-        """Seconds until the first fixed-size flow has sent its last frame."""
-        return fluid_run.completion_s(self, rates)
-
-    # --- the PFC watchdog, evaluated at its poll instants --------------------
-
-    def watchdog_poll(self, t: float) -> bool:
-        """Detect and restore storms; True when something changed."""
-        return fluid_run.watchdog_poll(self, t)
-
-    def next_watchdog_event_s(self, now_s: float) -> float:
-        """When the next detection or restoration fires if the steady state holds."""
-        return fluid_run.next_watchdog_event_s(self, now_s)

@@ -3,7 +3,7 @@
 ``simulate`` steps chunks until the rates settle, ``quiet_rates`` answers in closed
 form when nothing can queue, ``extrapolate`` carries every counter forward along
 settled rates, and the PFC watchdog is evaluated at its poll instants. Functions
-over a ``FluidNet`` (``fluid.py``), which exposes them as its methods.
+over a ``FluidNet`` (``fluid.py``); the traffic model calls them between events.
 """
 
 from __future__ import annotations

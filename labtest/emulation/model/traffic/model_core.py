@@ -25,7 +25,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import numpy as np
 
 from labtest.emulation.model.faults import FaultError
-from labtest.emulation.model.traffic import roce
+from labtest.emulation.model.traffic import fluid_run, roce
 from labtest.emulation.model.traffic.congestion import DeviceQos
 from labtest.emulation.model.traffic.flows import (
     L1_OVERHEAD_B,
@@ -111,18 +111,20 @@ class TrafficCore:
             self._fire()
             horizon = min(t_s, self._next_event_s())
             if self._rates is None:
-                rates = eng.quiet_rates(self.now_s)
+                rates = fluid_run.quiet_rates(eng, self.now_s)
                 if rates is None:
-                    rates = eng.cached_rates()
+                    rates = fluid_run.cached_rates(eng)
                 if rates is None:
-                    used, rates = eng.simulate(self.now_s, horizon - self.now_s)
+                    used, rates = fluid_run.simulate(eng, self.now_s, horizon - self.now_s)
                     self.now_s += used
                     if rates is None:
                         continue
                 self._rates = rates
-            t_next = min(horizon, self.now_s + eng.completion_s(self._rates), self._watchdog_due())
+            t_next = min(
+                horizon, self.now_s + fluid_run.completion_s(eng, self._rates), self._watchdog_due()
+            )
             t_next = max(t_next, self.now_s)
-            eng.extrapolate(self._rates, t_next - self.now_s, t_next)
+            fluid_run.extrapolate(eng, self._rates, t_next - self.now_s, t_next)
             self.now_s = t_next
         self._fire()
         eng.flush()
@@ -139,7 +141,7 @@ class TrafficCore:
         return min(times)
 
     def _watchdog_due(self) -> float:
-        due = self.engine.next_watchdog_event_s(self.now_s)
+        due = fluid_run.next_watchdog_event_s(self.engine, self.now_s)
         if due <= self._wd_polled_s + 1e-12:
             due = self._wd_polled_s + self.engine.wd_poll_s
         return due
@@ -164,7 +166,7 @@ class TrafficCore:
             self._rates = None
         if self._rates is not None and self._watchdog_due() <= now + 1e-12:
             self._wd_polled_s = now
-            if eng.watchdog_poll(now):
+            if fluid_run.watchdog_poll(eng, now):
                 self._rates = None
 
     # --- links, configuration, routes ---------------------------------------
