@@ -1,14 +1,17 @@
 """The kernel-lab matrix: real faults in real software, each caught by its suite with the
-culprit named; and the healthy lab passes cabling, failover and routing.
+culprit named; and the healthy lab passes cabling, failover, paths and routing.
 
 Each case is one ``labtest run`` on a fresh kernel lab whose testbed injects the fault at
 start (``emulation.faults``), the way a user would run it. About 20 s per cabling or
 routing case (35 s for the silent drop: its sessions are read again until the settle time
-runs out) and 90 s for the healthy cabling + failover + routing run on 2 shared cores.
+runs out), 60 s for the straggler's paths run and about 140 s for the healthy cabling +
+failover + paths + routing run on 2 shared cores.
 """
 
 from __future__ import annotations
 
+import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -52,11 +55,13 @@ FIB_UPDATE_LOSS = "failover.unaffected_flow_loss_frames"
 
 
 @pytest.mark.wall_clock
-def test_healthy_lab_passes_cabling_failover_and_routing(tmp_path: Path) -> None:
-    code, out = _run(_testbed(tmp_path, []), tmp_path, "cabling", "failover", "routing")
+def test_healthy_lab_passes_cabling_failover_paths_and_routing(tmp_path: Path) -> None:
+    code, out = _run(_testbed(tmp_path, []), tmp_path, "cabling", "failover", "paths", "routing")
     rows = {line.split()[0]: line.split()[1:5] for line in out.splitlines()
-            if line.split()[:1] in (["cabling"], ["failover"], ["routing"])}
+            if line.split()[:1] in (["cabling"], ["failover"], ["paths"], ["routing"])}
     assert rows["cabling"][1:] == ["0", "0", "0"], out[-3000:]  # nothing failed/broken/skipped
+    # every fabric link loaded on the TG's paths (both spines carry flows) and carried it
+    assert rows["paths"] == ["4", "0", "0", "0"], out[-3000:]
     # every session re-established after failover's link events, every BFD detect in time
     assert rows["routing"] == ["12", "0", "0", "0"], out[-3000:]
     assert rows["failover"][2] == "0", out[-3000:]  # never broken: the lab could be asked
@@ -148,3 +153,34 @@ def test_unreachable_switch_is_broken_not_failed_and_named(tmp_path: Path) -> No
     causes = out[out.index("root causes") :]
     assert causes.splitlines()[1].lstrip().startswith("1. spine1"), causes[:1500]
     assert "BROKEN" in out and "FAILED  cabling" not in out
+
+
+#: the kernel lab's fabric links (two leaves, two spines: the TG's paths cross all four)
+FABRIC_LINKS = [
+    "leaf1:Ethernet0--spine1:Ethernet0",
+    "leaf1:Ethernet4--spine2:Ethernet0",
+    "leaf2:Ethernet0--spine1:Ethernet4",
+    "leaf2:Ethernet4--spine2:Ethernet4",
+]
+
+
+def test_paths_names_a_straggler_at_a_random_placement(tmp_path: Path) -> None:
+    """A rate-limited link (the fault's default 2 Mbit/s, under the suite's 8.2 Mbit/s per
+    path) fails that link only, each direction named by the end sending into it."""
+    link = random.choice(FABRIC_LINKS)
+    target = random.choice(link.split("--"))  # either end names the link
+    placed = f"straggler_link at {target} ({link})"
+    code, out = _run(_testbed(tmp_path, [{"kind": "straggler_link", "target": target}]),
+                     tmp_path, "paths")
+    assert code == 1 and "verdict: FAIL" in out, f"{placed}\n{out[-3000:]}"
+    failed = {ln.split("::")[-1].split(" - ")[0].strip()
+              for ln in out.splitlines() if ln.startswith("FAILED ")}
+    assert failed == {f"test_path_delivery[{link}]"}, f"{placed}\n{out[-3000:]}"
+    a, b = link.split("--")
+    for near, far in ((a, b), (b, a)):
+        device, port = near.split(":")
+        named = f"link={link} device={device} port={port} peer={far} "
+        ratios = [float(r) for ln in out.splitlines() if named in ln
+                  for r in re.findall(r"path_pps=\d+: ([0-9.]+) ratio is FAIL", ln)]
+        # 2 Mbit/s of 8.2 offered: about a quarter (plus the queue's and control's frames)
+        assert ratios and max(ratios) < 0.5, f"{placed}: {near} not named\n{out[-3000:]}"
