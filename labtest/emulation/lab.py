@@ -65,12 +65,12 @@ PERSONALITIES: dict[str, str] = {
     "sonic": "labtest.emulation.personalities.sonic:serve",
     "eos": "labtest.emulation.personalities.eos:serve",
     "linux": "labtest.emulation.personalities.linux:serve",
-    "opm": "labtest.emulation.personalities.instruments:serve_power_meter",
-    "voa": "labtest.emulation.personalities.instruments:serve_attenuator",
-    "optical-switch": "labtest.emulation.personalities.instruments:serve_optical_switch",
-    "bert": "labtest.emulation.personalities.instruments:serve_bert",
-    "chamber": "labtest.emulation.personalities.instruments:serve_chamber",
-    "pdu": "labtest.emulation.personalities.instruments:serve_pdu",
+    "opm": "labtest.emulation.personalities.lab_instruments:serve_power_meter",
+    "voa": "labtest.emulation.personalities.lab_instruments:serve_attenuator",
+    "optical-switch": "labtest.emulation.personalities.lab_instruments:serve_optical_switch",
+    "bert": "labtest.emulation.personalities.lab_instruments:serve_bert",
+    "chamber": "labtest.emulation.personalities.lab_instruments:serve_chamber",
+    "pdu": "labtest.emulation.personalities.lab_instruments:serve_pdu",
     "snappi-tg": "labtest.emulation.personalities.otg:serve",
 }
 _local: dict[str, Personality] = {}

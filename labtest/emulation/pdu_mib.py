@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from labtest.emulation.instruments import Clock, InstrumentHooks
+from labtest.emulation.scpi_instruments import Clock, InstrumentHooks
 from labtest.emulation.snmpagent import DictMib, Gauge32, ObjectIdentifier, TimeTicks
 from labtest.transports.mibs import Oid
 

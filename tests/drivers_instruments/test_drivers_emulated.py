@@ -18,7 +18,7 @@ from labtest.drivers.instruments.chamber import ThermalChamber
 from labtest.drivers.instruments.optical_switch import OpticalSwitch
 from labtest.drivers.instruments.power_meter import PowerMeter
 from labtest.drivers.instruments.scpi import ScpiInstrument, SettingRefused
-from labtest.emulation.instruments import (
+from labtest.emulation.scpi_instruments import (
     EmulatedAttenuator,
     EmulatedBert,
     EmulatedChamber,

@@ -14,8 +14,8 @@ from labtest.capabilities.instruments import OutletStatus
 from labtest.capabilities.instruments import Pdu as PduCapability
 from labtest.drivers.instruments.pdu import OUTLET_COMMAND, Pdu
 from labtest.drivers.instruments.scpi import SettingRefused
-from labtest.emulation.instruments import InstrumentHooks
 from labtest.emulation.pdu_mib import PduMib
+from labtest.emulation.scpi_instruments import InstrumentHooks
 from labtest.emulation.snmpagent import SnmpAgent
 from labtest.errors import ProtocolError, TransportTimeout
 from labtest.testbed.model import Device, SnmpSettings

@@ -22,7 +22,7 @@ from labtest.drivers.instruments.scpi import (
     SettingRefused,
     steps,
 )
-from labtest.emulation.instruments import BERT_SEQUENCES, match_header, split_args
+from labtest.emulation.scpi_instruments import BERT_SEQUENCES, match_header, split_args
 from labtest.errors import ProtocolError
 from labtest.registry import capabilities_of, driver_class
 from labtest.testbed.model import Device, VisaSettings

@@ -19,7 +19,10 @@ from __future__ import annotations
 import math
 import threading
 
-from labtest.emulation.instruments import (
+from labtest.emulation.lab import Served
+from labtest.emulation.model.fabric import Fabric
+from labtest.emulation.pdu_mib import PduMib
+from labtest.emulation.scpi_instruments import (
     EmulatedAttenuator,
     EmulatedBert,
     EmulatedChamber,
@@ -27,9 +30,6 @@ from labtest.emulation.instruments import (
     EmulatedPowerMeter,
     InstrumentHooks,
 )
-from labtest.emulation.lab import Served
-from labtest.emulation.model.fabric import Fabric
-from labtest.emulation.pdu_mib import PduMib
 from labtest.testbed.model import Device
 
 #: an optical switch parked on its dark output leaves the link this much loss
