@@ -61,8 +61,8 @@ class LiveMesh:
         self.addresses.update(res.ok)
         for h, err in res.failed.items():
             snap.not_observed[f"{h} probes"] = f"no probe address: {type(err).__name__}: {err}"
-        leaf_of = {h: self._leaf(h) for h in self.addresses}
-        leaf_of = {h: lf for h, lf in leaf_of.items() if lf is not None}
+        leaves = {h: self._leaf(h) for h in self.addresses}
+        leaf_of = {h: lf for h, lf in leaves.items() if lf is not None}
         if len(leaf_of) < 2:
             snap.not_observed["probe mesh"] = (
                 f"{len(leaf_of)} host(s) can probe (UdpProbes with an address): no pair")

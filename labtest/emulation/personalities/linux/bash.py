@@ -174,6 +174,14 @@ def parse(line: str) -> list[Step]:
 # --- text filters ------------------------------------------------------------
 
 
+@dataclass
+class Ctx:
+    """What one command gets besides its words: its stdin and ``VAR=value`` prefixes."""
+
+    stdin: str = ""
+    env: dict[str, str] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class Output:
     stdout: str = ""

@@ -99,7 +99,7 @@ def nic_ports(fabric: Fabric, name: str, device: Device) -> tuple[NicPort, ...]:
         ipv4 = None
         if i == 0 and device.vars.get("rdma_address"):
             ipv4 = str(device.vars["rdma_address"])
-        elif st.link is not None and traffic is not None:
+        elif st.link is not None:
             ipv4 = traffic.topo.ip_text(traffic.topo.port(endpoint))
         out.append(
             NicPort(
@@ -118,7 +118,7 @@ def roce_mtu(netdev_mtu: int) -> int:
 def port_now(fabric: Fabric, host: str, nic: NicPort) -> PortNow:
     st = fabric.interface(host, nic.port)
     speed, mtu = st.speed_gbps, st.mtu_bytes
-    if nic.cabled and fabric.traffic is not None:
+    if nic.cabled:
         pc = fabric.traffic.port_counters(nic.endpoint)
         speed, mtu = pc.speed_gbps, pc.mtu
     return PortNow(nic, st.admin_up, st.oper_up, speed if st.oper_up else 0.0, mtu, roce_mtu(mtu))
@@ -273,7 +273,7 @@ def ethtool_counters(
     rdma = {"rx_p": 0, "rx_b": 0, "tx_p": 0, "tx_b": 0, "disc": 0}
     rx_prio = tx_prio = [(0, 0)] * PRIORITIES
     pause_rx = pause_tx = (0,) * PRIORITIES
-    if nic.cabled and traffic is not None:
+    if nic.cabled:
         pc = traffic.port_counters(nic.endpoint)
         rc = traffic.roce_counters(nic.endpoint)
         peer = traffic.topo.ports[traffic.topo.ports[traffic.topo.port(nic.endpoint)].peer]
@@ -415,7 +415,7 @@ def hw_counters(fabric: Fabric, now: PortNow) -> dict[str, int]:
     """
     c = dict.fromkeys(HW_COUNTERS, 0)
     traffic = fabric.traffic
-    if now.nic.cabled and traffic is not None:
+    if now.nic.cabled:
         rc = traffic.roce_counters(now.nic.endpoint)
         topo = traffic.topo
         peer = topo.ports[topo.ports[topo.port(now.nic.endpoint)].peer]
@@ -740,7 +740,7 @@ def pcie_trained(fabric: Fabric, host: str) -> tuple[float, int]:
     host's PCIe bandwidth (``degraded_nic`` ``pcie_gbps``): then the widest width that
     fits the cap, as a link that trained down in width (or a card in a narrower slot)."""
     traffic = fabric.traffic
-    cap = traffic.pcie_gbps.get(host) if traffic is not None else None
+    cap = traffic.pcie_gbps.get(host)
     width = PCIE_WIDTH_LANES
     while cap is not None and width > 1 and PCIE_SPEED_GTS * width * PCIE_CODING > cap * 1.05:
         width //= 2

@@ -477,7 +477,7 @@ def _ring_goes_dark(fabric: Fabric, hosts: list[HostState], run_s: float) -> flo
     """Seconds into the run at which a link on the ring's paths (each hop over
     ``RING_CHANNELS`` entropies, as NCCL spreads a hop over channels) stays down for the
     QP's whole retry budget; None if none does."""
-    if len(hosts) < 2 or fabric.traffic is None:
+    if len(hosts) < 2:
         return None
     traffic, t0 = fabric.traffic, fabric.now_s()
     links: set[str] = set()

@@ -5,7 +5,6 @@ See the package docstring for what a host answers."""
 from __future__ import annotations
 
 import fnmatch
-import json
 import logging
 import posixpath
 import random
@@ -13,17 +12,15 @@ import re
 import threading
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from labtest.emulation.lab import Served
 from labtest.emulation.model.fabric import Fabric
-from labtest.emulation.model.optics import DARK_DBM
-from labtest.emulation.model.traffic.topology import TrafficSettings
 from labtest.emulation.personalities._clock import date_output, epoch_s
 from labtest.emulation.personalities.linux import nic as nic_text
 from labtest.emulation.personalities.linux import probe
 from labtest.emulation.personalities.linux.bash import (
     Command,
+    Ctx,
     Output,
     ShellSyntaxError,
     Word,
@@ -32,6 +29,8 @@ from labtest.emulation.personalities.linux.bash import (
     parse,
     wc,
 )
+from labtest.emulation.personalities.linux.nictools import NicTools
+from labtest.emulation.personalities.linux.procs import ProcessTools
 from labtest.emulation.personalities.linux.runs import (
     Placement,
     mpirun_words,
@@ -41,7 +40,6 @@ from labtest.emulation.personalities.linux.runs import (
     start_server,
 )
 from labtest.emulation.personalities.linux.state import (
-    BASE_PROCESSES,
     HostState,
     Proc,
     Sink,
@@ -148,15 +146,7 @@ def serve(fabric: Fabric, name: str, device: Device) -> Served:
     return Served(cli=lambda: Shell(host), banner=BANNER, stop=host.stop, vars_update=mpi)
 
 
-@dataclass
-class _Ctx:
-    """What one command gets besides its words: its stdin and ``VAR=value`` prefixes."""
-
-    stdin: str = ""
-    env: dict[str, str] = field(default_factory=dict)
-
-
-class Shell:
+class Shell(ProcessTools, NicTools):
     """One SSH channel's bash (a CommandHandler); state that outlives it is in HostState."""
 
     def __init__(self, host: HostState) -> None:
@@ -227,7 +217,7 @@ class Shell:
         stdin, targets = routes
         if not argv:
             return Output()
-        result = self._exec(argv, _Ctx(stdin=stdin, env=dict(cmd.env)))
+        result = self._exec(argv, Ctx(stdin=stdin, env=dict(cmd.env)))
         out, err = [], []
         for fd, text in ((1, result.stdout), (2, result.stderr)):
             kind, path = targets[fd]
@@ -310,7 +300,7 @@ class Shell:
                 return Output()
         proc = self.host.spawn(tool, " ".join(core), sink)
         self.last_bg = proc.pid
-        ctx = _Ctx(stdin=stdin, env=dict(cmd.env))
+        ctx = Ctx(stdin=stdin, env=dict(cmd.env))
         thread = threading.Thread(
             target=self._run_background,
             args=(proc, core, ctx),
@@ -320,7 +310,7 @@ class Shell:
         thread.start()
         return Output()
 
-    def _run_background(self, proc: Proc, argv: list[str], ctx: _Ctx) -> None:
+    def _run_background(self, proc: Proc, argv: list[str], ctx: Ctx) -> None:
         try:
             result = self._exec(argv, ctx)
         except Exception as exc:  # a bug in the emulator must not kill silently
@@ -449,7 +439,7 @@ class Shell:
             argv = rest
         return argv, None
 
-    def _exec(self, argv: list[str], ctx: _Ctx) -> Output:
+    def _exec(self, argv: list[str], ctx: Ctx) -> Output:
         core, failure = self._unwrap(argv)
         if failure is not None:
             return failure
@@ -463,8 +453,8 @@ class Shell:
             return Output(stderr=f"bash: {core[0]}: command not found\n", status=127)
         return handler(core, ctx)
 
-    def _handlers(self) -> dict[str, Callable[[list[str], _Ctx], Output]]:
-        table: dict[str, Callable[[list[str], _Ctx], Output]] = {
+    def _handlers(self) -> dict[str, Callable[[list[str], Ctx], Output]]:
+        table: dict[str, Callable[[list[str], Ctx], Output]] = {
             "cd": self._cd,
             "pwd": lambda a, c: Output(self.cwd + "\n"),
             "echo": self._echo,
@@ -510,30 +500,30 @@ class Shell:
 
     # --- builtins and coreutils -------------------------------------------------------------
 
-    def _cd(self, argv: list[str], ctx: _Ctx) -> Output:
+    def _cd(self, argv: list[str], ctx: Ctx) -> Output:
         target = self._path(argv[1]) if len(argv) > 1 else self.home
         if not self._is_dir(target):
             return Output(stderr=f"bash: cd: {argv[1]}: No such file or directory\n", status=1)
         self.cwd = target
         return Output()
 
-    def _echo(self, argv: list[str], ctx: _Ctx) -> Output:
+    def _echo(self, argv: list[str], ctx: Ctx) -> Output:
         args = argv[1:]
         newline = "\n"
         if args and args[0] == "-n":
             args, newline = args[1:], ""
         return Output(" ".join(args) + newline)
 
-    def _exit(self, argv: list[str], ctx: _Ctx) -> Output:
+    def _exit(self, argv: list[str], ctx: Ctx) -> Output:
         code = int(argv[1]) if len(argv) > 1 and argv[1].isdigit() else self.status
         return _Exit(status=code)
 
-    def _command(self, argv: list[str], ctx: _Ctx) -> Output:
+    def _command(self, argv: list[str], ctx: Ctx) -> Output:
         if len(argv) > 2 and argv[1] in ("-v", "-V"):
             return self._which(["which", *argv[2:]], ctx, builtin_names=True)
         return self._exec(argv[1:], ctx) if len(argv) > 1 else Output()
 
-    def _which(self, argv: list[str], ctx: _Ctx, builtin_names: bool = False) -> Output:
+    def _which(self, argv: list[str], ctx: Ctx, builtin_names: bool = False) -> Output:
         out, status = [], 0
         for name in argv[1:]:
             if self._available(name) is not None:
@@ -546,7 +536,7 @@ class Shell:
                 status = 1
         return Output("".join(f"{line}\n" for line in out), status=status)
 
-    def _type(self, argv: list[str], ctx: _Ctx) -> Output:
+    def _type(self, argv: list[str], ctx: Ctx) -> Output:
         out, err, status = [], [], 0
         for name in argv[1:]:
             if name in BUILTINS:
@@ -558,14 +548,14 @@ class Shell:
                 status = 1
         return Output("".join(f"{x}\n" for x in out), "".join(f"{x}\n" for x in err), status)
 
-    def _id(self, argv: list[str], ctx: _Ctx) -> Output:
+    def _id(self, argv: list[str], ctx: Ctx) -> Output:
         uid = 0 if self.host.user == "root" else 1000
         return Output(
             f"uid={uid}({self.host.user}) gid={uid}({self.host.user}) "
             f"groups={uid}({self.host.user})\n"
         )
 
-    def _uname(self, argv: list[str], ctx: _Ctx) -> Output:
+    def _uname(self, argv: list[str], ctx: Ctx) -> Output:
         if "-a" in argv:
             return Output(
                 f"Linux {self.host.hostname} {KERNEL} #115-Ubuntu SMP x86_64 x86_64 "
@@ -577,12 +567,12 @@ class Shell:
             return Output(self.host.hostname + "\n")
         return Output("Linux\n")
 
-    def _date(self, argv: list[str], ctx: _Ctx) -> Output:
+    def _date(self, argv: list[str], ctx: Ctx) -> Output:
         """The host's clock at the fabric's pace (its NIC counters run on it too)."""
         out, err, status = date_output(argv[1:], epoch_s(self.host.fabric))
         return Output(out, err, status)
 
-    def _sleep(self, argv: list[str], ctx: _Ctx) -> Output:
+    def _sleep(self, argv: list[str], ctx: Ctx) -> Output:
         try:
             seconds = float(argv[1].rstrip("s"))
         except (IndexError, ValueError):
@@ -590,7 +580,7 @@ class Shell:
         self.host.stopped.wait(min(seconds, MAX_SLEEP_S))
         return Output()
 
-    def _cat(self, argv: list[str], ctx: _Ctx) -> Output:
+    def _cat(self, argv: list[str], ctx: Ctx) -> Output:
         paths = [a for a in argv[1:] if not a.startswith("-") or a == "-"]
         if not paths:
             return Output(ctx.stdin)
@@ -604,7 +594,7 @@ class Shell:
                 out.append(text)
         return Output("".join(out), "".join(err), status)
 
-    def _grep(self, argv: list[str], ctx: _Ctx) -> Output:
+    def _grep(self, argv: list[str], ctx: Ctx) -> Output:
         return grep(argv, ctx.stdin, self._open)
 
     def _open(self, name: str) -> tuple[str | None, str]:
@@ -617,19 +607,19 @@ class Shell:
             return None, "Invalid argument"
         return None, "Is a directory" if self._is_dir(path) else "No such file or directory"
 
-    def _head(self, argv: list[str], ctx: _Ctx) -> Output:
+    def _head(self, argv: list[str], ctx: Ctx) -> Output:
         return head_tail(argv, self._input(argv, ctx), tail=False)
 
-    def _tail(self, argv: list[str], ctx: _Ctx) -> Output:
+    def _tail(self, argv: list[str], ctx: Ctx) -> Output:
         return head_tail(argv, self._input(argv, ctx), tail=True)
 
-    def _input(self, argv: list[str], ctx: _Ctx) -> str:
+    def _input(self, argv: list[str], ctx: Ctx) -> str:
         files = [a for a in argv[1:] if not a.startswith("-") and not a.isdigit()]
         if files:
             return self._read(self._path(files[-1])) or ""
         return ctx.stdin
 
-    def _ls(self, argv: list[str], ctx: _Ctx) -> Output:
+    def _ls(self, argv: list[str], ctx: Ctx) -> Output:
         targets = [a for a in argv[1:] if not a.startswith("-")] or ["."]
         out, err, status = [], [], 0
         for name in targets:
@@ -643,7 +633,7 @@ class Shell:
                 status = 2
         return Output("".join(f"{x}\n" for x in out), "".join(err), status)
 
-    def _rm(self, argv: list[str], ctx: _Ctx) -> Output:
+    def _rm(self, argv: list[str], ctx: Ctx) -> Output:
         force = any(a.startswith("-") and "f" in a for a in argv[1:])
         err, status = [], 0
         for name in (a for a in argv[1:] if not a.startswith("-")):
@@ -655,365 +645,9 @@ class Shell:
                 status = 1
         return Output(stderr="".join(err), status=status)
 
-    # --- processes ---------------------------------------------------------------------
-
-    def _rows(self) -> list[tuple[int, str, str, str]]:
-        """(pid, user, comm, args) of every process, the session's own shell included."""
-        with self.host.lock:
-            procs = sorted(self.host.procs.values(), key=lambda p: p.pid)
-        rows = list(BASE_PROCESSES)
-        rows += [(p.pid, p.user, p.comm, p.args) for p in procs]
-        return rows
-
-    def _ps(self, argv: list[str], ctx: _Ctx) -> Output:
-        """procps ``ps``: -e/-A/ax, -f, aux, -o FORMAT (``comm=`` drops the header),
-        -p PIDS, -C NAMES; option letters may cluster (``-eo pid,comm``)."""
-        rows = self._rows()
-        cols: list[tuple[str, str]] = []
-        pids: set[int] | None = None
-        names: set[str] | None = None
-        style = ""
-        words = argv[1:]
-        i = 0
-        while i < len(words):
-            word = words[i]
-            letters = word[1:] if word.startswith("-") else word
-            for k, ch in enumerate(letters):
-                if ch in "opqC":
-                    value = letters[k + 1 :]
-                    if not value and i + 1 < len(words):
-                        i, value = i + 1, words[i + 1]
-                    if ch == "o":
-                        for item in value.split(","):
-                            key, eq, head = item.partition("=")
-                            cols.append((key, head if eq else _PS_HEADERS.get(key, key.upper())))
-                    elif ch in "pq":
-                        pids = {int(x) for x in re.split(r"[,\s]+", value) if x.isdigit()}
-                    else:
-                        names = set(value.split(","))
-                    break
-                if ch == "f" or (ch == "u" and not word.startswith("-")):
-                    style = "full" if ch == "f" else "user"
-            i += 1
-        if not cols and style == "full":
-            cols = [("user", "UID"), ("pid", "PID"), ("ppid", "PPID"), ("args", "CMD")]
-        elif not cols and style == "user":
-            cols = [("user", "USER"), ("pid", "PID"), ("stat", "STAT"), ("args", "COMMAND")]
-        if pids is not None:
-            rows = [r for r in rows if r[0] in pids]
-        if names is not None:
-            rows = [r for r in rows if r[2] in names]
-        cols = cols or [("pid", "PID"), ("tty", "TTY"), ("time", "TIME"), ("comm", "CMD")]
-        lines = []
-        if any(head for _, head in cols):
-            lines.append(" ".join(_ps_cell(key, head, header=True) for key, head in cols).rstrip())
-        for pid, user, comm, args in rows:
-            values = {
-                "pid": str(pid),
-                "ppid": "1",
-                "user": user,
-                "uname": user,
-                "comm": comm,
-                "ucomm": comm,
-                "args": args,
-                "cmd": args,
-                "command": args,
-                "stat": "Sl",
-                "tty": "?",
-                "time": "00:00:00",
-                "etime": "00:42",
-            }
-            lines.append(" ".join(_ps_cell(k, values.get(k, "-")) for k, _ in cols).rstrip())
-        status = 1 if (pids is not None or names is not None) and not rows else 0
-        return Output("".join(f"{ln}\n" for ln in lines), status=status)
-
-    def _matching(self, argv: list[str]) -> list[Proc]:
-        full = "-f" in argv
-        exact = "-x" in argv
-        words = [a for a in argv[1:] if not a.startswith("-")]
-        if not words:
-            return []
-        try:
-            rx = re.compile(words[-1])
-        except re.error:
-            return []
-        with self.host.lock:
-            procs = list(self.host.procs.values())
-        hits = []
-        for p in procs:
-            text = p.args if full else p.comm
-            if (rx.fullmatch(text) if exact else rx.search(text)) is not None:
-                hits.append(p)
-        return sorted(hits, key=lambda p: p.pid)
-
-    def _pgrep(self, argv: list[str], ctx: _Ctx) -> Output:
-        hits = self._matching(argv)
-        if "-a" in argv:
-            text = "".join(f"{p.pid} {p.args}\n" for p in hits)
-        elif "-l" in argv:
-            text = "".join(f"{p.pid} {p.comm}\n" for p in hits)
-        else:
-            text = "".join(f"{p.pid}\n" for p in hits)
-        return Output(text, status=0 if hits else 1)
-
-    def _pkill(self, argv: list[str], ctx: _Ctx) -> Output:
-        hits = self._matching(argv)
-        for p in hits:
-            self.host.kill(p.pid)
-        return Output(status=0 if hits else 1)
-
-    def _kill(self, argv: list[str], ctx: _Ctx) -> Output:
-        args = argv[1:]
-        check_only = False
-        if args and args[0] in ("-s", "-n") and len(args) > 1:
-            check_only, args = args[1] == "0", args[2:]
-        elif args and args[0].startswith("-") and args[0] != "--":
-            check_only, args = args[0] == "-0", args[1:]
-        if not args:
-            return Output(
-                stderr="kill: usage: kill [-s sigspec | -n signum | -sigspec] pid | "
-                "jobspec ... or kill -l [sigspec]\n",
-                status=2,
-            )
-        err, status = [], 0
-        base = {pid for pid, *_ in BASE_PROCESSES}
-        for word in args:
-            if not word.isdigit():
-                err.append(f"bash: kill: {word}: arguments must be process or job IDs\n")
-                status = 1
-                continue
-            pid = int(word)
-            if pid in base:
-                if not check_only or self.host.user != "root":
-                    err.append(f"bash: kill: ({pid}) - Operation not permitted\n")
-                    status = 1
-                continue
-            with self.host.lock:
-                alive = pid in self.host.procs
-            if not alive or (not check_only and not self.host.kill(pid)):
-                err.append(f"bash: kill: ({pid}) - No such process\n")
-                status = 1
-        return Output(stderr="".join(err), status=status)
-
-    def _ss(self, argv: list[str], ctx: _Ctx) -> Output:
-        """``ss -ltn ['sport = :PORT']``: sshd and the perftest servers' TCP listeners."""
-        text = " ".join(argv[1:])
-        want = re.search(r"sport\s*(?:=|==|eq)\s*:(\d+)", text)
-        listeners = [("0.0.0.0", 22, 128), ("[::]", 22, 128)]
-        with self.host.lock:
-            listeners += [
-                ("0.0.0.0", p.listen_port, 1)
-                for p in self.host.procs.values()
-                if p.listen_port is not None
-            ]
-        if want:
-            listeners = [x for x in listeners if x[1] == int(want.group(1))]
-        lines = ["State  Recv-Q Send-Q Local Address:Port  Peer Address:PortProcess"]
-        for addr, port, backlog in listeners:
-            peer = "[::]:*" if addr.startswith("[") else "0.0.0.0:*"
-            local = f"{addr}:{port}"
-            lines.append(f"LISTEN 0      {backlog:<6} {local:>18} {peer:>18}")
-        return Output("\n".join(lines) + "\n")
-
-    # --- NIC inventory and counters -------------------------------------------------------
-
-    def _ports(self) -> list[nic_text.PortNow]:
-        fabric = self.host.fabric
-        fabric.now_s()  # the model is brought up to date before anything is read
-        return [nic_text.port_now(fabric, self.host.name, nic) for nic in self.host.nics]
-
-    def _port_by_netdev(self, netdev: str) -> nic_text.PortNow | None:
-        nic = self.host.nic_by_netdev(netdev)
-        if nic is None:
-            return None
-        self.host.fabric.now_s()
-        return nic_text.port_now(self.host.fabric, self.host.name, nic)
-
-    def _pfc(self) -> tuple[int, ...]:
-        settings = TrafficSettings.model_validate(self.host.device.vars)
-        return tuple(sorted(settings.pfc_priorities))
-
-    def _ethtool_counters(self, now: nic_text.PortNow) -> dict[str, int]:
-        return nic_text.ethtool_counters(self.host.fabric, self.host.name, now, self._pfc())
-
-    def _ip(self, argv: list[str], ctx: _Ctx) -> Output:
-        words = argv[1:]
-        flags = set()
-        while words and words[0].startswith("-"):
-            flags.add(words.pop(0).lstrip("-"))
-        json_out = bool({"j", "json"} & flags) or any(f.startswith("j") for f in flags)
-        stats = "s" in flags or "stats" in flags
-        if not words:
-            return Output(stderr="Usage: ip [ OPTIONS ] OBJECT { COMMAND | help }\n", status=255)
-        obj = words[0]
-        addresses = "address".startswith(obj) or obj == "a"
-        if not (addresses or "link".startswith(obj)):
-            return Output(stderr=f'Object "{obj}" is unknown, try "ip help".\n', status=1)
-        rest = [w for w in words[1:] if w not in ("show", "list", "dev")]
-        ports = self._ports()
-        if rest:
-            ports = [p for p in ports if p.nic.netdev == rest[0]]
-            if not ports and rest[0] != "lo":
-                return Output(stderr=f'Device "{rest[0]}" does not exist.\n', status=1)
-        counters = (
-            {p.nic.netdev: nic_text.stats64(self._ethtool_counters(p)) for p in ports}
-            if stats
-            else {}
-        )
-        text = nic_text.ip_json(ports, addresses, counters)
-        data = json.loads(text)
-        if rest:
-            data = [d for d in data if d["ifname"] == rest[0]]
-        if json_out:
-            return Output(json.dumps(data, separators=(",", ":")) + "\n")
-        return Output(_ip_text(data, addresses))
-
-    def _ethtool(self, argv: list[str], ctx: _Ctx) -> Output:
-        words = argv[1:]
-        if not words:
-            return Output(
-                stderr="ethtool: bad command line argument(s)\nFor more information "
-                "run ethtool -h\n",
-                status=1,
-            )
-        option = words[0] if words[0].startswith("-") else ""
-        netdev = words[1] if option and len(words) > 1 else words[0]
-        now = self._port_by_netdev(netdev)
-        if now is None:
-            return Output(
-                stderr="netlink error: no device matches name (offset 24)\n"
-                "netlink error: No such device\n",
-                status=1,
-            )
-        fw = nic_text.firmware(self.host.fabric, self.host.name, self.host.device)
-        if option in ("-S", "--statistics"):
-            return Output(nic_text.ethtool_stats_text(self._ethtool_counters(now)))
-        if option in ("-m", "--dump-module-eeprom", "--module-info"):
-            return self._module(now)
-        if option in ("-i", "--driver"):
-            return Output(nic_text.ethtool_driver_text(now, fw))
-        if option == "--show-fec":
-            return Output(
-                f"FEC parameters for {netdev}:\nSupported/Configured FEC encodings: "
-                "RS\nActive FEC encoding: RS\n"
-            )
-        if option:
-            return Output(
-                stderr="ethtool: bad command line argument(s)\n"
-                "For more information run ethtool -h\n",
-                status=1,
-            )
-        return Output(nic_text.ethtool_settings_text(now))
-
-    def _module(self, now: nic_text.PortNow) -> Output:
-        fabric, host = self.host.fabric, self.host.name
-        inv = fabric.transceiver(host, now.nic.port)
-        if not inv.present:
-            return Output(
-                stderr="netlink error: Failed to get module EEPROM information\n"
-                "netlink error: Input/output error\n",
-                status=1,
-            )
-        dom = fabric.dom(host, now.nic.port)
-        thresholds = fabric.dom_thresholds(host, now.nic.port)
-        flags = fabric.dom_flags(host, now.nic.port, clear=True)
-        return Output(nic_text.ethtool_module_text(inv, dom, thresholds, flags, DARK_DBM))
-
-    def _rdma(self, argv: list[str], ctx: _Ctx) -> Output:
-        flags = {w.lstrip("-") for w in argv[1:] if w.startswith("-")}
-        words = [w for w in argv[1:] if not w.startswith("-")]
-        as_json = bool({"j", "json"} & flags)
-        pretty = bool({"p", "pretty"} & flags)
-        if not words:
-            return Output(stderr="Usage: rdma [ OPTIONS ] OBJECT { COMMAND | help }\n", status=1)
-        obj, rest = words[0], [w for w in words[1:] if w not in ("show", "list")]
-        ports = self._ports()
-        if rest and rest[0] == "link":
-            rest = rest[1:]
-        if rest:
-            name, _, port = rest[0].partition("/")
-            ports = [
-                p for p in ports if p.nic.rdma == name and (not port or str(p.nic.ib_port) == port)
-            ]
-            if not ports:
-                return Output(stderr="Wrong device name\n", status=1)
-        fw = nic_text.firmware(self.host.fabric, self.host.name, self.host.device)
-        if "link".startswith(obj):
-            if as_json:
-                data = [
-                    {
-                        "ifindex": i,
-                        "ifname": p.nic.rdma,
-                        "port": p.nic.ib_port,
-                        "state": nic_text._states(p)[0],
-                        "physical_state": nic_text._states(p)[1],
-                        "netdev": p.nic.netdev,
-                        "netdev_index": p.nic.ifindex,
-                    }
-                    for i, p in enumerate(ports)
-                ]
-                return Output(json.dumps(data, separators=(",", ":")) + "\n")
-            return Output(nic_text.rdma_link_text(ports))
-        if "dev".startswith(obj):
-            return Output(nic_text.rdma_dev_text(ports, fw))
-        if "statistic".startswith(obj) and len(obj) >= 4:
-            rows = [(p.nic, nic_text.hw_counters(self.host.fabric, p)) for p in ports]
-            if as_json:
-                data = [{"ifname": n.rdma, "port": n.ib_port, **c} for n, c in rows]
-                return Output(json.dumps(data, separators=(",", ":")) + "\n")
-            return Output(nic_text.rdma_statistic_text(rows, pretty))
-        return Output(stderr=f'Unknown object "{obj}"\n', status=1)
-
-    def _ibv_devinfo(self, argv: list[str], ctx: _Ctx) -> Output:
-        verbose = any(a.startswith("-v") or a == "--verbose" for a in argv[1:])
-        device = None
-        if "-d" in argv and argv.index("-d") + 1 < len(argv):
-            device = argv[argv.index("-d") + 1]
-        ports = self._ports()
-        if "-l" in argv or "--list" in argv:
-            n = len(ports)
-            return Output(
-                f"{n} HCA{'s' if n != 1 else ''} found:\n"
-                + "".join(f"\t{p.nic.rdma}\n" for p in ports)
-            )
-        if device and not any(p.nic.rdma == device for p in ports):
-            return Output(stderr=f"IB device '{device}' wasn't found\n", status=255)
-        if not ports:
-            return Output("No IB devices found\n", status=255)
-        fw = nic_text.firmware(self.host.fabric, self.host.name, self.host.device)
-        return Output(nic_text.ibv_devinfo_text(ports, fw, verbose, device))
-
-    def _ibv_devices(self, argv: list[str], ctx: _Ctx) -> Output:
-        rows = "".join(
-            f"    {p.nic.rdma:<16}\t{nic_text.node_guid(p.nic.mac).replace(':', '')}\n"
-            for p in self._ports()
-        )
-        return Output(
-            "    device          \t   node GUID\n    ------          \t----------------\n" + rows
-        )
-
-    def _show_gids(self, argv: list[str], ctx: _Ctx) -> Output:
-        ports = self._ports()
-        if len(argv) > 1:
-            ports = [p for p in ports if p.nic.rdma == argv[1]]
-        return Output(nic_text.show_gids_text(ports))
-
-    def _show_counters(self, argv: list[str], ctx: _Ctx) -> Output:
-        ports = [p for p in self._ports() if len(argv) < 2 or p.nic.rdma == argv[1]]
-        if not ports:
-            return Output(stderr="Usage: show_counters <device>\n", status=1)
-        out = []
-        for p in ports:
-            counters = nic_text.hw_counters(self.host.fabric, p) | {"lifespan": 10}
-            out.append(
-                f"Port {p.nic.ib_port} hw counters:\n"
-                + "".join(f"{k}: {counters[k]}\n" for k in sorted(counters))
-            )
-        return Output("".join(out))
-
     # --- perftest and nccl-tests ---------------------------------------------------------
 
-    def _perftest(self, argv: list[str], ctx: _Ctx) -> Output:
+    def _perftest(self, argv: list[str], ctx: Ctx) -> Output:
         tool = posixpath.basename(argv[0])
         args = argv[1:]
         if not self.host.perftest_out_json:
@@ -1045,7 +679,7 @@ class Shell:
         proc.done.wait(FOREGROUND_SERVER_MAX_S)
         return Output("".join(sink.buffer), status=0 if not proc.killed else 143)
 
-    def _mpirun(self, argv: list[str], ctx: _Ctx) -> Output:
+    def _mpirun(self, argv: list[str], ctx: Ctx) -> Output:
         if "--version" in argv or "-V" in argv:
             return Output(
                 "mpirun (Open MPI) 4.1.7rc1\n\n"
@@ -1100,7 +734,7 @@ class Shell:
         found = self.host.resolve(name)
         return found[0] if found else None
 
-    def _nccl_local(self, argv: list[str], ctx: _Ctx) -> Output:
+    def _nccl_local(self, argv: list[str], ctx: Ctx) -> Output:
         try:
             nopts = parse_nccl(argv[1:])
         except NcclUsageError as exc:
@@ -1112,62 +746,3 @@ class Shell:
 class _Exit(Output):
     """The ``exit`` builtin's result: the session ends after it."""
 
-
-_PS_HEADERS = {
-    "pid": "PID",
-    "ppid": "PPID",
-    "comm": "COMMAND",
-    "ucomm": "COMMAND",
-    "args": "COMMAND",
-    "cmd": "CMD",
-    "command": "COMMAND",
-    "user": "USER",
-    "uname": "USER",
-    "stat": "STAT",
-    "etime": "ELAPSED",
-    "tty": "TT",
-    "time": "TIME",
-}
-_PS_RIGHT = {"pid": 7, "ppid": 7}
-_PS_LEFT = {
-    "user": 8,
-    "uname": 8,
-    "stat": 4,
-    "tty": 8,
-    "time": 8,
-    "etime": 11,
-    "comm": 15,
-    "ucomm": 15,
-}
-
-
-def _ps_cell(key: str, value: str, header: bool = False) -> str:
-    """procps layout: numbers right-aligned, text left-aligned, the last column unpadded."""
-    if key in _PS_RIGHT:
-        return value.rjust(_PS_RIGHT[key])
-    if key in _PS_LEFT:
-        return value.ljust(_PS_LEFT[key])
-    return value
-
-
-def _ip_text(data: list[dict[str, object]], addresses: bool) -> str:
-    """``ip link`` / ``ip addr`` without -j, from the same records."""
-    out = []
-    for d in data:
-        flags = ",".join(d["flags"])  # type: ignore[arg-type]
-        kind = "loopback" if d["link_type"] == "loopback" else "ether"
-        out.append(
-            f"{d['ifindex']}: {d['ifname']}: <{flags}> mtu {d['mtu']} qdisc {d['qdisc']} "
-            f"state {d['operstate']} mode DEFAULT group default qlen {d['txqlen']}\n"
-            f"    link/{kind} {d['address']} brd {d['broadcast']}\n"
-        )
-        infos = d.get("addr_info", []) if addresses else []
-        for a in infos if isinstance(infos, list) else []:
-            fam = "inet" if a["family"] == "inet" else "inet6"
-            brd = f" brd {a['broadcast']}" if "broadcast" in a else ""
-            label = f" {a['label']}" if "label" in a else ""
-            out.append(
-                f"    {fam} {a['local']}/{a['prefixlen']}{brd} scope {a['scope']}{label}\n"
-                "       valid_lft forever preferred_lft forever\n"
-            )
-    return "".join(out)
