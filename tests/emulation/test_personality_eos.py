@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -145,6 +146,26 @@ def test_counters_parse_to_the_fabric_counters(spine, fabric) -> None:
         else:
             assert found["Ethernet1/1"].rx_packets == c.rx_packets > 0
             assert found["Ethernet1/1"].tx_octets == c.tx_octets
+
+
+def test_rates_follow_the_counters_and_a_clear_reads_as_no_traffic(fresh) -> None:
+    fab, served = fresh
+    cli = served.cli()
+
+    def rates() -> dict[str, float]:
+        doc = json.loads(run(served, "show interfaces | json", cli))
+        stats = doc["interfaces"]["Ethernet1/1"]["interfaceStatistics"]
+        return {k: stats[k] for k in ("inBitsRate", "inPktsRate", "outBitsRate", "outPktsRate")}
+
+    rates()  # the first sample
+    fab.add_port_counters(SPINE, "Ethernet1/1", rx_octets=250_000, rx_packets=1_000)
+    fab.advance(2.0)
+    moved = rates()
+    assert moved["inBitsRate"] >= 8 * 250_000 / 2.0 > 0  # plus LLDP's own frames
+    assert moved["inPktsRate"] >= 1_000 / 2.0
+    fab.clear_counters(SPINE)  # counters went back (a clear, a reboot): no traffic, not negative
+    fab.advance(2.0)
+    assert rates() == dict.fromkeys(moved, 0.0)
 
 
 def test_transceivers_list_one_interface_per_lane(spine, fabric) -> None:
