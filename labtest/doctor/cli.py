@@ -48,7 +48,8 @@ def register(sub: Any) -> None:
     ap.add_argument("--emulate", action=argparse.BooleanOptionalAction, default=None,
                     help="start the testbed's emulated lab (default: when it has emulation:)")
     ap.add_argument("--fault", action="append", default=[], metavar="KIND@TARGET[:k=v,...]",
-                    help="with --emulate: inject a fault, e.g. dirty_connector@leaf1:Ethernet0")
+                    help="with --emulate: inject a fault, e.g. dirty_connector@leaf1:Ethernet0 "
+                         "or silent_drop@leaf1:Ethernet0:direction=ab (gray faults too)")
     ap.set_defaults(handler=_doctor)
 
 
@@ -83,7 +84,10 @@ def _doctor(args: argparse.Namespace) -> int:
                 return EXIT_USAGE
             from labtest.emulation.cli import parse_fault
             from labtest.emulation.lab import EmulatedLab
+            from labtest.emulation.model import gray
 
+            gray.register()  # the doctor's lab also takes silent_drop, lossy_link, ...
+            stack.callback(gray.unregister)
             lab_em = EmulatedLab(tb, faults=[parse_fault(f) for f in args.fault])
             running = lab_em.start()
             stack.callback(lab_em.stop)
