@@ -8,10 +8,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from labtest.emulation.model.faults import CATALOGUE, FaultError, parse_params
+from labtest.emulation.model.faults import FaultError, load_catalogue, parse_params
 from labtest.emulation.model.traffic import TgFlowSpec, TrafficModel
 from labtest.emulation.model.traffic.lab import DictLinkView, clos_testbed
 
+CATALOGUE = load_catalogue()  # the families, whatever ran before this module
 KINDS = {
     "pfc_disabled",
     "ecn_disabled",

@@ -59,6 +59,9 @@ def fault(
 
 
 def parse_params(kind: str, raw: dict[str, Any]) -> FaultParams:
+    """A fault's parameters, validated; the catalogue is loaded first, so the answer does
+    not depend on whether something else imported the fault families already."""
+    load_catalogue()
     if kind not in CATALOGUE:
         raise FaultError(f"unknown fault {kind!r}; known: {', '.join(sorted(CATALOGUE))}")
     try:
