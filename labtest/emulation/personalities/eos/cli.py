@@ -287,7 +287,6 @@ class EosCli(InterfaceCommands, OpticCommands, LldpCommands):
             ]
         )
 
-    # --- interfaces ------------------------------------------------------------------
 
     # --- running-config --------------------------------------------------------------
 

@@ -13,6 +13,8 @@ RATE_MIN_INTERVAL_S = 1.0  # a rate needs two counter samples at least this far 
 
 
 class InterfaceCommands(EosCommands):
+    """Interface status and counters, then FEC, PFC and queue counters."""
+
     def _link_status(self, view: PortView) -> str:
         if not view.admin_up:
             return "disabled"
@@ -228,6 +230,8 @@ class InterfaceCommands(EosCommands):
                 "symbolErrors": 0,
             }
         return {"interfaceErrorCounters": out}
+
+    # --- FEC, PFC and queues -----------------------------------------------------------
 
     def _attr(self, value: float | bool | str, changed: bool) -> dict[str, Any]:
         """EOS PHY attribute shape ``{value, changes, lastChange}`` (arex's reading of it)."""

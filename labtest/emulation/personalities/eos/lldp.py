@@ -9,6 +9,8 @@ from labtest.emulation.personalities.eos.base import EosCommands, dotted_mac, sh
 
 
 class LldpCommands(EosCommands):
+    """The LLDP neighbour table and its detail, from the fabric's adverts."""
+
     # keys: show_lldp_neighbors_json__sonic_mgmt_vlab04 (sonic-mgmt's Arista capture)
     def lldp_json(self) -> dict[str, Any]:
         neighbours = self.dev.lldp_neighbours()

@@ -13,6 +13,7 @@ from labtest.emulation.personalities.switch_mib import dbm_to_mw
 
 
 class OpticCommands(EosCommands):
+    """Transceiver DOM and thresholds per lane port, and the transceiver inventory."""
 
     # keys: show_interfaces_transceiver_json__netpanda_ethernet52 and, with thresholds,
     # show_interfaces_transceiver_detail_json__dwdm_ethernet5_2; EOS lists each lane

@@ -34,6 +34,8 @@ def sonic_if_index(port: str) -> int | None:
 
 @dataclass
 class PrbsRun:
+    """One ``config interface prbs`` run of a port, as ``show interfaces prbs status`` shows it."""
+
     mode: str  # rx | tx | both
     pattern: str
     start_s: float
@@ -75,8 +77,6 @@ class SonicCommands:
             if not self.state.has_port(port):
                 raise CliError(f"Invalid port {port}\n", 1)
         return wanted
-
-    # format: show_interfaces_status__pr764_fec_vlan (columns incl. FEC) and
 
     def _check_port(self, port: str, command: str) -> None:
         if not self.state.has_port(port):

@@ -196,7 +196,6 @@ class SonicCli(InterfaceCommands, OpticCommands):
     def show_running_configuration(self, args: list[str]) -> CliReply:
         return ok([json.dumps(config_db(self.dev), indent=4, sort_keys=True)])
 
-    # --- PRBS (SONiC PRBS per-lane HLD) ---------------------------------------------------
     # --- configuration ---------------------------------------------------------------
 
     def config_admin(self, up: bool) -> Callable[[list[str]], CliReply]:

@@ -22,6 +22,9 @@ from labtest.emulation.sshserver import CliReply
 
 
 class InterfaceCommands(SonicCommands):
+    """portstat, pfcstat, queuestat, pfcwd and sonic-clear."""
+
+    # format: show_interfaces_status__pr764_fec_vlan (columns incl. FEC) and
     # show_interfaces_status__issue4653_400g (400G QSFP-DD row)
     def show_interfaces_status(self, args: list[str]) -> CliReply:
         rows = []

@@ -21,6 +21,7 @@ CONNECTORS = {"MPO-12": "MPO 1x12", "MPO-16": "MPO 1x16", "LC": "LC"}
 
 
 class OpticCommands(SonicCommands):
+    """sfputil's transceiver commands and the PRBS commands."""
 
     # format: eeprom_dom__sfp_test_cmis_qsfpdd (sfputil CMIS layout, sorted keys,
     # threshold keys padded to the longest)
@@ -120,6 +121,8 @@ class OpticCommands(SonicCommands):
             f"{p}: Transceiver performance monitoring not applicable" for p in self._ports(args)
         ]
         return ok(["\n\n".join(lines)])
+
+    # --- PRBS (SONiC PRBS per-lane HLD) ---------------------------------------------------
 
     # format: prbs_status__mgmt25213_ethernet128 (per-lane table after a run) and
     # prbs_status__hld_running ("Note: No PRBS result data available" while running)
