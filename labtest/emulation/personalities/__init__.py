@@ -6,6 +6,9 @@ the lab serves: a CLI handler factory, a MIB, a banner. Everything a switch
 switch's software knows lives here, in :class:`SwitchState`, shared by every
 SSH session and the SNMP agent of that switch: its uptime and reboots, the
 config files it saved, its PFC watchdog timers, and the ifIndex of each port.
+:class:`SwitchDevice` adds what the CLI sessions of one switch share (counter
+samples for rates); each OS's personality package extends it with what its
+tools keep (``sonic.SonicDevice``, ``eos.EosDevice``).
 
 Mutations of the traffic model go through ``fabric.schedule`` so they run under
 the fabric's lock, in the same lock order as the fault catalogue (fabric, then
