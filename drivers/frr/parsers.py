@@ -276,12 +276,15 @@ def _subnets(text: str) -> dict[str, list[ipaddress.IPv4Interface]]:
 
 
 def _port_of(peer: str, subnets: dict[str, list[ipaddress.IPv4Interface]]) -> str | None:
-    """The port whose connected subnet holds ``peer`` (an unnumbered peer is the port)."""
+    """The port whose connected subnet holds ``peer``. An unnumbered peer is named by its
+    interface (``neighbor Ethernet0 interface``), which has no IPv4 address to list."""
     if peer in subnets:
         return peer
     try:
-        ip = ipaddress.IPv4Address(peer)
+        ip = ipaddress.ip_address(peer)
     except ValueError:
+        return peer  # not an address: FRR keys an interface peer by the interface name
+    if not isinstance(ip, ipaddress.IPv4Address):
         return None
     hits = [port for port, nets in subnets.items() for n in nets if ip in n.network and ip != n.ip]
     return hits[0] if len(hits) == 1 else None

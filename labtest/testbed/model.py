@@ -154,6 +154,10 @@ class Emulation(Strict):
     ambient_c: float = 25.0
     faults: list[FaultSpec] = Field(default_factory=list)
     bfd: BfdTimers | None = Field(None, description="kernel backend: BFD timers of every session")
+    bgp: Literal["numbered", "unnumbered"] = Field(
+        "numbered", description="kernel backend: eBGP over each fabric link's /31 (numbered), "
+        "or on the interface over IPv6 link-local with IPv4 routes via IPv6 next hops "
+        "(unnumbered, RFC 5549)")
 
 
 class Testbed(Strict):

@@ -184,3 +184,19 @@ def test_paths_names_a_straggler_at_a_random_placement(tmp_path: Path) -> None:
                   for r in re.findall(r"path_pps=\d+: ([0-9.]+) ratio is FAIL", ln)]
         # 2 Mbit/s of 8.2 offered: about a quarter (plus the queue's and control's frames)
         assert ratios and max(ratios) < 0.5, f"{placed}: {near} not named\n{out[-3000:]}"
+
+
+def test_routing_and_paths_pass_on_an_unnumbered_lab(tmp_path: Path) -> None:
+    """``emulation.bgp: unnumbered``: eBGP on each fabric interface over IPv6 link-local,
+    IPv4 routes via IPv6 next hops (RFC 5549). The routing suite finds every session by its
+    port (the peer is the interface) and the TG's paths carry their load over both spines."""
+    path = _testbed(tmp_path, [])
+    data = yaml.safe_load(path.read_text())
+    data["emulation"]["bgp"] = "unnumbered"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    code, out = _run(path, tmp_path, "paths", "routing")
+    rows = {line.split()[0]: line.split()[1:5] for line in out.splitlines()
+            if line.split()[:1] in (["paths"], ["routing"])}
+    assert rows.get("routing") == ["12", "0", "0", "0"], out[-3000:]
+    assert rows.get("paths") == ["4", "0", "0", "0"], out[-3000:]
+    assert code == 0 and "verdict: PASS" in out, out[-3000:]

@@ -201,3 +201,41 @@ def test_without_root_or_packages_the_lab_refuses_with_what_to_install(
     assert "missing Debian packages: frr lldpd (apt-get install" in reason
     with pytest.raises(KernelLabUnavailable, match="frr lldpd"):
         KernelLab(load_testbed(KERNEL_TESTBED)).start()
+
+
+# --- BGP unnumbered (emulation.bgp: unnumbered) ---------------------------------------------
+
+
+def test_unnumbered_fabric_links_have_no_ipv4_and_peer_on_the_interface() -> None:
+    plan = pl.make_plan(load_testbed(KERNEL_TESTBED), "lt-kT-", unnumbered=True)
+    fabric = [v for v in plan.veths if v.a_device.startswith("leaf")
+              and v.b_device.startswith("spine")]
+    assert fabric and all(v.a_address == v.b_address == "" for v in fabric)
+    host = next(v for v in plan.veths if v.a_device == "host1")  # hosts and TG stay numbered
+    assert host.a_address.endswith("/31") and host.b_address.endswith("/31")
+    leaf1 = plan.nodes["leaf1"]
+    assert [(peer, port) for peer, _asn, port in leaf1.neighbours] == [
+        ("Ethernet0", "Ethernet0"), ("Ethernet4", "Ethernet4")]
+    bgpd = pl.frr_configs(leaf1, plan.bfd)["bgpd"]
+    assert " neighbor Ethernet0 interface remote-as external" in bgpd.splitlines()
+    assert " neighbor Ethernet4 bfd profile fast" in bgpd.splitlines()
+    assert "remote-as 651" not in bgpd  # no numbered session left
+
+
+def _unnumbered(sample: str) -> str:
+    addrs = (SAMPLES / "ip_addr4_unnumbered.json").read_text()  # fabric ports: no IPv4
+    return f"{(SAMPLES / sample).read_text()}\n{p.ADDRESSES_MARK}\n{addrs}"
+
+
+def test_an_unnumbered_peer_is_its_interface() -> None:
+    # captured from leaf1 of an unnumbered kernel lab: BGP keys the peers by interface,
+    # BFD runs on IPv6 link-local addresses and names the interface
+    bgp = p.parse_bgp_sessions(_unnumbered("bgp_summary_unnumbered.json"))
+    assert {k: (s.local_port, s.state, s.peer_hostname) for k, s in bgp.items()} == {
+        "Ethernet0": ("Ethernet0", "Established", "spine1"),
+        "Ethernet4": ("Ethernet4", "Established", "spine2"),
+    }
+    bfd = p.parse_bfd_sessions(_unnumbered("bfd_peers_unnumbered.json"))
+    assert sorted((s.local_port, s.up, s.detection_time_ms) for s in bfd.values()) == [
+        ("Ethernet0", True, 300.0), ("Ethernet4", True, 300.0)]
+    assert all(peer.startswith("fe80::") for peer in bfd)

@@ -93,7 +93,8 @@ class KernelLab:
         began = time.monotonic()
         emu = self.testbed.emulation
         bfd = emu.bfd.model_dump() if emu is not None and emu.bfd is not None else None
-        self.plan = pl.make_plan(self.testbed, self.prefix, bfd)
+        unnumbered = emu is not None and emu.bgp == "unnumbered"
+        self.plan = pl.make_plan(self.testbed, self.prefix, bfd, unnumbered)
         self.skipped = dict(self.plan.unsupported)
         self.workdir = Path(tempfile.mkdtemp(prefix=self.prefix))
         self.workdir.chmod(0o755)  # FRR daemons run as user frr and read their configs here
@@ -165,7 +166,11 @@ class KernelLab:
         )
         for node, port, addr in ((na, v.a_port, v.a_address), (nb, v.b_port, v.b_address)):
             ns.ip("link", "set", port, "mtu", str(pl.LINK_MTU_BYTES), netns=node.netns)
-            if node.kind != "tg":  # a TG port has no IP stack: it only sends and counts
+            if not addr and node.kind == "switch":  # unnumbered: IPv6 link-local only
+                ns.run_in_netns(
+                    node.netns, ["sysctl", "-q", "-w", f"net.ipv6.conf.{port}.disable_ipv6=0"]
+                )
+            elif node.kind != "tg":  # a TG port has no IP stack: it only sends and counts
                 ns.ip("addr", "add", addr, "dev", port, netns=node.netns)
             if "tg" in (na.kind, nb.kind):  # only here: see _lossless
                 self._lossless(node.netns, port)
@@ -384,8 +389,12 @@ class KernelLab:
         return {ip: str(p.get("state")) for ip, p in peers.items()}
 
     def bfd_state(self, name: str) -> dict[str, str]:
+        """peer address (and, where FRR names it, the interface) -> BFD status."""
         data = json.loads(self.vtysh(name, "show bfd peers json") or "[]")
-        return {str(p.get("peer")): str(p.get("status")) for p in data}
+        out = {str(p.get("peer")): str(p.get("status")) for p in data}
+        out.update({str(p["interface"]): str(p.get("status")) for p in data
+                    if p.get("interface")})
+        return out
 
     def wait_converged(self, timeout_s: float = CONVERGED_S) -> None:
         """Every planned BGP session Established and its BFD peer up (bounded)."""

@@ -12,7 +12,10 @@ cable hears who is there). Anything else has no kernel-lab counterpart.
 Addresses come from the benchmarking range 198.18.0.0/15 (RFC 2544/6815),
 which is never routed: link ``i`` of the plan is 198.18.0.0/31 + 2i, its
 ``a`` end taking the even address. Switches run eBGP with one private AS each
-(RFC 6996) and BFD on every switch-to-switch session.
+(RFC 6996) and BFD on every switch-to-switch session. With ``emulation.bgp:
+unnumbered`` a switch-to-switch link gets no IPv4 address: its session runs on the
+interface (IPv6 link-local, ``neighbor PORT interface remote-as external``) and IPv4
+routes point at IPv6 next hops (RFC 5549), as in many production leaf-spine fabrics.
 """
 
 from __future__ import annotations
@@ -58,7 +61,8 @@ class NodePlan:
     asn: int | None = None
     router_id: str | None = None
     ports: dict[str, str] = field(default_factory=dict)  # port -> CIDR
-    neighbours: list[tuple[str, int, str]] = field(default_factory=list)  # (ip, asn, port)
+    #: (peer, asn, port): the peer's address, or the port itself for an unnumbered session
+    neighbours: list[tuple[str, int, str]] = field(default_factory=list)
     gateway: str | None = None  # hosts: the leaf's address on the host link
 
 
@@ -69,6 +73,7 @@ class LabPlan:
     veths: list[VethPlan]
     bfd: dict[str, int]
     unsupported: dict[str, str]  # device -> why it is not built
+    unnumbered: bool = False  # switch-to-switch links: BGP on the interface, no IPv4
 
 
 def kind_of(driver: str) -> str | None:
@@ -81,7 +86,9 @@ def kind_of(driver: str) -> str | None:
     return None
 
 
-def make_plan(testbed: Testbed, prefix: str, bfd: dict[str, int] | None = None) -> LabPlan:
+def make_plan(
+    testbed: Testbed, prefix: str, bfd: dict[str, int] | None = None, unnumbered: bool = False
+) -> LabPlan:
     nodes: dict[str, NodePlan] = {}
     unsupported: dict[str, str] = {}
     switch_index = 0
@@ -106,6 +113,9 @@ def make_plan(testbed: Testbed, prefix: str, bfd: dict[str, int] | None = None) 
                 raise PlanError(f"{end}: port name longer than {IFNAME_MAX} characters")
         net = BASE + 2 * i
         a_addr, b_addr = f"{net}/31", f"{net + 1}/31"
+        fabric = nodes[a.device].kind == nodes[b.device].kind == "switch"
+        if unnumbered and fabric:
+            a_addr = b_addr = ""  # link-local IPv6 only
         veths.append(VethPlan(link.name, a.device, a.port, a_addr, b.device, b.port, b_addr))
         na, nb = nodes[a.device], nodes[b.device]
         if a.port in na.ports or b.port in nb.ports:
@@ -117,10 +127,13 @@ def make_plan(testbed: Testbed, prefix: str, bfd: dict[str, int] | None = None) 
         ):
             if here.kind == "switch" and there.kind == "switch":
                 assert there.asn is not None
-                here.neighbours.append((there_addr.split("/")[0], there.asn, here_port))
+                peer = there_addr.split("/")[0] if there_addr else here_port
+                here.neighbours.append((peer, there.asn, here_port))
             if here.kind == "host" and there.kind == "switch":
                 here.gateway = there_addr.split("/")[0]
-    return LabPlan(prefix, nodes, veths, {**BFD_DEFAULTS, **(bfd or {})}, unsupported)
+    return LabPlan(
+        prefix, nodes, veths, {**BFD_DEFAULTS, **(bfd or {})}, unsupported, unnumbered
+    )
 
 
 # --- configuration text ---------------------------------------------------------------------
@@ -157,12 +170,15 @@ def frr_configs(node: NodePlan, bfd: dict[str, int]) -> dict[str, str]:
         # batching (default 1 s) and no eBGP advertisement interval
         " coalesce-time 0",
     ]
-    for ip, asn, _port in node.neighbours:
+    for peer, asn, port in node.neighbours:
+        if peer == port:  # unnumbered: the session is the interface's (IPv6 link-local)
+            bgpd.append(f" neighbor {port} interface remote-as external")
+        else:
+            bgpd.append(f" neighbor {peer} remote-as {asn}")
         bgpd += [
-            f" neighbor {ip} remote-as {asn}",
-            f" neighbor {ip} bfd profile fast",
-            f" neighbor {ip} timers connect 1",
-            f" neighbor {ip} advertisement-interval 0",
+            f" neighbor {peer} bfd profile fast",
+            f" neighbor {peer} timers connect 1",
+            f" neighbor {peer} advertisement-interval 0",
         ]
     bgpd += [
         " address-family ipv4 unicast",
