@@ -164,6 +164,7 @@ FABRIC_LINKS = [
 ]
 
 
+@pytest.mark.wall_clock  # software forwarding: the healthy links' frames must not be lost
 def test_paths_names_a_straggler_at_a_random_placement(tmp_path: Path) -> None:
     """A rate-limited link (the fault's default 2 Mbit/s, under the suite's 8.2 Mbit/s per
     path) fails that link only, each direction named by the end sending into it."""
@@ -186,6 +187,7 @@ def test_paths_names_a_straggler_at_a_random_placement(tmp_path: Path) -> None:
         assert ratios and max(ratios) < 0.5, f"{placed}: {near} not named\n{out[-3000:]}"
 
 
+@pytest.mark.wall_clock  # software forwarding: no frame of the paths' load may be lost
 def test_routing_and_paths_pass_on_an_unnumbered_lab(tmp_path: Path) -> None:
     """``emulation.bgp: unnumbered``: eBGP on each fabric interface over IPv6 link-local,
     IPv4 routes via IPv6 next hops (RFC 5549). The routing suite finds every session by its
