@@ -1,0 +1,41 @@
+"""The live mesh's reading of a trace: answered hops pin their link, silent ones stand for
+every shortest-path link there."""
+
+from __future__ import annotations
+
+from labtest.capabilities.probes import TraceHop, UdpTrace
+from labtest.doctor.evidence import Snapshot
+from labtest.doctor.judge import Plan
+from labtest.doctor.mesh import LiveMesh
+from labtest.testbed import model as tb
+from labtest.testbed.model import Device, Link
+
+
+def _plan() -> Plan:
+    devices = {n: Device(role=n[:-1], driver="sonic") for n in ("spine1", "spine2", "leaf1",
+                                                                 "leaf2")}
+    devices |= {h: Device(role="host", driver="linux") for h in ("host1", "host2")}
+    links = [Link(a=f"leaf{lf}:Ethernet{s}", b=f"spine{s}:Ethernet{lf}") for lf in (1, 2)
+             for s in (1, 2)]
+    links += [Link(a="host1:eth0", b="leaf1:Ethernet9"), Link(a="host2:eth0", b="leaf2:Ethernet9")]
+    return Plan.of(tb.Testbed(name="t", devices=devices, links=links))
+
+
+def _trace(*hops: tuple[str, ...]) -> UdpTrace:
+    return UdpTrace("10.0.0.2", 40000, 33434, tuple(
+        TraceHop(i + 1, a, 3, 3 if a else 0) for i, a in enumerate(hops)))
+
+
+def test_answered_hops_pin_their_links_and_silent_ones_stand_for_every_candidate() -> None:
+    mesh = LiveMesh(_plan(), addresses={"host1": "10.0.0.1", "host2": "10.0.0.2"})
+    # leaf1's BGP peer 198.18.0.1 is spine2's address on leaf1:Ethernet2's link, etc.
+    snap = Snapshot(addresses={"198.18.0.1": "leaf1:Ethernet2", "198.18.0.3": "spine2:Ethernet2"})
+    full = mesh.links("host1", "host2", _trace(("gw",), ("198.18.0.1",), ("198.18.0.3",),
+                                               ("10.0.0.2",)), snap)
+    assert full == ("host1:eth0--leaf1:Ethernet9", "leaf1:Ethernet2--spine2:Ethernet1",
+                    "leaf2:Ethernet2--spine2:Ethernet2", "host2:eth0--leaf2:Ethernet9")
+    dark = mesh.links("host1", "host2", _trace(("gw",), (), (), ()), snap)
+    assert dark[0] == "host1:eth0--leaf1:Ethernet9" and set(dark) == {
+        "host1:eth0--leaf1:Ethernet9", "leaf1:Ethernet1--spine1:Ethernet1",
+        "leaf1:Ethernet2--spine2:Ethernet1", "leaf2:Ethernet1--spine1:Ethernet2",
+        "leaf2:Ethernet2--spine2:Ethernet2", "host2:eth0--leaf2:Ethernet9"}
