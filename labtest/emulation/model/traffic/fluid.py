@@ -47,11 +47,11 @@ from labtest.emulation.model.traffic.congestion import (
     xoff_bytes,
 )
 from labtest.emulation.model.traffic.flows import Flow, PauseSource
+from labtest.emulation.model.traffic.fluid_run import TRACE_SLICES
 from labtest.emulation.model.traffic.topology import PRIORITIES, Topology
 
 _TINY = 1e-30
 _WD_MODES = {"drop": 0, "forward": 1, "alert": 2}
-TRACE_SLICES = 1024  # queue occupancy kept per slice, for latency under load
 
 
 class FluidNet:
@@ -500,42 +500,6 @@ class FluidNet:
 
     def port_bytes(self) -> np.ndarray:
         return np.bincount(self.seg_port, self.content, minlength=self.P)
-
-    def queue_trace(self) -> np.ndarray:
-        """Bytes queued per used queue (``self.qs``), one row per slice, oldest first: the
-        chunks ``simulate`` stepped last in this scenario (where the queues had settled);
-        the queues as they are now when nothing was stepped since (closed form, cache)."""
-        n = self.q_trace_n
-        first = max(self.q_trace_from, n - TRACE_SLICES)
-        if n - first < 2:
-            return np.bincount(self.sq, self.content, minlength=len(self.qs))[None, :]
-        rows = np.arange(first, n) % TRACE_SLICES
-        return self.q_trace[rows]
-
-    def queueing_delay_samples(
-        self, path: list[int], n: int, rng: np.random.Generator
-    ) -> np.ndarray:
-        """Seconds a packet waits in the egress queues of ``path`` at ``n`` random instants.
-
-        Per hop, the bytes queued at the port when the packet arrives over the port's drain
-        rate (its line rate: the port shares it among its queues by backlog, so every byte
-        queued there is ahead of the packet); summed over hops at the same instant (a queue
-        moves slowly against a packet's microseconds in flight). The instants are uniform
-        over the settled trace, interpolated between slices, so the distribution follows
-        the queues' own fluctuation: the tail is where the queues peak.
-        """
-        weight = np.zeros(len(self.qs))
-        q_port = self.qs // PRIORITIES
-        for p in path:
-            if self.cap[p] > 0:
-                weight[q_port == p] += 1.0 / self.cap[p]
-        delay = self.queue_trace() @ weight
-        if len(delay) == 1:
-            return np.full(n, float(delay[0]))
-        at = rng.uniform(0.0, len(delay) - 1.0, n)
-        i = np.minimum(at.astype(np.int64), len(delay) - 2)
-        frac = at - i
-        return delay[i] * (1.0 - frac) + delay[i + 1] * frac
 
     # --- one slice -----------------------------------------------------------
 

@@ -2,7 +2,8 @@
 
 ``simulate`` steps chunks until the rates settle, ``quiet_rates`` answers in closed
 form when nothing can queue, ``extrapolate`` carries every counter forward along
-settled rates, and the PFC watchdog is evaluated at its poll instants. Functions
+settled rates, the PFC watchdog is evaluated at its poll instants, and latency
+under load is drawn from the queues' trace of the settled chunks. Functions
 over a ``FluidNet`` (``fluid.py``); the traffic model calls them between events.
 """
 
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from labtest.emulation.model.traffic.fluid import FluidNet
 
 RATE_CACHE_SIZE = 64  # scenarios whose steady rates are kept (a flapping link cycles a few)
+TRACE_SLICES = 1024  # queue occupancy kept per slice, for latency under load
 TRACE_CHUNKS = 2  # the settled trace: the last chunks ``simulate`` stepped
 
 
@@ -279,3 +281,44 @@ def remember(net: FluidNet, rates: np.ndarray) -> None:
     if len(net.rate_cache) >= RATE_CACHE_SIZE:
         net.rate_cache.pop(next(iter(net.rate_cache)))
     net.rate_cache[net.scenario_key] = rates.copy()
+
+
+# --- latency under load, from the queues' settled trace ---------------------------
+
+
+def queue_trace(net: FluidNet) -> np.ndarray:
+    """Bytes queued per used queue (``net.qs``), one row per slice, oldest first: the
+    chunks ``simulate`` stepped last in this scenario (where the queues had settled);
+    the queues as they are now when nothing was stepped since (closed form, cache)."""
+    n = net.q_trace_n
+    first = max(net.q_trace_from, n - TRACE_SLICES)
+    if n - first < 2:
+        return np.bincount(net.sq, net.content, minlength=len(net.qs))[None, :]
+    rows = np.arange(first, n) % TRACE_SLICES
+    return net.q_trace[rows]
+
+
+def queueing_delay_samples(
+    net: FluidNet, path: list[int], n: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Seconds a packet waits in the egress queues of ``path`` at ``n`` random instants.
+
+    Per hop, the bytes queued at the port when the packet arrives over the port's drain
+    rate (its line rate: the port shares it among its queues by backlog, so every byte
+    queued there is ahead of the packet); summed over hops at the same instant (a queue
+    moves slowly against a packet's microseconds in flight). The instants are uniform
+    over the settled trace, interpolated between slices, so the distribution follows
+    the queues' own fluctuation: the tail is where the queues peak.
+    """
+    weight = np.zeros(len(net.qs))
+    q_port = net.qs // PRIORITIES
+    for p in path:
+        if net.cap[p] > 0:
+            weight[q_port == p] += 1.0 / net.cap[p]
+    delay = queue_trace(net) @ weight
+    if len(delay) == 1:
+        return np.full(n, float(delay[0]))
+    at = rng.uniform(0.0, len(delay) - 1.0, n)
+    i = np.minimum(at.astype(np.int64), len(delay) - 2)
+    frac = at - i
+    return delay[i] * (1.0 - frac) + delay[i + 1] * frac

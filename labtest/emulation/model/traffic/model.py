@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from labtest.emulation.model.faults import FaultError
-from labtest.emulation.model.traffic import collectives, roce
+from labtest.emulation.model.traffic import collectives, fluid_run, roce
 from labtest.emulation.model.traffic.flows import (
     FiveTuple,
     Flow,
@@ -158,7 +158,7 @@ class TrafficModel(TrafficCore):
         """ib_write_lat: one-way latency samples over the current path: the fixed part (NIC,
         switches, serialisation, propagation) with its jitter, plus the queueing delay each
         sample meets in the egress queues on the way, drawn from the queues' settled trace
-        (``FluidNet.queueing_delay_samples``): idle, nothing; under load, what the queues
+        (``fluid_run.queueing_delay_samples``): idle, nothing; under load, what the queues
         hold and how they move."""
         c, s = self._host_port(client), self._host_port(server)
         f = self._roce_qp(c, s, size_b, 3, self.now_s, self.now_s, "perftest-lat")
@@ -180,7 +180,7 @@ class TrafficModel(TrafficCore):
             )
         assert f.path is not None
         samples = roce.latency_samples(f.base_latency_s, iterations, self.rng)
-        samples += self.engine.queueing_delay_samples(f.path, iterations, self.rng)
+        samples += fluid_run.queueing_delay_samples(self.engine, f.path, iterations, self.rng)
         return roce.latency_result(client, server, size_b, samples)
 
     @locked
