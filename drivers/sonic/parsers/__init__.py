@@ -12,9 +12,11 @@ the raw text; numbers lose their thousands separators, ``N/A`` becomes
 ``None``. Formats checked against the samples under ``tests/drivers/samples/sonic``.
 
 The parsers live by area (``interfaces``, ``transceivers``, ``lldp``, ``qos``; the
-table reader in ``_common``); importing this package registers them all.
+table reader in ``_common``, what each output looks like in ``fingerprints``); importing
+this package registers them all.
 """
 
+from labtest.drivers.sonic.parsers import fingerprints  # noqa: F401  (registers them)
 from labtest.drivers.sonic.parsers._common import DRIVER, UNKNOWN_PORT
 from labtest.drivers.sonic.parsers.interfaces import (
     COUNTERS_COMMANDS,

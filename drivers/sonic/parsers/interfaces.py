@@ -17,7 +17,6 @@ from labtest.drivers.common.cells import cell_float as _float
 from labtest.drivers.common.cells import cell_int as _int
 from labtest.drivers.common.cells import cell_text as _text
 from labtest.drivers.sonic.parsers._common import (
-    DRIVER,
     UNKNOWN_PORT,
     _key_values,
     _keyed,
@@ -27,7 +26,6 @@ from labtest.drivers.sonic.parsers._common import (
     _updown,
 )
 from labtest.parsing import Garbled as _Garbled
-from labtest.parsing import fingerprint
 
 # --- facts -------------------------------------------------------------------
 
@@ -315,74 +313,3 @@ def parse_prbs_status(text: str) -> dict[str, list[PrbsResult]]:
             )
         )
     return {port: out}
-
-
-# --- what each command's output looks like (labtest parse refuses another's) -----------
-
-for _label, _pattern, _commands in (
-    (
-        "show platform summary",
-        r"^Platform:\s*\S+\s*\n(?:.*\n)?HwSKU:",
-        ("show platform summary",),
-    ),
-    (
-        "show interfaces status",
-        r"^\s*Interface\s+Lanes\s+Speed\s+MTU",
-        ("show interfaces status", "show interface status"),
-    ),
-    (
-        "show interfaces counters",
-        r"^\s*IFACE\s+STATE\s+RX_(?:OK|ERR)\b",
-        COUNTERS_COMMANDS,
-    ),
-    ("show pfc counters", r"^\s*Port (?:Rx|Tx)\s+PFC0", ("show pfc counters", "pfcstat")),
-    (
-        "show queue counters",
-        r"^\s*Port\s+TxQ\s+(?:Counter|WredDrp|EcnMarked)/",
-        ("show queue counters", "show queue wredcounters", "queuestat"),
-    ),
-    (
-        "show interfaces counters fec-stats",
-        r"^\s*IFACE\s+STATE\s+FEC_CORR",
-        ("show interfaces counters fec-stats", "portstat -f"),
-    ),
-    (
-        "show interfaces counters fec-histogram",
-        r"^\s*(?:Symbol Errors Per Codeword|IFACE\s+STATE\s+BIN0|IFACE\s+BIN0)",
-        ("show interfaces counters fec-histogram", "portstat -fh"),
-    ),
-    ("show lldp table", r"^\s*LocalPort\s+RemoteDevice", ("show lldp table",)),
-    (
-        "show pfcwd stats",
-        r"^\s*QUEUE\s+STATUS\s+STORM",
-        ("show pfcwd stats", "pfcwd show stats"),
-    ),
-    (
-        "show pfcwd config",
-        r"^\s*PORT\s+ACTION\s+DETECTION TIME",
-        ("show pfcwd config", "pfcwd show config"),
-    ),
-    (
-        "show interfaces transceiver eeprom",
-        r"^\S+: SFP (?:EEPROM )?(?:is )?(?:not )?detected",
-        (
-            "show interfaces transceiver eeprom --dom",
-            "show interfaces transceiver eeprom -d",
-            "show interfaces transceiver eeprom",
-            "sfputil show eeprom -d",
-            "sfputil show eeprom",
-        ),
-    ),
-    (
-        "show interfaces transceiver pm",
-        r"^\s*Parameter\s+Unit\s+Min\s+Avg\s+Max|Transceiver performance monitoring",
-        ("show interfaces transceiver pm",),
-    ),
-    (
-        "show interfaces prbs status",
-        r"^Interface:\s*\S+\s*\|",
-        ("show interfaces prbs status", "show interface prbs status"),
-    ),
-):
-    fingerprint(DRIVER, _label, _pattern, *_commands)
-fingerprint(DRIVER, "show version", r"^SONiC Software Version:", "show version", strength=2)

@@ -124,13 +124,16 @@ def _read_dom_line(module: _Module, section: str, key: str, value: str) -> None:
         )
 
 
-@_sonic(
+EEPROM_COMMANDS = (
     "show interfaces transceiver eeprom --dom",
     "show interfaces transceiver eeprom -d",
     "show interfaces transceiver eeprom",
     "sfputil show eeprom -d",
     "sfputil show eeprom",
 )
+
+
+@_sonic(*EEPROM_COMMANDS)
 def parse_transceiver_eeprom(text: str) -> dict[str, Transceiver]:
     """Inventory and DOM per port, from both the SFF-8636 and the CMIS layouts."""
     modules: dict[str, _Module] = {}
