@@ -28,6 +28,7 @@ from typing import Any
 from labtest.emulation.model import LldpAdvert
 from labtest.emulation.model.clock import VirtualTimer
 from labtest.emulation.model.fabric import Fabric
+from labtest.emulation.model.traffic.records import QueueTraffic
 from labtest.emulation.model.traffic.topology import device_settings
 from labtest.emulation.personalities._text import natural_key
 from labtest.testbed.model import Device
@@ -42,15 +43,6 @@ PEER_DESCRIPTIONS = {  # LLDP system description by family (anything else: a Lin
     "eos": "Arista Networks EOS (emulated)",
 }
 IfIndexRule = Callable[[str], int | None]
-
-
-@dataclass(frozen=True)
-class QueueView:
-    priority: int
-    tx_packets: int
-    tx_bytes: int
-    drop_packets: int
-    ecn_marked_packets: int
 
 
 @dataclass(frozen=True)
@@ -92,7 +84,7 @@ class PortView:
     link_down_count: int = 0
     pfc_rx_frames: tuple[int, ...] = (0,) * PRIORITIES
     pfc_tx_frames: tuple[int, ...] = (0,) * PRIORITIES
-    queues: tuple[QueueView, ...] = ()
+    queues: tuple[QueueTraffic, ...] = ()  # the traffic model's, per priority
     time_s: float = 0.0
 
 
@@ -209,12 +201,7 @@ class SwitchState:
             totals["tx_discards"] += t.tx_drops
             totals["pfc_rx_frames"] = tuple(t.pfc_rx_frames)
             totals["pfc_tx_frames"] = tuple(t.pfc_tx_frames)
-            totals["queues"] = tuple(
-                QueueView(
-                    q.priority, q.tx_packets, q.tx_bytes, q.drop_packets, q.ecn_marked_packets
-                )
-                for q in t.queues
-            )
+            totals["queues"] = tuple(t.queues)
         return PortView(**{**view.__dict__, **totals})
 
     def views(self) -> list[PortView]:

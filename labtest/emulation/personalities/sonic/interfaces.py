@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from labtest.emulation.personalities import PRIORITIES, PortView, QueueView
+from labtest.emulation.model.traffic.records import QueueTraffic
+from labtest.emulation.personalities import PRIORITIES, PortView
 from labtest.emulation.personalities._text import commas, table
 from labtest.emulation.personalities.sonic.base import (
     MODULE_TYPES,
@@ -225,8 +226,8 @@ class InterfaceCommands(SonicCommands):
         self,
         args: list[str],
         headers: list[str],
-        first: Callable[[QueueView], tuple[int, int]],
-        packets: Callable[[QueueView], int],
+        first: Callable[[QueueTraffic], tuple[int, int]],
+        packets: Callable[[QueueTraffic], int],
         multicast: bool = False,
     ) -> CliReply:
         """queuestat's table per port: a (packets, bytes) pair, then a packet count with
@@ -334,7 +335,7 @@ def _util(bytes_per_s: float, speed_bps: float) -> str:
     return f"{bytes_per_s * 8 / speed_bps * 100:.2f}%" if speed_bps else "N/A"
 
 
-def _queues(view: PortView) -> list[QueueView]:
+def _queues(view: PortView) -> list[QueueTraffic]:
     """The port's unicast queues (all zero on a port the traffic model does not carry)."""
-    return list(view.queues) or [QueueView(i, 0, 0, 0, 0) for i in range(PRIORITIES)]
+    return list(view.queues) or [QueueTraffic(i, 0, 0, 0, 0) for i in range(PRIORITIES)]
 
