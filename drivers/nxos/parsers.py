@@ -249,18 +249,13 @@ def parse_interface_counters(text: str) -> dict[str, InterfaceCounters]:
         # a sub-interface's InPkts is not the sum of its cast counters (genie's
         # Eth1/1.1 sample: 1778 against 0+0+0), so only a main port's total is summed
         derive = "." not in port
-        if derive and "rx_packets" not in values and "rx_unicast_packets" in values:
-            values["rx_packets"] = _sum(
-                values["rx_unicast_packets"],
-                values.get("rx_multicast_packets"),
-                values.get("rx_broadcast_packets"),
-            )
-        if derive and "tx_packets" not in values and "tx_unicast_packets" in values:
-            values["tx_packets"] = _sum(
-                values["tx_unicast_packets"],
-                values.get("tx_multicast_packets"),
-                values.get("tx_broadcast_packets"),
-            )
+        for way in ("rx", "tx") if derive else ():
+            if f"{way}_packets" not in values and f"{way}_unicast_packets" in values:
+                values[f"{way}_packets"] = _sum(
+                    values[f"{way}_unicast_packets"],
+                    values.get(f"{way}_multicast_packets"),
+                    values.get(f"{way}_broadcast_packets"),
+                )
         out[port] = InterfaceCounters(**values)
     if not out:
         raise _Garbled("no 'Port ...' counter table")
