@@ -1,0 +1,151 @@
+"""Pure parts behind the paths suite, on a fake two-leaf, two-spine fabric: mapping the probe
+flows onto paths (binary-weighted and flow by flow, with loss) and judging a path hop by
+hop, so that only the slow link fails."""
+
+from __future__ import annotations
+
+import importlib
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from labtest.errors import InfraError
+from labtest.fixtures.cabling_plan import Uplink
+from labtest.fixtures.tg_probes import PathMapping, TgPort, map_probe_paths, probe_config
+
+suite = importlib.import_module("labtest.suites.paths.test_paths")  # the suite's own module
+
+A = TgPort("tg1", "p1", "leaf1", "Ethernet32", "tg1:p1--leaf1:Ethernet32", 10.0)
+B = TgPort("tg1", "p2", "leaf2", "Ethernet32", "tg1:p2--leaf2:Ethernet32", 10.0)
+CABLES = [
+    ("leaf1", "Ethernet0", "spine1", "Ethernet0"), ("leaf1", "Ethernet4", "spine2", "Ethernet0"),
+    ("leaf2", "Ethernet0", "spine1", "Ethernet4"), ("leaf2", "Ethernet4", "spine2", "Ethernet4"),
+]
+
+
+def _uplinks() -> dict[str, list[Uplink]]:
+    out: dict[str, list[Uplink]] = {}
+    for d1, p1, d2, p2 in CABLES:
+        link = f"{d1}:{p1}--{d2}:{p2}"
+        out.setdefault(d1, []).append(Uplink(d1, p1, d2, p2, link, 10.0))
+        out.setdefault(d2, []).append(Uplink(d2, p2, d1, p1, link, 10.0))
+    return out
+
+
+class Fabric:
+    """Switch counters and a TG over two leaves and two spines. ``spine_of`` picks a flow's
+    spine (its ECMP hash); ``kept`` is the share of frames a directed hop (the sending end)
+    carries; ``split`` flows spread over both spines (an ambiguous path)."""
+
+    def __init__(self, kept: dict[str, float] | None = None, split: frozenset[str] = frozenset()):
+        self.kept = kept or {}
+        self.split = split
+        self.counts: dict[str, dict[str, dict[str, int]]] = {}
+        self.config: Any = None
+        self.sent: dict[str, tuple[int, int]] = {}
+        self.uplinks = _uplinks()
+        self.testbed = SimpleNamespace(devices={n: SimpleNamespace(vars={}, driver="frr")
+                                                for n in ("tg1", *self.uplinks)})
+
+    @staticmethod
+    def spine_of(flow: str) -> str:
+        return "spine1" if int(flow.rsplit("-", 1)[1]) % 3 else "spine2"
+
+    # the Lab side
+    def device(self, name: str) -> Any:
+        if name == "tg1":
+            return self
+        ports = self.counts.setdefault(name, {})
+        return SimpleNamespace(counters=lambda: {
+            p: SimpleNamespace(rx_packets=c.get("rx", 0), tx_packets=c.get("tx", 0))
+            for p, c in {u.port: ports.get(u.port, {}) for u in self.uplinks[name]}.items()})
+
+    def _count(self, device: str, port: str, key: str, n: int) -> None:
+        ports = self.counts.setdefault(device, {}).setdefault(port, {})
+        ports[key] = ports.get(key, 0) + n
+
+    # the TrafficGenerator side
+    def set_config(self, config: Any) -> None:
+        self.config = config
+
+    def start_traffic(self) -> None:
+        self.sent = {}
+        for f in self.config.flows:
+            frames = f.packets or round((f.rate_pps or 1000.0) * (f.duration_s or 1.0))
+            src, dst = (A, B) if f.tx_port == "p1" else (B, A)
+            spines = ["spine1", "spine2"] if f.name in self.split else [self.spine_of(f.name)]
+            delivered = 0
+            for spine in spines:
+                up = next(u for u in self.uplinks[src.switch] if u.peer == spine)
+                down = next(u for u in self.uplinks[spine] if u.peer == dst.switch)
+                n = frames // len(spines)
+                for hop in (up, down):
+                    n = int(n * self.kept.get(hop.endpoint, 1.0))
+                    self._count(hop.switch, hop.port, "tx", n)
+                    self._count(hop.peer, hop.peer_port, "rx", n)
+                delivered += n
+            self.sent[f.name] = (frames, delivered)
+
+    def wait_done(self, timeout_s: float) -> bool:
+        return True
+
+    def stop_traffic(self) -> None:
+        pass
+
+    def metrics(self) -> list[Any]:
+        return [SimpleNamespace(name=n, frames_tx=tx, frames_rx=rx)
+                for n, (tx, rx) in self.sent.items()]
+
+
+def _how(mode: str, attempts: int = 1) -> PathMapping:
+    return PathMapping(flows=8, frame_size_bytes=512, rate_pps=1000.0, dscp=0,
+                       unit_frames=300, attempts=attempts, timeout_s=5.0, mode=mode)
+
+
+@pytest.mark.parametrize("mode", ["binary", "per_flow"])
+def test_every_flow_is_mapped_onto_its_spine(mode: str) -> None:
+    fabric = Fabric()
+    paths = map_probe_paths(fabric, fabric, fabric, A, B, _how(mode))  # type: ignore[arg-type]
+    assert len(paths) == 16
+    for flow, hops in paths.items():
+        spine = Fabric.spine_of(flow)
+        assert [h.switch for h in hops] == ([A.switch, spine] if flow.startswith("p1")
+                                           else [B.switch, spine])
+        assert hops[1].peer == (B.switch if flow.startswith("p1") else A.switch)
+
+
+def test_flow_by_flow_mapping_survives_a_lossy_burst_that_binary_weights_cannot() -> None:
+    lossy = {"leaf1:Ethernet0": 0.6}  # 40% of what leaf1 sends to spine1 is lost
+    paths = map_probe_paths(*[Fabric(lossy)] * 3, A, B, _how("per_flow"))  # type: ignore[misc]
+    assert {f: h[0].peer for f, h in paths.items() if f.startswith("p1")} == {
+        f"p1-to-p2-{i}": Fabric.spine_of(f"p1-to-p2-{i}") for i in range(8)}
+    with pytest.raises(InfraError, match="do not decode"):
+        map_probe_paths(*[Fabric(lossy)] * 3, A, B, _how("binary"))  # type: ignore[misc]
+
+
+def test_a_flow_split_over_two_uplinks_is_broken_not_guessed() -> None:
+    fabric = Fabric(split=frozenset({"p2-to-p1-4"}))
+    with pytest.raises(InfraError, match=r"p2-to-p1-4.*name no single uplink.*2 attempt"):
+        map_probe_paths(fabric, fabric, fabric, A, B, _how("per_flow", attempts=2))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("slow", ["spine1:Ethernet0", "leaf1:Ethernet0", "leaf2:Ethernet4"])
+def test_only_the_slow_hop_fails_and_the_hop_after_it_carries_what_reached_it(
+    slow: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(suite.SETTINGS, "settle_s", 0.0)
+    monkeypatch.setitem(suite.SETTINGS, "load", {"pps": 2000, "line_pct": None})
+    fabric = Fabric({slow: 0.3})
+    paths = map_probe_paths(fabric, fabric, fabric, A, B, _how("per_flow"))  # type: ignore[arg-type]
+    base = probe_config(fabric, A, B, flows_per_direction=8, frame_size_bytes=512,  # type: ignore[arg-type]
+                        rate_pps=1.0)
+    out = suite.Deliveries(leaves=("leaf1", "leaf2"), flows=8)
+    for spine in ("spine1", "spine2"):
+        suite._load_spine(fabric, fabric, A, base, spine, paths, out)
+    hops = [h for link in out.hops.values() for h in link]
+    assert len(hops) == 8  # 4 links x 2 directions, every one loaded
+    failing = {f"{h.device}:{h.port}": round(h.ratio, 2) for h in hops if h.ratio < 0.99}
+    assert failing == {slow: 0.3}
+    hop = next(h for h in hops if f"{h.device}:{h.port}" == slow)
+    assert hop.entered_frames > 0 and hop.link in out.hops
