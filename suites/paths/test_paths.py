@@ -122,8 +122,10 @@ def _phase_config(base: TrafficConfig, groups: list[list[str]]) -> TrafficConfig
 
 
 def _rx(counters: dict[str, dict[str, Any]], end: tuple[str, str]) -> int | None:
+    """The port's received packets; None where the switch does not report them."""
     device, port = end
-    value = counters[device][port].rx_packets
+    row = counters[device].get(port)
+    value = None if row is None else row.rx_packets
     return None if value is None else int(value)
 
 
