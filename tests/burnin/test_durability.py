@@ -48,7 +48,8 @@ class Station:
 
     def was_loaded(self) -> bool:
         """The run did get as far as putting the links under load."""
-        return any(f._prbs_locked_s.any() or f._prbs_errors.any() for _, f in self.opened)
+        counts = [f.counts for _, f in self.opened]
+        return any(c.prbs_locked_s.any() or c.prbs_errors.any() for c in counts)
 
 
 @pytest.fixture
