@@ -311,6 +311,8 @@ class FabricCore:
         except KeyError:
             raise ModelError(f"no link {link_name!r} in the model") from None
 
+    # --- the state as read: cached per instant, a flapping link's dark periods applied ---
+
     def _cached(self, key: str, make: Callable[[], Any]) -> Any:
         if key not in self._cache:
             self._cache[key] = make()
