@@ -137,7 +137,7 @@ def _map_paths(lab: Lab, view: FabricView, tg: TrafficGenerator, a: TgPort, b: T
         attempts=int(SETTINGS.get("path_probe_attempts", 1)),
         timeout_s=float(SETTINGS["recovery_timeout_s"]),
     )
-    hops = map_probe_paths(lab, view, tg, a, b, how)
+    hops = map_probe_paths(lab, view, tg, a, b, how, attach_json)
     return {flow: {h.link for h in path} for flow, path in hops.items()}
 
 

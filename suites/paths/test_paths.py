@@ -198,7 +198,7 @@ def deliveries(lab: Lab, fabric_view: FabricView) -> Deliveries:
     out = Deliveries(leaves=(a.switch, b.switch), flows=how.flows)
     try:
         with allure.step("PATHS-1.1/1: map the probe flows onto the ECMP paths"):
-            paths = map_probe_paths(lab, fabric_view, tg, a, b, how)
+            paths = map_probe_paths(lab, fabric_view, tg, a, b, how, attach_json)
             attach_json("flow paths", {f: [h.endpoint for h in p] for f, p in paths.items()})
         base = probe_config(lab, a, b, flows_per_direction=how.flows,
                             frame_size_bytes=how.frame_size_bytes, rate_pps=1.0, dscp=how.dscp)

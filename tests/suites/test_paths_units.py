@@ -98,6 +98,11 @@ class Fabric:
                 for n, (tx, rx) in self.sent.items()]
 
 
+def _keep(title: str, value: object) -> None:
+    """Evidence sink: the suites attach the mapping counts to their report."""
+    assert title.startswith("path mapping") and value
+
+
 def _how(mode: str, attempts: int = 1) -> PathMapping:
     return PathMapping(flows=8, frame_size_bytes=512, rate_pps=1000.0, dscp=0,
                        unit_frames=300, attempts=attempts, timeout_s=5.0, mode=mode)
@@ -106,7 +111,7 @@ def _how(mode: str, attempts: int = 1) -> PathMapping:
 @pytest.mark.parametrize("mode", ["binary", "per_flow"])
 def test_every_flow_is_mapped_onto_its_spine(mode: str) -> None:
     fabric = Fabric()
-    paths = map_probe_paths(fabric, fabric, fabric, A, B, _how(mode))  # type: ignore[arg-type]
+    paths = map_probe_paths(fabric, fabric, fabric, A, B, _how(mode), _keep)  # type: ignore[arg-type]
     assert len(paths) == 16
     for flow, hops in paths.items():
         spine = Fabric.spine_of(flow)
@@ -117,17 +122,17 @@ def test_every_flow_is_mapped_onto_its_spine(mode: str) -> None:
 
 def test_flow_by_flow_mapping_survives_a_lossy_burst_that_binary_weights_cannot() -> None:
     lossy = {"leaf1:Ethernet0": 0.6}  # 40% of what leaf1 sends to spine1 is lost
-    paths = map_probe_paths(*[Fabric(lossy)] * 3, A, B, _how("per_flow"))  # type: ignore[misc]
+    paths = map_probe_paths(*[Fabric(lossy)] * 3, A, B, _how("per_flow"), _keep)  # type: ignore[misc]
     assert {f: h[0].peer for f, h in paths.items() if f.startswith("p1")} == {
         f"p1-to-p2-{i}": Fabric.spine_of(f"p1-to-p2-{i}") for i in range(8)}
     with pytest.raises(InfraError, match="do not decode"):
-        map_probe_paths(*[Fabric(lossy)] * 3, A, B, _how("binary"))  # type: ignore[misc]
+        map_probe_paths(*[Fabric(lossy)] * 3, A, B, _how("binary"), _keep)  # type: ignore[misc]
 
 
 def test_a_flow_split_over_two_uplinks_is_broken_not_guessed() -> None:
     fabric = Fabric(split=frozenset({"p2-to-p1-4"}))
     with pytest.raises(InfraError, match=r"p2-to-p1-4.*name no single uplink.*2 attempt"):
-        map_probe_paths(fabric, fabric, fabric, A, B, _how("per_flow", attempts=2))  # type: ignore[arg-type]
+        map_probe_paths(fabric, fabric, fabric, A, B, _how("per_flow", attempts=2), _keep)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("slow", ["spine1:Ethernet0", "leaf1:Ethernet0", "leaf2:Ethernet4"])
@@ -137,7 +142,7 @@ def test_only_the_slow_hop_fails_and_the_hop_after_it_carries_what_reached_it(
     monkeypatch.setitem(suite.SETTINGS, "settle_s", 0.0)
     monkeypatch.setitem(suite.SETTINGS, "load", {"pps": 2000, "line_pct": None})
     fabric = Fabric({slow: 0.3})
-    paths = map_probe_paths(fabric, fabric, fabric, A, B, _how("per_flow"))  # type: ignore[arg-type]
+    paths = map_probe_paths(fabric, fabric, fabric, A, B, _how("per_flow"), _keep)  # type: ignore[arg-type]
     base = probe_config(fabric, A, B, flows_per_direction=8, frame_size_bytes=512,  # type: ignore[arg-type]
                         rate_pps=1.0)
     out = suite.Deliveries(leaves=("leaf1", "leaf2"), flows=8)
