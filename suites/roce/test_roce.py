@@ -7,7 +7,7 @@ profile (``roce.*``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import allure
 import pytest
@@ -20,7 +20,7 @@ from labtest.fixtures.cabling_plan import bisection_pairs, host_pairs, pair_id, 
 from labtest.fixtures.criteria import fraction, share_deviation
 from labtest.fixtures.perftest_pairs import PairOutcome, run_bandwidth_pairs, run_latency_pair
 from labtest.fixtures.run_counters import fabric_deltas
-from labtest.fixtures.run_schedule import Outcome, pair_run, run_in_rounds
+from labtest.fixtures.run_schedule import Outcome, TrafficRun, pair_run, run_in_rounds
 from labtest.fixtures.suite_data import load_settings
 from labtest.fixtures.traffic import FabricView
 from labtest.reports import plots
@@ -61,11 +61,11 @@ class PairRuns:
         self.view, self.test = view, test
         workers = hasattr(request.config, "workerinput")  # xdist spreads the pairs itself
         self.concurrent = bool(SETTINGS.get("concurrent_pairs", True)) and not workers
-        self.pairs = [
-            item.callspec.params["host_pair"]
+        self.pairs: list[tuple[str, str]] = [
+            cast("tuple[str, str]", item.callspec.params["host_pair"])
             for item in request.session.items
-            if getattr(item, "originalname", None) == test and item.module is request.module
-            and hasattr(item, "callspec")
+            if isinstance(item, pytest.Function) and item.originalname == test
+            and item.module is request.module and hasattr(item, "callspec")
         ]
         self._done: dict[str, Outcome[PairOutcome]] = {}
 
@@ -79,7 +79,7 @@ class PairRuns:
             self._done = run_in_rounds(runs, lambda r: run(by_name[r.name]))
         return self._done[pair_id(pair)]
 
-    def _run(self, pair: tuple[str, str]) -> Any:
+    def _run(self, pair: tuple[str, str]) -> TrafficRun:
         return pair_run(pair_id(pair), pair, self.view.attachment, self.view.uplinks)
 
 
