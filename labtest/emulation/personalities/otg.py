@@ -228,6 +228,7 @@ def _parse_flow(
     unresolved = [p for p in [tx, *rx_names] if p not in ports]
     if len(errors) > before or unresolved or rate is None or duration is None:
         return None
+    assert isinstance(tx, str)  # resolved above: a configured port's name
     tags = headers.pop("tags")
     metrics = raw.get("metrics") or {}
     rx = rx_names[0] if rx_names else None
@@ -631,7 +632,7 @@ class OtgServer:
 
     @property
     def location(self) -> str:
-        host, port = self._http.server_address[:2]
+        host, port = self._http.socket.getsockname()[:2]
         return f"http://{host}:{port}"
 
     def start(self) -> OtgServer:
