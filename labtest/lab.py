@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, TypeVar, overload
 
+from labtest.errors import CapabilityAbsent
 from labtest.registry import DriverNotFound, driver_class, open_driver, provides, resolve_capability
 from labtest.testbed.model import Testbed
+
+C = TypeVar("C")
 
 
 class Lab:
@@ -17,10 +20,23 @@ class Lab:
         self._open: dict[str, Any] = {}
         self._lock = threading.Lock()
 
-    def device(self, name: str) -> Any:
+    @overload
+    def device(self, name: str) -> Any: ...
+    @overload
+    def device(self, name: str, capability: type[C]) -> C: ...
+    def device(self, name: str, capability: type[Any] | None = None) -> Any:
+        """The device's open driver; with ``capability`` (a Protocol) it is typed as that,
+        and a driver that does not offer it is refused with CapabilityAbsent (the check
+        is not proven on that device) before anything is opened."""
         if name not in self.testbed.devices:
             known = ", ".join(sorted(self.testbed.devices))
             raise KeyError(f"testbed {self.testbed.name!r} has no device {name!r}; known: {known}")
+        if capability is not None:
+            driver = self.testbed.devices[name].driver
+            if not provides(driver_class(driver), capability):
+                raise CapabilityAbsent(
+                    name, f"driver {driver!r} does not offer {capability.__name__}"
+                )
         with self._lock:
             if name not in self._open:
                 self._open[name] = open_driver(name, self.testbed)
