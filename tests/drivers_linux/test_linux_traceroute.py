@@ -52,6 +52,7 @@ def test_lost_probes_changed_addresses_and_annotations() -> None:
     ("traceroute to a (10.0.0.1), 5 hops max, 60 byte packets\n 1  gw (10.0.0.1)  0.1 ms\n",
      "cannot read 'gw'"),  # without -n: names are not what the driver asked for
     ("traceroute to a (10.0.0.1), 5 hops max, 60 byte packets\n 1\n", "not a traceroute line"),
+    ("traceroute to a (10.0.0.1), 5 hops max, 60 byte packets\n", "has no hop line"),
 ])
 def test_refuses_what_it_cannot_read(text: str, why: str) -> None:
     with pytest.raises(ParseError, match=why):

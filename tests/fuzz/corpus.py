@@ -48,6 +48,7 @@ _LINUX_FOLDERS = {
     "ethtool_module": "ethtool -m",
     "ethtool_stats": "ethtool -S",
     "ip_link": "ip -j link",
+    "traceroute": "traceroute",
 }
 _RDMA_PREFIXES = {
     "rdma_link": "rdma link",

@@ -80,7 +80,7 @@ def parse_traceroute(text: str) -> list[UdpTrace]:
         head = _HEADER.match(raw)
         if head:
             if target is not None:
-                traces.append(UdpTrace(target, 0, 0, tuple(hops)))
+                traces.append(_trace(target, hops, text, n))
             target, hops = head.group(2), []
             continue
         hop = _HOP.match(raw)
@@ -95,5 +95,12 @@ def parse_traceroute(text: str) -> list[UdpTrace]:
     if target is None:
         raise parse_error("no traceroute header", text, command="traceroute",
                           expected="'traceroute to ADDR (ADDR), N hops max, S byte packets'")
-    traces.append(UdpTrace(target, 0, 0, tuple(hops)))
+    traces.append(_trace(target, hops, text, None))
     return traces
+
+
+def _trace(target: str, hops: list[TraceHop], text: str, line: int | None) -> UdpTrace:
+    if not hops:  # traceroute prints at least the first TTL's line
+        raise parse_error(f"trace to {target} has no hop line", text, line=line,
+                          command="traceroute", expected="' 1  ...' after the header")
+    return UdpTrace(target, 0, 0, tuple(hops))
