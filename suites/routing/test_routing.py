@@ -23,6 +23,7 @@ from labtest.measure.coverage import TG_ROLES
 from labtest.sweep import each_device
 
 if TYPE_CHECKING:  # names pytest must not collect
+    from labtest.lab import Lab
     from labtest.testbed.model import Endpoint, Link, Testbed
 
 SETTINGS = load_settings("routing")
@@ -58,18 +59,20 @@ class Sessions:
                 raise self.errors[name].with_traceback(None)
 
 
-def _sessions_of(lab: Any, name: str, bgp: bool, bfd: bool) -> Sessions:
-    drv, out = lab.device(name), Sessions()
+def _sessions_of(lab: Lab, name: str, bgp: bool, bfd: bool) -> Sessions:
+    out = Sessions()
     if bgp:
-        out.bgp = {f"{name}:{s.local_port}": s for s in drv.bgp_sessions().values()
+        sessions = lab.device(name, BgpSessions).bgp_sessions()
+        out.bgp = {f"{name}:{s.local_port}": s for s in sessions.values()
                    if s.local_port is not None}
     if bfd:
-        out.bfd = {f"{name}:{b.local_port}": b for b in drv.bfd_sessions().values()
+        peers = lab.device(name, BfdSessions).bfd_sessions()
+        out.bfd = {f"{name}:{b.local_port}": b for b in peers.values()
                    if b.local_port is not None}
     return out
 
 
-def _read(lab: Any, bgp_devices: list[str], bfd_devices: list[str],
+def _read(lab: Lab, bgp_devices: list[str], bfd_devices: list[str],
           errors: dict[str, InfraError]) -> Sessions:
     """Every capable switch at once; a device that cannot be asked lands in ``errors``
     and is not asked again."""
@@ -97,7 +100,7 @@ def _settled(sessions: Sessions, ends: list[str], bfd_ends: list[str]) -> bool:
 
 
 @pytest.fixture(scope="module")
-def sessions(lab: Any, testbed: Testbed) -> Sessions:
+def sessions(lab: Lab, testbed: Testbed) -> Sessions:
     """Read once for the suite; a session found down is read again until it is up or the
     settle time (settings) runs out: a link another suite just flapped is not yet failed."""
     bgp_devices = lab.names(capability=BgpSessions)
@@ -120,7 +123,7 @@ def _labels(link: Link, end: Endpoint, testbed: Testbed) -> dict[str, str]:
     return {"link": link.name, "device": end.device, "port": end.port, "peer": str(peer)}
 
 
-def _capable(link: Link, lab: Any, capability: type) -> list[Endpoint]:
+def _capable(link: Link, lab: Lab, capability: type) -> list[Endpoint]:
     have = set(lab.names(capability=capability))
     return [e for e in link.ends if e.device in have]
 
@@ -131,7 +134,7 @@ def _absent(link: Link, testbed: Testbed, capability: str) -> str:
 
 
 def _ends_or_hole(
-    link: Link, lab: Any, testbed: Testbed, measure: Any, capability: type,
+    link: Link, lab: Lab, testbed: Testbed, measure: Any, capability: type,
     what: str, keys: tuple[str, ...],
 ) -> list[Endpoint]:
     """The link's ends that offer ``capability``; with none, its cells are not proven
@@ -147,7 +150,7 @@ def _ends_or_hole(
 
 @pytest.mark.plan("ROUTING-1.1")
 def test_bgp_session(
-    fabric_link: Link, sessions: Sessions, testbed: Testbed, lab: Any, measure: Any
+    fabric_link: Link, sessions: Sessions, testbed: Testbed, lab: Lab, measure: Any
 ) -> None:
     link = fabric_link
     with allure.step("ROUTING-1.1/1: read the BGP sessions at both ends of the link"):
@@ -177,7 +180,7 @@ def test_bgp_session(
 
 @pytest.mark.plan("ROUTING-1.2")
 def test_bfd_session(
-    fabric_link: Link, sessions: Sessions, testbed: Testbed, lab: Any, measure: Any
+    fabric_link: Link, sessions: Sessions, testbed: Testbed, lab: Lab, measure: Any
 ) -> None:
     link = fabric_link
     with allure.step("ROUTING-1.2/1: read the BFD sessions at both ends of the link"):
@@ -195,7 +198,7 @@ def test_bfd_session(
 
 @pytest.mark.plan("ROUTING-2.1")
 def test_bfd_detection_time(
-    fabric_link: Link, sessions: Sessions, testbed: Testbed, lab: Any, measure: Any
+    fabric_link: Link, sessions: Sessions, testbed: Testbed, lab: Lab, measure: Any
 ) -> None:
     link = fabric_link
     key = "routing.bfd_detection_time_ms"
