@@ -229,6 +229,34 @@ def test_nic_phy_counters_follow_the_model_fec_and_a_marginal_lane(hosts: Hosts)
     assert sum(grew) == corr1 - corr0
 
 
+def test_traceroute_follows_the_model_path_and_its_gray_losses(hosts: Hosts) -> None:
+    from labtest.drivers.linux.parsers.traceroute import parse_traceroute
+    from labtest.emulation.model import gray
+
+    def trace(sport: int) -> str:
+        return hosts.out("host1", f"traceroute -n -U --sport={sport} -p 33434 -q 3 -w 0.2 "
+                                  "-m 6 10.0.0.7 2>&1")
+
+    real = sample("traceroute/debian_bookworm_udp_sport_loopback.txt").splitlines()
+    text = trace(40000)
+    assert re.sub(r"[\d.]+ ms", "X ms", text.splitlines()[1]).split("  ")[2:] == \
+        re.sub(r"[\d.]+ ms", "X ms", real[1]).split("  ")[2:]  # "  N.NNN ms" x 3, as printed
+    (ok,) = parse_traceroute(text)
+    path = hosts.fabric.traffic.path("host1:eth0", "host7:eth0", sport=40000)
+    assert len(ok.hops) == len(path) == 4 and ok.reached and (ok.sent, ok.arrived) == (3, 3)
+    uplink = hosts.fabric.link_of(*path[1].rsplit(":", 1))
+    assert uplink is not None
+    gray.register()
+    try:
+        hosts.fabric.inject("silent_drop", uplink, direction="ab" if uplink.startswith(path[1])
+                            else "ba")
+        (lost,) = parse_traceroute(trace(40000))
+    finally:
+        gray.unregister()
+    assert lost.hops[0].answered == 3 and not lost.reached and len(lost.hops) == 6
+    assert all(h.answered == 0 for h in lost.hops[1:])
+
+
 def test_a_pfc_storm_shows_in_the_nic_pause_counters(hosts: Hosts) -> None:
     hosts.fabric.inject("pfc_storm", "host2", priority=3)
     hosts.fabric.advance(1.0)
