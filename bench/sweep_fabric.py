@@ -97,7 +97,7 @@ def _coarse_clock(tick_s: float) -> None:
     within a tick share one step. Applied before the lab is built (the fabric
     module looks its clock class up at construction).
     """
-    from labtest.emulation.model import fabric
+    from labtest.emulation.model import fabric, fabric_core
     from labtest.emulation.model.clock import VirtualClock
 
     class TickClock(VirtualClock):
@@ -105,7 +105,10 @@ def _coarse_clock(tick_s: float) -> None:
             t = super().now_s()
             return math.floor(t / tick_s) * tick_s if self.realtime else t
 
-    fabric.VirtualClock = TickClock  # type: ignore[misc]
+    # wherever the model builds its clock (fabric_core since the Fabric split)
+    for module in (fabric, fabric_core):
+        if hasattr(module, "VirtualClock"):
+            module.VirtualClock = TickClock  # type: ignore[misc]
 
 
 class _Latency:
