@@ -17,11 +17,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from labtest import labtime
 from labtest.capabilities.switch import Interfaces, InterfaceStatus, Lldp, LldpNeighbor
 from labtest.errors import InfraError
+from labtest.lab import Lab
 from labtest.sweep import each_device
 from labtest.testbed.model import Link
 
@@ -143,7 +143,7 @@ class Observed:
                 raise self.errors[name].with_traceback(None)  # fresh: no frames pile up
 
 
-def _lldp(lab: Any, device: str) -> dict[str, LldpNeighbor]:
+def _lldp(lab: Lab, device: str) -> dict[str, LldpNeighbor]:
     return {f"{device}:{port}": n for port, n in lab.device(device).lldp_neighbors().items()}
 
 
@@ -151,12 +151,12 @@ def _who(n: LldpNeighbor) -> str | None:
     return f"{n.remote_system}:{n.remote_port}" if n.remote_system and n.remote_port else None
 
 
-def _status(lab: Any, device: str) -> dict[str, InterfaceStatus]:
+def _status(lab: Lab, device: str) -> dict[str, InterfaceStatus]:
     return {f"{device}:{p}": s for p, s in lab.device(device).interfaces().items()}
 
 
 def observe(
-    lab: Any,
+    lab: Lab,
     links: list[Link],
     retry_s: float,
     poll_s: float,

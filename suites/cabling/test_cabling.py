@@ -24,6 +24,7 @@ from cabling_lib import (
 from labtest import plugin
 from labtest.capabilities.switch import Interfaces, Lldp
 from labtest.fixtures.suite_data import load_settings
+from labtest.lab import Lab
 
 if TYPE_CHECKING:  # names pytest must not collect
     from labtest.testbed.model import Link, Testbed
@@ -43,7 +44,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture(scope="module")
-def observed(lab: Any, testbed: Testbed) -> Observed:
+def observed(lab: Lab, testbed: Testbed) -> Observed:
     retry, changed = SETTINGS["missing_retry"], SETTINGS["changed_retry"]
     return observe(
         lab,
@@ -56,7 +57,7 @@ def observed(lab: Any, testbed: Testbed) -> Observed:
 
 
 @pytest.mark.plan("CABLING-1.1")
-def test_cable(link: Link, observed: Observed, testbed: Testbed, lab: Any, measure: Any) -> None:
+def test_cable(link: Link, observed: Observed, testbed: Testbed, lab: Lab, measure: Any) -> None:
     with allure.step("CABLING-1.1/1: read the LLDP neighbours at both ends"):
         lldp = set(lab.names(capability=Lldp))
         ends = [e for e in link.ends if e.device in lldp]
@@ -129,7 +130,7 @@ def test_unplanned_neighbours(
 
 
 @pytest.mark.plan("CABLING-2.1")
-def test_speed_fec(link: Link, observed: Observed, lab: Any, measure: Any) -> None:
+def test_speed_fec(link: Link, observed: Observed, lab: Lab, measure: Any) -> None:
     with allure.step("CABLING-2.1/1: read speed and FEC at the switch ends"):
         switches = set(lab.names(capability=Interfaces))
         ends = [e for e in link.ends if e.device in switches]

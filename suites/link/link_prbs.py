@@ -34,6 +34,7 @@ from labtest import labtime
 from labtest.capabilities.instruments import Bert
 from labtest.capabilities.switch import Interfaces, Prbs, PrbsResult
 from labtest.errors import InfraError
+from labtest.lab import Lab
 from labtest.stats import BerStatement, Decision, SequentialBerTest
 from labtest.testbed.model import Endpoint, Link, Testbed
 
@@ -100,7 +101,7 @@ class LinkOutcome:
         return out
 
 
-def plan_links(lab: Any, testbed: Testbed, links: list[Link], lane_rate_factor: float) -> dict:
+def plan_links(lab: Lab, testbed: Testbed, links: list[Link], lane_rate_factor: float) -> dict:
     """How each link can be measured (see the module docstring)."""
     prbs = set(lab.names(capability=Prbs))
     berts = {
@@ -147,7 +148,7 @@ def lanes_of(link: Link) -> int:
 class Campaign:
     """Runs the stages; ``bits_fallback(device)`` says whether run time may stand in for bits."""
 
-    lab: Any
+    lab: Lab
     test: SequentialBerTest
     max_s: float
     pattern: str
@@ -359,7 +360,7 @@ class Campaign:
             outcome.up_again_s = math.inf
 
 
-def _oper_up(lab: Any, device: str, port: str) -> bool:
+def _oper_up(lab: Lab, device: str, port: str) -> bool:
     driver = lab.device(device)
     if not isinstance(driver, Interfaces):
         return True

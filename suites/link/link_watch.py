@@ -35,6 +35,7 @@ from labtest.capabilities.switch import (
     Interfaces,
 )
 from labtest.errors import CommandNotSupported, InfraError
+from labtest.lab import Lab
 from labtest.sweep import each_device
 from labtest.testbed.model import Endpoint, Link, Testbed
 
@@ -53,7 +54,7 @@ def host_links(testbed: Testbed, switches: Iterable[str]) -> list[Link]:
             and any(testbed.devices[e.device].role == "host" for e in lk.ends)]
 
 
-def switch_names(lab: Any) -> list[str]:
+def switch_names(lab: Lab) -> list[str]:
     return lab.names(capability=Interfaces)
 
 
@@ -187,7 +188,7 @@ class LinkWatch:
 
 
 def watch_links(
-    lab: Any,
+    lab: Lab,
     links: list[Link],
     duration_s: float,
     poll_s: float,
@@ -245,7 +246,7 @@ def _clock_window(watch: LinkWatch, device: str, read0: _FecRead, read1: _FecRea
 
 
 def _per_device(
-    lab: Any,
+    lab: Lab,
     watch: LinkWatch,
     ends: dict[str, list[str]],
     read: Callable[[str, list[str]], Any],
@@ -254,7 +255,7 @@ def _per_device(
     return each_device(lab, ends, lambda d: read(d, ends[d]), watch.errors)
 
 
-def _sample_until(lab: Any, device: str, ports: list[str], watch: LinkWatch,
+def _sample_until(lab: Lab, device: str, ports: list[str], watch: LinkWatch,
                   deadline: float, poll_s: float) -> None:
     """Sample one switch's ports on its own pace (at most every ``poll_s``) until ``deadline``:
     a slow switch does not slow the others' sampling, so short flaps are still seen."""
@@ -268,7 +269,7 @@ def _sample_until(lab: Any, device: str, ports: list[str], watch: LinkWatch,
                                 deadline - labtime.monotonic())))
 
 
-def _oper_states(lab: Any, device: str, ports: list[str]) -> dict[str, bool]:
+def _oper_states(lab: Lab, device: str, ports: list[str]) -> dict[str, bool]:
     status = lab.device(device).interfaces()
     return {p: bool(status[p].oper_up) if p in status else False for p in ports}
 
@@ -283,7 +284,7 @@ class _FecRead:
     clock_note: str = ""
 
 
-def _fec_read(lab: Any, device: str, ports: list[str], fec_capable: set[str]) -> _FecRead:
+def _fec_read(lab: Lab, device: str, ports: list[str], fec_capable: set[str]) -> _FecRead:
     """Counters of ``ports`` (FecCounters) between two readings of the switch's clock
     (Clock), then each port's histogram where the switch offers FecCodewordHistogram."""
     if device not in fec_capable:

@@ -31,6 +31,7 @@ from link_watch import LinkWatch, Window, host_links, switch_links, switch_names
 from labtest import plugin
 from labtest.capabilities.switch import FecCounters
 from labtest.fixtures.suite_data import load_deviations, load_settings
+from labtest.lab import Lab
 from labtest.measure import Verdict
 from labtest.reports import plots
 from labtest.reports.attach import attach_png
@@ -82,7 +83,7 @@ def _selected(request: pytest.FixtureRequest, test_name: str) -> list[Link]:
 
 
 @pytest.fixture(scope="module")
-def watch(request: pytest.FixtureRequest, lab: Any, profile: LimitsProfile) -> LinkWatch:
+def watch(request: pytest.FixtureRequest, lab: Lab, profile: LimitsProfile) -> LinkWatch:
     links = {lk.name: lk for name in WATCHED_BY for lk in _selected(request, name)}
     fec_capable = set(lab.names(capability=FecCounters))
     return watch_links(
@@ -128,7 +129,7 @@ def test_link_stability(link: Link, watch: LinkWatch, measure: Any) -> None:
 
 
 @pytest.mark.plan("LINK-3.1")
-def test_fec_live(link: Link, watch: LinkWatch, testbed: Testbed, lab: Any, measure: Any) -> None:
+def test_fec_live(link: Link, watch: LinkWatch, testbed: Testbed, lab: Lab, measure: Any) -> None:
     """Both receivers of a switch-switch link; of a host link, the switch's receiver (the
     host NIC's FEC counters are not read: that direction is the requirement's stated gap)."""
     a, b = link.ends
@@ -195,7 +196,7 @@ def test_fec_live(link: Link, watch: LinkWatch, testbed: Testbed, lab: Any, meas
 @pytest.fixture(scope="module")
 def prbs_campaign(
     request: pytest.FixtureRequest,
-    lab: Any,
+    lab: Lab,
     testbed: Testbed,
     profile: LimitsProfile,
     module_config_guard: Any,

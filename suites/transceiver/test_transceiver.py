@@ -40,6 +40,7 @@ from labtest.capabilities.host import RdmaDevices
 from labtest.capabilities.switch import SwitchFacts
 from labtest.errors import InfraError
 from labtest.fixtures.suite_data import load_deviations, load_settings
+from labtest.lab import Lab
 from labtest.measure import Limit, Verdict
 from labtest.parsing import to_jsonable
 
@@ -69,7 +70,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("fleet_device", names)
 
 
-def _fleet(lab: Any) -> list[str]:
+def _fleet(lab: Lab) -> list[str]:
     """Devices with a firmware version to compare: switches (facts) and RDMA hosts."""
     wanted = set(lab.names(capability=SwitchFacts)) | set(lab.names(capability=RdmaDevices))
     return [n for n in lab.testbed.devices if n in wanted]
@@ -81,7 +82,7 @@ def _waived(check: str, device: str, testbed: Testbed) -> str | None:
 
 
 @pytest.fixture(scope="module")
-def first_reading(lab: Any, testbed: Testbed) -> Reading:
+def first_reading(lab: Lab, testbed: Testbed) -> Reading:
     """Every cabled module, read once (one command per switch)."""
     return read_modules(lab, cabled_modules(testbed, lab), _merger(testbed))
 
@@ -235,7 +236,7 @@ def test_link_optics_match(link: Link, first_reading: Reading, measure: Any) -> 
 def test_link_loss(
     link: Link,
     first_reading: Reading,
-    lab: Any,
+    lab: Lab,
     testbed: Testbed,
     profile: LimitsProfile,
     measure: Any,
@@ -284,7 +285,7 @@ def test_link_loss(
 
 
 @pytest.fixture(scope="module")
-def fleet_firmware(lab: Any) -> tuple[dict[str, Fleet], dict[str, InfraError]]:
+def fleet_firmware(lab: Lab) -> tuple[dict[str, Fleet], dict[str, InfraError]]:
     """``{device: (group, version, platform)}``: switches by vendor (OS version), hosts by
     NIC firmware (platform: the switch model; None for a NIC)."""
     found: dict[str, Fleet] = {}
@@ -355,7 +356,7 @@ def test_device_firmware(
 # --- TRANSCEIVER-2: DOM against thresholds and limits ------------------------------------------
 
 
-def _lit(lab: Any, testbed: Testbed, end: str, module: Transceiver) -> Transceiver:
+def _lit(lab: Lab, testbed: Testbed, end: str, module: Transceiver) -> Transceiver:
     retry = SETTINGS["dark_retry"]
     return read_lit(
         lab,
@@ -379,7 +380,7 @@ def _profile_limit(profile: LimitsProfile, quantity: str, media: str | None) -> 
 def test_dom(
     module_end: str,
     first_reading: Reading,
-    lab: Any,
+    lab: Lab,
     testbed: Testbed,
     profile: LimitsProfile,
     measure: Any,
@@ -448,7 +449,7 @@ def _labels(device: str, port: str, lane: int | None) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def second_reading(
-    first_reading: Reading, lab: Any, testbed: Testbed, profile: LimitsProfile
+    first_reading: Reading, lab: Lab, testbed: Testbed, profile: LimitsProfile
 ) -> Reading:
     """All modules again, ``transceiver.dom_interval_s`` (plus the dark re-read) later."""
     interval_s = float(profile.get("transceiver.dom_interval_s").low or 0.0)
@@ -466,7 +467,7 @@ def test_dom_stable(
     module_end: str,
     first_reading: Reading,
     second_reading: Reading,
-    lab: Any,
+    lab: Lab,
     testbed: Testbed,
     measure: Any,
     profile: LimitsProfile,

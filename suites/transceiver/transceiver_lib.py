@@ -22,6 +22,7 @@ from labtest.capabilities.host import ModuleDom
 from labtest.capabilities.switch import Transceivers
 from labtest.capabilities.transceiver import LaneDom, Threshold, Transceiver
 from labtest.errors import InfraError
+from labtest.lab import Lab
 from labtest.measure import Limit
 from labtest.sweep import each_device
 from labtest.testbed.model import Testbed
@@ -82,7 +83,7 @@ def media_type_of(module: Transceiver, approved: dict[str, ApprovedOptic]) -> st
 # --- which modules, and reading them -------------------------------------------------------
 
 
-def cabled_modules(testbed: Testbed, lab: Any) -> list[str]:
+def cabled_modules(testbed: Testbed, lab: Lab) -> list[str]:
     """``device:port`` of every cabled port whose device can report its optic."""
     readable = set(lab.names(capability=Transceivers)) | set(lab.names(capability=ModuleDom))
     ends = [str(e) for lk in testbed.links for e in lk.ends if e.device in readable]
@@ -126,7 +127,7 @@ class Reading:
         return self.modules[end]
 
 
-def read_device(lab: Any, device: str, ports: list[str], merge_lanes: bool) -> dict[str, Any]:
+def read_device(lab: Lab, device: str, ports: list[str], merge_lanes: bool) -> dict[str, Any]:
     """``{port: Transceiver}`` for ``ports`` of one device (one call on a switch)."""
     driver = lab.device(device)
     if isinstance(driver, Transceivers):
@@ -141,7 +142,7 @@ def read_device(lab: Any, device: str, ports: list[str], merge_lanes: bool) -> d
 
 
 def read_modules(
-    lab: Any,
+    lab: Lab,
     ends: list[str],
     merge_lanes: Callable[[str], bool],
     broken: dict[str, InfraError] | None = None,
@@ -170,7 +171,7 @@ def is_dark(module: Transceiver) -> bool:
 
 
 def read_lit(
-    lab: Any, end: str, merge_lanes: bool, first: Transceiver, timeout_s: float, poll_s: float
+    lab: Lab, end: str, merge_lanes: bool, first: Transceiver, timeout_s: float, poll_s: float
 ) -> Transceiver:
     """Re-read a module that read dark until it has light again (bounded); the last read."""
     device, _, port = end.partition(":")
