@@ -102,16 +102,10 @@ def test_rate_limit_and_slow_bfd_are_applied(fresh_lab: tuple[KernelLab, Lab]) -
     kernel, lab = fresh_lab
     inject(kernel, "straggler_link", "leaf1:Ethernet4", rate_mbit=50)
     for node in ("leaf1", "spine2"):
-        assert "tbf" in _sh(
-            kernel,
-            node,
-            "tc",
-            "qdisc",
-            "show",
-            "dev",
-            "Ethernet0" if node == "spine2" else "Ethernet4",
-        )
-        assert "rate 50Mbit" in _sh(kernel, node, "tc", "qdisc", "show")
+        dev = "Ethernet0" if node == "spine2" else "Ethernet4"
+        assert "qdisc htb 1: root" in _sh(kernel, node, "tc", "qdisc", "show", "dev", dev)
+        classes = _sh(kernel, node, "tc", "class", "show", "dev", dev)
+        assert "class htb 1:20" in classes and "rate 50Mbit ceil 50Mbit" in classes, classes
     inject(kernel, "slow_convergence", "leaf1:Ethernet0", detect_multiplier=5, interval_ms=300)
     leaf1 = lab.device("leaf1")
     spine1_ip = kernel.plan.nodes["spine1"].ports["Ethernet0"].split("/")[0]
