@@ -85,7 +85,7 @@ class _CompiledMibs:
                 return
             cls._installed = True
         if hasattr(mib_builder, "runpy"):  # absent under python -O: pysnmp execs read()'s code
-            mib_builder.runpy = cls  # type: ignore[attr-defined]
+            mib_builder.runpy = cls
         source_read = mib_builder.DirMibSource.read
 
         def read(source: Any, name: str) -> tuple[CodeType, str]:
@@ -98,7 +98,7 @@ class _CompiledMibs:
                     cls._read[key] = hit
             return hit
 
-        mib_builder.DirMibSource.read = read  # type: ignore[method-assign]
+        mib_builder.DirMibSource.read = read
 
     @classmethod
     def run_path(cls, path: str, init_globals: dict[str, Any] | None = None,

@@ -251,7 +251,7 @@ class SshServer:
         if self.mode == "legacy-kex":
             # Not settable through SecurityOptions (paramiko 5 dropped SHA-1 kex),
             # so override what this one transport advertises in its KEXINIT.
-            transport._preferred_kex = LEGACY_KEX  # type: ignore[attr-defined]
+            transport._preferred_kex = LEGACY_KEX
         with self._lock:
             if self._stop.is_set():
                 transport.close()
