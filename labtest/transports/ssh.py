@@ -12,11 +12,11 @@ Why the code looks the way it does:
   delayed ACKs, so we open the socket ourselves (stack probe, finding 3).
 - paramiko waits without a timeout for replies to exec/pty/shell requests, so
   those waits run under a watchdog that closes the channel at the deadline:
-  a peer that accepts and then stays silent can never hang a test.
+  a peer that accepts and then stays silent can never hang a test (ssh_channel.py).
 - Host keys are checked here rather than through ``SSHClient``: ``accept-new``
   appends one line to known_hosts (``SSHClient`` would rewrite the whole user
   file), and a changed key is refused whatever the policy.
-- known_hosts is read line by line here: paramiko raises a bare ``Exception``
+- known_hosts is read line by line (known_hosts.py): paramiko raises a bare ``Exception``
   on valid OpenSSH lines it does not know (``@cert-authority``, ``@revoked``),
   which would break every device. Such lines are skipped with one warning per
   file; a key on a ``@revoked`` line is refused for every host.
@@ -36,18 +36,14 @@ Why the code looks the way it does:
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
-import heapq
 import logging
 import re
 import secrets
-import select
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -67,6 +63,24 @@ from labtest.errors import (
 )
 from labtest.secrets import redact, register
 from labtest.testbed.model import SshSettings
+from labtest.transports.known_hosts import (
+    KnownHosts,
+    KnownKeys,
+    append_known_host,
+    parse_known_hosts,
+    prefer_key_types,
+    warn_skipped,
+)
+from labtest.transports.ssh_channel import (
+    Watchdog,
+    clean,
+    lf_text,
+    pump,
+    read_until_prompt,
+    remaining,
+    strip_echo,
+    take_marker,
+)
 
 log = logging.getLogger("labtest.transport.ssh")
 
@@ -97,9 +111,7 @@ quiet_paramiko_logs()
 Recorder = Callable[[str, str, int | None, float, str], None]
 
 E = TypeVar("E", bound=TransportError)
-_KnownKeys = Mapping[str, paramiko.PKey]  # key type -> key, for one host in known_hosts
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _PSEUDO_KEX = ("ext-info-", "kex-strict-")
 _PTY_WIDTH, _PTY_HEIGHT = 511, 1000  # wide and tall: no wrapped lines, fewer pagers
 _STOP_TIMEOUT_S = 5.0  # bound on killing a timed-out command's process group
@@ -232,7 +244,7 @@ class SshTransport:
     def _tcp(self, deadline: float) -> socket.socket:
         port = self.settings.port
         try:
-            sock = socket.create_connection((self.address, port), timeout=_remaining(deadline))
+            sock = socket.create_connection((self.address, port), timeout=remaining(deadline))
         except ConnectionRefusedError:
             raise self._error(
                 ConnectionRefused,
@@ -251,14 +263,14 @@ class SshTransport:
         return sock
 
     def _handshake(
-        self, sock: socket.socket, deadline: float, known: _KnownKeys | None
+        self, sock: socket.socket, deadline: float, known: KnownKeys | None
     ) -> paramiko.Transport:
         transport = _ClientTransport(sock)
-        transport.banner_timeout = transport.handshake_timeout = _remaining(deadline)
-        _prefer_key_types(transport, known)
+        transport.banner_timeout = transport.handshake_timeout = remaining(deadline)
+        prefer_key_types(transport, known)
         done = threading.Event()  # set by paramiko on success and on failure
         transport.start_client(event=done)
-        done.wait(_remaining(deadline))
+        done.wait(remaining(deadline))
         if done.is_set() and transport.is_active():
             return transport
         cause = transport.get_exception()
@@ -303,13 +315,13 @@ class SshTransport:
                 HostKeyUnknown, f"cannot read {path}: {exc.strerror or exc}"
             ) from None
         hosts = parse_known_hosts(text)
-        _warn_skipped(path, hosts.skipped)
+        warn_skipped(path, hosts.skipped)
         return hosts
 
     def _check_host_key(
         self,
         transport: paramiko.Transport,
-        recorded: _KnownKeys | None,
+        recorded: KnownKeys | None,
         revoked: list[paramiko.PKey] | tuple[paramiko.PKey, ...] = (),
     ) -> None:
         key = transport.get_remote_server_key()
@@ -327,7 +339,7 @@ class SshTransport:
                     f"host key of {name} ({key.get_name()} {key.fingerprint}) is not in {path}; "
                     "add it (ssh-keyscan) or set host_key_policy: accept-new",
                 )
-            _append_known_host(path, name, key)
+            append_known_host(path, name, key)
             log.info(
                 "%s: added %s %s for %s to %s",
                 self.device,
@@ -373,7 +385,7 @@ class SshTransport:
     def _try_auth(
         self, transport: paramiko.Transport, deadline: float, attempt: Callable[[], object]
     ) -> bool:
-        transport.auth_timeout = _remaining(deadline)
+        transport.auth_timeout = remaining(deadline)
         try:
             attempt()
         except paramiko.BadAuthenticationType as exc:
@@ -425,21 +437,21 @@ class SshTransport:
         failed: Exception | None = None
         wire = f"echo {self._marker}$$ >&2; {command}" if grouped else command
         with channel:
-            with _Watchdog(channel, _remaining(deadline)) as dog:
+            with Watchdog(channel, remaining(deadline)) as dog:
                 try:
                     channel.exec_command(wire)
                 except (paramiko.SSHException, EOFError, OSError) as exc:
                     failed = exc  # refused, dropped or timed out: judged below
             # read what arrived (even before a close); after a failed request, don't wait
-            _pump(channel, stdout, stderr, deadline if failed is None else 0.0)
+            pump(channel, stdout, stderr, deadline if failed is None else 0.0)
             if channel.eof_received:
-                channel.status_event.wait(_remaining(deadline))
+                channel.status_event.wait(remaining(deadline))
         duration = time.monotonic() - start
         leader: int | None = None
         if grouped:
-            leader, stderr = _take_marker(stderr, self._marker)
+            leader, stderr = take_marker(stderr, self._marker)
         if failed is not None or not channel.eof_received:
-            raw = _text(stdout) + _text(stderr)
+            raw = lf_text(stdout) + lf_text(stderr)
             kind: type[TransportError]
             if dog.fired or time.monotonic() >= deadline:
                 kind, what = TransportTimeout, f"no complete answer within {timeout:g} s"
@@ -453,7 +465,7 @@ class SshTransport:
             self._discard(transport)  # hung, dropped or odd: the next command reconnects
             raise self._error(kind, f"exec {command!r}: {what}", raw=raw)
         status = None if channel.exit_status == -1 else channel.exit_status
-        result = CommandResult(_text(stdout), _text(stderr), status, duration)
+        result = CommandResult(lf_text(stdout), lf_text(stderr), status, duration)
         if record:  # our own clean-up is not part of the driver's conversation
             self._done("exec", command, result.stdout, status, duration, result.stderr)
         return result
@@ -570,10 +582,10 @@ class ShellSession:
         start = time.monotonic()
         channel = owner._open_channel(owner._connected(), timeout)
         suppress = contextlib.suppress(paramiko.SSHException, EOFError, OSError)
-        with _Watchdog(channel, timeout) as dog, suppress:  # failures judged below
+        with Watchdog(channel, timeout) as dog, suppress:  # failures judged below
             channel.get_pty(term="vt100", width=_PTY_WIDTH, height=_PTY_HEIGHT)
             channel.invoke_shell()
-        data, seen = _read_until_prompt(channel, owner.prompt_re, start + timeout)
+        data, seen = read_until_prompt(channel, owner.prompt_re, start + timeout)
         if not seen:
             owner._discard(channel.get_transport())
             timed_out = dog.fired or time.monotonic() >= start + timeout
@@ -581,10 +593,10 @@ class ShellSession:
                 TransportTimeout if timed_out else ProtocolError,
                 f"shell on {owner.endpoint}: no prompt matching {owner.prompt_re.pattern!r}"
                 + (f" within {timeout:g} s" if timed_out else " before the session closed"),
-                raw=_clean(data),
+                raw=clean(data),
             )
         self._channel = channel
-        self.banner, _, self.prompt = _clean(data).rpartition("\n")
+        self.banner, _, self.prompt = clean(data).rpartition("\n")
 
     def send(self, command: str, timeout_s: float | None = None) -> str:
         """Send one line; return its output without the echo and the prompt, with LF endings."""
@@ -601,13 +613,13 @@ class ShellSession:
             channel.recv(65536)
         data, seen = b"", False
         try:
-            channel.settimeout(_remaining(deadline))
+            channel.settimeout(remaining(deadline))
             channel.sendall((command + "\n").encode())
-            data, seen = _read_until_prompt(channel, owner.prompt_re, deadline)
+            data, seen = read_until_prompt(channel, owner.prompt_re, deadline)
         except (OSError, paramiko.SSHException, EOFError):
             pass
         duration = time.monotonic() - start
-        text = _clean(data)
+        text = clean(data)
         if not seen and not channel.eof_received:
             self.close()
             timed_out = time.monotonic() >= deadline
@@ -623,81 +635,9 @@ class ShellSession:
             self.prompt = prompt
         else:
             self.close()  # the device ended the session (e.g. "exit")
-        output = _strip_echo(body, command)
+        output = strip_echo(body, command)
         owner._done("shell", command, output, None, duration)
         return output
-
-
-@dataclass(frozen=True)
-class KnownHosts:
-    """What a known_hosts file holds that we can use, and the lines we could not."""
-
-    keys: paramiko.HostKeys
-    revoked: list[paramiko.PKey]
-    skipped: list[tuple[int, str]]  # (line number, why)
-
-
-def parse_known_hosts(text: str) -> KnownHosts:
-    """Read OpenSSH known_hosts text line by line; never raises on a line.
-
-    Plain and hashed (``|1|...``) lines become host keys; ``@revoked`` keys are
-    collected; ``@cert-authority`` lines (host certificates, which paramiko
-    cannot verify), unknown key types and malformed lines are skipped with why.
-    """
-    keys, revoked, skipped = paramiko.HostKeys(), [], []
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        fields = line.split()
-        marker = fields.pop(0) if fields[0].startswith("@") else None
-        if marker not in (None, "@revoked"):
-            why = "host certificates are not supported" if marker == "@cert-authority" else ""
-            skipped.append((number, f"{marker} line{': ' + why if why else ''}"))
-            continue
-        if len(fields) < 3:
-            skipped.append((number, "fewer than 3 fields (hosts, key type, key)"))
-            continue
-        names, key_type, blob = fields[:3]
-        key, why = _host_key(key_type, blob)
-        if key is None:
-            skipped.append((number, why))
-        elif marker == "@revoked":
-            revoked.append(key)
-        else:
-            for name in names.split(","):
-                keys.add(name, key.get_name(), key)
-    return KnownHosts(keys, revoked, skipped)
-
-
-def _host_key(key_type: str, blob: str) -> tuple[paramiko.PKey | None, str]:
-    try:
-        data = base64.b64decode(blob, validate=True)
-    except (binascii.Error, ValueError):
-        return None, "the key is not valid base64"
-    try:
-        return paramiko.PKey.from_type_string(key_type, data), ""
-    except paramiko.UnknownKeyType:
-        return None, f"key type {key_type!r} is not supported"
-    except Exception:  # paramiko raises many kinds on a damaged key blob
-        return None, f"the {key_type} key cannot be parsed"
-
-
-_warned: set[tuple[str, tuple[tuple[int, str], ...]]] = set()
-_warned_lock = threading.Lock()
-
-
-def _warn_skipped(path: Path, skipped: Sequence[tuple[int, str]]) -> None:
-    """One warning per file (and per distinct set of skipped lines) per process."""
-    if not skipped:
-        return
-    key = (str(path), tuple(skipped))
-    with _warned_lock:
-        if key in _warned:
-            return
-        _warned.add(key)
-    lines = "; ".join(f"line {n}: {why}" for n, why in skipped)
-    log.warning("%s: skipped %d line(s) SSH cannot use: %s", path, len(skipped), lines)
 
 
 def paramiko_error(exc: BaseException) -> tuple[type[TransportError], str]:
@@ -734,18 +674,6 @@ def _from_paramiko(exc: BaseException) -> bool:
     return False
 
 
-def _take_marker(stderr: bytearray, marker: str) -> tuple[int | None, bytearray]:
-    """Split the ``<marker><pid>`` line the group wrapper writes first from stderr."""
-    head = marker.encode()
-    if not stderr.startswith(head):
-        return None, stderr
-    end = stderr.find(b"\n")
-    if end < 0:
-        return None, bytearray()  # the marker line itself was cut: nothing else arrived
-    pid = stderr[len(head) : end].decode(errors="replace")
-    return (int(pid) if pid.isdigit() and int(pid) > 1 else None), stderr[end + 1 :]
-
-
 class _ClientTransport(paramiko.Transport):
     """A paramiko Transport that remembers the peer's key exchange offer for error messages."""
 
@@ -755,162 +683,3 @@ class _ClientTransport(paramiko.Transport):
         parsed = super()._really_parse_kex_init(m, ignore_first_byte)
         self.peer_kex = tuple(k for k in parsed["kex_algo_list"] if not k.startswith(_PSEUDO_KEX))
         return parsed
-
-
-class _Watchdog:
-    """Closes a channel at its deadline: paramiko waits unbounded for request replies."""
-
-    def __init__(self, channel: paramiko.Channel, timeout_s: float) -> None:
-        self.fired = False
-        self.done = False  # fired or left: no close any more
-        self.deadline = time.monotonic() + timeout_s
-        self._channel = channel
-        self._lock = threading.Lock()
-
-    def fire(self) -> None:
-        with self._lock:
-            if self.done:
-                return
-            self.fired = self.done = True
-            self._channel.close()
-        _DEADLINES.settled()
-
-    def __enter__(self) -> _Watchdog:
-        _DEADLINES.add(self)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        with self._lock:  # a close in progress ends first: none races the caller's next read
-            if self.done:
-                return
-            self.done = True
-        _DEADLINES.settled()
-
-
-class _Deadlines:
-    """One thread that fires every open watchdog at its deadline. A timer thread per
-    command cost about as much CPU as the command's SSH exchange with a fast device
-    (issue 19). A fired watchdog closes its channel on a thread of its own, so one slow
-    close delays no other deadline; the thread ends a second after the last watchdog."""
-
-    LINGER_S = 1.0
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._heap: list[tuple[float, int, _Watchdog]] = []
-        self._count = 0
-        self._live = 0  # watchdogs neither fired nor left
-        self._thread: threading.Thread | None = None
-
-    def add(self, dog: _Watchdog) -> None:
-        with self._cond:
-            self._count += 1
-            self._live += 1
-            heapq.heappush(self._heap, (dog.deadline, self._count, dog))
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="ssh-watchdog",
-                                                daemon=True)
-                self._thread.start()
-            self._cond.notify()
-
-    def settled(self) -> None:
-        with self._cond:
-            self._live -= 1
-            if self._live <= 0:
-                self._heap.clear()  # all left in time
-                self._cond.notify()
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while self._heap and self._heap[0][2].done:
-                    heapq.heappop(self._heap)  # left in time: dropped when it comes up
-                if not self._heap:
-                    if not self._cond.wait(self.LINGER_S) and not self._heap:
-                        self._thread = None
-                        return
-                    continue
-                left = self._heap[0][0] - time.monotonic()
-                if left > 0:
-                    self._cond.wait(left)
-                    continue
-                dog = heapq.heappop(self._heap)[2]
-            threading.Thread(target=dog.fire, name="ssh-watchdog-close", daemon=True).start()
-
-
-_DEADLINES = _Deadlines()
-
-
-def _remaining(deadline: float) -> float:
-    return max(deadline - time.monotonic(), 0.001)
-
-
-def _wait_readable(channel: paramiko.Channel, deadline: float) -> bool:
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
-        return False
-    readable, _, _ = select.select([channel], [], [], remaining)
-    return bool(readable)
-
-
-def _pump(channel: paramiko.Channel, stdout: bytearray, stderr: bytearray, deadline: float) -> None:
-    """Read both streams until EOF, close or the deadline (both, so neither window stalls)."""
-    while True:
-        ended = channel.eof_received or channel.closed  # read before draining: no data lost
-        while channel.recv_ready():
-            stdout += channel.recv(65536)
-        while channel.recv_stderr_ready():
-            stderr += channel.recv_stderr(65536)
-        if ended or not _wait_readable(channel, deadline):
-            return
-
-
-def _read_until_prompt(
-    channel: paramiko.Channel, prompt_re: re.Pattern[str], deadline: float
-) -> tuple[bytes, bool]:
-    """Read until the last line matches the prompt; (data, whether the prompt was seen)."""
-    data = bytearray()
-    while True:
-        ended = channel.eof_received or channel.closed
-        while channel.recv_ready():
-            data += channel.recv(65536)
-        last_line = data[data.rfind(b"\n") + 1 :].decode(errors="replace")
-        if prompt_re.search(_ANSI.sub("", last_line).replace("\r", "")):
-            return bytes(data), True
-        if ended or not _wait_readable(channel, deadline):
-            return bytes(data), False
-
-
-def _text(data: bytes | bytearray) -> str:
-    return data.decode(errors="replace").replace("\r\n", "\n")
-
-
-def _clean(data: bytes) -> str:
-    """Terminal output as plain text: LF line ends, no stray CR, no ANSI control sequences."""
-    return _ANSI.sub("", data.decode(errors="replace")).replace("\r\n", "\n").replace("\r", "")
-
-
-def _strip_echo(body: str, command: str) -> str:
-    first, newline, rest = body.partition("\n")
-    if command.strip() and first.strip().endswith(command.strip()):
-        body = rest if newline else ""
-    return body + "\n" if body else ""
-
-
-def _prefer_key_types(transport: paramiko.Transport, recorded: _KnownKeys | None) -> None:
-    """Ask first for the key types known_hosts records, so a multi-key host presents one of them."""
-    if not recorded:
-        return
-    options = transport.get_security_options()
-    wanted: list[str] = []
-    for name in recorded:
-        wanted += ["rsa-sha2-512", "rsa-sha2-256"] if name == "ssh-rsa" else [name]
-    first = [k for k in wanted if k in options.key_types]
-    options.key_types = first + [k for k in options.key_types if k not in first]
-
-
-def _append_known_host(path: Path, name: str, key: paramiko.PKey) -> None:
-    """Add one line, as OpenSSH does; never rewrite the user's file."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    with open(path, "a", encoding="ascii") as out:
-        out.write(f"{name} {key.get_name()} {key.get_base64()}\n")

@@ -37,7 +37,9 @@ from labtest.errors import (
     TransportTimeout,
 )
 from labtest.testbed.model import SshSettings
-from labtest.transports.ssh import SshTransport, _take_marker, paramiko_error, parse_known_hosts
+from labtest.transports.known_hosts import parse_known_hosts
+from labtest.transports.ssh import SshTransport, paramiko_error
+from labtest.transports.ssh_channel import take_marker
 
 PASSWORD = "Pw-9f3LabSecret-Alpha"
 WRONG_PASSWORD = "Pw-wrongSecret-Bravo"
@@ -588,12 +590,12 @@ def test_paramiko_log_noise_is_demoted_to_debug(caplog: pytest.LogCaptureFixture
 
 def test_group_marker_is_split_from_stderr() -> None:
     mark = "labtest-pgid-0a1b2c3d:"
-    assert _take_marker(bytearray(f"{mark}4242\nwarn\n".encode()), mark) == (
+    assert take_marker(bytearray(f"{mark}4242\nwarn\n".encode()), mark) == (
         4242,
         bytearray(b"warn\n"),
     )
-    assert _take_marker(bytearray(f"{mark}$$\n".encode()), mark) == (None, bytearray())  # no $$
-    assert _take_marker(bytearray(b"bash: x: not found\n"), mark) == (
+    assert take_marker(bytearray(f"{mark}$$\n".encode()), mark) == (None, bytearray())  # no $$
+    assert take_marker(bytearray(b"bash: x: not found\n"), mark) == (
         None,
         bytearray(b"bash: x: not found\n"),
     )
