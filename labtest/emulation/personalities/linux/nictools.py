@@ -10,6 +10,7 @@ import json
 
 from labtest.emulation.model.optics import DARK_DBM
 from labtest.emulation.model.traffic.topology import TrafficSettings
+from labtest.emulation.personalities.linux import module_eeprom
 from labtest.emulation.personalities.linux import nic as nic_text
 from labtest.emulation.personalities.linux.bash import Ctx, Output
 from labtest.emulation.personalities.linux.state import HostState
@@ -119,7 +120,7 @@ class NicTools:
         dom = fabric.dom(host, now.nic.port)
         thresholds = fabric.dom_thresholds(host, now.nic.port)
         flags = fabric.dom_flags(host, now.nic.port, clear=True)
-        return Output(nic_text.ethtool_module_text(inv, dom, thresholds, flags, DARK_DBM))
+        return Output(module_eeprom.ethtool_module_text(inv, dom, thresholds, flags, DARK_DBM))
 
     def _rdma(self, argv: list[str], ctx: Ctx) -> Output:
         flags = {w.lstrip("-") for w in argv[1:] if w.startswith("-")}
