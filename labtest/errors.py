@@ -25,6 +25,21 @@ class ConfigError(LabtestError):
         super().__init__(f"{path}: {len(problems)} error(s)\n{lines}")
 
 
+class UndeclaredLimit(ConfigError):
+    """A test recorded under a limit key its ``@pytest.mark.judges`` does not declare (or
+    recorded without the marker): the test is broken, never silently judged."""
+
+    def __init__(self, test: str, key: str | None, declared: tuple[str, ...] | None) -> None:
+        self.test = test
+        self.key = key
+        what = f"limit key {key!r}" if key else "a measurement without a limit key"
+        if declared is None:
+            why = f"records {what} but carries no @pytest.mark.judges(...) marker"
+        else:
+            why = f"records {what} it does not declare in @pytest.mark.judges{declared!r}"
+        super().__init__(test, [why])
+
+
 class SecretError(LabtestError):
     """A secret reference could not be resolved (never carries the value)."""
 

@@ -58,6 +58,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "destructive: changes device state (ports, config, reboots); opt-in"
     )
     config.addinivalue_line(
+        "markers",
+        "judges(*limit_keys): the limit keys the test records under (measure(key=...), "
+        "measure.not_proven(...)); measure refuses any other, and any record without it",
+    )
+    config.addinivalue_line(
         "markers", "devices(*names): devices the test drives (one xdist group per device)"
     )
     config.addinivalue_line(
@@ -209,11 +214,26 @@ def profile(limits: LimitsProfile | None) -> LimitsProfile:
 @pytest.fixture
 def measure(request: pytest.FixtureRequest, limits: LimitsProfile | None) -> Iterator[Recorder]:
     """Record measurements; the test fails after its body if any is FAIL."""
-    recorder = Recorder(profile=limits, sinks=[_allure_step], note_sinks=[_allure_note])
+    recorder = Recorder(
+        profile=limits,
+        sinks=[_allure_step],
+        note_sinks=[_allure_note],
+        test=request.node.nodeid,
+        judges=judged_keys(request.node),
+    )
     setattr(request.node, RECORDER_ATTR, recorder)
     yield recorder
     if recorder.measurements:
         _allure_attach("measurements", recorder.to_json())
+
+
+def judged_keys(item: pytest.Item) -> tuple[str, ...] | None:
+    """The limit keys ``item`` declares with ``@pytest.mark.judges`` (all its markers,
+    function, class and module); ``None`` when it carries none."""
+    marks = list(item.iter_markers("judges"))
+    if not marks:
+        return None
+    return tuple(dict.fromkeys(str(k) for mark in marks for k in mark.args))
 
 
 def _allure_step(m: Measurement) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from labtest.errors import LimitFailure
+from labtest.errors import LimitFailure, UndeclaredLimit
 from labtest.measure.limits import Limit, LimitsProfile, Verdict
 
 
@@ -85,12 +85,21 @@ class Recorder:
         profile: LimitsProfile | None = None,
         sinks: list[Sink] | None = None,
         note_sinks: list[NoteSink] | None = None,
+        *,
+        test: str | None = None,
+        judges: tuple[str, ...] | None = None,
     ):
+        """``test`` names the running test and turns on its declaration: only the keys
+        in ``judges`` (its ``@pytest.mark.judges``; ``None`` = no marker) may be recorded,
+        a key's ``KEY@VARIANT`` included. Without ``test`` (a script) nothing is refused."""
         self.profile = profile
         self.sinks = list(sinks or [])
         self.note_sinks = list(note_sinks or [])
+        self.test = test
+        self.judges = judges
         self.measurements: list[Measurement] = []
         self.not_proven_notes: list[NotProven] = []
+        self.refused: UndeclaredLimit | None = None  # kept: a test may swallow the raise
 
     def __call__(
         self,
@@ -103,6 +112,7 @@ class Recorder:
         **labels: Any,
     ) -> Measurement:
         """Record ``value``; the limit comes from ``limit`` or from ``key`` in the profile."""
+        self._declared(key)
         if limit is None and key is not None:
             if self.profile is None:
                 raise LookupError(
@@ -138,11 +148,24 @@ class Recorder:
         """
         if not reason.strip():
             raise ValueError(f"not_proven({requirement!r}) needs a reason")
+        self._declared(requirement)
         note = NotProven(requirement, reason.strip(), {k: str(v) for k, v in unit_labels.items()})
         self.not_proven_notes.append(note)
         for sink in self.note_sinks:
             sink(note)
         return note
+
+    def _declared(self, key: str | None) -> None:
+        """Refuse a key the running test does not declare, or any record without the marker."""
+        if self.test is None:
+            return
+        if self.judges is not None and (
+            key is None or key in self.judges or key.split("@", 1)[0] in self.judges
+        ):
+            return
+        refusal = UndeclaredLimit(self.test, key, self.judges)
+        self.refused = self.refused or refusal
+        raise refusal
 
     @property
     def failures(self) -> list[Measurement]:
@@ -156,7 +179,10 @@ class Recorder:
         return Verdict.PASS
 
     def check(self) -> None:
-        """Raise ``LimitFailure`` naming every failed measurement."""
+        """Raise the first refusal (the test is broken), else ``LimitFailure`` naming
+        every failed measurement."""
+        if self.refused is not None:
+            raise self.refused
         failed = self.failures
         if failed:
             lines = "\n".join(f"  {m.message()}" for m in failed)

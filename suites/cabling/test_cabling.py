@@ -57,6 +57,7 @@ def observed(lab: Lab, testbed: Testbed) -> Observed:
 
 
 @pytest.mark.plan("CABLING-1.1")
+@pytest.mark.judges("cabling.neighbour_mismatch")
 def test_cable(link: Link, observed: Observed, testbed: Testbed, lab: Lab, measure: Any) -> None:
     with allure.step("CABLING-1.1/1: read the LLDP neighbours at both ends"):
         lldp = set(lab.names(capability=Lldp))
@@ -113,6 +114,7 @@ def _summary(report: dict[str, list[Any]]) -> dict[str, list[str]]:
 
 
 @pytest.mark.plan("CABLING-1.2")
+@pytest.mark.judges("cabling.neighbour_mismatch")
 def test_unplanned_neighbours(
     lldp_device: str, observed: Observed, testbed: Testbed, measure: Any
 ) -> None:
@@ -130,6 +132,7 @@ def test_unplanned_neighbours(
 
 
 @pytest.mark.plan("CABLING-2.1")
+@pytest.mark.judges("cabling.speed_mismatch", "cabling.fec_mismatch")
 def test_speed_fec(link: Link, observed: Observed, lab: Lab, measure: Any) -> None:
     with allure.step("CABLING-2.1/1: read speed and FEC at the switch ends"):
         switches = set(lab.names(capability=Interfaces))

@@ -105,6 +105,13 @@ def diagnose(fabric_view: FabricView) -> Callable[[list[str], int], list[Network
 
 
 @pytest.mark.plan("COLL-1.1")
+@pytest.mark.judges(
+    "collective.network_errors",
+    "collective.wrong_elements",
+    "collective.busbw_fraction_of_ceiling",
+    "roce.port_mtu_bytes",
+    "link.flaps",
+)
 def test_allreduce(
     ring: list[str],
     fabric_view: FabricView,

@@ -218,6 +218,15 @@ def _ran_alone(view: FabricView, receiver: str, outcomes: list[Any]) -> str:
 
 
 @pytest.mark.plan("CONG-1.1")
+@pytest.mark.judges(
+    "congestion.lossless_drops",
+    "congestion.lossy_pfc_frames",
+    "congestion.ecn_marked_packets",
+    "congestion.cnp_sent",
+    "congestion.cnp_handled",
+    "congestion.jain_fairness_index",
+    "congestion.incast_goodput_fraction",
+)
 @pytest.mark.needs("Perftest", count=3)
 def test_incast(receiver: str, fabric_view: FabricView, measure: Any) -> None:
     """CONG-1.1: every other host writes to ``receiver`` at once on the lossless priority."""
@@ -333,6 +342,7 @@ def _victim_setup(view: FabricView) -> tuple[str, list[str], tuple[str, str]] | 
 
 
 @pytest.mark.plan("CONG-1.2")
+@pytest.mark.judges("congestion.victim_rate_fraction")
 @pytest.mark.needs("Perftest", count=4)
 def test_victim_flow(fabric_view: FabricView, measure: Any) -> None:
     """CONG-1.2: a flow sharing an upstream link with an incast, but not its congested
@@ -377,6 +387,7 @@ def test_victim_flow(fabric_view: FabricView, measure: Any) -> None:
 
 
 @pytest.mark.plan("CONG-3.1")
+@pytest.mark.judges("congestion.pfcwd_unarmed_queues")
 def test_pfcwd_armed(wd_switch: str, fabric_view: FabricView, measure: Any) -> None:
     """CONG-3.1: the PFC watchdog watches every lossless queue of every active port."""
     view = fabric_view
@@ -414,6 +425,7 @@ def test_pfcwd_armed(wd_switch: str, fabric_view: FabricView, measure: Any) -> N
 
 
 @pytest.mark.plan("CONG-3.2")
+@pytest.mark.judges("congestion.idle_pfc_rx_frames", "congestion.stormed_queues")
 @pytest.mark.needs("Interfaces")
 def test_no_pause_storm(fabric_view: FabricView, measure: Any) -> None:
     """CONG-3.2: an idle fabric receives no pause frames and has no stormed queue."""
@@ -492,6 +504,12 @@ def _tg_ports(view: FabricView) -> tuple[str, str, str, str, str, float] | None:
 
 
 @pytest.mark.plan("CONG-3.3")
+@pytest.mark.judges(
+    "congestion.pfcwd_unarmed_queues",
+    "congestion.pfcwd_detect_excess_ms",
+    "congestion.other_priority_loss_frames",
+    "congestion.pfcwd_restore_excess_ms",
+)
 @pytest.mark.needs("TrafficGenerator")
 def test_pfc_watchdog_storm(fabric_view: FabricView, measure: Any) -> None:
     """CONG-3.3: a pause storm into a switch port is detected within detect+poll and its

@@ -251,6 +251,12 @@ def _members_in_use(lab: Lab, probe: Probe) -> set[str]:
 
 
 @pytest.mark.plan("FAIL-1.1")
+@pytest.mark.judges(
+    "failover.convergence_ms",
+    "failover.restoration_convergence_ms",
+    "failover.ecmp_width_ratio",
+    "failover.unaffected_flow_loss_frames",
+)
 def test_failover(event: Event, probe: Probe, lab: Lab, measure: Any, config_guard: Any) -> None:
     """FAIL-1.1: the failure's loss converges within the limit, flows off the failed path
     lose nothing, and recovery restores traffic and ECMP width without loss."""

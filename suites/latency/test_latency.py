@@ -202,6 +202,15 @@ def _latency_runs(view: FabricView, pairs: list[tuple[str, str]]) -> list[PairOu
 
 
 @pytest.mark.plan("LAT-1.1")
+@pytest.mark.judges(
+    "latency.idle_p99_us",
+    "latency.loaded_p50_us",
+    "latency.loaded_p99_us",
+    "latency.loaded_p99_9_us",
+    "latency.loaded_max_us",
+    "latency.p99_inflation",
+    "latency.p99_9_inflation",
+)
 @pytest.mark.needs("Perftest", count=3)
 def test_latency_under_incast(
     latency_pair: tuple[str, str], fabric_view: FabricView, measure: Any
@@ -374,6 +383,13 @@ def _where(ev: HopEvidence, why: str, **extra: str) -> dict[str, str]:
 
 
 @pytest.mark.plan("LAT-1.2")
+@pytest.mark.judges(
+    "latency.idle_p99_us",
+    "latency.a2a_p99_us",
+    "latency.a2a_p99_9_us",
+    "latency.a2a_max_us",
+    "latency.a2a_p99_inflation",
+)
 @pytest.mark.needs("Perftest", count=3)
 def test_latency_beside_all_to_all(fabric_view: FabricView, measure: Any) -> None:
     """LAT-1.2: each chosen pair's latency beside an all-to-all (a shifted-permutation
@@ -418,6 +434,13 @@ def test_latency_beside_all_to_all(fabric_view: FabricView, measure: Any) -> Non
 
 
 @pytest.mark.plan("LAT-1.3")
+@pytest.mark.judges(
+    "latency.idle_p99_us",
+    "latency.hol_p99_us",
+    "latency.hol_p99_9_us",
+    "latency.hol_max_us",
+    "latency.hol_p99_inflation",
+)
 @pytest.mark.needs("Perftest", count=3)
 def test_latency_beside_upstream_pause(
     latency_pair: tuple[str, str], fabric_view: FabricView, measure: Any
@@ -487,6 +510,13 @@ def _oper_up(view: FabricView, switch: str, port: str) -> bool | None:
 
 
 @pytest.mark.plan("LAT-1.4")
+@pytest.mark.judges(
+    "latency.idle_p99_us",
+    "latency.failover_p99_us",
+    "latency.failover_p99_9_us",
+    "latency.failover_max_us",
+    "latency.failover_p99_inflation",
+)
 @pytest.mark.destructive
 @pytest.mark.needs("Perftest", count=3)
 def test_latency_during_failover(

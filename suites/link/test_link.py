@@ -97,6 +97,7 @@ def watch(request: pytest.FixtureRequest, lab: Lab, profile: LimitsProfile) -> L
 
 
 @pytest.mark.plan("LINK-2.1")
+@pytest.mark.judges("link.watch_s", "link.flaps")
 def test_link_stability(link: Link, watch: LinkWatch, measure: Any) -> None:
     watched = [e for e in link.ends if str(e) in watch.ports]
     if not watched:
@@ -129,6 +130,7 @@ def test_link_stability(link: Link, watch: LinkWatch, measure: Any) -> None:
 
 
 @pytest.mark.plan("LINK-3.1")
+@pytest.mark.judges("link.fec_uncorrectable_cw", "link.fec_tail_bin", "link.fec_pre_fec_ber")
 def test_fec_live(link: Link, watch: LinkWatch, testbed: Testbed, lab: Lab, measure: Any) -> None:
     """Both receivers of a switch-switch link; of a host link, the switch's receiver (the
     host NIC's FEC counters are not read: that direction is the requirement's stated gap)."""
@@ -225,6 +227,12 @@ def prbs_campaign(
 
 
 @pytest.mark.plan("LINK-1.1")
+@pytest.mark.judges(
+    "link.prbs_max_s",
+    "link.prbs_target_ber",
+    "link.prbs_confidence",
+    "link.prbs_loss_of_lock",
+)
 @pytest.mark.destructive
 def test_prbs_ber(
     link: Link,

@@ -213,6 +213,7 @@ def deliveries(lab: Lab, fabric_view: FabricView) -> Deliveries:
 
 
 @pytest.mark.plan("PATHS-1.1")
+@pytest.mark.judges("paths.delivered_ratio")
 def test_path_delivery(fabric_link: Link, deliveries: Deliveries, measure: Any) -> None:
     """PATHS-1.1: each direction of the link loaded on the TG's paths carries what entered it."""
     link = fabric_link.name

@@ -176,6 +176,7 @@ def _judge_drops(measure: Any, before: Any, after: Any) -> None:
 
 
 @pytest.mark.plan("ROCE-0.1")
+@pytest.mark.judges("roce.port_mtu_bytes")
 def test_link_mtu(mtu_link: Link, fabric_view: FabricView, measure: Any) -> None:
     """ROCE-0.1: both ends of every data link carry the IP MTU a 4096-byte RoCE MTU needs."""
     with allure.step(f"ROCE-0.1/1: MTU of both ends of {mtu_link.name}"):
@@ -217,6 +218,7 @@ def _port_mtu(view: FabricView, device: str, port: str) -> int | None:
 
 
 @pytest.mark.plan("ROCE-0.2")
+@pytest.mark.judges("roce.nic_pcie_fraction_of_capability", "roce.nic_pcie_fraction_of_line")
 def test_nic_pcie_link(roce_host: str, fabric_view: FabricView, measure: Any) -> None:
     """ROCE-0.2: the NIC's PCIe link trained at the speed and width it is capable of, and
     carries the NIC's line rate (a narrowed link caps every pair with this host)."""
@@ -277,6 +279,7 @@ def _pcie_text(speed_gts: float | None, width: int | None) -> str:
 
 
 @pytest.mark.plan("ROCE-1.1")
+@pytest.mark.judges("roce.bw_fraction_of_line", "roce.active_mtu_bytes")
 def test_pair_bandwidth(
     host_pair: tuple[str, str], fabric_view: FabricView, bandwidth_runs: PairRuns, measure: Any
 ) -> None:
@@ -301,6 +304,7 @@ def test_pair_bandwidth(
 
 
 @pytest.mark.plan("ROCE-1.2")
+@pytest.mark.judges("roce.latency_p50_us", "roce.latency_p99_us", "roce.latency_p99_9_us")
 def test_pair_latency(
     host_pair: tuple[str, str], fabric_view: FabricView, latency_runs: PairRuns, measure: Any
 ) -> None:
@@ -333,6 +337,7 @@ def test_pair_latency(
 
 
 @pytest.mark.plan("ROCE-2.1")
+@pytest.mark.judges("roce.bw_fraction_of_line", "roce.active_mtu_bytes", "roce.lossless_drops")
 def test_bisection_bandwidth(fabric_view: FabricView, measure: Any) -> None:
     """ROCE-2.1: every pair across the bisection at once, each near line rate."""
     view = fabric_view
@@ -367,6 +372,7 @@ def test_bisection_bandwidth(fabric_view: FabricView, measure: Any) -> None:
 
 
 @pytest.mark.plan("ROCE-2.2")
+@pytest.mark.judges("roce.bw_fraction_of_line", "roce.ecmp_share_deviation")
 @pytest.mark.needs("Interfaces", count=2)
 def test_ecmp_balance(fabric_view: FabricView, measure: Any) -> None:
     """ROCE-2.2: many QPs between hosts on different leaves spread evenly over each leaf's

@@ -149,6 +149,7 @@ def _ends_or_hole(
 
 
 @pytest.mark.plan("ROUTING-1.1")
+@pytest.mark.judges("routing.bgp_session_down", "routing.bgp_prefixes_received")
 def test_bgp_session(
     fabric_link: Link, sessions: Sessions, testbed: Testbed, lab: Lab, measure: Any
 ) -> None:
@@ -179,6 +180,7 @@ def test_bgp_session(
 
 
 @pytest.mark.plan("ROUTING-1.2")
+@pytest.mark.judges("routing.bfd_session_down")
 def test_bfd_session(
     fabric_link: Link, sessions: Sessions, testbed: Testbed, lab: Lab, measure: Any
 ) -> None:
@@ -197,6 +199,7 @@ def test_bfd_session(
 
 
 @pytest.mark.plan("ROUTING-2.1")
+@pytest.mark.judges("routing.bfd_detection_time_ms")
 def test_bfd_detection_time(
     fabric_link: Link, sessions: Sessions, testbed: Testbed, lab: Lab, measure: Any
 ) -> None:

@@ -112,6 +112,7 @@ def _get(reading: Reading, end: str) -> Transceiver:
 
 
 @pytest.mark.plan("TRANSCEIVER-1.1")
+@pytest.mark.judges("transceiver.unapproved")
 def test_optic_approved(
     module_end: str, first_reading: Reading, testbed: Testbed, measure: Any
 ) -> None:
@@ -138,6 +139,7 @@ def test_optic_approved(
 
 
 @pytest.mark.plan("TRANSCEIVER-1.2")
+@pytest.mark.judges("transceiver.firmware_mismatch")
 def test_optic_firmware(
     module_end: str, first_reading: Reading, testbed: Testbed, measure: Any
 ) -> None:
@@ -205,6 +207,7 @@ def _inventory(module: Transceiver) -> dict[str, Any]:
 
 
 @pytest.mark.plan("TRANSCEIVER-1.3")
+@pytest.mark.judges("transceiver.type_mismatch")
 def test_link_optics_match(link: Link, first_reading: Reading, measure: Any) -> None:
     a, b = link.ends
     _both_ends_or_not_proven(link, first_reading, "transceiver.type_mismatch", measure)
@@ -233,6 +236,7 @@ def test_link_optics_match(link: Link, first_reading: Reading, measure: Any) -> 
 
 
 @pytest.mark.plan("TRANSCEIVER-1.5")
+@pytest.mark.judges("transceiver.link_loss_db")
 def test_link_loss(
     link: Link,
     first_reading: Reading,
@@ -318,6 +322,7 @@ def _declared_firmware(testbed: Testbed, device: str) -> tuple[tuple[str, ...], 
 
 
 @pytest.mark.plan("TRANSCEIVER-1.4")
+@pytest.mark.judges("transceiver.device_firmware")
 def test_device_firmware(
     fleet_device: str, fleet_firmware: Any, testbed: Testbed, measure: Any
 ) -> None:
@@ -377,6 +382,13 @@ def _profile_limit(profile: LimitsProfile, quantity: str, media: str | None) -> 
 
 
 @pytest.mark.plan("TRANSCEIVER-2.1")
+@pytest.mark.judges(
+    "transceiver.rx_power_dbm",
+    "transceiver.tx_power_dbm",
+    "transceiver.temperature_c",
+    "transceiver.voltage_v",
+    "transceiver.threshold_flags",
+)
 def test_dom(
     module_end: str,
     first_reading: Reading,
@@ -463,6 +475,13 @@ def second_reading(
 
 
 @pytest.mark.plan("TRANSCEIVER-3.1")
+@pytest.mark.judges(
+    "transceiver.dom_interval_s",
+    "transceiver.temperature_change_c",
+    "transceiver.voltage_change_v",
+    "transceiver.bias_change_pct",
+    "transceiver.power_change_db",
+)
 def test_dom_stable(
     module_end: str,
     first_reading: Reading,

@@ -79,9 +79,11 @@ def test_measurements_pass_marginal_and_fail(lab_dir: pytest.Pytester) -> None:
         import pytest
 
         @pytest.mark.parametrize("name", ["leaf1", "leaf2"])
+        @pytest.mark.judges("rx_power_dbm")
         def test_rx(device, measure, name):
             measure("rx_power_dbm", device(name).rx_power_dbm(), key="rx_power_dbm", port=name)
 
+        @pytest.mark.judges("rx_power_dbm")
         def test_fails(measure):
             measure("rx_power_dbm", -7.5, key="rx_power_dbm", port="Ethernet9")
             measure("rx_power_dbm", -1.0, key="rx_power_dbm", port="Ethernet10")

@@ -51,6 +51,7 @@ def test_auth_fails(device):
     device("leaf2").facts()  # wrong password: broken, not failed
 
 
+@pytest.mark.judges()  # its limit is given inline, not from the profile
 def test_limit_fails(measure, device):
     ports = device("leaf1").interfaces()
     measure("ports", len(ports), unit="count",
@@ -86,6 +87,7 @@ def test_device_echoes_it(device):
     device("leaf1").run("show " + PW)  # refused by the device, which quotes the command
 
 
+@pytest.mark.judges()
 def test_measurement_label(measure, device):
     device("leaf1").facts()
     measure("rx " + PW, 1.0, unit="count", port="Ethernet" + PW)

@@ -373,11 +373,15 @@ def _rows(text: str) -> list[str]:
 
 ALPHA = '''
 import time
+
+import pytest
+
 from labtest.errors import InfraError
 
 def _faults(testbed):
     return {f.kind: f.target for f in testbed.emulation.faults}
 
+@pytest.mark.judges("fec.uncorrectable_codewords")
 def test_port(testbed, measure):
     faults = _faults(testbed)
     if "slow_convergence" in faults:
@@ -392,6 +396,10 @@ def test_port(testbed, measure):
 '''
 
 BETA = '''
+import pytest
+
+
+@pytest.mark.judges("fec.uncorrectable_codewords")
 def test_pair(testbed, measure):
     faults = {f.kind: f.target for f in testbed.emulation.faults}
     if "unreachable_device" in faults:

@@ -117,6 +117,7 @@ from labtest.reports.attach import attach_png, attach_raw, plan_step
 
 
 @pytest.mark.plan("OPT-1.1")
+@pytest.mark.judges("optics.rx_power_dbm")
 def test_rx_power(device, measure):
     with plan_step("OPT-1.1.1", "read the DOM of every leaf1 optic"):
         for port, xcvr in device("leaf1").transceivers().items():
@@ -127,6 +128,7 @@ def test_rx_power(device, measure):
 
 @pytest.mark.plan("FEC-2.1")
 @pytest.mark.parametrize("leaf", ["leaf1", "leaf2"])
+@pytest.mark.judges("fec.pre_fec_ber")
 def test_pre_fec_ber(device, measure, leaf):
     ber, bins, raw = device(leaf).fec_counters("Ethernet8")
     attach_raw(leaf, "show interfaces counters fec-stats", raw)

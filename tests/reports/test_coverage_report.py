@@ -174,6 +174,7 @@ import pytest
 
 
 @pytest.mark.parametrize("leaf", ["leaf1", "leaf2"])
+@pytest.mark.judges("fec.pre_fec_ber")
 def test_pre_fec_ber(device, measure, leaf):
     if leaf == "leaf2":
         measure.not_proven("fec.pre_fec_ber", "leaf2 offers no FEC counters", device=leaf)

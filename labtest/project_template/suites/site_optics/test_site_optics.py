@@ -3,7 +3,7 @@
 An example of a project suite: it asks a capability (``Transceivers``) through the
 ``lab`` fixture and records measurements with ``measure``; the limit comes from
 ``limits.yaml`` (``site.module_temperature_c``), so the number and its source live
-in data, not in this file.
+in data, not in this file; ``judges`` declares the limit keys the test records under.
 """
 
 from typing import Any
@@ -12,6 +12,7 @@ import pytest
 
 
 @pytest.mark.needs("Transceivers", role="leaf")
+@pytest.mark.judges("site.module_temperature_c")  # measure refuses any key not declared
 def test_module_temperature(lab: Any, measure: Any) -> None:
     for name, leaf in lab.by_role("leaf").items():
         for port, xcvr in leaf.transceivers().items():
