@@ -22,6 +22,7 @@ import pytest
 from labtest import labtime, plugin
 from labtest.capabilities.traffic import Flow, TrafficConfig, TrafficGenerator
 from labtest.errors import TransportTimeout
+from labtest.fixtures.cabling_plan import fabric_links
 from labtest.fixtures.suite_data import load_settings
 from labtest.fixtures.tg_probes import (
     PathMapping,
@@ -31,27 +32,17 @@ from labtest.fixtures.tg_probes import (
     probe_flow_name,
     probe_pair,
 )
-from labtest.measure.coverage import TG_ROLES
 from labtest.reports.attach import attach_json
 
 if TYPE_CHECKING:  # names pytest must not collect
     from labtest.fixtures.cabling_plan import Uplink
     from labtest.fixtures.traffic import FabricView
     from labtest.lab import Lab
-    from labtest.testbed.model import Link, Testbed
+    from labtest.testbed.model import Link
 
 SETTINGS = load_settings("paths")
 KEY = "paths.delivered_ratio"
-ENDPOINT_ROLES = frozenset({"host", *TG_ROLES})
 pytestmark = [pytest.mark.needs("TrafficGenerator")]
-
-
-def fabric_links(testbed: Testbed) -> list[Link]:
-    """Switch-to-switch links: neither end a host nor a traffic generator."""
-    return [
-        lk for lk in testbed.links
-        if all(testbed.devices[e.device].role not in ENDPOINT_ROLES for e in lk.ends)
-    ]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

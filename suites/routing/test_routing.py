@@ -18,8 +18,8 @@ import pytest
 from labtest import labtime, plugin
 from labtest.capabilities.routing import BfdSession, BfdSessions, BgpSession, BgpSessions
 from labtest.errors import InfraError
+from labtest.fixtures.cabling_plan import fabric_links
 from labtest.fixtures.suite_data import load_settings
-from labtest.measure.coverage import TG_ROLES
 from labtest.sweep import each_device
 
 if TYPE_CHECKING:  # names pytest must not collect
@@ -27,15 +27,6 @@ if TYPE_CHECKING:  # names pytest must not collect
     from labtest.testbed.model import Endpoint, Link, Testbed
 
 SETTINGS = load_settings("routing")
-ENDPOINT_ROLES = frozenset({"host", *TG_ROLES})
-
-
-def fabric_links(testbed: Testbed) -> list[Link]:
-    """Switch-to-switch links: neither end a host nor a traffic generator."""
-    return [
-        lk for lk in testbed.links
-        if all(testbed.devices[e.device].role not in ENDPOINT_ROLES for e in lk.ends)
-    ]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
