@@ -14,7 +14,7 @@ from labtest.registry import driver_class
 from labtest.testbed import model
 
 pytest.importorskip(
-    "snappi", reason="the snappi extra is not installed (pip install labtest[snappi])"
+    "snappi", reason="snappi is not installed (a labtest dependency: pip install labtest)"
 )
 
 from labtest.drivers.tg.snappi_tg import SnappiTrafficGenerator, bth_bytes

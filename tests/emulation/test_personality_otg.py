@@ -25,7 +25,7 @@ from labtest.testbed import load_testbed
 from labtest.testbed import model as tbmodel
 
 pytest.importorskip(
-    "snappi", reason="the snappi extra is not installed (pip install labtest[snappi])"
+    "snappi", reason="snappi is not installed (a labtest dependency: pip install labtest)"
 )
 
 ROOT = Path(__file__).resolve().parents[2]
