@@ -125,6 +125,8 @@ class Routing:
     ) -> list[int] | None:
         """The path once the ``returning`` links are routed again: where a flow goes back
         to when a flapping link comes back, whatever the link's state now."""
+        if not (returning & ~self.routed).any():  # nothing to bring back: the cached groups
+            return self.path(src, dst, t)
         saved_routed, saved_groups = self.routed, self._groups
         self.routed = saved_routed | returning
         self._groups = {k: v for k, v in saved_groups.items() if k[1]}
