@@ -8,7 +8,6 @@ folder. Run parameters: settings.yaml. Pass criteria: ``failover.*``.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -38,7 +37,6 @@ from labtest.lab import Lab
 from labtest.reports.attach import attach_json
 
 SETTINGS = load_settings("failover")
-log = logging.getLogger("labtest.suites.failover")
 pytestmark = [pytest.mark.destructive, pytest.mark.needs("TrafficGenerator")]
 
 
@@ -147,8 +145,7 @@ def probe(lab: Lab, fabric_view: FabricView) -> Iterator[Probe]:
     if found is None:
         pytest.skip("needs one traffic generator with ports on two different switches")
     a, b = found
-    tg = lab.device(a.tg)
-    assert isinstance(tg, TrafficGenerator)
+    tg = lab.device(a.tg, TrafficGenerator)
     paths = _map_paths(lab, fabric_view, tg, a, b)
     cfg = SETTINGS["probe"]
     rate = float(cfg["rate_pps_per_flow"])

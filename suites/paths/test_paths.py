@@ -21,7 +21,7 @@ import pytest
 
 from labtest import labtime, plugin
 from labtest.capabilities.traffic import Flow, TrafficConfig, TrafficGenerator
-from labtest.errors import TransportTimeout
+from labtest.errors import InfraError, TransportTimeout
 from labtest.fixtures.cabling_plan import fabric_links
 from labtest.fixtures.suite_data import load_settings
 from labtest.fixtures.tg_probes import (
@@ -151,12 +151,18 @@ def _load_spine(
                     f"{spine} reaches {h.peer} over {len(path) - 1} parallel links: which of "
                     "them a flow takes is not mapped"))
             path = path[:1]
-        for h in path:
+        if entered == 0:  # the TG sent nothing here: say so, never fail the links for it
+            raise InfraError(a.tg, f"the traffic generator sent no frame of flows {names} "
+                                   f"(paths over {spine})")
+        for k, h in enumerate(path):
             end = (h.peer, h.peer_port)
             now, was = _rx(after, end), _rx(before, end)
             if now is None or was is None:
-                out.holes.setdefault(h.link, f"{h.peer}:{h.peer_port} reports no rx_packets "
-                                             f"counter ({lab.testbed.devices[h.peer].driver})")
+                why = (f"{h.peer}:{h.peer_port} reports no rx_packets counter "
+                       f"({lab.testbed.devices[h.peer].driver})")
+                out.holes.setdefault(h.link, why)
+                for later in path[k + 1:]:  # what entered them is not known
+                    out.holes.setdefault(later.link, f"the hop before it is not measured: {why}")
                 break
             carried = now - was
             out.hops.setdefault(h.link, []).append(
@@ -173,8 +179,7 @@ def deliveries(lab: Lab, fabric_view: FabricView) -> Deliveries:
         return Deliveries(unloaded="no traffic generator has ports on two different switches: "
                                    "no path can be loaded")
     a, b = found
-    tg = lab.device(a.tg)
-    assert isinstance(tg, TrafficGenerator)
+    tg = lab.device(a.tg, TrafficGenerator)
     cfg = SETTINGS["probe"]
     how = PathMapping(
         flows=int(cfg["flows"]),
