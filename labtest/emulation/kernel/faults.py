@@ -100,26 +100,32 @@ def straggler_link(lab: KernelLab, target: str, rate_mbit: float = STRAGGLER_RAT
     up and it keeps its place in ECMP. (HTB, not prio + tbf: not every kernel has
     sch_prio.)"""
     ends = _ends(lab, target)
-    for netns, port in ends:
-        dev = ["dev", port]
-        for argv in (
-            ["qdisc", "replace", *dev, "root", "handle", "1:", "htb", "default", "10"],
-            ["class", "add", *dev, "parent", "1:", "classid", "1:10", "htb", "rate", "10gbit",
-             "quantum", "60000"],
-            ["class", "add", *dev, "parent", "1:", "classid", "1:20", "htb",
-             "rate", f"{rate_mbit:g}mbit", "ceil", f"{rate_mbit:g}mbit"],
-            ["qdisc", "add", *dev, "parent", "1:20", "handle", "20:", "pfifo", "limit", "50"],
-            ["filter", "add", *dev, "parent", "1:", "protocol", "ip", "prio", "1",
-             "u32", "match", "ip", "tos", "0xc0", "0xc0", "flowid", "1:10"],
-            ["filter", "add", *dev, "parent", "1:", "protocol", "ip", "prio", "2",
-             "u32", "match", "u32", "0", "0", "flowid", "1:20"],
-        ):
-            ns.run_in_netns(netns, ["tc", *argv])
+    touched: list[tuple[str, str]] = []
 
     def undo() -> None:
-        for netns, port in ends:
+        for netns, port in touched:  # deleting the root qdisc removes its classes and filters
             ns.run_in_netns(netns, ["tc", "qdisc", "del", "dev", port, "root"], check=False)
 
+    try:
+        for netns, port in ends:
+            dev = ["dev", port]
+            touched.append((netns, port))
+            for argv in (
+                ["qdisc", "replace", *dev, "root", "handle", "1:", "htb", "default", "10"],
+                ["class", "add", *dev, "parent", "1:", "classid", "1:10", "htb",
+                 "rate", "10gbit", "quantum", "60000"],
+                ["class", "add", *dev, "parent", "1:", "classid", "1:20", "htb",
+                 "rate", f"{rate_mbit:g}mbit", "ceil", f"{rate_mbit:g}mbit"],
+                ["qdisc", "add", *dev, "parent", "1:20", "handle", "20:", "pfifo", "limit", "50"],
+                ["filter", "add", *dev, "parent", "1:", "protocol", "ip", "prio", "1",
+                 "u32", "match", "ip", "tos", "0xc0", "0xc0", "flowid", "1:10"],
+                ["filter", "add", *dev, "parent", "1:", "protocol", "ip", "prio", "2",
+                 "u32", "match", "u32", "0", "0", "flowid", "1:20"],
+            ):
+                ns.run_in_netns(netns, ["tc", *argv])
+    except BaseException:
+        undo()  # a half-built shaper must not outlive the failed injection
+        raise
     return undo
 
 
