@@ -192,15 +192,22 @@ def read_switch(driver: Any, name: str, watch_s: float, poll_s: float,
     for cap, read, key, ok in (("BgpSessions", "bgp_sessions", "bgp_down", "established"),
                                ("BfdSessions", "bfd_sessions", "bfd_down", "up")):
         if not _offers(driver, cap):
-            continue  # no routing on this device is no gap: nothing to report missing
+            missing[f"{name} {cap}"] = (f"driver offers no {cap}: session state not judged"
+                                        + (", probe hops not pinned to its links"
+                                           if cap == "BgpSessions" else ""))
+            continue
+        unplaced = []
         for peer, s in getattr(driver, read)().items():
-            if s.local_port is None:
+            if s.local_port is None:  # no connected subnet names the port it runs over
+                unplaced.append(peer)
                 continue
             if not getattr(s, ok):
                 port(s.local_port).setdefault(key, ())
                 port(s.local_port)[key] += (peer,)
             if cap == "BgpSessions":
                 addresses[peer] = f"{name}:{s.local_port}"  # the near end: peer() gives the far
+        if unplaced:
+            missing[f"{name} {cap}"] = f"no local port known for peer(s) {', '.join(unplaced)}"
     if _offers(driver, "PfcQueues"):
         for p, pfc in driver.pfc_counters().items():
             port(p)["counters"].update(_pfc_totals(pfc))
