@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -458,3 +459,17 @@ def test_transceiver_detail_text_reads_each_tables_unit():
     mixed = _RX_DETAIL_MW.replace("(mW)          (mW)", "(dBm)         (mW)")
     with pytest.raises(ParseError, match="units"):
         lookup("eos", "show interfaces transceiver detail")(mixed)
+
+
+def test_phy_detail_symbol_errors_are_unknown_when_a_lane_has_no_value():
+    """A lane EOS printed without a value is not read as 0 symbol errors."""
+    from labtest.drivers.eos.parsers.interfaces import parse_phy_detail
+
+    def doc(lane1: dict) -> str:
+        fec = {"correctedCodewords": {"value": 3}, "uncorrectedCodewords": {"value": 0},
+               "correctedSymbols": {"0": {"value": 5}, "1": lane1}, "encoding": "reedSolomon"}
+        port = {"phyStatuses": [{"fec": fec}]}
+        return json.dumps({"interfacePhyStatuses": {"Ethernet1/1": port}})
+
+    assert parse_phy_detail(doc({"value": 2}))["Ethernet1/1"].symbol_errors == 7
+    assert parse_phy_detail(doc({"changes": 1}))["Ethernet1/1"].symbol_errors is None

@@ -315,7 +315,8 @@ def parse_phy_detail(text: str) -> dict[str, FecStats]:
             out[port] = FecStats(
                 corrected_cw=corrected,
                 uncorrectable_cw=uncorrected,
-                symbol_errors=sum(c or 0 for c in lane_counts) if lane_counts else None,
+                symbol_errors=(None if not lane_counts or None in lane_counts
+                               else sum(c for c in lane_counts if c is not None)),
                 pre_fec_ber=_num(_attr_value(status, "preFecBer", where)),
                 state=_str(fec.get("encoding")),
             )
