@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from labtest.matrix_cases import Case, faulted_testbed
+from labtest.measure.rootcause import explained_by, root_causes
 from labtest.reports import results
 from labtest.run import DEFAULT_TESTBED, REPO, SUITES_DIR, culprit
 
@@ -100,11 +101,7 @@ def case_suites(
 
 def root_causes_of(doc: Mapping[str, Any]) -> dict[str, str]:
     """nodeid -> "consequence of <culprit>: <cause>", from the verdict's root-cause analysis
-    (``labtest.measure.rootcause``); empty where that analysis is not installed."""
-    try:
-        from labtest.measure.rootcause import explained_by, root_causes
-    except ImportError:
-        return {}
+    (``labtest.measure.rootcause``)."""
     return {
         nodeid: f"consequence of {c.culprit}: {c.cause}"
         for nodeid, c in explained_by(root_causes(doc)).items()

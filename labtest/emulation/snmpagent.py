@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import logging
+import runpy
 import socket
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -103,6 +104,8 @@ class _CompiledMibs:
     @classmethod
     def run_path(cls, path: str, init_globals: dict[str, Any] | None = None,
                  run_name: str | None = None) -> dict[str, Any]:
+        if not path.endswith(".py"):  # a compiled module pysnmp found beside its source
+            return runpy.run_path(path, init_globals, run_name)
         with cls._lock:
             code = cls._code.get(path)
         if code is None:
