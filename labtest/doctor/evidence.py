@@ -13,6 +13,7 @@ that is down for one second in ten is up at almost any single read.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +42,10 @@ COUNTERS = (
     "phy_rx_bits",  # a host NIC's PHY: bits received, bits RS-FEC corrected (and per lane,
     "phy_corrected_bits",  # phy_lane<n>_corrected_bits): their growth is its pre-FEC BER
 )
+
+
+#: a NIC lane's corrected-bits counter among the doctor's counters: "phy_lane<n>_corrected_bits"
+PHY_LANE = re.compile(r"phy_lane(\d+)_corrected_bits")
 
 
 def phy_counters(e: Any) -> dict[str, int]:

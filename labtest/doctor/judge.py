@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from labtest.doctor.evidence import PortReading, Snapshot
+from labtest.doctor.evidence import PHY_LANE, PortReading, Snapshot
 from labtest.measure.limits import Limit, LimitsProfile, Verdict
 from labtest.testbed.model import Link, Testbed
 
@@ -174,8 +174,8 @@ class Judge:
                 or "phy_corrected_bits" not in grew:
             return r.pre_fec_ber, "pre-FEC BER received"
         bits = grew["phy_rx_bits"]
-        lanes = sorted((int(k[8:-15]), v) for k, v in grew.items()
-                       if k.startswith("phy_lane") and k.endswith("_corrected_bits"))
+        lanes = sorted((int(m.group(1)), v) for k, v in grew.items()
+                       if (m := PHY_LANE.fullmatch(k)))
         worst = ""
         if lanes and sum(v for _, v in lanes) > 0:
             lane, errors = max(lanes, key=lambda kv: kv[1])

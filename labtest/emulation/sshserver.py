@@ -175,7 +175,6 @@ class SshServer:
         self._listener = listener
         self.port = listener.getsockname()[1]
         self._stop.clear()
-        self._workers = _Workers(self._stop)
         self._spawn(self._accept_loop, "ssh-accept")
         log.debug("ssh server listening on %s:%d", self.host, self.port)
         return self
