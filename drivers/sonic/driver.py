@@ -97,7 +97,15 @@ class SonicSwitch(FrrRouting):
         return self.show("show interfaces status", p.parse_interfaces_status)
 
     def counters(self) -> dict[str, InterfaceCounters]:
-        return self.show("show interfaces counters", p.parse_interface_counters)
+        """``show interfaces counters``, with each port's oper-status changes from ``show
+        interfaces flap`` where the release has it (2025 on; older: ``None``)."""
+        counted = self.show("show interfaces counters", p.parse_interface_counters)
+        try:
+            flaps = self.show("show interfaces flap", p.parse_interfaces_flap)
+        except CommandNotSupported:
+            return counted
+        return {port: replace(c, link_status_changes=flaps.get(port))
+                for port, c in counted.items()}
 
     # --- PFC, queues, PFC watchdog ------------------------------------------------
 

@@ -92,6 +92,15 @@ class InterfaceCounters:
     rx_giants: int | None = None
     rx_pause_frames: int | None = None
     tx_pause_frames: int | None = None
+    #: oper up<->down transitions since the last clear, both directions (EOS "link status
+    #: changes"): the one reading that sees a flap shorter than any state-polling gap
+    link_status_changes: int | None = None
+
+
+def drops_in(status_changes: int) -> int:
+    """Link drops behind a number of oper-status changes: each drop comes back up, so two
+    changes are one drop, and an odd one is a drop not yet back."""
+    return -(-status_changes // 2) if status_changes > 0 else 0
 
 
 @dataclass(frozen=True)

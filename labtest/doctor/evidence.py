@@ -113,7 +113,8 @@ def _int(v: Any) -> int | None:
 def _switch_counters(c: Any) -> dict[str, int]:
     out = {}
     for key in ("rx_packets", "tx_packets", "rx_errors", "tx_errors", "rx_discards",
-                "tx_discards", "rx_fcs_errors", "rx_pause_frames", "tx_pause_frames"):
+                "tx_discards", "rx_fcs_errors", "rx_pause_frames", "tx_pause_frames",
+                "link_status_changes"):
         v = _int(getattr(c, key, None))
         if v is not None:
             out[key] = v
@@ -168,8 +169,13 @@ def read_switch(driver: Any, name: str, watch_s: float, poll_s: float,
             port(p).update(oper_samples=n, oper_down_samples=down, down_events=events)
         for p, st in driver.interfaces().items():
             port(p).update(oper_up=st.oper_up, speed_gbps=st.speed_gbps)
-        for p, c in driver.counters().items():
+        counted = driver.counters()
+        for p, c in counted.items():
             port(p)["counters"].update(_switch_counters(c))
+        if not any(c.link_status_changes is not None for c in counted.values()):
+            missing[f"{name} link-down counter"] = (
+                "driver reports no link status changes: a flap shorter than the gap between "
+                "link-state samples is not seen")
     else:
         missing[f"{name} link state and counters"] = "driver offers no Interfaces"
     if _offers(driver, "FecCounters"):

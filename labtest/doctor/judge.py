@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from labtest.capabilities.switch import drops_in
 from labtest.doctor.evidence import PHY_LANE, PortReading, Snapshot
 from labtest.measure.limits import Limit, LimitsProfile, Verdict
 from labtest.testbed.model import Link, Testbed
@@ -136,10 +137,14 @@ class Judge:
         if "fec_uncorrectable_cw" in grew:
             out += self._check(r, "fec_uncorrectable_cw", grew["fec_uncorrectable_cw"],
                                "link.fec_uncorrectable_cw", "uncorrectable FEC codewords")
-        downs = r.down_events or int(r.oper_down_samples > 0)
-        if r.oper_samples:
-            out += self._check(r, "flaps", downs, "link.flaps",
-                               f"link down events in {r.oper_samples} state samples")
+        # the device's own transition counter sees a flap between two state samples
+        counted = drops_in(grew.get("link_status_changes", 0))
+        downs = max(r.down_events, counted) or int(r.oper_down_samples > 0)
+        if r.oper_samples or counted:
+            seen = f"{r.oper_samples} state samples" + (
+                f", {grew['link_status_changes']} link status changes"
+                if "link_status_changes" in grew else "")
+            out += self._check(r, "flaps", downs, "link.flaps", f"link down events ({seen})")
         if r.oper_up is False and not r.oper_samples:
             out += self._check(r, "flaps", 1, "link.flaps", "link oper down")
         if r.rx_power_dbm:

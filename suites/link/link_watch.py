@@ -33,6 +33,7 @@ from labtest.capabilities.switch import (
     FecHistogram,
     FecStats,
     Interfaces,
+    drops_in,
 )
 from labtest.errors import CommandNotSupported, InfraError
 from labtest.lab import Lab
@@ -60,12 +61,20 @@ def switch_names(lab: Lab) -> list[str]:
 
 @dataclass
 class PortWatch:
-    """Oper-state samples of one link end."""
+    """Oper-state samples of one link end, and the device's own count of oper-status
+    changes over the watch where it keeps one (``None``: it keeps none, or the port was
+    missing from a read)."""
 
     samples: int = 0
     down_samples: int = 0
     down_events: int = 0  # up->down transitions, plus one if it was down at the first sample
     last_up: bool | None = None
+    status_changes: int | None = None
+
+    @property
+    def flaps(self) -> int:
+        """Drops seen by either witness: the counter sees one shorter than any sampling gap."""
+        return max(self.down_events, drops_in(self.status_changes or 0))
 
     def add(self, up: bool) -> None:
         if not up and self.last_up in (True, None):
@@ -208,13 +217,20 @@ def watch_links(
         for port in ports:
             watch.ports[f"{device}:{port}"] = PortWatch()
     outer_start = labtime.monotonic()
+    changes0 = _per_device(lab, watch, ends, lambda d, ps: _status_changes(lab, d, ps))
     before = _per_device(lab, watch, ends, lambda d, ps: _fec_read(lab, d, ps, fec_capable))
     start = labtime.monotonic()
     deadline = start + duration_s
     _per_device(lab, watch, ends, lambda d, ps: _sample_until(lab, d, ps, watch, deadline, poll_s))
     watch.duration_s = labtime.monotonic() - start
     after = _per_device(lab, watch, ends, lambda d, ps: _fec_read(lab, d, ps, fec_capable))
+    changes1 = _per_device(lab, watch, ends, lambda d, ps: _status_changes(lab, d, ps))
     watch.outer_s = labtime.monotonic() - outer_start
+    for device, counted in changes1.items():
+        for port, c1 in counted.items():
+            c0 = changes0.get(device, {}).get(port)
+            if c0 is not None and c1 is not None:
+                watch.ports[f"{device}:{port}"].status_changes = _delta(c0, c1)
     for device, read1 in after.items():
         read0 = before.get(device)
         if read0 is None:
@@ -267,6 +283,12 @@ def _sample_until(lab: Lab, device: str, ports: list[str], watch: LinkWatch,
             return
         labtime.sleep(max(0.0, min(poll_s - (labtime.monotonic() - sampled),
                                 deadline - labtime.monotonic())))
+
+
+def _status_changes(lab: Lab, device: str, ports: list[str]) -> dict[str, int | None]:
+    """The switch's oper-status change counters of ``ports`` (``None`` where it keeps none)."""
+    counted = lab.device(device).counters()
+    return {p: counted[p].link_status_changes if p in counted else None for p in ports}
 
 
 def _oper_states(lab: Lab, device: str, ports: list[str]) -> dict[str, bool]:

@@ -117,7 +117,7 @@ def test_link_stability(link: Link, watch: LinkWatch, measure: Any) -> None:
             pw = watch.ports[str(end)]
             measure(
                 "link_flaps",
-                pw.down_events,
+                pw.flaps,
                 key="link.flaps",
                 device=end.device,
                 port=end.port,
@@ -127,6 +127,9 @@ def test_link_stability(link: Link, watch: LinkWatch, measure: Any) -> None:
                                 ("oper_down_samples", pw.down_samples)):
                 measure(name, value, unit="samples", device=end.device, port=end.port,
                         link=link.name)
+            if pw.status_changes is not None:  # the device's own count over the watch
+                measure("link_status_changes", pw.status_changes, unit="changes",
+                        device=end.device, port=end.port, link=link.name)
 
 
 @pytest.mark.plan("LINK-3.1")
@@ -357,7 +360,7 @@ def _fec_proves(
         return None
     downs = [str(e) for e in link.ends
              if str(e) not in watch.ports or watch.ports[str(e)].down_samples
-             or watch.ports[str(e)].down_events]
+             or watch.ports[str(e)].flaps]
     if downs:
         hole(f"{', '.join(downs)} not seen up throughout the watch, so the "
              "codewords decoded are unknown")

@@ -72,8 +72,13 @@ def test_healthy_lab_has_no_suspect_and_says_what_it_cannot_see(lab: Any) -> Non
         (("marginal_lane", "spine1:Ethernet16", {"lane": 2, "margin_db": 0.0}),
          "leaf3:Ethernet1/1--spine1:Ethernet16"),
         (("dirty_connector", "host3:eth0", {"loss_db": 4.0}), "host3:eth0--leaf2:Ethernet16"),
+        # 20 ms dark every 10 s: no link-state sample lands in it; only the switches' own
+        # count of oper-status changes (SONiC both ends here) sees the flap
+        (("flapping_link", "leaf1:Ethernet0", {"down_s": 0.02}),
+         "leaf1:Ethernet0--spine1:Ethernet0"),
     ],
-    ids=["dirty_connector", "flapping_link", "marginal_lane", "dirty_host_link"],
+    ids=["dirty_connector", "flapping_link", "marginal_lane", "dirty_host_link",
+         "flap_between_samples"],
 )
 def test_fault_is_named_top_1(lab: Any, fault: Any, link: str) -> None:
     report = _report(lab, fault)

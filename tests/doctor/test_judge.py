@@ -39,6 +39,21 @@ def test_healthy_readings_give_no_evidence(judge: Judge) -> None:
     assert judge.judge(_snap(*ok), None) == []
 
 
+def test_a_flap_between_two_state_samples_is_counted_from_the_transition_counter(
+        judge: Judge) -> None:
+    """Every sample saw the link up, but the device counted it going down and up again."""
+    before = PortReading("spine2", "Ethernet2/1", 0.0, oper_up=True,
+                         counters={"link_status_changes": 3})
+    after = PortReading("spine2", "Ethernet2/1", 15.0, oper_up=True, oper_samples=30,
+                        counters={"link_status_changes": 7})
+    (e,) = judge.judge(_snap(after), _snap(before))
+    assert (e.metric, e.value, e.limit_key, e.verdict) == ("flaps", 2.0, "link.flaps", "FAIL")
+    assert e.unit == "leaf2:Ethernet8--spine2:Ethernet2/1" and "4 link status changes" in e.text
+    quiet = PortReading("spine2", "Ethernet2/1", 15.0, oper_up=True, oper_samples=30,
+                        counters={"link_status_changes": 3})
+    assert judge.judge(_snap(quiet), _snap(before)) == []
+
+
 def test_nic_at_half_speed_is_named_as_the_nic(judge: Judge) -> None:
     slow = PortReading("host5", "eth0", 0.0, oper_up=True, speed_gbps=200)
     ev = judge.judge(_snap(slow), None)

@@ -74,6 +74,7 @@ def test_interface_counters_from_show_interfaces_json():
     assert (c.rx_packets, c.rx_octets, c.rx_broadcast_packets) == (4134, 678348, 813)
     assert (c.tx_packets, c.tx_octets, c.tx_multicast_packets) == (7420, 7886286, 374)
     assert (c.rx_errors, c.rx_fcs_errors, c.rx_pause_frames, c.tx_discards) == (0, 0, 0, 0)
+    assert c.link_status_changes == 15  # "linkStatusChanges": the flap counter the doctor reads
     old = eos("show interfaces | json", "show_interfaces_json__napalm_veos_4_15")
     assert old["Management1"].rx_packets == 15  # no inTotalPkts in 4.15: summed
     assert old["Ethernet2"].rx_multicast_packets == 1429 and old["Ethernet2"].tx_packets == 94
@@ -422,6 +423,7 @@ def test_show_interfaces_text_reads_the_counter_lines():
     assert e.rx_unicast_packets is None  # the text prints no unicast count
     routed = eos("show interfaces", "show_interfaces__ntc_routed")
     assert routed["Ethernet1"].rx_packets == 292 and routed["Ethernet1"].tx_octets == 33221
+    assert routed["Ethernet1"].link_status_changes == 1  # "1 link status changes since ..."
     text = sample("eos", "show_interfaces__ntc_routed")
     block = text[: text.index("Ethernet2 is up")]
     with pytest.raises(ParseError, match="Ethernet1 listed twice"):

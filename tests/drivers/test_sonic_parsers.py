@@ -493,3 +493,16 @@ def test_absent_module_is_reported_absent():
 def test_lookup_by_typed_command_with_port_argument():
     fn = lookup("sonic", "show interfaces transceiver eeprom Ethernet0 -d")
     assert fn.__wrapped__ is lookup("sonic", "show interfaces transceiver eeprom").__wrapped__
+
+
+def test_interfaces_flap_counts_oper_status_changes_and_never_is_zero():
+    flaps = sonic("show interfaces flap", "show_interfaces_flap__utilities_masic_test")
+    assert (flaps["Ethernet0"], flaps["Ethernet64"], flaps["Ethernet4"]) == (5, 2, 0)
+    assert len(flaps) == 9 and flaps["Ethernet-BP260"] == 0
+    one = sonic("show interfaces flap", "show_interfaces_flap__utilities_port")
+    assert one == {"Ethernet64": 2}  # right-aligned numbers read the same
+    text = sample("sonic", "show_interfaces_flap__utilities_port")
+    with pytest.raises(ParseError, match="expected an integer"):
+        lookup("sonic", "show interfaces flap")(text.replace("       2  Up", "    many  Up"))
+    with pytest.raises(ParseError, match="Ethernet64: no flap count"):
+        lookup("sonic", "show interfaces flap")(text.replace("       2  Up", "     N/A  Up"))

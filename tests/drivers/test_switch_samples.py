@@ -18,6 +18,7 @@ COMMANDS = {
         "show_interfaces_counters": "show interfaces counters",
         "show_interfaces_counters_a": "show interfaces counters -a",
         "show_interfaces_counters_errors": "show interfaces counters errors",
+        "show_interfaces_flap": "show interfaces flap",
         "show_pfc_counters": "show pfc counters",
         "show_queue_counters": "show queue counters",
         "show_queue_wredcounters": "show queue wredcounters",

@@ -11,7 +11,7 @@ from link_fec_ber import CODEWORD_BITS, FecCounts, fec_ber_proof
 from link_watch import Bracket, device_window, watch_links
 
 from labtest.capabilities.clock import Clock
-from labtest.capabilities.switch import FecCounters, FecStats, InterfaceStatus
+from labtest.capabilities.switch import FecCounters, FecStats, InterfaceCounters, InterfaceStatus
 from labtest.errors import CommandNotSupported, ParseError
 from labtest.stats import Decision
 from labtest.testbed import model
@@ -37,6 +37,9 @@ class FastClockSwitch:
 
     def interfaces(self) -> dict[str, InterfaceStatus]:
         return {self.port: InterfaceStatus(name=self.port, admin_up=True, oper_up=True)}
+
+    def counters(self) -> dict[str, InterfaceCounters]:
+        return {self.port: InterfaceCounters(rx_packets=0)}  # keeps no oper-status change count
 
     def fec_stats(self) -> dict[str, FecStats]:
         self.reads += 1

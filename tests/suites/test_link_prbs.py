@@ -250,3 +250,36 @@ def test_host_link_is_watched_through_its_switch_end() -> None:
     quiet = watch_links(lab, tb.links, duration_s=0.0, poll_s=0.005, fec_capable=set(),
                         watchable=set())
     assert quiet.ports == {}  # nothing to watch it through: the test says not proven
+
+
+class BlinkingSwitch(LinkStateSwitch):
+    """Every sample sees the port up, but the switch counts it going down and up twice."""
+
+    def __init__(self, port: str) -> None:
+        super().__init__([True], port)
+        self.counted = 0
+
+    def counters(self) -> dict[str, Any]:
+        from labtest.capabilities.switch import InterfaceCounters
+
+        changes = 10 + 4 * self.counted  # 4 changes (2 drops) between the watch's two reads
+        self.counted += 1
+        return {self.port: InterfaceCounters(link_status_changes=changes)}
+
+
+def test_a_flap_between_two_samples_is_counted_from_the_switch_own_counter() -> None:
+    from link_watch import watch_links
+
+    leaf = BlinkingSwitch("Ethernet24")
+    lab = FakeLab({"leaf1": leaf, "host2": object()})
+    tb = _testbed(("host2:eth0", "leaf1:Ethernet24"))
+    watch = watch_links(lab, tb.links, duration_s=0.02, poll_s=0.005, fec_capable=set(),
+                        watchable={"leaf1"})
+    pw = watch.ports["leaf1:Ethernet24"]
+    assert (pw.down_events, pw.down_samples, pw.status_changes, pw.flaps) == (0, 0, 4, 2)
+    # a switch that keeps no such count: the samples alone, and the count stays unknown
+    plain = watch_links(FakeLab({"leaf1": LinkStateSwitch([True], "Ethernet24"),
+                                 "host2": object()}), tb.links, duration_s=0.02, poll_s=0.005,
+                        fec_capable=set(), watchable={"leaf1"})
+    assert plain.ports["leaf1:Ethernet24"].status_changes is None
+    assert plain.ports["leaf1:Ethernet24"].flaps == 0

@@ -243,6 +243,7 @@ def _counters(c: dict[str, Any]) -> InterfaceCounters:
         rx_giants=_int(rx_in.get("giantFrames", c.get("frameTooLongs"))),
         rx_pause_frames=_int(rx_in.get("rxPause")),
         tx_pause_frames=_int(tx_out.get("txPause")),
+        link_status_changes=_int(c.get("linkStatusChanges")),
     )
 
 
@@ -345,6 +346,7 @@ def parse_clock(text: str) -> float:
 _N = r"(\d+)"
 #: counter lines of one ``show interfaces`` block -> the fields their numbers fill
 _COUNTER_LINES = [
+    (re.compile(rf"^\s+{_N} link status changes since last clear$"), ("link_status_changes",)),
     (re.compile(rf"^\s+{_N} packets input, {_N} bytes$"), ("rx_packets", "rx_octets")),
     (
         re.compile(rf"^\s+Received {_N} broadcasts, {_N} multicast$"),

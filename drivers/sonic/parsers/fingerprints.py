@@ -22,6 +22,11 @@ for _label, _pattern, _commands in (
         ("show interfaces status", "show interface status"),
     ),
     (
+        "show interfaces flap",
+        r"^\s*Interface\s+Flap Count\s+Admin\s+Oper",
+        ("show interfaces flap", "show interface flap"),
+    ),
+    (
         "show interfaces counters",
         r"^\s*IFACE\s+STATE\s+RX_(?:OK|ERR)\b",
         COUNTERS_COMMANDS,

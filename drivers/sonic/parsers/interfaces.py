@@ -185,6 +185,22 @@ def parse_interface_counters(text: str) -> dict[str, InterfaceCounters]:
     return out
 
 
+@_sonic("show interfaces flap", "show interface flap")
+def parse_interfaces_flap(text: str) -> dict[str, int]:
+    """Oper-status changes per port (``Flap Count``; ``Never`` is none): orchagent counts
+    each change, down and up, in APPL_DB's PORT_TABLE (sonic-utilities PR 3724)."""
+    out: dict[str, int] = {}
+    for table in _tables_named(text, "Interface", "Flap Count"):
+        for i, (port, row) in enumerate(_keyed(table, "Interface", out)):
+            cell = _text(table.cell(row, "Flap Count"))
+            count = 0 if cell == "Never" else _int(cell, signed=False)
+            if count is None:
+                raise _Garbled(f"{port}: no flap count", line=table.lines[i],
+                               expected="a number or Never")
+            out[port] = count
+    return out
+
+
 # --- FEC ---------------------------------------------------------------------
 
 

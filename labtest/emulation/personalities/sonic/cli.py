@@ -53,6 +53,7 @@ _TREE: dict[str, Any] = {
         "interfaces": {
             "status": {},
             "counters": {"errors": {}, "fec-stats": {}, "fec-histogram": {}},
+            "flap": {},
             "transceiver": {"eeprom": {}, "pm": {}},
             "prbs": {"status": {}},
         },
@@ -319,6 +320,7 @@ _HANDLERS: dict[str, Handler] = {
     "show platform summary": SonicCli.show_platform_summary,
     "show interfaces status": SonicCli.show_interfaces_status,
     "show interfaces counters": SonicCli.show_interfaces_counters,
+    "show interfaces flap": SonicCli.show_interfaces_flap,
     "show interfaces counters errors": SonicCli.show_interfaces_counters_errors,
     "show interfaces counters fec-stats": SonicCli.show_fec_stats,
     "show interfaces counters fec-histogram": SonicCli.show_fec_histogram,

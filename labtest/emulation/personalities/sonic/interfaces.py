@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 from labtest.emulation.model.traffic.records import QueueTraffic
 from labtest.emulation.personalities import PRIORITIES, PortView
+from labtest.emulation.personalities._clock import epoch_s
 from labtest.emulation.personalities._text import commas, table
 from labtest.emulation.personalities.sonic.base import (
     MODULE_TYPES,
@@ -60,6 +61,25 @@ class InterfaceCommands(SonicCommands):
             "Type",
             "Asym PFC",
         ]
+        return ok([table(headers, rows)])
+
+    # format: sonic-utilities tests/intf_flap (``show interfaces flap``, PR 3724): orchagent
+    # counts every oper-status change; a port that never changed prints Never
+    def show_interfaces_flap(self, args: list[str]) -> CliReply:
+        rows = []
+        stamp = "%a %b %d %H:%M:%S %Y"
+        epoch0 = epoch_s(self.dev.fabric) - self.dev.fabric.now_s()
+        for view in (self.state.port_view(p) for p in self._ports(args)):
+            changes = 2 * view.link_down_count - int(view.link_down_count > 0 and not view.oper_up)
+            last = {False: "Never", True: "Never"}
+            link = self.dev.fabric.link_of(self.state.name, view.name)
+            if changes and link is not None:
+                for t, up in self.dev.fabric.link_transitions(link, 0.0, self.dev.fabric.now_s()):
+                    last[up] = f"{datetime.fromtimestamp(epoch0 + t, UTC):{stamp}}"
+            rows.append([view.name, changes or "Never", "Up" if view.admin_up else "Down",
+                         "Up" if view.oper_up else "Down", last[False], last[True]])
+        headers = ["Interface", "Flap Count", "Admin", "Oper", "Link Down TimeStamp(UTC)",
+                   "Link Up TimeStamp(UTC)"]
         return ok([table(headers, rows)])
 
     def _counted(self, view: PortView) -> dict[str, int]:
