@@ -5,7 +5,8 @@ the kernel lab builds one and the way SONiC's routing container works. Every
 method is one shell command (``docs/drivers.md``):
 
 - interfaces: ``ip -j -d link show`` plus ``/sys/class/net/*/speed``;
-- counters: ``ip -s -j link show`` (the kernel's own counters, read directly:
+- counters: ``ip -s -s -j link show`` (the kernel's own counters, read directly,
+  with ``carrier_changes``, which sees a flap between two link-state samples:
   no agent cache in between, unlike net-snmp's IF-MIB, which refreshes every
   ~3 s — see docs/kernel-lab.md);
 - LLDP: ``lldpcli -f json show neighbors`` (the newest row per port);
@@ -52,7 +53,7 @@ class FrrSwitch(FrrRouting):
         return self.parse(p.parse_links, command, self.run(f"{command}; {SPEEDS}"))
 
     def counters(self) -> dict[str, InterfaceCounters]:
-        return self.show("ip -s -j link show", p.parse_link_stats)
+        return self.show("ip -s -s -j link show", p.parse_link_stats)
 
     def snmp_counters(self) -> dict[str, InterfaceCounters]:
         """IF-MIB counters through the box's SNMP agent, counting everything sent before

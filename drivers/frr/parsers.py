@@ -141,8 +141,10 @@ def parse_links(text: str) -> dict[str, InterfaceStatus]:
     return out
 
 
-@_frr("ip -s -j link show")
+@_frr("ip -s -s -j link show", "ip -s -j link show")
 def parse_link_stats(text: str) -> dict[str, InterfaceCounters]:
+    """The kernel's counters; ``carrier_changes`` (every carrier up/down, printed with the
+    second ``-s``) is the port's oper-status change count."""
     out = {}
     for row in _links(text):
         stats = row.get("stats64") or row.get("stats")
@@ -160,6 +162,7 @@ def parse_link_stats(text: str) -> dict[str, InterfaceCounters]:
             tx_octets=int(tx["bytes"]),
             tx_errors=int(tx["errors"]),
             tx_discards=int(tx["dropped"]),
+            link_status_changes=int(tx["carrier_changes"]) if "carrier_changes" in tx else None,
         )
     return out
 

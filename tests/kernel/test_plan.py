@@ -97,6 +97,13 @@ def test_link_stats() -> None:
     e0 = stats["Ethernet0"]
     assert e0.rx_packets is not None and e0.rx_packets > 0 and e0.tx_octets is not None
     assert "lo" not in stats
+    assert e0.link_status_changes is None  # one -s prints no carrier_changes: unknown, not 0
+
+
+def test_link_stats_with_two_s_count_carrier_changes() -> None:
+    # captured here: a veth pair in a namespace, the peer set down and up once
+    stats = p.parse_link_stats((SAMPLES / "ip_link_stats_ss_flapped.json").read_text())
+    assert stats["Ethernet0"].link_status_changes == 4 and "lo" not in stats
 
 
 def test_link_stats_without_s_is_a_parse_error() -> None:
