@@ -110,3 +110,18 @@ def test_bad_counts_are_refused() -> None:
         stats.ber_upper_bound(10, -1)
     with pytest.raises(ValueError):
         stats.min_test_time_s(1e-12, 0)
+
+
+@pytest.mark.parametrize("errors", [0, 1, 2, 7, 50, 1000])
+@pytest.mark.parametrize("confidence", [0.5, 0.9, 0.95, 0.999])
+def test_bounds_equal_scipy_chi_square_quantiles(errors: int, confidence: float) -> None:
+    """The incomplete-gamma forms give scipy.stats.chi2's numbers (to rounding)."""
+    bits = 3.7e12
+    assert stats.ber_upper_bound(bits, errors, confidence) == pytest.approx(
+        sps.chi2.ppf(confidence, 2 * (errors + 1)) / (2 * bits), rel=1e-12)
+    if errors:
+        assert stats.ber_lower_bound(bits, errors, confidence) == pytest.approx(
+            sps.chi2.ppf(1 - confidence, 2 * errors) / (2 * bits), rel=1e-12)
+    target = 1e-12
+    assert stats.confidence_below(bits, errors, target) == pytest.approx(
+        sps.chi2.cdf(2 * bits * target, 2 * (errors + 1)), rel=1e-12, abs=1e-300)
