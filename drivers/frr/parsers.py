@@ -66,6 +66,8 @@ class BgpPeer:
     uptime_ms: int | None
     prefixes_received: int | None
     hostname: str | None = None
+    #: FRR's ``"idType": "interface"``: an unnumbered peer, keyed by its local interface
+    interface_peer: bool = False
 
 
 @dataclass(frozen=True)
@@ -237,6 +239,7 @@ def parse_bgp_summary(text: str) -> dict[str, BgpPeer]:
             uptime_ms=p.get("peerUptimeMsec"),
             prefixes_received=p.get("pfxRcd"),
             hostname=p.get("hostname"),
+            interface_peer=p.get("idType") == "interface",
         )
     return out
 
@@ -278,15 +281,18 @@ def _subnets(text: str) -> dict[str, list[ipaddress.IPv4Interface]]:
     return out
 
 
-def _port_of(peer: str, subnets: dict[str, list[ipaddress.IPv4Interface]]) -> str | None:
-    """The port whose connected subnet holds ``peer``. An unnumbered peer is named by its
-    interface (``neighbor Ethernet0 interface``), which has no IPv4 address to list."""
-    if peer in subnets:
+def _port_of(
+    peer: str, subnets: dict[str, list[ipaddress.IPv4Interface]], interface_peer: bool = False
+) -> str | None:
+    """The port whose connected subnet holds ``peer``. An unnumbered peer (``neighbor
+    Ethernet0 interface``) is keyed by its interface, which FRR says (``idType``); any other
+    key that is no address (a peer-group, a hostname) names no port: ``None``, never a guess."""
+    if interface_peer:
         return peer
     try:
         ip = ipaddress.ip_address(peer)
     except ValueError:
-        return peer  # not an address: FRR keys an interface peer by the interface name
+        return None
     if not isinstance(ip, ipaddress.IPv4Address):
         return None
     hits = [port for port, nets in subnets.items() for n in nets if ip in n.network and ip != n.ip]
@@ -309,7 +315,7 @@ def parse_bgp_sessions(text: str) -> dict[str, BgpSession]:
     for ip, peer in parse_bgp_summary(body).items():
         out[ip] = BgpSession(
             peer_address=ip,
-            local_port=_port_of(ip, subnets),
+            local_port=_port_of(ip, subnets, peer.interface_peer),
             state=peer.state,
             uptime_s=None if peer.uptime_ms is None else peer.uptime_ms / 1000.0,
             prefixes_received=peer.prefixes_received,

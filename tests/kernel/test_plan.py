@@ -6,6 +6,8 @@ No root needed: the samples were captured from FRR 8.4.4, lldpd 1.0.16 and iprou
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from kernel_helpers import KERNEL_TESTBED, SAMPLES
 
@@ -246,3 +248,14 @@ def test_an_unnumbered_peer_is_its_interface() -> None:
     assert sorted((s.local_port, s.up, s.detection_time_ms) for s in bfd.values()) == [
         ("Ethernet0", True, 300.0), ("Ethernet4", True, 300.0)]
     assert all(peer.startswith("fe80::") for peer in bfd)
+
+
+def test_a_peer_key_that_is_neither_an_address_nor_an_interface_peer_names_no_port() -> None:
+    # a peer-group or hostname key without FRR's idType "interface": no port is guessed
+    doc = json.loads((SAMPLES / "bgp_summary_unnumbered.json").read_text())
+    peers = doc["ipv4Unicast"]["peers"]
+    peers["SPINES"] = {**peers.pop("Ethernet4"), "idType": "peerGroup"}
+    addrs = (SAMPLES / "ip_addr4_unnumbered.json").read_text()
+    bgp = p.parse_bgp_sessions(f"{json.dumps(doc)}\n{p.ADDRESSES_MARK}\n{addrs}")
+    assert bgp["Ethernet0"].local_port == "Ethernet0"
+    assert bgp["SPINES"].local_port is None

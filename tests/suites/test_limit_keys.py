@@ -48,19 +48,45 @@ def _marks(obj: Any) -> list[pytest.Mark]:
     return [getattr(m, "mark", m) for m in (marks if isinstance(marks, list) else [marks])]
 
 
+def _collected(module: ModuleType) -> list[tuple[str, Any, list[pytest.Mark]]]:
+    """What pytest collects from a suite module: ``test_*`` functions and the ``test_*``
+    methods of ``Test*`` classes, each with the marks above it (module, class, own)."""
+    out = []
+    for name, obj in vars(module).items():
+        if name.startswith("test_") and inspect.isfunction(obj):
+            out.append((name, obj, _marks(module) + _marks(obj)))
+        elif name.startswith("Test") and inspect.isclass(obj):
+            for method, fn in vars(obj).items():
+                if method.startswith("test_") and inspect.isfunction(fn):
+                    out.append((f"{name}::{method}", fn,
+                                _marks(module) + _marks(obj) + _marks(fn)))
+    return out
+
+
 def _tests() -> dict[str, tuple[Any, tuple[str, ...] | None]]:
     """``family/test_x.py::test_y`` -> (function, declared keys or None without a marker)."""
     out: dict[str, tuple[Any, tuple[str, ...] | None]] = {}
     for module in _modules():
-        module_marks = _marks(module)
         family = module.__name__.split(".")[2]
-        for name, fn in vars(module).items():
-            if not (name.startswith("test_") and inspect.isfunction(fn)):
-                continue
-            marks = [m for m in module_marks + _marks(fn) if m.name == "judges"]
+        for name, fn, all_marks in _collected(module):
+            marks = [m for m in all_marks if m.name == "judges"]
             keys = tuple(k for m in marks for k in m.args) if marks else None
             out[f"{family}/{module.__name__.split('.')[-1]}.py::{name}"] = (fn, keys)
     return out
+
+
+def test_a_test_class_method_is_seen_with_its_class_marks() -> None:
+    module = ModuleType("labtest.suites.demo.test_demo")
+
+    @pytest.mark.judges("link.flaps")
+    class TestDemo:
+        def test_inside(self, measure: Any) -> None: ...
+
+        def helper(self) -> None: ...
+
+    module.TestDemo = TestDemo  # type: ignore[attr-defined]
+    ((name, _, marks),) = _collected(module)
+    assert name == "TestDemo::test_inside" and [m.args for m in marks] == [("link.flaps",)]
 
 
 def _declared() -> dict[str, set[str]]:
