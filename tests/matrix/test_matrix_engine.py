@@ -239,6 +239,15 @@ def test_judge_flags_what_is_wrong(
     assert not v.cells[cell].ok and any(problem in p for p in v.cells[cell].problems), v.problems
 
 
+def test_a_bystander_that_skipped_every_test_proves_nothing() -> None:
+    run = _run(DIRTY, link=[("failed", "ber device=spine1 port=Ethernet0: FAIL", None)],
+               roce=[])
+    run.suites["roce"] = SuiteResult(skipped=4)
+    v = judge(run)
+    assert not v.ok and v.cells["roce"].text == "all skipped"
+    assert "could not show" in v.cells["roce"].problems[0]
+
+
 def test_a_suite_the_fault_may_also_fail_passes_or_fails_naming_the_culprit() -> None:
     flap = replace(DIRTY, also=("roce",))
     quiet = judge(_run(flap, link=[("failed", "device=spine1 port=Ethernet0", None)], roce=[]))
