@@ -99,6 +99,9 @@ def reduced_suites(case: Case) -> list[str]:
     if case.healthy:
         return []
     wanted = {*case.catches, *case.also, *BYSTANDERS} - set(case.not_run)
+    unknown = sorted(wanted - set(SUITE_ORDER))
+    if unknown:  # a catcher left out of the run would leave its fault unjudged
+        raise ValueError(f"{case.name}: no such suite {unknown} (known: {SUITE_ORDER})")
     return [s for s in SUITE_ORDER if s in wanted]
 
 

@@ -45,8 +45,10 @@ PROJECT_SUITES = Path("suites")
 #: packages whose sub-folders are suite families (``labtest.suites`` ships the built-in ones)
 SUITES_GROUP = "labtest.suites"
 #: the order suites run in: the physical layer first, then traffic
+#: every suite of the product, in run order (paths and routing last, as they always ran)
 SUITE_ORDER = (
-    "link", "transceiver", "cabling", "roce", "congestion", "latency", "failover", "collective"
+    "link", "transceiver", "cabling", "roce", "congestion", "latency", "failover", "collective",
+    "paths", "routing",
 )
 INTERRUPT_GRACE_S = 300.0  # how long an interrupted pytest may take to restore devices
 

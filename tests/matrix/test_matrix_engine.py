@@ -266,6 +266,11 @@ def test_reduced_runs_add_every_cheap_suite_in_run_order() -> None:
         "link", "transceiver", "cabling", "collective"]
     assert matrix.reduced_suites(matrix.healthy_case(1)) == []  # every suite
     assert "collective" not in matrix.reduced_suites(CASES["flapping_link"])  # its note says why
+    routed = replace(CASES["miswired"], also=("paths",))  # every suite of the product runs
+    assert matrix.reduced_suites(routed)[-1] == "paths"
+    assert all(matrix.reduced_suites(c) is not None for c in CASES.values())  # no typo
+    with pytest.raises(ValueError, match="no such suite"):  # a typo never drops a catcher
+        matrix.reduced_suites(replace(CASES["miswired"], catches=("cabeling",)))
 
 
 UNREACHABLE = Case("unreachable", ({"kind": "unreachable_device", "target": "leaf3"},),
