@@ -18,7 +18,7 @@ def timeline(end_s: float = math.inf) -> LinkTimeline:
     tl = LinkTimeline(2)
     for li in (0, 1):
         tl.record(li, 0.0, True)
-    tl.flaps[0].append(Flap(start_s=10.0, period_s=10.0, down_s=1.0, end_s=end_s))
+    tl.add(0, Flap(start_s=10.0, period_s=10.0, down_s=1.0, end_s=end_s))
     return tl
 
 

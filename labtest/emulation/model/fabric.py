@@ -96,6 +96,9 @@ class Fabric(FabricCore):
         realtime: bool = False,
     ) -> None:
         super().__init__(testbed, seed, time_scale, realtime=realtime)
+        self._names_key: tuple[str, ...] = ()  # link_states' cached name order
+        self._names_idx = np.zeros(0, dtype=np.int64)
+        self._names_gbps: list[float] = []
         load_catalogue()
         rng = np.random.default_rng([self.seed, 0x7AF1C])  # its own stream: draws don't interleave
         self.traffic = TrafficModel(testbed=testbed, links=self, rng=rng)
@@ -112,9 +115,23 @@ class Fabric(FabricCore):
 
     def link_up(self, link_name: str) -> bool:
         with self._lock:
-            self._sync()
+            t = self._light_now()
             li = self._link_id(link_name)
-            return bool(self._static_up[li]) and self._link_lit(li)
+            return bool(self._static_up[li]) and self._link_lit(li, t)
+
+    def link_states(self, names: list[str]) -> list[tuple[bool, float, float]]:
+        """``(up, speed_gbps, rate_fraction)`` of each named link: the traffic model's bulk read."""
+        with self._lock:
+            t = self._light_now()
+            key = tuple(names)
+            if self._names_key != key:
+                idx = [self._link_id(n) for n in names]
+                self._names_key, self._names_idx = key, np.array(idx, dtype=np.int64)
+                self._names_gbps = [self.link_speed_gbps(n) for n in names]
+            up = self._static_up.copy()
+            up[self._timeline.dark_links(t)] = False
+            fractions = [self._rate_fraction.get(n, 1.0) for n in names]
+            return list(zip(up[self._names_idx].tolist(), self._names_gbps, fractions, strict=True))
 
     def link_rate_fraction(self, link_name: str) -> float:
         self._link_id(link_name)
@@ -123,6 +140,9 @@ class Fabric(FabricCore):
     def set_link_rate_fraction(self, link_name: str, fraction: float | None) -> None:
         """Override a link's usable rate (a straggler); ``None`` restores 1.0."""
         self._link_id(link_name)
+        with self._lock:  # the traffic model runs up to now at the old rate first
+            self._sync()
+            self._bump()
         if fraction is None:
             self._rate_fraction.pop(link_name, None)
         else:
@@ -147,7 +167,7 @@ class Fabric(FabricCore):
     ) -> list[tuple[float, bool]]:
         """Oper-state changes ``(time_s, up)`` of a link in [t0, t1], flaps included."""
         with self._lock:
-            self._sync()
+            self._light_now()  # history changes only in steps and changes; flaps: closed form
             return self._timeline.transitions(self._link_id(link_name), t0_s, t1_s)
 
     # --- interfaces and counters ---------------------------------------------------------
@@ -157,7 +177,7 @@ class Fabric(FabricCore):
 
     def interface(self, device: str, port: str) -> InterfaceStatus:
         with self._lock:
-            self._sync()
+            self._light_now()
             p = self._port(device, port)
             link = None if p.link is None else self._links[p.link].name
             oper = bool(link and p.admin_up and self.link_up(link))
@@ -190,6 +210,7 @@ class Fabric(FabricCore):
         with self._lock:
             self._sync()
             self._port(device, port).load = min(max(float(load_fraction), 0.0), 1.0)
+            self._bump()
 
     def add_port_counters(self, device: str, port: str, **deltas: int) -> None:
         """Add traffic-driven counts (``rx_octets=...``, see COUNTER_FIELDS)."""
@@ -284,10 +305,11 @@ class Fabric(FabricCore):
         change), not by this read, so reading never changes what a flag says.
         """
         with self._lock:
-            self._sync()
+            t = self._light_now()
             m = self._module(device, port)
             n = int(self.modules.lanes[m])
-            v = self._cached("dom_values", lambda: dom_values(self.modules, self._read_state()))[m]
+            st = self._read_state(t)
+            v = self._cached(f"dom_values{id(st)}", lambda: dom_values(self.modules, st))[m]
             temp, vcc = float(v[0, 0]), float(v[1, 0])
             tx, rx, bias = v[2, :n].tolist(), v[3, :n].tolist(), v[4, :n].tolist()
             z = self.rng.standard_normal(2 + 3 * n).tolist()
@@ -312,7 +334,7 @@ class Fabric(FabricCore):
                 temperature_c=round(temp + NOISE["temperature_c"] * z[0], 2),
                 voltage_v=round(vcc + NOISE["voltage_v"] * z[1], 4),
                 lanes=lanes,
-                time_s=self._t_s,
+                time_s=t,
             )
 
     def dom_flags(self, device: str, port: str, clear: bool = True) -> list[DomFlag]:
@@ -413,7 +435,7 @@ class Fabric(FabricCore):
     def lldp_neighbours(self, device: str) -> list[LldpAdvert]:
         """Neighbours heard on each oper-up port, from the physical cabling."""
         with self._lock:
-            self._sync()
+            self._light_now()
             out = []
             for port in self.ports(device):
                 p = self._ports[(device, port)]
@@ -461,9 +483,13 @@ class Fabric(FabricCore):
         return device not in self.unreachable()
 
     def unreachable(self) -> frozenset[str]:
-        """Every device an unreachable_device fault holds now (one model step for all)."""
+        """Every device an unreachable_device fault holds now.
+
+        Only a fault's start or end changes it: without one due, no step.
+        """
         with self._lock:
-            self._sync()
+            if self._events and self._events[0][0] <= self.clock.now_s():
+                self._sync()
             return frozenset(self._unreachable)
 
     def set_reachable(self, device: str, reachable: bool) -> None:
@@ -485,10 +511,10 @@ class Fabric(FabricCore):
                 if name not in self._ambient_c:
                     raise ModelError(f"no device {name!r} in the model")
                 self._ambient_c[name] = float(temp_c)
+            self._bump()
 
     def add_flap(self, link: int, flap: Flap) -> Flap:
-        self._timeline.flaps[link].append(flap)
-        return flap
+        return self._timeline.add(link, flap)
 
     def new_flap(self, period_s: float, down_s: float) -> Flap:
         return Flap(start_s=self._t_s, period_s=period_s, down_s=down_s)

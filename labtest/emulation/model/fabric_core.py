@@ -10,6 +10,14 @@ One step updates every module at once (``modules``), counts FEC and PRBS
 (``linkcounts``), applies flaps (``flaps``), lets the modules sample their
 monitors, runs the traffic model up to each flap edge, and re-evaluates which
 links are up. ``Fabric`` (``fabric.py``) is the API built on this core.
+
+Reads that need no integration do not step (``_light_now``): link and port
+state, LLDP, DOM and reachability read at "now" straight from the state while
+the optics are time-invariant (no laser drifting, every module at its settled
+temperature), no event is due and the traffic model is idle. Between two steps
+such a read sees exactly what a step to "now" would leave (flaps are closed
+form); counters, FEC and PRBS still integrate. On a 64-switch fabric a step
+costs milliseconds, and a live lab reads the model thousands of times a second.
 """
 
 from __future__ import annotations
@@ -45,7 +53,6 @@ from labtest.emulation.model.modules import (
     monitor_sample,
     optical_state,
     prbs_lock,
-    temp_target,
 )
 from labtest.emulation.model.optics import (
     DARK_DBM,
@@ -93,6 +100,13 @@ class FabricCore:
         }
         self._rate_fraction: dict[str, float] = {}
         self._counter_sources: list[CounterSource] = []
+        # configuration generation: bumped by every change made outside a step (faults,
+        # admin, load, ambient); per-port arrays and "optics are quiet" are cached per value
+        self._gen = 0
+        self._port_cache: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._quiet_gen = -1  # the generation the last step found time-invariant optics in
+        self._syncs = 0  # integrations done (the traffic model changes only in them)
+        self._traffic_quiet: tuple[int, float] = (-1, -math.inf)  # (_syncs, quiet until)
         self._links: list[Link] = list(testbed.links)
         self._link_index = {lk.name: i for i, lk in enumerate(self._links)}
         self._timeline = LinkTimeline(len(self._links))
@@ -139,10 +153,65 @@ class FabricCore:
         if now == self._t_s and not (self._events and self._events[0][0] <= now):
             return  # already up to date (many reads at one instant)
         self._busy = True
+        self._syncs += 1
         try:
             self._advance_to(now)
         finally:
             self._busy = False
+
+    def _light_now(self) -> float:
+        """The time a read that needs no integration answers for: now, stepping only if it must.
+
+        Without a step the state is the last step's; that is what a step to now
+        would leave when the optics are time-invariant (``_quiet_gen``), no event
+        (a fault starting or ending, a scheduled action) is due and the traffic
+        model is idle until after now. Otherwise the model is brought up to now.
+        """
+        if self._busy:
+            return self._t_s if self._view_t_s is None else self._view_t_s
+        now = self.clock.now_s()
+        if (
+            self._quiet_gen == self._gen
+            and now >= self._t_s
+            and not (self._events and self._events[0][0] <= now)
+            and now < self._traffic_quiet_until()
+        ):
+            return now
+        self._sync()
+        return self._t_s
+
+    def _traffic_quiet_until(self) -> float:
+        traffic = getattr(self, "traffic", None)
+        if traffic is None:
+            return math.inf
+        syncs, until = self._traffic_quiet
+        if syncs != self._syncs:
+            until = traffic.quiet_until_s()
+            self._traffic_quiet = (self._syncs, until)
+        return until
+
+    def _bump(self) -> None:
+        """The configuration changed outside a step: cached per-port arrays and quiet go."""
+        self._gen += 1
+        self._syncs += 1
+
+    def _port_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(tx_on, ambient_c, load) per module, rebuilt only when the configuration changed."""
+        if self._port_cache is None or self._port_cache[0] != self._gen:
+            mp = self._module_port
+            tx_on = np.array([p.admin_up for p in mp], dtype=bool)
+            ambient = np.array([self._ambient_c.get(p.device, 25.0) for p in mp])
+            load = np.array([p.load for p in mp])
+            self._port_cache = (self._gen, tx_on, ambient, load)
+        return self._port_cache[1], self._port_cache[2], self._port_cache[3]
+
+    def _temp_target(self) -> np.ndarray:
+        """``modules.temp_target`` from the cached per-port arrays (the same arithmetic)."""
+        a = self.modules
+        if a.n == 0:
+            return np.zeros(0)
+        _, ambient, load = self._port_arrays()
+        return ambient + a.self_heat_c + a.load_heat_c * load + a.hot_c
 
     def _advance_to(self, t_s: float) -> None:
         while True:
@@ -163,8 +232,7 @@ class FabricCore:
     # --- physics -----------------------------------------------------------------
 
     def _optical_state(self) -> OpticalState:
-        tx_on = np.array([p.admin_up for p in self._module_port], dtype=bool)
-        return optical_state(self.modules, tx_on)
+        return optical_state(self.modules, self._port_arrays()[0])
 
     def _link_ends(self) -> tuple[np.ndarray, np.ndarray]:
         ends = [[self._ports[(e.device, e.port)].module for e in lk.ends] for lk in self._links]
@@ -178,9 +246,11 @@ class FabricCore:
         if a.n == 0:
             self._drive_traffic(t0, t1)
             return
-        target = temp_target(a, self._module_port, self._ambient_c)
+        target = self._temp_target()
         a.temp_c[:] = target + (a.temp_c - target) * math.exp(-dt / THERMAL_TAU_S)
-        a.laser_loss_db += a.laser_drift_db_per_s * dt
+        drifting = bool(a.laser_drift_db_per_s.any())
+        if drifting:
+            a.laser_loss_db += a.laser_drift_db_per_s * dt
         st = self._optical_state()
         link_of = self._link_of
         flap_down = self._timeline.down_s_in(t0, t1)
@@ -197,6 +267,9 @@ class FabricCore:
         self._observe_flags(t1, st, extra_los=flapped)
         self._drive_traffic(t0, t1)
         self._refresh(t1, st)
+        # optics that will not move until something changes: reads may skip steps
+        quiet = not drifting and np.array_equal(a.temp_c, target)
+        self._quiet_gen = self._gen if quiet else -1
 
     def _refresh(self, t_s: float, st: OpticalState | None = None, *, first: bool = False) -> None:
         """Re-evaluate link state and PRBS lock after a step or a change."""
@@ -208,10 +281,11 @@ class FabricCore:
             return
         a = self.modules
         ma, mb = self._ma, self._mb
-        admin = np.array([p.admin_up for p in self._module_port], dtype=bool)
-        pairs = zip(a.gen_pattern, a.chk_pattern, strict=True)
-        prbs = np.array([g is not None or c is not None for g, c in pairs], dtype=bool)
-        bad = st.lol.any(axis=1) | prbs | ~admin
+        admin = self._port_arrays()[0]
+        bad = st.lol.any(axis=1) | ~admin
+        if any(a.gen_pattern) or any(a.chk_pattern):  # a port running PRBS is out of service
+            pairs = zip(a.gen_pattern, a.chk_pattern, strict=True)
+            bad |= np.array([g is not None or c is not None for g, c in pairs], dtype=bool)
         up = ~bad[ma] & ~bad[mb]
         changed = up != self._static_up
         for li in np.nonzero(changed | first)[0]:
@@ -222,17 +296,21 @@ class FabricCore:
         self.counts.relock(prbs_lock(a, st), self._checker_on())
 
     def _checker_on(self) -> np.ndarray:
-        return np.array([c is not None for c in self.modules.chk_pattern], dtype=bool)
+        chk = self.modules.chk_pattern
+        if not any(chk):
+            return np.zeros(len(chk), dtype=bool)
+        return np.array([c is not None for c in chk], dtype=bool)
 
     def _observe_flags(
         self, t_s: float, st: OpticalState, extra_los: np.ndarray | None = None
     ) -> None:
         """The modules sample their monitors: threshold flags and LOS/LOL conditions."""
-        tx_on = np.array([p.admin_up for p in self._module_port], dtype=bool)
+        tx_on = self._port_arrays()[0]
         self.flags.observe(t_s, monitor_sample(self.modules, st, tx_on, extra_los))
 
     def _changed(self) -> None:
         """Call after changing state outside a step: link state follows at once."""
+        self._bump()
         self._refresh(self._t_s)
         self._observe_flags(self._t_s, self._read_state())
         if getattr(self, "traffic", None) is not None:
@@ -318,17 +396,18 @@ class FabricCore:
             self._cache[key] = make()
         return self._cache[key]
 
-    def _read_state(self) -> OpticalState:
-        """The optical state now, with a flapping link's dark periods applied."""
-        return self._cached("read_state", self._flapped_state)
+    def _read_state(self, t_s: float | None = None) -> OpticalState:
+        """The optical state at ``t_s`` (default: the model's time), flaps' dark periods applied."""
+        dark = self._timeline.dark_links(self._t_s if t_s is None else t_s)
+        return self._cached(f"read_state{dark}", lambda: self._flapped_state(dark))
 
-    def _link_lit(self, li: int) -> bool:
-        t = self._t_s if self._view_t_s is None else self._view_t_s
-        return not self._timeline.is_dark(li, t)
+    def _link_lit(self, li: int, t_s: float | None = None) -> bool:
+        if t_s is None:
+            t_s = self._t_s if self._view_t_s is None else self._view_t_s
+        return not self._timeline.is_dark(li, t_s)
 
-    def _flapped_state(self) -> OpticalState:
+    def _flapped_state(self, dark: list[int]) -> OpticalState:
         st = self._state
-        dark = self._timeline.dark_links(self._t_s)
         if not dark:
             return st
         link_of = self._link_of

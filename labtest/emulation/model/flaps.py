@@ -64,11 +64,22 @@ class Flap:
 
 
 class LinkTimeline:
-    """Per link: the flaps on it and its oper-state changes without them."""
+    """Per link: the flaps on it and its oper-state changes without them.
+
+    Only links that ever had a flap are visited (``add``): a step or a read of a
+    2,048-link fabric with one flapping link costs one link's arithmetic, not 2,048.
+    """
 
     def __init__(self, n_links: int) -> None:
         self.flaps: list[list[Flap]] = [[] for _ in range(n_links)]
         self.history: list[list[tuple[float, bool]]] = [[] for _ in range(n_links)]
+        self._flapping: list[int] = []  # sorted links with a flap, ended ones included
+
+    def add(self, li: int, flap: Flap) -> Flap:
+        self.flaps[li].append(flap)
+        if li not in self._flapping:
+            self._flapping = sorted([*self._flapping, li])
+        return flap
 
     def record(self, li: int, t: float, up: bool) -> None:
         self.history[li].append((t, up))
@@ -78,25 +89,39 @@ class LinkTimeline:
         return any(f.is_down(t) for f in self.flaps[li])
 
     def dark_links(self, t: float) -> list[int]:
-        return [li for li in range(len(self.flaps)) if self.is_dark(li, t)]
+        return [li for li in self._flapping if self.is_dark(li, t)]
 
     def dark_mask(self, t: float) -> np.ndarray:
-        return np.array([self.is_dark(li, t) for li in range(len(self.flaps))], dtype=bool)
+        out = np.zeros(len(self.flaps), dtype=bool)
+        out[self.dark_links(t)] = True
+        return out
 
     def down_s_in(self, t0: float, t1: float) -> np.ndarray:
         """Seconds each link was dark in [t0, t1]."""
-        return np.array([sum(f.down_s_in(t0, t1) for f in fl) for fl in self.flaps])
+        out = np.zeros(len(self.flaps))
+        for li in self._flapping:
+            out[li] = sum(f.down_s_in(t0, t1) for f in self.flaps[li])
+        return out
 
     def drops_in(self, t0: float, t1: float) -> np.ndarray:
         """Link-down events of each link in [t0, t1)."""
-        return np.array([sum(f.drops_in(t0, t1) for f in fl) for fl in self.flaps], np.int64)
+        out = np.zeros(len(self.flaps), dtype=np.int64)
+        for li in self._flapping:
+            out[li] = sum(f.drops_in(t0, t1) for f in self.flaps[li])
+        return out
 
     def edges_inside(self, t0: float, t1: float) -> set[float]:
         """Every flap edge strictly between t0 and t1, on any link."""
-        return {e for fl in self.flaps for f in fl for e in f.edges(t0, t1) if t0 < e < t1}
+        return {
+            e
+            for li in self._flapping
+            for f in self.flaps[li]
+            for e in f.edges(t0, t1)
+            if t0 < e < t1
+        }
 
     def flapping(self) -> list[int]:
-        return [li for li, fl in enumerate(self.flaps) if fl]
+        return list(self._flapping)
 
     def up_at(self, li: int, t: float) -> bool:
         static = False

@@ -89,6 +89,7 @@ class TrafficCore:
         self.routing = Routing(topo)
         self.engine = FluidNet(topo)
         self._link_sig: tuple[Any, ...] = ()
+        self._link_names = [lk.name for lk in topo.links]
         self._pause_sig: frozenset[int] = frozenset()
         self._rates: np.ndarray | None = None
         self._wd_polled_s = -math.inf
@@ -171,20 +172,51 @@ class TrafficCore:
 
     # --- links, configuration, routes ---------------------------------------
 
+    def quiet_until_s(self) -> float:
+        """Until when nothing a reader sees changes here without a call (``now_s``: busy).
+
+        Busy while a flow or a pause source may still send or a route change is
+        pending; the fabric answers reads that need no integration without
+        running this model only before that time.
+        """
+        now = self.now_s
+        if any(self.engine.f_on):
+            return now
+        until = self.convergence.next_event_s()
+        for f in self.flows.values():
+            if not f.done and f.stop_s > now:
+                if f.start_s <= now:
+                    return now
+                until = min(until, f.start_s)
+        for s in self.pause_sources.values():
+            if s.stop_s > now:
+                if s.start_s <= now:
+                    return now
+                until = min(until, s.start_s)
+        return until
+
     def _physical(self) -> np.ndarray:
         return np.array([self.links.link_up(lk.name) for lk in self.topo.links], dtype=bool)
 
     def _sync_links(self, force: bool = False) -> None:
         """Pick up link state from the core's view; reconfigure when anything changed."""
-        names = [lk.name for lk in self.topo.links]
-        sig = tuple(
-            (self.links.link_up(n), self.links.link_speed_gbps(n), self.links.link_rate_fraction(n))
-            for n in names
-        )
+        names = self._link_names
+        bulk = getattr(self.links, "link_states", None)  # one call instead of 3 per link
+        if bulk is not None:
+            sig = tuple(bulk(names))
+        else:
+            sig = tuple(
+                (
+                    self.links.link_up(n),
+                    self.links.link_speed_gbps(n),
+                    self.links.link_rate_fraction(n),
+                )
+                for n in names
+            )
         if sig == self._link_sig and not force:
             return
         self._link_sig = sig
-        self.convergence.observe(self.now_s, self._physical())
+        self.convergence.observe(self.now_s, np.array([s[0] for s in sig], dtype=bool))
         self._apply()
 
     def _apply(self) -> None:
