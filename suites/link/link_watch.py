@@ -203,10 +203,12 @@ def watch_links(
     poll_s: float,
     fec_capable: set[str],
     watchable: set[str],
+    counted_poll_s: float | None = None,
 ) -> LinkWatch:
     """Watch ``links`` for ``duration_s`` (bounded) through their ends on ``watchable``
     devices (those reporting link state: the switch end of a host or TG link); see the
-    module docstring."""
+    module docstring. A switch that counts its oper-status changes is sampled every
+    ``counted_poll_s`` instead (its counter sees any flap; the samples only show state)."""
     ends: dict[str, list[str]] = {}
     for lk in links:
         for e in lk.ends:
@@ -221,7 +223,13 @@ def watch_links(
     before = _per_device(lab, watch, ends, lambda d, ps: _fec_read(lab, d, ps, fec_capable))
     start = labtime.monotonic()
     deadline = start + duration_s
-    _per_device(lab, watch, ends, lambda d, ps: _sample_until(lab, d, ps, watch, deadline, poll_s))
+
+    def pace(device: str) -> float:
+        counted = any(v is not None for v in changes0.get(device, {}).values())
+        return counted_poll_s if counted and counted_poll_s is not None else poll_s
+
+    _per_device(lab, watch, ends,
+                lambda d, ps: _sample_until(lab, d, ps, watch, deadline, pace(d)))
     watch.duration_s = labtime.monotonic() - start
     after = _per_device(lab, watch, ends, lambda d, ps: _fec_read(lab, d, ps, fec_capable))
     changes1 = _per_device(lab, watch, ends, lambda d, ps: _status_changes(lab, d, ps))

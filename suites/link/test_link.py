@@ -93,6 +93,7 @@ def watch(request: pytest.FixtureRequest, lab: Lab, profile: LimitsProfile) -> L
         poll_s=float(SETTINGS["watch"]["poll_s"]),
         fec_capable=fec_capable,
         watchable=set(switch_names(lab)),
+        counted_poll_s=float(SETTINGS["watch"]["counted_poll_s"]),
     )
 
 

@@ -283,3 +283,14 @@ def test_a_flap_between_two_samples_is_counted_from_the_switch_own_counter() -> 
                         fec_capable=set(), watchable={"leaf1"})
     assert plain.ports["leaf1:Ethernet24"].status_changes is None
     assert plain.ports["leaf1:Ethernet24"].flaps == 0
+    # a switch that counts its changes is sampled at the slower counted pace; one that
+    # does not stays at the fast one
+    slow = watch_links(FakeLab({"leaf1": BlinkingSwitch("Ethernet24"), "host2": object()}),
+                       tb.links, duration_s=0.05, poll_s=0.005, fec_capable=set(),
+                       watchable={"leaf1"}, counted_poll_s=10.0)
+    fast = watch_links(FakeLab({"leaf1": LinkStateSwitch([True], "Ethernet24"),
+                                "host2": object()}), tb.links, duration_s=0.05, poll_s=0.005,
+                       fec_capable=set(), watchable={"leaf1"}, counted_poll_s=10.0)
+    assert slow.ports["leaf1:Ethernet24"].samples == 2  # at the start and at the deadline
+    assert fast.ports["leaf1:Ethernet24"].samples > 2
+    assert slow.ports["leaf1:Ethernet24"].flaps == 2
