@@ -276,7 +276,8 @@ def _judge_network_error(
 def _diagnose(view: FabricView, ring: list[str], need_mtu: int) -> list[NetworkSuspect]:
     cfg = SETTINGS["network_error"]
     with allure.step(f"watch every switch port's state for {cfg['watch_s']} s"):
-        oper_up, down_events = watch_oper_states(view, float(cfg["watch_s"]), float(cfg["poll_s"]))
+        oper_up, down_events = watch_oper_states(view, float(cfg["watch_s"]), float(cfg["poll_s"]),
+                                                 float(cfg["counted_poll_s"]))
     mtu: dict[str, int | None] = {}
     for name in view.switches:
         mtu |= {f"{name}:{p}": st.mtu_bytes for p, st in _interfaces(view, name).items()}
