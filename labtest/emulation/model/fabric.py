@@ -130,7 +130,10 @@ class Fabric(FabricCore):
                 self._names_gbps = [self.link_speed_gbps(n) for n in names]
             up = self._static_up.copy()
             up[self._timeline.dark_links(t)] = False
-            fractions = [self._rate_fraction.get(n, 1.0) for n in names]
+            if self._rate_fraction:
+                fractions = [self._rate_fraction.get(n, 1.0) for n in names]
+            else:
+                fractions = [1.0] * len(names)
             return list(zip(up[self._names_idx].tolist(), self._names_gbps, fractions, strict=True))
 
     def link_rate_fraction(self, link_name: str) -> float:
@@ -226,7 +229,7 @@ class Fabric(FabricCore):
         with self._lock:
             self._counter_sources.append(source)
 
-    def _raw_counters(self, p: PortState) -> dict[str, int]:
+    def _raw_counters(self, p: PortState, t_s: float | None = None) -> dict[str, int]:
         raw = dict(p.extra)
         raw["rx_fcs_errors"] = 0
         raw["oper_down_count"] = 0
@@ -240,6 +243,8 @@ class Fabric(FabricCore):
             raw["rx_fcs_errors"] = fcs
             raw["rx_errors"] += fcs
             raw["oper_down_count"] = int(self.counts.down_count[m])
+            if t_s is not None:  # read between steps: the flaps' drops since, in closed form
+                raw["oper_down_count"] += self._pending_drops(m, t_s)
         for source in self._counter_sources:
             for key, value in source(p.device, p.port).items():
                 raw[key] = raw.get(key, 0) + int(value)
@@ -247,9 +252,9 @@ class Fabric(FabricCore):
 
     def counters(self, device: str, port: str) -> IfCounters:
         with self._lock:
-            self._sync()
             p = self._port(device, port)
-            raw = self._raw_counters(p)
+            t = self._light_count(p.module)
+            raw = self._raw_counters(p, t)
             now = {k: v - p.base.get(k, 0) for k, v in raw.items()}
             return IfCounters(
                 device=device,
@@ -264,7 +269,7 @@ class Fabric(FabricCore):
                 tx_drops=now["tx_drops"],
                 rx_fcs_errors=now["rx_fcs_errors"],
                 oper_down_count=now["oper_down_count"],
-                time_s=self._t_s,
+                time_s=t,
             )
 
     def clear_counters(self, device: str, port: str | None = None) -> None:

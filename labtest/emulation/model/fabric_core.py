@@ -50,6 +50,7 @@ from labtest.emulation.model.modules import (
     OpticalState,
     build_inventory,
     build_modules,
+    monitor_levels,
     monitor_sample,
     optical_state,
     prbs_lock,
@@ -107,6 +108,7 @@ class FabricCore:
         self._quiet_gen = -1  # the generation the last step found time-invariant optics in
         self._syncs = 0  # integrations done (the traffic model changes only in them)
         self._traffic_quiet: tuple[int, float] = (-1, -math.inf)  # (_syncs, quiet until)
+        self._steady: tuple[OpticalState, dict[str, Any]] | None = None
         self._links: list[Link] = list(testbed.links)
         self._link_index = {lk.name: i for i, lk in enumerate(self._links)}
         self._timeline = LinkTimeline(len(self._links))
@@ -118,7 +120,7 @@ class FabricCore:
         self.inventory: list[TransceiverInventory] = build_inventory(mods)
         self._ma, self._mb = self._link_ends()
         self._link_of = np.array([p.link for p in self._module_port], dtype=np.int64)
-        self.counts = LinkCounters(self.modules.n)
+        self.counts = LinkCounters(self.modules.n, self._t_s)
         self.flags = FlagBank(self.modules.mask)
         self._static_up = np.zeros(len(self._links), dtype=bool)
         self._state: OpticalState = self._optical_state()
@@ -190,6 +192,51 @@ class FabricCore:
             self._traffic_quiet = (self._syncs, until)
         return until
 
+    def _light_count(self, module: int | None) -> float:
+        """Bring one port's FEC counts and up-time to now; returns the time they are for.
+
+        With the optics steady (``_light_now`` did not step) only this port is
+        counted, from its own time to now, with the same per-port draws a step
+        makes; otherwise the whole model steps. Counter sources (plug-ins that
+        count on their own) always get a step.
+        """
+        if self._counter_sources and not self._busy:
+            self._sync()
+            return self._t_s
+        t = self._light_now()
+        if module is not None and t > self.counts.t_s[module]:
+            mods = np.array([module], dtype=np.int64)
+            self._count_modules(mods, t)
+        return t
+
+    def _up_s_from(self, mods: np.ndarray, t1: float) -> np.ndarray:
+        """Seconds each of ``mods`` had its link up from its own count time to ``t1``."""
+        t0s = self.counts.t_s[mods]
+        links = self._link_of[mods]
+        dts = t1 - t0s
+        dark = np.zeros(len(mods))
+        for i, li in enumerate(links.tolist()):
+            if self._timeline.flaps[li]:
+                dark[i] = self._timeline.link_down_s_in(li, float(t0s[i]), t1)
+        return self._static_up[links] * (dts - np.minimum(dark, dts))
+
+    def _count_modules(self, mods: np.ndarray, t: float) -> None:
+        """Count FEC of ``mods`` alone up to ``t`` (steady optics only: see ``_light_count``)."""
+        st = self._state
+        keep = self._steady_numbers(st)
+        if "fec" not in keep:
+            keep["fec"] = LinkCounters.fec_probabilities(self.modules, st.ber)
+        up_s = self._up_s_from(mods, t)
+        self.counts.count_fec(self.modules, st.ber, up_s, self.rng, keep["fec"], modules=mods)
+        self.counts.t_s[mods] = t
+
+    def _pending_drops(self, module: int, t: float) -> int:
+        """Drops of a module's link after the last step, up to ``t`` (the next step counts them)."""
+        li = int(self._link_of[module])
+        if t <= self._t_s or not self._timeline.flaps[li] or not self._static_up[li]:
+            return 0
+        return self._timeline.link_drops_in(li, self._t_s, t)
+
     def _bump(self) -> None:
         """The configuration changed outside a step: cached per-port arrays and quiet go."""
         self._gen += 1
@@ -246,17 +293,34 @@ class FabricCore:
         if a.n == 0:
             self._drive_traffic(t0, t1)
             return
-        target = self._temp_target()
-        a.temp_c[:] = target + (a.temp_c - target) * math.exp(-dt / THERMAL_TAU_S)
-        drifting = bool(a.laser_drift_db_per_s.any())
-        if drifting:
-            a.laser_loss_db += a.laser_drift_db_per_s * dt
-        st = self._optical_state()
+        steady = self._quiet_gen == self._gen
+        keep: dict[str, Any] | None = None
+        if steady:  # time-invariant optics: temperatures and lasers stay, the state is the last
+            st = self._state
+            keep = self._steady_numbers(st)
+            drifting = False
+        else:
+            target = self._temp_target()
+            a.temp_c[:] = target + (a.temp_c - target) * math.exp(-dt / THERMAL_TAU_S)
+            drifting = bool(a.laser_drift_db_per_s.any())
+            if drifting:
+                a.laser_loss_db += a.laser_drift_db_per_s * dt
+            st = self._optical_state()
         link_of = self._link_of
         flap_down = self._timeline.down_s_in(t0, t1)
         drops = self._timeline.drops_in(t0, t1)
         light_frac = (1.0 - np.minimum(flap_down, dt) / dt)[link_of]
-        self.counts.count_fec(a, st.ber, dt * self._static_up[link_of] * light_frac, self.rng)
+        probabilities = None
+        if keep is not None:
+            if "fec" not in keep:
+                keep["fec"] = LinkCounters.fec_probabilities(a, st.ber)
+            probabilities = keep["fec"]
+        up_s = dt * self._static_up[link_of] * light_frac
+        ahead = np.flatnonzero(self.counts.t_s > t0)
+        if ahead.size:  # ports a read brought up to date on their own: the rest of the step
+            up_s[ahead] = self._up_s_from(ahead, t1)
+        self.counts.count_fec(a, st.ber, up_s, self.rng, probabilities)
+        self.counts.t_s[:] = t1
         lock = prbs_lock(a, st) & self.counts.prbs_lock
         self.counts.count_prbs(a, st.ber, lock, dt * light_frac, drops[link_of], self.rng)
         # flaps: each drop is a link-down event and a latched LOS at both ends
@@ -264,11 +328,16 @@ class FabricCore:
         flapped = (drops > 0)[link_of] | dark_now[link_of]
         self.counts.down_count += drops[link_of] * self._static_up[link_of]
         self.flags.carry()
-        self._observe_flags(t1, st, extra_los=flapped)
+        levels = None
+        if keep is not None:
+            if "levels" not in keep:
+                keep["levels"] = monitor_levels(a, st)
+            levels = keep["levels"]
+        self._observe_flags(t1, st, extra_los=flapped, levels=levels)
         self._drive_traffic(t0, t1)
         self._refresh(t1, st)
         # optics that will not move until something changes: reads may skip steps
-        quiet = not drifting and np.array_equal(a.temp_c, target)
+        quiet = steady or (not drifting and np.array_equal(a.temp_c, target))
         self._quiet_gen = self._gen if quiet else -1
 
     def _refresh(self, t_s: float, st: OpticalState | None = None, *, first: bool = False) -> None:
@@ -283,7 +352,8 @@ class FabricCore:
         ma, mb = self._ma, self._mb
         admin = self._port_arrays()[0]
         bad = st.lol.any(axis=1) | ~admin
-        if any(a.gen_pattern) or any(a.chk_pattern):  # a port running PRBS is out of service
+        n = len(a.gen_pattern)
+        if a.gen_pattern.count(None) < n or a.chk_pattern.count(None) < n:  # PRBS: out of service
             pairs = zip(a.gen_pattern, a.chk_pattern, strict=True)
             bad |= np.array([g is not None or c is not None for g, c in pairs], dtype=bool)
         up = ~bad[ma] & ~bad[mb]
@@ -297,16 +367,26 @@ class FabricCore:
 
     def _checker_on(self) -> np.ndarray:
         chk = self.modules.chk_pattern
-        if not any(chk):
+        if chk.count(None) == len(chk):
             return np.zeros(len(chk), dtype=bool)
         return np.array([c is not None for c in chk], dtype=bool)
 
     def _observe_flags(
-        self, t_s: float, st: OpticalState, extra_los: np.ndarray | None = None
+        self,
+        t_s: float,
+        st: OpticalState,
+        extra_los: np.ndarray | None = None,
+        levels: np.ndarray | None = None,
     ) -> None:
         """The modules sample their monitors: threshold flags and LOS/LOL conditions."""
         tx_on = self._port_arrays()[0]
-        self.flags.observe(t_s, monitor_sample(self.modules, st, tx_on, extra_los))
+        self.flags.observe(t_s, monitor_sample(self.modules, st, tx_on, extra_los, levels))
+
+    def _steady_numbers(self, st: OpticalState) -> dict[str, Any]:
+        """Numbers that depend on the optics ``st`` alone, kept while they hold (steady steps)."""
+        if self._steady is None or self._steady[0] is not st:
+            self._steady = (st, {})
+        return self._steady[1]
 
     def _changed(self) -> None:
         """Call after changing state outside a step: link state follows at once."""

@@ -110,6 +110,14 @@ class LinkTimeline:
             out[li] = sum(f.drops_in(t0, t1) for f in self.flaps[li])
         return out
 
+    def link_down_s_in(self, li: int, t0: float, t1: float) -> float:
+        """Seconds link ``li`` was dark in [t0, t1]."""
+        return sum((f.down_s_in(t0, t1) for f in self.flaps[li]), 0.0)
+
+    def link_drops_in(self, li: int, t0: float, t1: float) -> int:
+        """Link-down events of link ``li`` in [t0, t1)."""
+        return sum(f.drops_in(t0, t1) for f in self.flaps[li])
+
     def edges_inside(self, t0: float, t1: float) -> set[float]:
         """Every flap edge strictly between t0 and t1, on any link."""
         return {

@@ -16,8 +16,11 @@ from labtest.emulation.model.physics import FecStats, PrbsLane
 class LinkCounters:
     """Per-module counters, indexed [module] or [module, lane]."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, t0_s: float = 0.0) -> None:
         self.up_s = np.zeros(n)  # seconds the link was up, per module
+        # per module: the time its up_s and FEC counts are integrated to (a read of one
+        # port may bring that port alone up to date; the next step starts each from here)
+        self.t_s = np.full(n, float(t0_s))
         self.cw_done = np.zeros(n, dtype=np.int64)
         self.fec_bins = np.zeros((n, physics.FEC_BINS), dtype=np.int64)
         self.fec_unc = np.zeros(n, dtype=np.int64)
@@ -30,20 +33,50 @@ class LinkCounters:
         self.prbs_lock = np.zeros((n, MAX_LANES), dtype=bool)  # checker locked at last refresh
 
     def count_fec(
-        self, a: ModuleArrays, ber: np.ndarray, up_s: np.ndarray, rng: np.random.Generator
+        self,
+        a: ModuleArrays,
+        ber: np.ndarray,
+        up_s: np.ndarray,
+        rng: np.random.Generator,
+        probabilities: tuple[np.ndarray, np.ndarray] | None = None,
+        modules: np.ndarray | None = None,
     ) -> None:
-        """Whole codewords counted while the link is up, drawn per port."""
-        self.up_s += up_s
-        cw_total = np.floor(physics.codewords_per_s(a.line_rate_gbps) * self.up_s).astype(np.int64)
-        n_cw = cw_total - self.cw_done
-        self.cw_done = cw_total
-        live = np.nonzero(n_cw > 0)[0]
-        if live.size:
+        """Whole codewords counted while the link is up, drawn per port.
+
+        ``probabilities``: ``fec_probabilities(a, ber)`` kept from an earlier step
+        with the same optics (row by row the same numbers, computed once).
+        ``modules``: count only these (``up_s`` is then theirs); default every one.
+        Draws for consecutive intervals add up to a draw for their union (Poisson
+        and multinomial counts are additive), so counting a port on its own
+        between steps changes no distribution.
+        """
+        sel = np.arange(self.up_s.size) if modules is None else modules
+        self.up_s[sel] += up_s
+        rate = physics.codewords_per_s(a.line_rate_gbps[sel])
+        cw_total = np.floor(rate * self.up_s[sel]).astype(np.int64)
+        n_cw_sel = cw_total - self.cw_done[sel]
+        self.cw_done[sel] = cw_total
+        n_cw = np.zeros(self.up_s.size, dtype=np.int64)
+        n_cw[sel] = n_cw_sel
+        live = sel[n_cw_sel > 0]
+        if live.size and probabilities is not None:
+            pmf, p_unc = probabilities
+            bins, unc = physics.sample_codewords(rng, n_cw[live], p_unc, (pmf[live], p_unc[live]))
+            self.fec_bins[live] += bins
+            self.fec_unc[live] += unc
+        elif live.size:
             ser = physics.symbol_error_ratio(ber[live])
             ser_port = (ser * a.mask[live]).sum(axis=1) / a.lanes[live]
             bins, unc = physics.sample_codewords(rng, n_cw[live], ser_port)
             self.fec_bins[live] += bins
             self.fec_unc[live] += unc
+
+    @staticmethod
+    def fec_probabilities(a: ModuleArrays, ber: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per module: P(k symbol errors) per codeword and P(uncorrectable), from lane BERs."""
+        ser = physics.symbol_error_ratio(ber)
+        ser_port = (ser * a.mask).sum(axis=1) / a.lanes
+        return physics.codeword_probabilities(ser_port)
 
     def count_prbs(
         self,
@@ -69,7 +102,8 @@ class LinkCounters:
 
     def relock(self, lock_now: np.ndarray, checker_on: np.ndarray) -> None:
         """A checker that was locked and is not now has lost lock once."""
-        self.prbs_lol += self.prbs_lock & ~lock_now & checker_on[:, None]
+        if self.prbs_lock.any():
+            self.prbs_lol += self.prbs_lock & ~lock_now & checker_on[:, None]
         self.prbs_lock = lock_now
 
     def reset_prbs(self, m: int) -> None:

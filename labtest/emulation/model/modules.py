@@ -251,7 +251,7 @@ def dom_values(a: ModuleArrays, st: OpticalState) -> np.ndarray:
 
 def prbs_lock(a: ModuleArrays, st: OpticalState) -> np.ndarray:
     """(M, L) lanes whose PRBS checker locks: its pattern comes from the peer's generator."""
-    if all(c is None for c in a.chk_pattern):
+    if a.chk_pattern.count(None) == len(a.chk_pattern):  # no checker running
         return np.zeros_like(a.mask)
     ok = np.zeros(a.n, dtype=bool)
     for m in range(a.n):
@@ -261,8 +261,19 @@ def prbs_lock(a: ModuleArrays, st: OpticalState) -> np.ndarray:
     return ok[:, None] & ~st.lol & a.mask
 
 
+def monitor_levels(a: ModuleArrays, st: OpticalState) -> np.ndarray:
+    """(M, Q*levels, L) threshold flags the DOM values raise (``monitor_sample``'s first part)."""
+    levels = threshold_levels(dom_values(a, st), a.thresholds)  # (M,Q,L,4)
+    n = levels.shape[0]
+    return levels.transpose(0, 1, 3, 2).reshape(n, len(QUANTITIES) * len(LEVELS), MAX_LANES)
+
+
 def monitor_sample(
-    a: ModuleArrays, st: OpticalState, tx_on: np.ndarray, extra_los: np.ndarray | None
+    a: ModuleArrays,
+    st: OpticalState,
+    tx_on: np.ndarray,
+    extra_los: np.ndarray | None,
+    levels: np.ndarray | None = None,
 ) -> np.ndarray:
     """What each module's monitors see now: (M, flags, L) threshold levels then conditions.
 
@@ -270,9 +281,8 @@ def monitor_sample(
     optics between steps say lit).
     """
     mask = a.mask
-    levels = threshold_levels(dom_values(a, st), a.thresholds)  # (M,Q,L,4)
-    n = levels.shape[0]
-    levels = levels.transpose(0, 1, 3, 2).reshape(n, len(QUANTITIES) * len(LEVELS), MAX_LANES)
+    if levels is None:  # kept by the caller while the optics do not move
+        levels = monitor_levels(a, st)
     rx_los, rx_lol = st.los.copy(), st.lol.copy()
     if extra_los is not None:
         rx_los |= extra_los[:, None] & mask

@@ -334,6 +334,11 @@ class FlagBank:
         """Record a sample: ``asserted`` is (P, FLAGS, L), or (len(ports), ...) for a subset."""
         idx = slice(None) if ports is None else ports
         now = asserted & self.valid[idx]
+        if ports is None and np.array_equal(now, self.current):  # nothing rose or fell
+            held = np.flatnonzero(now)
+            self.last_s.ravel()[held] = t_s
+            self.latched.ravel()[held] = True
+            return
         rising = now & ~self.current[idx]
         self.set_count[idx] += rising
         first = self.first_s[idx]

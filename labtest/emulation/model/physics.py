@@ -102,7 +102,10 @@ def codeword_probabilities(ser: np.ndarray | float) -> tuple[np.ndarray, np.ndar
 
 
 def sample_codewords(
-    rng: np.random.Generator, n_codewords: np.ndarray, ser: np.ndarray
+    rng: np.random.Generator,
+    n_codewords: np.ndarray,
+    ser: np.ndarray,
+    probabilities: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Draw the FEC histogram for ``n_codewords`` codewords per port.
 
@@ -113,7 +116,8 @@ def sample_codewords(
     tiny (Poisson == binomial there), binomial otherwise.
     """
     n = np.asarray(n_codewords, dtype=np.int64)
-    pmf, p_unc = codeword_probabilities(ser)
+    # ``probabilities``: codeword_probabilities(ser) computed earlier (the same numbers)
+    pmf, p_unc = codeword_probabilities(ser) if probabilities is None else probabilities
     tiny = p_unc < 1e-6
     unc = np.where(
         tiny,
