@@ -10,6 +10,9 @@ must be the same: the clock may only remove idle time.
     python bench/acceptance_speed.py                   # every suite, ~4 + ~1.5 min
     python bench/acceptance_speed.py --suite roce      # one suite
     python bench/acceptance_speed.py --only new        # just the shipped clock
+    python bench/acceptance_speed.py --model --suite link --suite roce
+        # both on the elastic clock: "old" = the fabric model steps on every read
+        # (LABTEST_MODEL_STEP_EVERY_READ=1), "new" = it steps only when a read needs it
 
 Where the time goes inside one run (cProfile of the suites' pytest process: its main
 thread, i.e. suites, drivers and parsing, and the waits on the emulators)::
@@ -47,8 +50,16 @@ class Run:
     exit_code: int
 
 
-def run(label: str, elastic: bool, suites: list[str], workdir: Path, profile: bool) -> Run:
+def run(
+    label: str,
+    elastic: bool,
+    suites: list[str],
+    workdir: Path,
+    profile: bool,
+    step_every_read: bool = False,
+) -> Run:
     env = dict(os.environ, LABTEST_ELASTIC_CLOCK="1" if elastic else "0")
+    env["LABTEST_MODEL_STEP_EVERY_READ"] = "1" if step_every_read else "0"
     cmd = [sys.executable, "-m", "labtest.cli", "run", "--alluredir", str(workdir / label)]
     for suite in suites:
         cmd += ["--suite", suite]
@@ -82,6 +93,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--suite", action="append", default=[], help="only this suite (repeatable)")
     ap.add_argument("--only", choices=("old", "new"), help="run one clock only")
+    ap.add_argument("--model", action="store_true",
+                    help="compare the model stepping on every read (old) with as shipped (new)")
     args = ap.parse_args()
     profile = os.environ.get("LABTEST_PROFILE") == "1"
     with tempfile.TemporaryDirectory(prefix="acceptance-speed-") as tmp:
@@ -89,6 +102,11 @@ def main() -> int:
         runs = []
         for label, elastic in (("old", False), ("new", True)):
             if args.only in (None, label):
+                if args.model:  # same clock, the model's read path differs
+                    what = "model stepping on every read" if label == "old" else "model as shipped"
+                    print(f"running {label}: {what} ...", flush=True)
+                    runs.append(run(label, True, args.suite, workdir, profile, label == "old"))
+                    continue
                 print(f"running {label} clock ({'elastic' if elastic else 'wall-paced'}) ...",
                       flush=True)
                 runs.append(run(label, elastic, args.suite, workdir, profile))
@@ -121,7 +139,8 @@ def main() -> int:
         print(f"{r.label}: exit {r.exit_code}; {r.tally}; {r.verdict}")
     if len(runs) == 2 and (runs[0].verdict.split("(")[0] != runs[1].verdict.split("(")[0]
                            or runs[0].exit_code != runs[1].exit_code):
-        print("VERDICTS DIFFER: the elastic clock changed an outcome (a bug)")
+        what = "the model's read path" if args.model else "the elastic clock"
+        print(f"VERDICTS DIFFER: {what} changed an outcome (a bug)")
         return 1
     return 0
 

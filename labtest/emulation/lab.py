@@ -184,7 +184,7 @@ class EmulatedLab:
         """
         silent_now: dict[str, bool] = {}
         while not self._stop.wait(REACHABILITY_POLL_S):
-            dark = self.fabric.unreachable()  # one model step per poll, not one per device
+            dark = self.fabric.unreachable()  # steps the model only when a fault starts or ends
             for name, dev in self._devices.items():
                 silent = name in dark
                 if silent_now.get(name, False) == silent:
