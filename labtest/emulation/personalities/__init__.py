@@ -87,6 +87,12 @@ class PortView:
     queues: tuple[QueueTraffic, ...] = ()  # the traffic model's, per priority
     time_s: float = 0.0
 
+    @property
+    def status_changes(self) -> int:
+        """Oper-status changes as a switch counts them: each drop and each return (a port
+        dark now has not come back from its last drop)."""
+        return 2 * self.link_down_count - int(self.link_down_count > 0 and not self.oper_up)
+
 
 @dataclass
 class PfcwdConfig:

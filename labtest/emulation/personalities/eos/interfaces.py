@@ -104,7 +104,7 @@ class InterfaceCommands(EosCommands):
             "outBroadcastPkts": 0,
             "outDiscards": view.tx_discards,
             "outTotalPkts": view.tx_packets,
-            "linkStatusChanges": view.link_down_count * 2,
+            "linkStatusChanges": view.status_changes,
             "totalInErrors": view.rx_errors,
             "inputErrorsDetail": {
                 "runtFrames": 0,

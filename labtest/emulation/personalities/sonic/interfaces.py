@@ -70,7 +70,7 @@ class InterfaceCommands(SonicCommands):
         stamp = "%a %b %d %H:%M:%S %Y"
         epoch0 = epoch_s(self.dev.fabric) - self.dev.fabric.now_s()
         for view in (self.state.port_view(p) for p in self._ports(args)):
-            changes = 2 * view.link_down_count - int(view.link_down_count > 0 and not view.oper_up)
+            changes = view.status_changes
             last = {False: "Never", True: "Never"}
             link = self.dev.fabric.link_of(self.state.name, view.name)
             if changes and link is not None:
