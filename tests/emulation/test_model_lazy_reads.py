@@ -92,3 +92,17 @@ def test_an_unreachable_device_is_seen_at_its_start_and_end_without_other_reads(
     assert lazy.unreachable() == {"leaf1"}
     lazy.clock.advance(10.0)
     assert lazy.unreachable() == frozenset()
+
+
+def test_traffic_running_makes_every_read_step() -> None:
+    lazy, _ = twins()
+    lazy.advance(1.0)
+    lazy.traffic.run_bandwidth([("host1", "host2")], duration_s=30.0)  # straight on the model
+    port = ("leaf1", "Ethernet0")
+    lazy.clock.advance(2.0)
+    before = lazy.counters(*port)
+    assert lazy.model_time_s == 3.0  # a flow is sending: the read stepped
+    lazy.clock.advance(2.0)
+    after = lazy.counters(*port)
+    assert lazy.model_time_s == 5.0
+    assert after.time_s - before.time_s == 2.0

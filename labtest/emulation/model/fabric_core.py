@@ -112,7 +112,8 @@ class FabricCore:
         self._port_cache: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._quiet_gen = -1  # the generation the last step found time-invariant optics in
         self._syncs = 0  # integrations done (the traffic model changes only in them)
-        self._traffic_quiet: tuple[int, float] = (-1, -math.inf)  # (_syncs, quiet until)
+        # ((_syncs, traffic calls), quiet until): the traffic model changes in a sync or a call
+        self._traffic_quiet: tuple[tuple[int, int], float] = ((-1, -1), -math.inf)
         self._steady: tuple[OpticalState, dict[str, Any]] | None = None
         self._links: list[Link] = list(testbed.links)
         self._link_index = {lk.name: i for i, lk in enumerate(self._links)}
@@ -192,10 +193,11 @@ class FabricCore:
         traffic = getattr(self, "traffic", None)
         if traffic is None:
             return math.inf
-        syncs, until = self._traffic_quiet
-        if syncs != self._syncs:
+        key = (self._syncs, traffic.calls)
+        seen, until = self._traffic_quiet
+        if seen != key:
             until = traffic.quiet_until_s()
-            self._traffic_quiet = (self._syncs, until)
+            self._traffic_quiet = (key, until)
         return until
 
     def _light_count(self, module: int | None) -> float:

@@ -60,6 +60,7 @@ def locked(method: Callable[Concatenate[_T, _P], _R]) -> Callable[Concatenate[_T
     @functools.wraps(method)
     def wrapper(self: _T, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         with self._lock:
+            self.calls += 1  # see TrafficCore.calls
             return method(self, *args, **kwargs)
 
     return wrapper
@@ -73,6 +74,7 @@ class TrafficCore:
         self.links = links
         self.rng = rng
         self._lock = threading.RLock()
+        self.calls = 0  # locked calls made: the fabric's cache of quiet_until_s() keys on it
         self.now_s = 0.0
         self.qos = {d: _qos(topo, d) for d in topo.roles}
         self.straggler: dict[int, float] = {}
