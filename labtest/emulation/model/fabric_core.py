@@ -136,10 +136,12 @@ class FabricCore:
     # --- time ------------------------------------------------------------------
 
     def now_s(self) -> float:
-        """Virtual time the model is up to (== clock.now_s() after any read)."""
+        """Virtual time the model answers for (== clock.now_s()): every read after this sees now.
+
+        Steps only when a step could change what a read shows (``_light_now``).
+        """
         with self._lock:
-            self._sync()
-            return self._t_s
+            return self._light_now()
 
     def advance(self, dt_s: float) -> float:
         """Move the clock and bring the model up to date (pure-model runs)."""
