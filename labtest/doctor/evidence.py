@@ -8,7 +8,10 @@ report can say "FEC of leaf3: not observed" instead of treating it as healthy.
 
 Link state is *watched*, not read once: within a sweep turn a switch's
 ``interfaces()`` is sampled every ``poll_s`` for ``watch_s``, because a link
-that is down for one second in ten is up at almost any single read.
+that is down for one second in ten is up at almost any single read. A switch
+that counts its oper-status changes (``link_status_changes``) is sampled only at
+the start and end of the watch: its counter sees a flap however short, and a
+production switch is spared a CLI command every ``poll_s``.
 """
 
 from __future__ import annotations
@@ -291,8 +294,11 @@ def collect(
     poll_s: float = 0.5,
     timeout_s: float = 120.0,
     max_workers: int = 32,
+    counting: frozenset[str] = frozenset(),
 ) -> Snapshot:
-    """One interval's readings of every switch and host of the lab."""
+    """One interval's readings of every switch and host of the lab. A switch in
+    ``counting`` counts its oper-status changes (seen last interval): its link state is
+    sampled only at the watch's start and end, as the counter sees every flap between."""
     tb = lab.testbed
     switches = lab.names(capability="Interfaces")
     hosts = [n for n, d in tb.devices.items() if d.role == "host" and n not in switches]
@@ -303,7 +309,8 @@ def collect(
         drv = lab.device(name)  # the driver sweep holds the lock of
         if name in hosts:
             return read_host(drv, name, tb)
-        return read_switch(drv, name, watch_s, poll_s, addresses)
+        pace = max(poll_s, watch_s) if name in counting else poll_s
+        return read_switch(drv, name, watch_s, pace, addresses)
 
     # every driver is built as ``cls(name, device, testbed)`` and keeps its ``name``
     res = sweep(lab, switches + hosts, lambda drv: one(drv.name), max_workers=max_workers,

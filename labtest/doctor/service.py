@@ -133,7 +133,7 @@ class Doctor:
 
     def interval(self, lab: Any, *, watch_s: float, poll_s: float) -> Report:
         cpu0 = time.process_time()
-        snap = collect(lab, watch_s=watch_s, poll_s=poll_s)
+        snap = collect(lab, watch_s=watch_s, poll_s=poll_s, counting=self._counting())
         if self.prober is not None:
             probes: Sequence[ProbePath] = self.prober()
         else:
@@ -143,6 +143,13 @@ class Doctor:
         report = self.step(snap, probes)
         report.cpu_s = time.process_time() - cpu0
         return report
+
+    def _counting(self) -> frozenset[str]:
+        """Switches whose last reading carried an oper-status change count."""
+        if self.prev is None:
+            return frozenset()
+        return frozenset(r.device for r in self.prev.ports.values()
+                         if "link_status_changes" in r.counters)
 
     def rates_of(self, snap: Snapshot) -> dict[str, dict[str, float]]:
         """Counter rates of every port since the previous interval's snapshot."""

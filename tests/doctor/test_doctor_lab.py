@@ -64,6 +64,18 @@ def test_healthy_lab_has_no_suspect_and_says_what_it_cannot_see(lab: Any) -> Non
     assert report.rates["spine1:Ethernet0"]["fec_corrected_cw"] > 0
 
 
+def test_a_switch_that_counts_its_flaps_is_sampled_at_the_watch_ends_only(lab: Any) -> None:
+    em, drivers = lab
+    doctor = Doctor(Plan.of(drivers.testbed), load_limits(em.testbed.limits))  # type: ignore[arg-type]
+    doctor.interval(drivers, watch_s=0.0, poll_s=POLL_S)
+    assert doctor._counting() >= {"leaf1", "spine2"}  # SONiC and EOS count their changes
+    doctor.interval(drivers, watch_s=WATCH_S, poll_s=POLL_S)
+    assert doctor.prev is not None
+    samples = {r.oper_samples for r in doctor.prev.ports.values()
+               if r.device in ("leaf1", "spine2") and r.oper_samples}
+    assert samples == {2}, samples  # start and end, not every POLL_S of WATCH_S
+
+
 @pytest.mark.parametrize(
     ("fault", "link"),
     [
