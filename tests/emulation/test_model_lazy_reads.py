@@ -106,3 +106,13 @@ def test_traffic_running_makes_every_read_step() -> None:
     after = lazy.counters(*port)
     assert lazy.model_time_s == 5.0
     assert after.time_s - before.time_s == 2.0
+
+
+def test_an_action_scheduled_now_runs_at_the_clock_not_at_the_last_step() -> None:
+    lazy, _ = twins()
+    lazy.advance(1.0)
+    lazy.clock.advance(5.0)
+    assert lazy.interface("leaf1", "Ethernet0").oper_up  # a read without a step
+    ran_at: list[float] = []
+    lazy.schedule(0.0, lambda: ran_at.append(lazy.model_time_s))  # how emulators act "now"
+    assert ran_at == [6.0]

@@ -102,6 +102,7 @@ class Fabric(FabricCore):
         load_catalogue()
         rng = np.random.default_rng([self.seed, 0x7AF1C])  # its own stream: draws don't interleave
         self.traffic = TrafficModel(testbed=testbed, links=self, rng=rng)
+        self.traffic.catch_up = self.now_s  # a read of traffic sees now (steps only if needed)
         self._changed()
         for spec in (testbed.emulation or Emulation()).faults:
             self.inject(

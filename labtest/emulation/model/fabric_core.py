@@ -153,6 +153,7 @@ class FabricCore:
     def schedule(self, at_s: float, action: Callable[[], None]) -> None:
         """Run ``action`` when the model reaches virtual time ``at_s`` (now if past)."""
         with self._lock:
+            self._sync()  # "now" is the clock's: reads may have left the model behind it
             heapq.heappush(self._events, (max(at_s, self._t_s), next(self._seq), action))
             self._sync()
 

@@ -54,14 +54,29 @@ _R = TypeVar("_R")
 _T = TypeVar("_T", bound="TrafficCore")
 
 
+_inside = threading.local()  # depth of locked calls on this thread
+
+
 def locked(method: Callable[Concatenate[_T, _P], _R]) -> Callable[Concatenate[_T, _P], _R]:
-    """Run the method under the model's lock (re-entrant: locked methods call each other)."""
+    """Run the method under the model's lock (re-entrant: locked methods call each other).
+
+    An outermost call first lets ``catch_up`` (the fabric's ``now_s``) bring the
+    model to now, before taking this lock (the fabric's lock comes first), so a
+    reader sees the model at now however long ago the fabric last stepped.
+    """
 
     @functools.wraps(method)
     def wrapper(self: _T, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        depth = getattr(_inside, "depth", 0)
+        if depth == 0 and self.catch_up is not None:
+            self.catch_up()
         with self._lock:
             self.calls += 1  # see TrafficCore.calls
-            return method(self, *args, **kwargs)
+            _inside.depth = depth + 1
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                _inside.depth = depth
 
     return wrapper
 
@@ -75,6 +90,7 @@ class TrafficCore:
         self.rng = rng
         self._lock = threading.RLock()
         self.calls = 0  # locked calls made: the fabric's cache of quiet_until_s() keys on it
+        self.catch_up: Callable[[], object] | None = None  # set by the fabric (see ``locked``)
         self.now_s = 0.0
         self.qos = {d: _qos(topo, d) for d in topo.roles}
         self.straggler: dict[int, float] = {}
