@@ -167,9 +167,10 @@ class EmulatedLab:
         if served.mib is not None:
             dev.community = _credential()
             dev.v3 = V3User(f"lt-{name}", _credential(), _credential())
-            dev.snmp = SnmpAgent(served.mib, community=dev.community, users=[dev.v3]).start()
+            dev.snmp = SnmpAgent(served.mib, community=dev.community, users=[dev.v3],
+                                 serving=self._serving).start()
         if served.scpi is not None:
-            dev.scpi = ScpiServer(served.scpi, idn=served.idn)
+            dev.scpi = ScpiServer(served.scpi, idn=served.idn, serving=self._serving)
             dev.scpi.start()
 
     def _serving(self) -> Any:

@@ -22,7 +22,7 @@ import contextlib
 import logging
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Literal, Protocol
 
 log = logging.getLogger("labtest.emulation.scpi")
@@ -242,8 +242,10 @@ class ScpiServer:
         mode: Mode = "normal",
         reply_delay_s: float = 0.0,
         error_queue_size: int = 16,
+        serving: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
     ) -> None:
         self.handler = handler
+        self.serving = serving  # held while a command is answered (the lab's clock keeps its pace)
         self.idn = idn
         self.errors = ErrorQueue(error_queue_size)
         #: the last commands received, newest last (for tests and debugging)
@@ -361,7 +363,8 @@ class ScpiServer:
                     return
                 if self._mode == "silent":
                     continue
-                reply = self._message(line.decode("ascii", "replace").strip())
+                with self.serving():
+                    reply = self._message(line.decode("ascii", "replace").strip())
                 if reply is None:
                     continue
                 if self._mode == "slow":

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import contextlib
 import logging
 import runpy
 import socket
@@ -268,7 +269,8 @@ class _UdpServer(udp.UdpTransport):
     def datagram_received(self, datagram: bytes, address: Any) -> None:
         if self._agent.silent:
             return
-        super().datagram_received(datagram, address)
+        with self._agent.serving():
+            super().datagram_received(datagram, address)
 
 
 class SnmpAgent:
@@ -290,8 +292,10 @@ class SnmpAgent:
         port: int = 0,
         context_names: Iterable[str] = ("",),
         engine_id: bytes | None = None,
+        serving: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
     ) -> None:
         self.mib = mib
+        self.serving = serving  # held while a request is answered (the lab's clock keeps its pace)
         self.silent = False
         self._community = community
         self._users = tuple(users)

@@ -382,3 +382,24 @@ def test_lab_serves_the_generator_and_leaves_nothing_behind() -> None:
         s.settimeout(1.0)
         s.connect(("127.0.0.1", port))
     assert set(threading.enumerate()) <= threads_before  # server and handler threads joined
+
+
+def test_a_request_holds_the_lab_clock_while_it_is_answered(
+    lab: tuple[EmulatedLab, tbmodel.Testbed], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The elastic clock must not jump while the TG answers (a storm started between two
+    clock reads would otherwise start virtual milliseconds late): as the SSH server does."""
+    emulated_lab, emulated = lab
+    clock = emulated_lab.fabric.clock
+    held: list[str] = []
+    real_busy = clock.busy
+
+    def busy() -> Any:
+        held.append(threading.current_thread().name)
+        return real_busy()
+
+    monkeypatch.setattr(clock, "busy", busy)
+    location = emulated.devices["tg1"].vars["otg_location"]
+    with urllib.request.urlopen(location + "/capabilities/version", timeout=2.0) as answer:
+        assert answer.status == 200
+    assert held, "the OTG server answered without holding the clock"

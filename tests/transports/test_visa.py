@@ -300,3 +300,20 @@ def test_reply_cut_by_a_close_is_not_taken_for_an_answer() -> None:
         peer.join(timeout=5)
     assert "closed the connection" in str(caught.value)
     assert elapsed_s < 5  # not the 20 s timeout
+
+
+def test_every_command_is_answered_inside_the_lab_serving_mark() -> None:
+    """An emulated lab's clock keeps its pace while an instrument answers (as SSH does)."""
+    import contextlib
+
+    entered: list[int] = []
+
+    @contextlib.contextmanager
+    def serving() -> Iterator[None]:
+        entered.append(1)
+        yield
+
+    with ScpiServer(PowerMeter(), serving=serving) as srv, \
+            VisaTransport("opm1", VisaSettings(resource=srv.resource, timeout_s=TIMEOUT_S)) as t:
+        t.query("*IDN?")
+    assert entered

@@ -46,6 +46,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from labtest.emulation.lab import Served
+from labtest.emulation.model.clock import serving
 from labtest.emulation.model.fabric import Fabric, ModelError
 from labtest.emulation.model.faults import FaultError
 from labtest.emulation.model.traffic.flows import L1_OVERHEAD_B
@@ -724,7 +725,8 @@ def _handler(server: OtgServer) -> type[BaseHTTPRequestHandler]:
             if not server.wait_reachable():
                 self.close_connection = True  # silent, then the connection is lost
                 return
-            status, reply = self._answer(method, data)
+            with serving(server.engine.fabric.clock):  # the clock keeps its pace meanwhile
+                status, reply = self._answer(method, data)
             payload = json.dumps(reply).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
