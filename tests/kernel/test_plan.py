@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from kernel_helpers import KERNEL_TESTBED, SAMPLES
+from kernel_helpers import KERNEL_TESTBED, ROOT, SAMPLES
 
 from labtest.drivers.frr import parsers as p
 from labtest.emulation.kernel import plan as pl
@@ -259,3 +259,21 @@ def test_a_peer_key_that_is_neither_an_address_nor_an_interface_peer_names_no_po
     bgp = p.parse_bgp_sessions(f"{json.dumps(doc)}\n{p.ADDRESSES_MARK}\n{addrs}")
     assert bgp["Ethernet0"].local_port == "Ethernet0"
     assert bgp["SPINES"].local_port is None
+
+
+def test_the_kernel_straggler_is_slower_than_the_paths_load_it_must_fail() -> None:
+    """The default straggler rate and the kernel lab's paths load are set in two places; a
+    rate near what the suite offers per path would be a straggler nobody can catch: it
+    must carry at most half of what must be delivered."""
+    import yaml
+
+    from labtest.emulation.kernel.faults import STRAGGLER_RATE_MBIT
+    from labtest.measure import load_limits
+
+    settings = yaml.safe_load((KERNEL_TESTBED.parent / "suite-settings.yaml").read_text())
+    paths = settings["paths"]
+    offered_mbit = paths["load"]["pps"] * paths["probe"]["frame_size_bytes"] * 8 / 1e6
+    floor = load_limits(ROOT / "suites/limits/acceptance-400g.yaml").get(
+        "paths.delivered_ratio").low
+    assert floor is not None
+    assert floor * offered_mbit / 2 > STRAGGLER_RATE_MBIT, (STRAGGLER_RATE_MBIT, offered_mbit)
