@@ -54,7 +54,8 @@ def _asn(fabric: Fabric, device: str) -> int:
     return FIRST_ASN + _switches(fabric).index(device)
 
 
-def _router_id(fabric: Fabric, device: str) -> str:
+def router_id(fabric: Fabric, device: str) -> str:
+    """A switch's loopback, its BGP router-id (what answers a probe from no interface address)."""
     return str(LOOPBACKS + 1 + _switches(fabric).index(device))
 
 
@@ -121,7 +122,7 @@ def bgp_summary_json(fabric: Fabric, device: str) -> str:
         return "{\n}"
     summary = {
         "ipv4Unicast": {
-            "routerId": _router_id(fabric, device),
+            "routerId": router_id(fabric, device),
             "as": _asn(fabric, device),
             "vrfId": 0,
             "vrfName": "default",
@@ -181,7 +182,7 @@ def bfd_peers_json(fabric: Fabric, device: str) -> str:
 def ip_addr_json(fabric: Fabric, device: str) -> str:
     """``ip -j -4 addr show``: lo, then each fabric port with its /31."""
     rows: list[dict[str, Any]] = [_addr_row(1, "lo", "127.0.0.1", 8, "host", True, 65536)]
-    rows[0]["addr_info"].append(_info(_router_id(fabric, device), 32, "global", "lo"))
+    rows[0]["addr_info"].append(_info(router_id(fabric, device), 32, "global", "lo"))
     for i, s in enumerate(sessions(fabric, device), start=2):
         up = fabric.interface(device, s.port).oper_up
         rows.append(_addr_row(i, s.port, s.local_ip, 31, "global", bool(up), 9100))

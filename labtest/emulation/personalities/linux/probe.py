@@ -119,7 +119,7 @@ def _hops(host: HostState, egress: list[str], target: str | None) -> list[tuple[
         else:
             address = next((s.local_ip for s in _routing.sessions(fabric, far.device)
                             if s.port == far.port), None) \
-                or _routing._router_id(fabric, far.device)  # no interface address: loopback
+                or _routing.router_id(fabric, far.device)  # no interface address: loopback
         out.append((address, link, direction))
     return out
 
