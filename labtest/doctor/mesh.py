@@ -32,8 +32,9 @@ from labtest.lab import Lab
 from labtest.sweep import sweep
 from labtest.testbed.model import Link
 
-#: roles that end a path and never forward (hosts, traffic generators, instruments)
-ENDPOINT_ROLES = frozenset({"host", "tg", "bert", "opm", "voa", "optical-switch", "chamber",
+#: roles that end a path and never forward (hosts, traffic generators, instruments); the
+#: traffic model's ENDPOINT_ROLES are only the ends traffic flows between (host, tg)
+NON_FORWARDING_ROLES = frozenset({"host", "tg", "bert", "opm", "voa", "optical-switch", "chamber",
                             "pdu", "power-meter", "attenuator"})
 
 
@@ -142,7 +143,7 @@ class LiveMesh:
         queue = deque([target])
         while queue:
             d = queue.popleft()
-            if d != target and tb.devices[d].role in ENDPOINT_ROLES:
+            if d != target and tb.devices[d].role in NON_FORWARDING_ROLES:
                 continue  # no transit through a host or an instrument
             for lk in tb.links_of(d):
                 far = self._far(lk, d)
@@ -156,7 +157,7 @@ class LiveMesh:
         tb = self.plan.testbed
         leaves = {self._leaf(h) for h in self.addresses} - {None}
         return max((sum(1 for lk in tb.links_of(lf) if tb.devices[self._far(lk, lf)].role
-                        not in ENDPOINT_ROLES) for lf in leaves if lf is not None), default=1)
+                        not in NON_FORWARDING_ROLES) for lf in leaves if lf is not None), default=1)
 
     def _diameter(self) -> int:
         hosts = list(self.addresses)
