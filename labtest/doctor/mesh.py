@@ -34,8 +34,8 @@ from labtest.testbed.model import Link
 
 #: roles that end a path and never forward (hosts, traffic generators, instruments); the
 #: traffic model's ENDPOINT_ROLES are only the ends traffic flows between (host, tg)
-NON_FORWARDING_ROLES = frozenset({"host", "tg", "bert", "opm", "voa", "optical-switch", "chamber",
-                            "pdu", "power-meter", "attenuator"})
+NON_FORWARDING_ROLES = frozenset({"host", "tg", "bert", "opm", "voa", "optical-switch",
+                                  "chamber", "pdu", "power-meter", "attenuator"})
 
 
 @dataclass
