@@ -51,6 +51,11 @@ def test_platform_summary():
     assert (b.serial, b.model, b.hardware_rev) == (None, None, None)
     c = sonic("show platform summary", "show_platform_summary__dx010_202105")
     assert c.model == "R0872-F0010-01"
+    # a damaged capture (the space after the colon turned into a letter) is no "Key: value"
+    # line: the model is unknown, never "C MSN2700-CS2FO" (found by the byte-flip fuzzing)
+    glued = sample("sonic", "show_platform_summary__cmdref_sn2700").replace(
+        "Model Number: ", "Model Number:C ")
+    assert lookup("sonic", "show platform summary")(glued).model is None
 
 
 # --- interfaces --------------------------------------------------------------

@@ -158,7 +158,9 @@ def _tables_named(text: str, first_header: str, *must_have: str) -> list[_Table]
 
 # --- key: value blocks -------------------------------------------------------
 
-_KEY_VALUE = re.compile(r"^(?P<key>[A-Za-z][\w ./()&-]*?)\s*:\s?(?P<value>.*)$")
+#: sonic-utilities prints "Key: value" (or "Key:" with nothing): a colon glued to a value is
+#: no such line (a damaged capture must not turn "Model Number:C MSN2700" into a model)
+_KEY_VALUE = re.compile(r"^(?P<key>[A-Za-z][\w ./()&-]*?)\s*:(?:\s(?P<value>.*))?$")
 
 
 def _key_values(text: str) -> dict[str, str]:
@@ -169,5 +171,5 @@ def _key_values(text: str) -> dict[str, str]:
             break
         m = _KEY_VALUE.match(line)
         if m and not line.startswith(" "):
-            out.setdefault(m["key"].strip(), m["value"].strip())
+            out.setdefault(m["key"].strip(), (m["value"] or "").strip())
     return out
