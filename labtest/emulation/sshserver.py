@@ -379,6 +379,12 @@ class _Workers:
             self._threads.append(thread)
         thread.start()
 
+    @property
+    def idle(self) -> int:
+        """Threads waiting for the next request."""
+        with self._lock:
+            return self._idle
+
     def stop(self) -> list[threading.Thread]:
         """Wake the idle threads to end (the busy ones end after their request)."""
         with self._lock:
