@@ -4,7 +4,8 @@ valid testbed; never another exception, never a hang.
 Mutations of the shipped testbeds: cut at every line and mid-line, every line
 duplicated (then the result must be a ConfigError or equal to the intact
 testbed: a repeated key, link or port is an error, never a silent second
-value), Hypothesis-chosen byte flips and bad-byte inserts, and YAML's own
+value), seeded random byte flips and bad-byte inserts (``random.Random`` per
+file name: the same inputs every run, see test_parsers_fuzz.py), and YAML's own
 hazards spliced in (a recursive alias, a list as key, an alias bomb, ``.inf``,
 a driver typo, NUL, a python tag, 5000 open brackets).
 
@@ -15,12 +16,12 @@ exception other than ConfigError".
 
 from __future__ import annotations
 
+import random
 import shutil
+import zlib
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from mutate import BAD_BYTES, duplicate_line, flip, insert, line_cuts
 
 from labtest.errors import ConfigError
@@ -44,13 +45,7 @@ HAZARDS = (
     "[" * 5000 + "\n",
 )
 
-FUZZ = settings(
-    max_examples=40,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+BYTE_ROUNDS = 40  # mutated copies per testbed
 
 
 @pytest.fixture
@@ -102,16 +97,12 @@ def test_bytes_and_yaml_hazards_load_or_are_config_errors(source, workdir, tried
     monkeypatch.chdir(workdir)
     path = workdir / source.relative_to(ROOT)
     data = source.read_bytes()
+    rng = random.Random(zlib.crc32(source.name.encode()))
+    size = len(data) + 1
 
-    @FUZZ
-    @given(
-        flips=st.lists(st.integers(min_value=0), max_size=2),
-        inserts=st.lists(
-            st.tuples(st.integers(min_value=0), st.sampled_from(BAD_BYTES)), max_size=2
-        ),
-        hazard=st.one_of(st.none(), st.tuples(st.integers(min_value=0), st.sampled_from(HAZARDS))),
-    )
-    def run(flips, inserts, hazard):
+    def run(
+        flips: list[int], inserts: list[tuple[int, bytes]], hazard: tuple[int, str] | None
+    ) -> None:
         mutated = data
         for at in flips:
             mutated = flip(mutated, at)
@@ -124,7 +115,11 @@ def test_bytes_and_yaml_hazards_load_or_are_config_errors(source, workdir, tried
         tried["testbed-bytes"] += 1
         _load(path, mutated)
 
-    run()
+    for _ in range(BYTE_ROUNDS):
+        flips = [rng.randrange(size) for _ in range(rng.randint(0, 2))]
+        inserts = [(rng.randrange(size), rng.choice(BAD_BYTES)) for _ in range(rng.randint(0, 2))]
+        hazard = (rng.randrange(size), rng.choice(HAZARDS)) if rng.random() < 0.5 else None
+        run(flips, inserts, hazard)
 
 
 @pytest.mark.parametrize(
