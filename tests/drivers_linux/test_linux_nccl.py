@@ -150,3 +150,13 @@ def test_every_collective_resolves():
         "reduce_scatter_perf",
     ):
         assert lookup("linux", command).__wrapped__ is parse_nccl_tests
+
+
+def test_a_row_glued_to_the_line_before_it_is_refused_not_dropped(sample):
+    # a lost line end (a mangled paste) puts the first result row behind an INFO line: the
+    # row must not vanish from the result while the rest still parses
+    text = sample("nccl/azureml_k80_all_reduce_old_error.txt")
+    glued = text.replace("Launch mode Parallel\n", "Launch mode Parallel ", 1)
+    assert glued != text
+    with pytest.raises(ParseError, match="glued to other text"):
+        parse_nccl_tests(glued)

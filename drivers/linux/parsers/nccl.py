@@ -110,9 +110,15 @@ def parse_nccl_tests(text: str) -> NcclResult:
     prefix, check = _layout(columns, text)
     rows: list[NcclRow] = []
     seen: set[tuple[str, ...]] = set()
+    width = len(prefix) + 8
     for line in text.splitlines()[start + 1 :]:
         tokens = line.split()
-        if line.startswith("#") or len(tokens) != len(prefix) + 8:
+        if line.startswith("#") or len(tokens) < width:
+            continue
+        if len(tokens) > width:
+            if _row(tokens[-width:], prefix, check) is not None:  # a lost line end
+                raise parse_error(f"a result row is glued to other text: {line.strip()!r}",
+                                  text, expected="each result row on a line of its own")
             continue
         row = _row(tokens, prefix, check)
         if row is not None:
