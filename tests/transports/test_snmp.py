@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -465,18 +466,9 @@ def test_emulated_agent_walk_throughput(agent: SnmpAgent) -> None:
         print(f"\nemulated agent {label}: walked {count} OIDs at {rate:,.0f} OIDs/s")
 
 
-def test_every_request_is_answered_inside_the_lab_serving_mark() -> None:
+def test_every_request_is_answered_inside_the_lab_serving_mark(serving_mark: Any) -> None:
     """An emulated lab's clock keeps its pace while an agent answers (as SSH and OTG do)."""
-    import contextlib
-
-    entered: list[int] = []
-
-    @contextlib.contextmanager
-    def serving() -> Iterator[None]:
-        entered.append(1)
-        yield
-
-    with SnmpAgent(switch_mib(), community=COMMUNITY, serving=serving) as running, \
+    with SnmpAgent(switch_mib(), community=COMMUNITY, serving=serving_mark) as running, \
             SnmpTransport("leaf1", "127.0.0.1", v2c(running.port)) as snmp:
         snmp.get("sysName.0")
-    assert entered
+    assert serving_mark.entered

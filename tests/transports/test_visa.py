@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyvisa.constants import StatusCode
@@ -277,7 +278,7 @@ def test_instrument_closing_is_reported_at_once_not_after_the_timeout(server: Sc
         assert opm.query("*IDN?") == server.idn
 
 
-def test_reply_cut_by_a_close_is_not_taken_for_an_answer() -> None:
+def test_reply_cut_by_a_close_is_not_taken_for_an_answer(serving_mark: Any) -> None:
     """Half a reply, then FIN: a ProtocolError, never the half as a reading."""
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
@@ -302,18 +303,9 @@ def test_reply_cut_by_a_close_is_not_taken_for_an_answer() -> None:
     assert elapsed_s < 5  # not the 20 s timeout
 
 
-def test_every_command_is_answered_inside_the_lab_serving_mark() -> None:
+def test_every_command_is_answered_inside_the_lab_serving_mark(serving_mark: Any) -> None:
     """An emulated lab's clock keeps its pace while an instrument answers (as SSH does)."""
-    import contextlib
-
-    entered: list[int] = []
-
-    @contextlib.contextmanager
-    def serving() -> Iterator[None]:
-        entered.append(1)
-        yield
-
-    with ScpiServer(PowerMeter(), serving=serving) as srv, \
+    with ScpiServer(PowerMeter(), serving=serving_mark) as srv, \
             VisaTransport("opm1", VisaSettings(resource=srv.resource, timeout_s=TIMEOUT_S)) as t:
         t.query("*IDN?")
-    assert entered
+    assert serving_mark.entered
