@@ -135,8 +135,8 @@ CI_NOTE = (
     "CI runs `tests/matrix/test_detection_matrix.py` (`LABTEST_MATRIX=1`) over the draws of "
     "`matrix_data.CI_PLAN` (a fixed seed, printed before the run): the healthy rows run every "
     "suite, and each fault row the suite(s) meant to catch it plus every cheap other suite "
-    "(link, transceiver, cabling, collective) to see a false failure; roce, congestion and "
-    "failover run on a fault row only where they are meant to catch it "
+    "(link, transceiver, cabling, collective, paths, routing) to see a false failure; roce, "
+    "congestion, latency and failover run on a fault row only where they are meant to catch it "
     "(`python -m labtest.matrix --reduced` does the same)."
 )
 

@@ -89,8 +89,8 @@ class Case:
 
 
 #: the cheap "other" suites (under a minute together on the default lab) a reduced run
-#: adds to a fault's catchers; roce, congestion and failover (minutes each) are left out
-BYSTANDERS = ("link", "transceiver", "cabling", "collective")
+#: adds to a fault's catchers; roce, congestion, latency and failover are left out
+BYSTANDERS = ("link", "transceiver", "cabling", "collective", "paths", "routing")
 
 
 def reduced_suites(case: Case) -> list[str]:

@@ -153,7 +153,7 @@ _DOMAINS = [
             "direction": Choice(("tx", "rx"), "the speck dims what leaves (the far end sees "
                                 "it) or what enters (this end sees it)"),
         }, WHY_LINKS),),
-        catches=("link", "transceiver"), catch_any=True,
+        catches=("link", "transceiver"), catch_any=True, also=("paths",),
         note="the link suite (PRBS, FEC) on a switch-switch link; the optical budget "
              "(DOM Tx vs Rx) on a host link, where neither PRBS nor FEC is read"),
     Domain(
@@ -168,7 +168,7 @@ _DOMAINS = [
            "lane there (PRBS, BERT or FEC counters). Not host-facing ports (known gap): on a host "
            "link only the port's 4-lane pre-FEC BER is judged (LINK-3.1), which a single marginal "
            "lane leaves MARGINAL, not failed (seen: 2.3e-5 against 2.4e-5)"),),
-        catches=("link",)),
+        catches=("link",), also=("paths",)),
     Domain(
         "flapping_link",
         (Placement(LINKS, {
@@ -179,9 +179,9 @@ _DOMAINS = [
                                  "the link-down counters even between oper-state samples; "
                                  "2 s is issue 23's host-link case; longer is a down link"),
         }, WHY_LINKS),),
-        catches=("link",), also=("transceiver", "cabling", "collective"),
-        note="the dark moments may spoil a DOM read, an LLDP read or the NCCL job: those "
-             "suites may fail too, naming the link"),
+        catches=("link",), also=("transceiver", "cabling", "collective", "paths", "routing"),
+        note="the dark moments may spoil a DOM read, an LLDP read, the NCCL job, a TG path's "
+             "delivery or a BGP/BFD session: those suites may fail too, naming the link"),
     Domain(
         "unreachable_device",
         (Placement(("switch",), {}, "any switch, either vendor: the link, transceiver and "
@@ -241,7 +241,8 @@ _DOMAINS = [
          Placement(("fabric_link",), {}, "two leaf-spine links' spine ends swapped; a host "
                    "link crossed with a fabric link is left out: it puts a host on a spine, "
                    "which every traffic suite fails as collateral")),
-        catches=("cabling",), also=("link", "transceiver", "collective"), peer=True,
+        catches=("cabling",), also=("link", "transceiver", "collective", "paths", "routing"),
+        peer=True,
         combinable=False,
         note="a swapped cable also changes which ends a PRBS or a ring meets: those suites may "
              "fail, naming the swapped links; not combined, as it moves traffic everywhere"),
@@ -266,7 +267,7 @@ _DOMAINS = [
                             "roce.port_mtu_bytes 4140 (4096-byte RoCE MTU + 44 B headers) with "
                             "room for the vendors' L2/L3 MTU conventions"),
         }, WHY_PORTS + " (issue 23: a switch port)"),),
-        catches=("roce",), also=("collective",),
+        catches=("roce",), also=("collective", "paths"),
         note="frames above the port's MTU are dropped: RDMA and NCCL on the hosts behind it "
              "may fail too, naming the port or its link"),
     # --- congestion ------------------------------------------------------------------------
@@ -343,7 +344,7 @@ _DOMAINS = [
                                    "the suite's 120 s recovery bound"),
         }, "a leaf with a TG port: the failover suite fails the uplinks of the probe's "
            "leaves, so only their rerouting is timed (in this lab both are SONiC)"),),
-        catches=("failover",)),
+        catches=("failover",), also=("routing",)),
     # --- collective ------------------------------------------------------------------------
     Domain(
         "straggler_link",
@@ -353,7 +354,7 @@ _DOMAINS = [
                                         "0.85 (busbw noise is ~1-2%); 0.5 is the old fixed "
                                         "row's"),
         }, WHY_LINKS + " (issue 14 case 5: a host link)"),),
-        catches=("collective",)),
+        catches=("collective",), also=("paths",)),
 ]
 
 #: fault kind -> its domain (every catalogue fault has one)

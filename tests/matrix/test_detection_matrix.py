@@ -39,7 +39,7 @@ CASE_LIST: list[Case] = draw_cases(CI_PLAN, DOMAINS, load_testbed(LEAFSPINE))
 #: rough wall seconds of each suite on this lab (measured on a busy 2-core machine): the
 #: longest runs are queued first, so the two job slots finish together
 SUITE_COST_S = {"roce": 100, "congestion": 90, "failover": 60, "transceiver": 25,
-                "collective": 15, "link": 10, "cabling": 5}
+                "collective": 15, "paths": 10, "link": 10, "cabling": 5, "routing": 5}
 
 pytestmark = [
     pytest.mark.slow,

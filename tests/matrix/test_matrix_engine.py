@@ -261,12 +261,12 @@ def test_a_suite_the_fault_may_also_fail_passes_or_fails_naming_the_culprit() ->
 
 def test_reduced_runs_add_every_cheap_suite_in_run_order() -> None:
     assert matrix.reduced_suites(CASES["pfc_disabled"]) == [
-        "link", "transceiver", "cabling", "congestion", "collective"]
+        "link", "transceiver", "cabling", "congestion", "collective", "paths", "routing"]
     assert matrix.reduced_suites(CASES["miswired"]) == [
-        "link", "transceiver", "cabling", "collective"]
+        "link", "transceiver", "cabling", "collective", "paths", "routing"]
     assert matrix.reduced_suites(matrix.healthy_case(1)) == []  # every suite
     assert "collective" not in matrix.reduced_suites(CASES["flapping_link"])  # its note says why
-    routed = replace(CASES["miswired"], also=("paths",))  # every suite of the product runs
+    routed = replace(CASES["miswired"], not_run=("routing",))  # a suite can be left out
     assert matrix.reduced_suites(routed)[-1] == "paths"
     assert all(matrix.reduced_suites(c) is not None for c in CASES.values())  # no typo
     with pytest.raises(ValueError, match="no such suite"):  # a typo never drops a catcher
