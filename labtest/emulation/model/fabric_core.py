@@ -55,6 +55,7 @@ from labtest.emulation.model.modules import (
     monitor_sample,
     optical_state,
     prbs_lock,
+    settled_temp_c,
 )
 from labtest.emulation.model.optics import (
     DARK_DBM,
@@ -264,12 +265,9 @@ class FabricCore:
         return self._port_cache[1], self._port_cache[2], self._port_cache[3]
 
     def _temp_target(self) -> np.ndarray:
-        """``modules.temp_target`` from the cached per-port arrays (the same arithmetic)."""
-        a = self.modules
-        if a.n == 0:
-            return np.zeros(0)
+        """``modules.temp_target`` from the cached per-port arrays."""
         _, ambient, load = self._port_arrays()
-        return ambient + a.self_heat_c + a.load_heat_c * load + a.hot_c
+        return settled_temp_c(self.modules, ambient, load)
 
     def _advance_to(self, t_s: float) -> None:
         while True:

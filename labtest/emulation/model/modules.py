@@ -210,9 +210,15 @@ def temp_target(
     """The temperature each module settles at: air, its own heat, its load, a fault's heat."""
     ambient = np.array([ambient_c.get(p.device, 25.0) for p in module_port])
     load = np.array([p.load for p in module_port])
+    return settled_temp_c(arr, ambient, load)
+
+
+def settled_temp_c(arr: ModuleArrays, ambient_c: np.ndarray, load: np.ndarray) -> np.ndarray:
+    """``temp_target`` from per-module air temperature and load arrays (a caller that caches
+    them per configuration skips rebuilding them)."""
     if arr.n == 0:
         return np.zeros(0)
-    return ambient + arr.self_heat_c + arr.load_heat_c * load + arr.hot_c
+    return ambient_c + arr.self_heat_c + arr.load_heat_c * load + arr.hot_c
 
 
 def optical_state(a: ModuleArrays, tx_on: np.ndarray) -> OpticalState:
