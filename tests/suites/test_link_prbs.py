@@ -294,3 +294,23 @@ def test_a_flap_between_two_samples_is_counted_from_the_switch_own_counter() -> 
     assert slow.ports["leaf1:Ethernet24"].samples == 2  # at the start and at the deadline
     assert fast.ports["leaf1:Ethernet24"].samples > 2
     assert slow.ports["leaf1:Ethernet24"].flaps == 2
+
+
+class NoCountersSwitch(LinkStateSwitch):
+    def counters(self) -> dict[str, Any]:
+        from labtest.errors import CommandNotSupported
+
+        raise CommandNotSupported("leaf1", "'show interfaces counters' is not supported")
+
+
+def test_a_switch_without_counters_is_still_watched_by_its_samples() -> None:
+    from link_watch import watch_links
+
+    lab = FakeLab({"leaf1": NoCountersSwitch([True, False, True], "Ethernet24"),
+                   "host2": object()})
+    tb = _testbed(("host2:eth0", "leaf1:Ethernet24"))
+    watch = watch_links(lab, tb.links, duration_s=0.05, poll_s=0.005, fec_capable=set(),
+                        watchable={"leaf1"}, counted_poll_s=10.0)
+    pw = watch.ports["leaf1:Ethernet24"]
+    assert not watch.errors and pw.status_changes is None
+    assert pw.samples > 2 and pw.flaps == 1  # the fast pace, and the drop it sampled
