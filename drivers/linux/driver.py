@@ -78,7 +78,6 @@ log = logging.getLogger("labtest.drivers.linux")
 
 T = TypeVar("T")
 NCCL_TIMEOUT_S = 600.0
-_ACTIVE = ("ACTIVE", "PORT_ACTIVE")  # rdma link / ibv_devinfo spelling
 #: what iproute2's rdma says without the RDMA netlink family (no RDMA driver loaded)
 NO_RDMA = "Failed to open NETLINK_RDMA socket"
 #: what ethtool -m says where the NIC driver gives no module EEPROM (veth, virtio, ...)
@@ -221,7 +220,7 @@ class LinuxHost:
         elif v.netdev:
             found = [p for p in ports if p.netdev == v.netdev]
         else:
-            found = [p for p in ports if p.link_layer == "Ethernet" and p.state in _ACTIVE]
+            found = [p for p in ports if p.link_layer == "Ethernet" and p.active]
         if not found:
             listed = ", ".join(f"{p.name}/{p.port} ({p.netdev})" for p in ports) or "none"
             wanted = v.rdma_device or v.netdev or "an active RoCE port"

@@ -45,6 +45,18 @@ class RdmaDevice:
     fw_version: str | None = None
     gids: list[GidEntry] = field(default_factory=list)
 
+    @property
+    def active(self) -> bool | None:
+        """Whether the port is up for RDMA traffic; None where the tool gave no state."""
+        return None if self.state is None else self.state in ("ACTIVE", "PORT_ACTIVE")
+
+    @property
+    def negotiated_gbps(self) -> float | None:
+        """Per-lane speed x lanes (``4X``), as ibv_devinfo says; None where it said none."""
+        if self.active_speed_gbps is None:
+            return None
+        return self.active_speed_gbps * int((self.active_width or "1X").upper().rstrip("X") or 1)
+
     def roce_v2_gid(self, ipv4: bool = True) -> GidEntry | None:
         """The GID index perftest/NCCL want on a routed RoCE fabric: RoCE v2, IPv4-mapped."""
         for gid in self.gids:

@@ -21,6 +21,7 @@ from labtest.capabilities.host import (
     NcclNetworkError,
     NcclSpec,
     PerftestSpec,
+    RdmaDevice,
     RdmaDevices,
 )
 from labtest.capabilities.switch import Interfaces
@@ -59,13 +60,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("ring", list(orders.values()), ids=list(orders))
 
 
-def _nic_goodput_gbps(view: FabricView, host: str) -> float:
+def _nic_goodput_gbps(view: FabricView, host: str, port: RdmaDevice | None = None) -> float:
     """The negotiated NIC rate x RoCE wire efficiency at the active MTU: what the host's
     link can carry for a collective (a NIC that linked slower lowers the ceiling: that is
-    the roce suite's finding, not a straggler)."""
-    port, gbps = view.nic(host), view.negotiated_gbps(host)
-    if port is None or gbps is None:
+    the roce suite's finding, not a straggler). A port that is down has no negotiated
+    rate: its link's planned speed is what it should carry."""
+    port = port or view.nic(host)
+    if port is None:
         raise InfraError(host, "the NIC's negotiated rate is unknown (no RdmaDevices port)")
+    gbps = port.negotiated_gbps if port.active is not False else None
+    gbps = gbps or view.attachment[host].speed_gbps
+    if not gbps:
+        raise InfraError(host, "the NIC reports no rate and the testbed plans no speed_gbps")
     mtu = port.active_mtu_bytes or int(SETTINGS["roce_mtu_bytes"])
     return gbps * mtu / (mtu + ROCE_OVERHEAD_BYTES)
 
@@ -107,6 +113,7 @@ def diagnose(fabric_view: FabricView) -> Callable[[list[str], int], list[Network
 @pytest.mark.plan("COLL-1.1")
 @pytest.mark.judges(
     "collective.network_errors",
+    "collective.ring_nics_down",
     "collective.wrong_elements",
     "collective.busbw_fraction_of_ceiling",
     "roce.port_mtu_bytes",
@@ -124,8 +131,14 @@ def test_allreduce(
     view = fabric_view
     cfg = SETTINGS["allreduce"]
     order = " -> ".join(ring)
-    with allure.step("COLL-1.1/1: the ring's bottleneck: the slowest NIC's RoCE goodput"):
-        rates = {h: _nic_goodput_gbps(view, h) for h in ring}
+    with allure.step("COLL-1.1/1: every ring NIC is up; the slowest one's RoCE goodput"):
+        nics = {h: view.nic(h) for h in ring}
+        down = [h for h, port in nics.items() if port is not None and port.active is False]
+        if down:
+            need = int(measure.profile.get("roce.port_mtu_bytes").low)
+            _judge_nics_down(measure, view, order, down, diagnose(ring, need))
+            return
+        rates = {h: _nic_goodput_gbps(view, h, nics[h]) for h in ring}
         bottleneck = min(rates, key=rates.__getitem__)
         ceiling_gbytes = rates[bottleneck] / 8
         attach_json("NIC goodput ceilings (Gb/s)", rates)
@@ -263,6 +276,29 @@ def _judge_network_error(
     else:
         labels.update(link="unlocalised", why="no link down, flapping or with a short MTU")
     measure("collective.network_errors", 1, key="collective.network_errors", **labels)
+    _measure_evidence(measure, suspects)
+
+
+def _judge_nics_down(
+    measure: Any, view: FabricView, order: str, down: list[str], suspects: list[NetworkSuspect]
+) -> None:
+    """A ring with a NIC port down cannot run at any rate: NCCL leaves a port that is not
+    ACTIVE out, so the down host link is the finding (named, not a zero ceiling)."""
+    att = view.attachment[down[0]]
+    measure(
+        "collective.ring_nics_down",
+        len(down),
+        key="collective.ring_nics_down",
+        ring=order,
+        hosts=",".join(down),
+        device=att.host,
+        port=att.host_port,
+        link=att.link,
+    )
+    _measure_evidence(measure, suspects)
+
+
+def _measure_evidence(measure: Any, suspects: list[NetworkSuspect]) -> None:
     for x in suspects:  # the evidence, under the keys that judge it, for the root-cause view
         device, _, port = x.endpoint.partition(":")
         if x.kind == "mtu" and x.value is not None:

@@ -127,6 +127,14 @@ SCENARIOS: dict[str, tuple[float, list[dict[str, Any]], list[str], str]] = {
         ["collective"],
         "allreduce",
     ),
+    # a host link that is dark when the rings start: a ring NIC is down, so no ceiling can be
+    # read from it (the CI matrix once judged busbw against 0 and named a spine port)
+    "dark_host_link": (
+        25,
+        [_fault("flapping_link", "host5:eth0", period_s=100000, down_s=99999)],
+        ["collective"],
+        "allreduce",
+    ),
 }
 
 
@@ -430,3 +438,14 @@ def test_a_flapping_fabric_link_fails_the_collective_naming_it(runs):
     for message in failed.values():
         assert "collective.network_errors" in message
         assert "link=leaf4:Ethernet0--spine1:Ethernet24" in message, message
+
+
+@uses("dark_host_link")
+def test_a_ring_nic_that_is_down_fails_the_collective_naming_its_link(runs):
+    run = runs("dark_host_link")
+    assert not [n for n, t in run.tests.items() if t["outcome"] == "broken"], run.context()
+    failed = run.failed()
+    assert len(failed) == 4 and all("test_allreduce[" in n for n in failed), run.context()
+    for message in failed.values():
+        assert "collective.ring_nics_down" in message and "ceiling_gbytes_s" not in message
+        assert "device=host5 port=eth0 link=host5:eth0--leaf3:Ethernet3/1" in message, message
