@@ -29,12 +29,11 @@ from __future__ import annotations
 import contextlib
 import re
 import secrets
-import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from labtest import connect
+from labtest import connect, labtime
 from labtest.connect import CommandRunner
 from labtest.errors import (
     CommandFailed,
@@ -197,19 +196,21 @@ class CliSwitch:
         """Send ``command`` and return once the device has rebooted and answers again.
 
         A reboot is confirmed when the device stopped answering for a while, or
-        when its uptime went backwards; ``vars.reboot_poll_s`` paces the probes.
+        when its uptime went backwards; ``vars.reboot_poll_s`` paces the probes. The
+        waits are lab time (the wall clock on a real lab; an emulated lab's clock may
+        skip the boot's idle seconds).
         Raises ``TransportTimeout`` when neither happened within ``timeout_s``.
         """
         poll_s = self.seconds("reboot_poll_s", 5.0)
         before = uptime_s()
-        deadline = time.monotonic() + timeout_s
+        deadline = labtime.monotonic() + timeout_s
         command_timeout_s = min(self.seconds("reboot_command_timeout_s", 30.0), timeout_s)
         with contextlib.suppress(TransportError):  # dropped on its way down: expected
             self.run(command, timeout_s=command_timeout_s)
         went_away = False
         last: Exception | None = None
-        while (remaining := deadline - time.monotonic()) > 0:
-            time.sleep(min(poll_s, remaining))
+        while (remaining := deadline - labtime.monotonic()) > 0:
+            labtime.sleep(min(poll_s, remaining))
             try:
                 now = uptime_s()
             except InfraError as exc:  # down, booting, services not up yet
@@ -225,14 +226,14 @@ class CliSwitch:
     def wait_until(self, probe: Callable[[], object], timeout_s: float, what: str) -> None:
         """Call ``probe`` until it returns without an InfraError (bounded)."""
         poll_s = self.seconds("reboot_poll_s", 5.0)
-        deadline = time.monotonic() + timeout_s
+        deadline = labtime.monotonic() + timeout_s
         while True:
             try:
                 probe()
                 return
             except InfraError as exc:
-                if time.monotonic() + poll_s > deadline:
+                if labtime.monotonic() + poll_s > deadline:
                     raise TransportTimeout(
                         self.name, f"{what} not done within {timeout_s:g} s: {exc}"
                     ) from exc
-            time.sleep(poll_s)
+            labtime.sleep(poll_s)

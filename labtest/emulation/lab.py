@@ -178,21 +178,27 @@ class EmulatedLab:
         return serving(self.fabric.clock)
 
     def _watch_reachability(self) -> None:
-        """An unreachable device answers nothing on any protocol until it is back.
+        """An unreachable device answers nothing on any protocol until it is back; a
+        rebooting one refuses SSH connections at once (its clients wait on no timeout).
 
         Modes change only on a transition, so a test may set a server's own mode
         (``drop``, ``slow``) while its device stays reachable.
         """
-        silent_now: dict[str, bool] = {}
+        state_now: dict[str, str] = {}
         while not self._stop.wait(REACHABILITY_POLL_S):
             dark = self.fabric.unreachable()  # steps the model only when a fault starts or ends
+            refusing = self.fabric.refusing() if dark else frozenset()
             for name, dev in self._devices.items():
-                silent = name in dark
-                if silent_now.get(name, False) == silent:
+                state = "refuse" if name in refusing else "silent" if name in dark else "normal"
+                if state_now.get(name, "normal") == state:
                     continue
-                silent_now[name] = silent
+                state_now[name] = state
+                silent = state != "normal"
                 if dev.ssh is not None:
-                    dev.ssh.mode = "silent" if silent else "normal"
+                    if state == "refuse":
+                        dev.ssh.refuse()
+                    else:
+                        dev.ssh.mode = "silent" if silent else "normal"
                 if dev.snmp is not None:
                     dev.snmp.silent = silent
                 if dev.scpi is not None:

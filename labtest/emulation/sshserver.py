@@ -17,7 +17,9 @@ It can also misbehave on purpose, switchable at runtime through ``mode``:
 - ``legacy-kex``: offers only ``diffie-hellman-group14-sha1`` key exchange,
   like an old switch (paramiko 5 cannot *complete* that exchange, but a client
   refuses at negotiation, before the server would have to);
-- ``no-banner``: accepts the TCP connection and never sends the SSH banner.
+- ``no-banner``: accepts the TCP connection and never sends the SSH banner;
+- ``refuse``: closes every open session and every new TCP connection at once, as a
+  rebooting box whose sshd is down does (clients fail fast, they wait on no timeout).
 
 Every socket gets TCP_NODELAY: without it each command costs ~44 ms of
 delayed-ACK stall (stack probe, finding 3).
@@ -46,8 +48,8 @@ from labtest.transports.ssh import quiet_paramiko_logs
 
 log = logging.getLogger("labtest.emulation.ssh")
 
-Mode = Literal["normal", "silent", "drop", "legacy-kex", "no-banner"]
-MODES: tuple[Mode, ...] = ("normal", "silent", "drop", "legacy-kex", "no-banner")
+Mode = Literal["normal", "silent", "drop", "legacy-kex", "no-banner", "refuse"]
+MODES: tuple[Mode, ...] = ("normal", "silent", "drop", "legacy-kex", "no-banner", "refuse")
 
 LEGACY_KEX = ("diffie-hellman-group14-sha1",)
 _CLIENT_CLOSE_WAIT_S = 5.0  # how long an exec worker waits for the client to close its side
@@ -179,6 +181,14 @@ class SshServer:
         log.debug("ssh server listening on %s:%d", self.host, self.port)
         return self
 
+    def refuse(self) -> None:
+        """Go into ``refuse`` mode: every open session is closed now (a reboot's RST)."""
+        self.mode = "refuse"
+        with self._lock:
+            transports, self._transports = self._transports, []
+        for transport in transports:
+            transport.close()
+
     def stop(self, timeout_s: float = 3.0) -> None:
         """Close every socket and wait (bounded) for every thread."""
         self._stop.set()
@@ -238,6 +248,9 @@ class SshServer:
                 return  # listener closed by stop()
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self.connections += 1
+            if self.mode == "refuse":
+                sock.close()
+                continue
             if self.mode == "no-banner":
                 with self._lock:
                     self._raw_sockets.append(sock)

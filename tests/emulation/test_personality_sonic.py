@@ -19,7 +19,13 @@ from labtest.drivers.common.cli import check_answer
 from labtest.drivers.sonic import parsers as p
 from labtest.emulation.lab import EmulatedLab
 from labtest.emulation.personalities import sonic
-from labtest.errors import CommandFailed, CommandNotSupported, PermissionDenied
+from labtest.errors import (
+    CommandFailed,
+    CommandNotSupported,
+    PermissionDenied,
+    TransportError,
+    TransportTimeout,
+)
 from labtest.transports.ssh import CommandResult, SshTransport
 
 LEAF = "leaf1"
@@ -395,6 +401,32 @@ def test_ssh_exec_and_shell_answer_in_sonic_format(lab) -> None:
             assert "Software for Open Networking in the Cloud" in shell.banner
             lldp = p.parse_lldp_table(shell.send("show lldp table"))
             assert lldp["Ethernet8"].remote_port == "Ethernet2/1"
+
+
+def test_a_rebooting_switch_refuses_connections_and_holds_no_clock(tmp_path) -> None:
+    # a reboot is dark the way a box whose sshd is down is: a client fails at once, so
+    # no one waits on a wall-clock timeout and the elastic clock may skip the boot
+    emulated = EmulatedLab(h.testbed(reboot_down_s=0.5), workdir=tmp_path)
+    tb = emulated.start()
+    try:
+        _reboot_refuses(emulated, tb)
+    finally:
+        emulated.stop()
+
+
+def _reboot_refuses(emulated, tb) -> None:
+    device = tb.devices[LEAF]
+    with SshTransport(LEAF, device.address, device.ssh) as ssh:
+        assert ssh.exec("sudo reboot").exit_status == 0
+    assert _until(lambda: LEAF in emulated.fabric.refusing(), 2.0), "never went dark"
+    assert not emulated.fabric.clock.held
+    assert _until(lambda: emulated._devices[LEAF].ssh.mode == "refuse", 1.0)
+    with pytest.raises(TransportError) as refused:
+        SshTransport(LEAF, device.address, device.ssh).connect()
+    assert not isinstance(refused.value, TransportTimeout), refused.value
+    assert _until(lambda: emulated.fabric.reachable(LEAF), 5.0), "never came back"
+    assert LEAF not in emulated.fabric.refusing()
+    assert _until(lambda: emulated._devices[LEAF].ssh.mode == "normal", 1.0)
 
 
 def test_sonic_driver_runs_unchanged_against_the_emulator(lab) -> None:

@@ -123,6 +123,11 @@ class VirtualClock:
         if not on and pacer is not None and pacer is not threading.current_thread():
             pacer.join(1.0)  # a stopped lab leaves no thread behind
 
+    @property
+    def held(self) -> bool:
+        """Whether jumps are held (a hung device: its clients wait on wall timeouts)."""
+        return self._hold
+
     def set_hold(self, on: bool) -> None:
         """While on, the elastic clock follows the wall only (e.g. a device is unreachable:
         whoever asks it waits out a wall-clock transport timeout)."""

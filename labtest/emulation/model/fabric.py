@@ -498,13 +498,21 @@ class Fabric(FabricCore):
                 self._sync()
             return frozenset(self._unreachable)
 
-    def set_reachable(self, device: str, reachable: bool) -> None:
+    def refusing(self) -> frozenset[str]:
+        """The unreachable devices that refuse connections (rebooting) rather than hang."""
+        with self._lock:
+            return frozenset(self._refusing & self._unreachable)
+
+    def set_reachable(self, device: str, reachable: bool, *, refusing: bool = False) -> None:
+        """``refusing``: the device is dark the way a rebooting box is (connections refused
+        at once), not the way a hung one is (connections time out)."""
         if device not in self.testbed.devices:
             raise ModelError(f"no device {device!r} in the model")
         (self._unreachable.discard if reachable else self._unreachable.add)(device)
-        # a client waiting on a dark device waits on the wall clock (its transport's
-        # timeout): the elastic clock must not skip time under it
-        self.clock.set_hold(bool(self._unreachable))
+        (self._refusing.add if refusing and not reachable else self._refusing.discard)(device)
+        # a client waiting on a hung device waits on the wall clock (its transport's
+        # timeout): the elastic clock must not skip time under it; a refusal keeps nobody
+        self.clock.set_hold(bool(self._unreachable - self._refusing))
 
     def ambient_c(self, device: str) -> float:
         return self._ambient_c[device]

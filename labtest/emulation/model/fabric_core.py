@@ -101,6 +101,7 @@ class FabricCore:
         self._view_t_s: float | None = None  # when set, link_up() answers for this instant
         self._ambient_c = {name: emu.ambient_c for name in testbed.devices}
         self._unreachable: set[str] = set()
+        self._refusing: set[str] = set()  # of those, the rebooting ones (connections refused)
         self._firmware: dict[str, str | None] = {
             name: (str(d.vars["firmware_version"]) if "firmware_version" in d.vars else None)
             for name, d in testbed.devices.items()

@@ -34,7 +34,7 @@ from labtest.emulation.personalities._text import natural_key
 from labtest.testbed.model import Device
 
 STARTUP = "startup"  # key of the config a (re)boot loads
-DEFAULT_REBOOT_DOWN_S = 3.0  # a reboot keeps the device silent this long (wall clock)
+DEFAULT_REBOOT_DOWN_S = 3.0  # a reboot keeps the device dark this long (lab seconds)
 REBOOT_DELAY_S = 0.2  # lets the reboot command's own answer leave before the silence
 PRIORITIES = 8
 SWITCH_DRIVERS = ("sonic", "eos")  # the families served with a switch personality
@@ -316,7 +316,10 @@ class SwitchState:
         """Go silent on every protocol shortly, come back ``down_s`` later booted afresh."""
         down = float(self.device.vars.get("reboot_down_s", DEFAULT_REBOOT_DOWN_S))
         down = down if down_s is None else down_s
-        self._after(REBOOT_DELAY_S, lambda: self.fabric.set_reachable(self.name, False))
+        def go_dark() -> None:
+            self.fabric.set_reachable(self.name, False, refusing=True)
+
+        self._after(REBOOT_DELAY_S, go_dark)
         self._after(REBOOT_DELAY_S + down, self._booted)
 
     def _booted(self) -> None:
