@@ -39,6 +39,7 @@ from labtest.capabilities.switch import (
     LldpNeighbor,
     PfcCounters,
     QueueCounters,
+    status_changes_in,
 )
 from labtest.capabilities.transceiver import Transceiver
 from labtest.drivers.common.cli import CliSwitch, new_snapshot_token, port_name, snapshot_token
@@ -63,6 +64,11 @@ class EosSwitch(CliSwitch):
     def counters(self) -> dict[str, InterfaceCounters]:
         """``show interfaces | json``: packets, octets and the error detail in one answer."""
         return self.show("show interfaces | json", p.parse_interface_counters)
+
+    def link_status_changes(self) -> dict[str, int]:
+        """LinkFlapCounts: each port's ``linkStatusChanges`` from the same ``show interfaces |
+        json`` (``counters()`` carries them too, so a caller holding both reads it once)."""
+        return status_changes_in(self.counters())
 
     def transceivers(self) -> dict[str, Transceiver]:
         """DOM with thresholds; EOS lists each lane of a multi-lane optic as its own port.

@@ -5,10 +5,10 @@ the kernel lab builds one and the way SONiC's routing container works. Every
 method is one shell command (``docs/drivers.md``):
 
 - interfaces: ``ip -j -d link show`` plus ``/sys/class/net/*/speed``;
-- counters: ``ip -s -s -j link show`` (the kernel's own counters, read directly,
-  with ``carrier_changes``, which sees a flap between two link-state samples:
+- counters: ``ip -s -s -j link show`` (the kernel's own counters, read directly:
   no agent cache in between, unlike net-snmp's IF-MIB, which refreshes every
-  ~3 s — see docs/kernel-lab.md);
+  ~3 s — see docs/kernel-lab.md), with ``carrier_changes``, which sees a flap
+  between two link-state samples (LinkFlapCounts reads the same command);
 - LLDP: ``lldpcli -f json show neighbors`` (the newest row per port);
 - BGP and BFD: ``vtysh -c 'show bgp summary json'``, ``show bfd peers json`` (the
   sessions per local port add ``ip -j -4 addr show``: drivers/frr/routing.py);
@@ -23,7 +23,13 @@ from __future__ import annotations
 import shlex
 import time
 
-from labtest.capabilities.switch import Facts, InterfaceCounters, InterfaceStatus, LldpNeighbor
+from labtest.capabilities.switch import (
+    Facts,
+    InterfaceCounters,
+    InterfaceStatus,
+    LldpNeighbor,
+    status_changes_in,
+)
 from labtest.drivers.common.cli import (
     new_snapshot_token,
     port_name,
@@ -54,6 +60,11 @@ class FrrSwitch(FrrRouting):
 
     def counters(self) -> dict[str, InterfaceCounters]:
         return self.show("ip -s -s -j link show", p.parse_link_stats)
+
+    def link_status_changes(self) -> dict[str, int]:
+        """LinkFlapCounts: each link's ``carrier_changes`` from the same ``ip -s -s -j link
+        show`` (``counters()`` carries them too, so a caller holding both reads it once)."""
+        return status_changes_in(self.counters())
 
     def snmp_counters(self) -> dict[str, InterfaceCounters]:
         """IF-MIB counters through the box's SNMP agent, counting everything sent before

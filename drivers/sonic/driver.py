@@ -97,15 +97,15 @@ class SonicSwitch(FrrRouting):
         return self.show("show interfaces status", p.parse_interfaces_status)
 
     def counters(self) -> dict[str, InterfaceCounters]:
-        """``show interfaces counters``, with each port's oper-status changes from ``show
-        interfaces flap`` where the release has it (2025 on; older: ``None``)."""
-        counted = self.show("show interfaces counters", p.parse_interface_counters)
-        try:
-            flaps = self.show("show interfaces flap", p.parse_interfaces_flap)
-        except CommandNotSupported:
-            return counted
-        return {port: replace(c, link_status_changes=flaps.get(port))
-                for port, c in counted.items()}
+        """``show interfaces counters``, one command: its table has no oper-status change
+        count (``link_status_changes`` stays ``None``; see :meth:`link_status_changes`)."""
+        return self.show("show interfaces counters", p.parse_interface_counters)
+
+    def link_status_changes(self) -> dict[str, int]:
+        """LinkFlapCounts: ``show interfaces flap`` (2025 releases on; an older one raises
+        ``CommandNotSupported``). Read only by the link watchers, not with every counter
+        snapshot: each ``show`` costs about a second on a real switch."""
+        return self.show("show interfaces flap", p.parse_interfaces_flap)
 
     # --- PFC, queues, PFC watchdog ------------------------------------------------
 

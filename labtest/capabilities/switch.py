@@ -13,10 +13,12 @@ prints (``{PORT: {"rx": [...], "tx": [...]}}`` and so on).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from labtest.capabilities.transceiver import Transceiver
+from labtest.errors import CommandNotSupported
 
 # --- records -----------------------------------------------------------------
 
@@ -93,7 +95,9 @@ class InterfaceCounters:
     rx_pause_frames: int | None = None
     tx_pause_frames: int | None = None
     #: oper up<->down transitions since the last clear, both directions (EOS "link status
-    #: changes"): the one reading that sees a flap shorter than any state-polling gap
+    #: changes"): the one reading that sees a flap shorter than any state-polling gap. Filled
+    #: only where the counters' own command carries it (EOS, FRR); a watcher reads
+    #: :func:`link_flap_counts`, which also asks :class:`LinkFlapCounts` (SONiC)
     link_status_changes: int | None = None
 
 
@@ -262,6 +266,43 @@ class Interfaces(Protocol):
 
 
 @runtime_checkable
+class LinkFlapCounts(Protocol):
+    """Each port's oper-status changes since the last clear (``show interfaces flap`` on
+    SONiC): kept apart from ``counters()``, whose every caller would otherwise pay for a
+    command only the link watchers need. Raises ``CommandNotSupported`` where the device
+    keeps no such count (a SONiC release before the command)."""
+
+    def link_status_changes(self) -> dict[str, int]: ...
+
+
+def status_changes_in(counted: Mapping[str, InterfaceCounters]) -> dict[str, int]:
+    """The oper-status change counts counters carry, per port (ports without one left out)."""
+    return {p: c.link_status_changes for p, c in counted.items()
+            if c.link_status_changes is not None}
+
+
+def link_flap_counts(
+    device: object, counted: Mapping[str, InterfaceCounters] | None = None
+) -> dict[str, int] | None:
+    """A switch's oper-status changes per port, or ``None`` when it keeps no count.
+
+    Counters already read (``counted``) that carry the count (EOS, FRR: the same command)
+    are used as they are, so a caller holding both pays one command; otherwise the device's
+    :class:`LinkFlapCounts` is asked. A device without it, or one whose release lacks the
+    command, has no count: the watchers then rely on link-state samples alone."""
+    known = status_changes_in(counted or {})
+    if known:
+        return known
+    if not isinstance(device, LinkFlapCounts):
+        return None
+    try:
+        counts = device.link_status_changes()
+    except CommandNotSupported:
+        return None
+    return counts or None
+
+
+@runtime_checkable
 class PfcQueues(Protocol):
     def pfc_counters(self) -> dict[str, PfcCounters]: ...
 
@@ -336,6 +377,7 @@ class Reboot(Protocol):
 SWITCH_CAPABILITIES: tuple[type, ...] = (
     SwitchFacts,
     Interfaces,
+    LinkFlapCounts,
     PfcQueues,
     FecCounters,
     FecCodewordHistogram,

@@ -9,9 +9,11 @@ report can say "FEC of leaf3: not observed" instead of treating it as healthy.
 Link state is *watched*, not read once: within a sweep turn a switch's
 ``interfaces()`` is sampled every ``poll_s`` for ``watch_s``, because a link
 that is down for one second in ten is up at almost any single read. A switch
-that counts its oper-status changes (``link_status_changes``) is sampled only at
-the start and end of the watch: its counter sees a flap however short, and a
-production switch is spared a CLI command every ``poll_s``.
+that counts its oper-status changes (``link_status_changes``, read through
+``labtest.capabilities.switch.link_flap_counts``: the counters on EOS and FRR,
+the LinkFlapCounts capability on SONiC) is sampled only at the start and end of
+the watch: its counter sees a flap however short, and a production switch is
+spared a CLI command every ``poll_s``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from labtest.capabilities.switch import link_flap_counts
 from labtest.errors import CapabilityAbsent
 from labtest.lab import Lab
 from labtest.registry import provides, resolve_capability
@@ -116,8 +119,7 @@ def _int(v: Any) -> int | None:
 def _switch_counters(c: Any) -> dict[str, int]:
     out = {}
     for key in ("rx_packets", "tx_packets", "rx_errors", "tx_errors", "rx_discards",
-                "tx_discards", "rx_fcs_errors", "rx_pause_frames", "tx_pause_frames",
-                "link_status_changes"):
+                "tx_discards", "rx_fcs_errors", "rx_pause_frames", "tx_pause_frames"):
         v = _int(getattr(c, key, None))
         if v is not None:
             out[key] = v
@@ -175,7 +177,12 @@ def read_switch(driver: Any, name: str, watch_s: float, poll_s: float,
         counted = driver.counters()
         for p, c in counted.items():
             port(p)["counters"].update(_switch_counters(c))
-        if not any(c.link_status_changes is not None for c in counted.values()):
+        # EOS and FRR carry the count in the counters just read; SONiC answers it apart
+        flaps = {p: n for p, n in (link_flap_counts(driver, counted) or {}).items()
+                 if p in counted}
+        for p, n in flaps.items():
+            port(p)["counters"]["link_status_changes"] = int(n)
+        if not flaps:
             missing[f"{name} link-down counter"] = (
                 "driver reports no link status changes: a flap shorter than the gap between "
                 "link-state samples is not seen")

@@ -34,6 +34,7 @@ from labtest.capabilities.switch import (
     FecStats,
     Interfaces,
     drops_in,
+    link_flap_counts,
 )
 from labtest.errors import CommandNotSupported, InfraError
 from labtest.lab import Lab
@@ -295,13 +296,11 @@ def _sample_until(lab: Lab, device: str, ports: list[str], watch: LinkWatch,
 
 def _status_changes(lab: Lab, device: str, ports: list[str]) -> dict[str, int | None]:
     """The switch's oper-status change counters of ``ports`` (``None`` where it keeps none).
-    A switch that cannot list counters at all is watched by its samples alone, as before the
-    counter was read; any other failure to read them breaks the device like its FEC read."""
-    try:
-        counted = lab.device(device).counters()
-    except CommandNotSupported:
-        return dict.fromkeys(ports)
-    return {p: counted[p].link_status_changes if p in counted else None for p in ports}
+    A switch without them (no LinkFlapCounts, or a release without the command) is watched
+    by its samples alone; any other failure to read them breaks the device like its FEC
+    read."""
+    counted = link_flap_counts(lab.device(device)) or {}
+    return {p: counted.get(p) for p in ports}
 
 
 def _oper_states(lab: Lab, device: str, ports: list[str]) -> dict[str, bool]:
