@@ -16,6 +16,7 @@ from labtest.capabilities.switch import (
     FecCodewordHistogram,
     FecCounters,
     Interfaces,
+    LinkFlapCounts,
     Lldp,
     PfcQueues,
     PortAdmin,
@@ -23,6 +24,7 @@ from labtest.capabilities.switch import (
     Reboot,
     SwitchFacts,
     Transceivers,
+    link_flap_counts,
 )
 from labtest.errors import CommandNotSupported, ParseError, PermissionDenied, TransportTimeout
 from labtest.transports.replay import ReplayMissing
@@ -77,6 +79,18 @@ def test_capabilities_offered_and_left_out(eos):
     assert all(isinstance(eos, c) for c in offered)
     assert not any(isinstance(eos, c) for c in (PfcQueues, Fec, FecCodewordHistogram, Prbs))
     assert isinstance(eos, FecCounters)  # corrected/uncorrectable codewords, pre-FEC BER
+
+
+def test_link_status_changes_from_the_command_counters_read(eos, script):
+    """LinkFlapCounts: ``linkStatusChanges`` of ``show interfaces | json``; a watcher that
+    holds the counters already takes the count from them, without a second command."""
+    assert isinstance(eos, LinkFlapCounts)
+    assert eos.link_status_changes() == {"Management1": 15, "Ethernet7": 3}
+    assert script.log[-1:] == ["show interfaces | json"]
+    counters = eos.counters()
+    sent = len(script.log)
+    assert link_flap_counts(eos, counters) == {"Management1": 15, "Ethernet7": 3}
+    assert len(script.log) == sent
 
 
 def test_reads_from_json(eos):

@@ -23,7 +23,7 @@ from driver_harness import (
 from switch_samples import sample
 
 from labtest import connect
-from labtest.capabilities.switch import SWITCH_CAPABILITIES
+from labtest.capabilities.switch import SWITCH_CAPABILITIES, LinkFlapCounts, link_flap_counts
 from labtest.emulation.sshserver import CliReply
 from labtest.errors import (
     CommandFailed,
@@ -117,6 +117,31 @@ def test_interfaces_and_counters(sonic):
     assert counters["Ethernet0"].rx_packets == 471_729_839_997
     assert counters["Ethernet0"].rx_discards == 18_682
     assert counters["Ethernet24"].tx_packets == 43_066_076_370
+
+
+def test_counters_are_one_command_and_the_flap_count_is_read_apart(script, tmp_path):
+    """Issue 19: counter snapshots run ``show interfaces counters`` alone (each ``show``
+    costs about a second on a real switch); only the watchers read ``show interfaces
+    flap``, through LinkFlapCounts."""
+    script.replies["show interfaces flap"] = sample(
+        "sonic", "show_interfaces_flap__utilities_masic_test")
+    with lab(script, "sonic", tmp_path) as (_s, testbed), opened(testbed) as sonic:
+        counters = sonic.counters()
+        assert script.log == ["show interfaces counters"]
+        assert all(c.link_status_changes is None for c in counters.values())
+        assert isinstance(sonic, LinkFlapCounts)
+        flaps = sonic.link_status_changes()
+        assert script.log[1:] == ["show interfaces flap"]
+        assert (flaps["Ethernet0"], flaps["Ethernet64"], flaps["Ethernet4"]) == (5, 2, 0)
+        assert link_flap_counts(sonic, counters) == flaps  # counters carry none: asked apart
+
+
+def test_a_release_without_the_flap_command_has_no_count(sonic, script):
+    # "show interfaces flap" is not in the script: the click CLI answers "No such command"
+    with pytest.raises(CommandNotSupported):
+        sonic.link_status_changes()
+    assert link_flap_counts(sonic) is None  # the watchers fall back to link-state samples
+    assert sonic.counters()["Ethernet0"].rx_packets == 471_729_839_997  # counters unaffected
 
 
 def test_pfc_counters_per_priority(sonic):

@@ -253,18 +253,17 @@ def test_host_link_is_watched_through_its_switch_end() -> None:
 
 
 class BlinkingSwitch(LinkStateSwitch):
-    """Every sample sees the port up, but the switch counts it going down and up twice."""
+    """Every sample sees the port up, but the switch counts it going down and up twice
+    (LinkFlapCounts); its counters() carry no count, as SONiC's do not."""
 
     def __init__(self, port: str) -> None:
         super().__init__([True], port)
         self.counted = 0
 
-    def counters(self) -> dict[str, Any]:
-        from labtest.capabilities.switch import InterfaceCounters
-
+    def link_status_changes(self) -> dict[str, int]:
         changes = 10 + 4 * self.counted  # 4 changes (2 drops) between the watch's two reads
         self.counted += 1
-        return {self.port: InterfaceCounters(link_status_changes=changes)}
+        return {self.port: changes}
 
 
 def test_a_flap_between_two_samples_is_counted_from_the_switch_own_counter() -> None:
@@ -296,17 +295,26 @@ def test_a_flap_between_two_samples_is_counted_from_the_switch_own_counter() -> 
     assert slow.ports["leaf1:Ethernet24"].flaps == 2
 
 
-class NoCountersSwitch(LinkStateSwitch):
-    def counters(self) -> dict[str, Any]:
+class OldReleaseSwitch(LinkStateSwitch):
+    """Offers LinkFlapCounts, but its release lacks the command (SONiC before 2025)."""
+
+    def link_status_changes(self) -> dict[str, int]:
         from labtest.errors import CommandNotSupported
 
-        raise CommandNotSupported("leaf1", "'show interfaces counters' is not supported")
+        raise CommandNotSupported("leaf1", "'show interfaces flap' is not supported")
 
 
-def test_a_switch_without_counters_is_still_watched_by_its_samples() -> None:
+class UnreadableCountSwitch(LinkStateSwitch):
+    def link_status_changes(self) -> dict[str, int]:
+        from labtest.errors import ParseError
+
+        raise ParseError("leaf1", "show interfaces flap: Ethernet24: no flap count")
+
+
+def test_a_switch_without_the_flap_command_is_still_watched_by_its_samples() -> None:
     from link_watch import watch_links
 
-    lab = FakeLab({"leaf1": NoCountersSwitch([True, False, True], "Ethernet24"),
+    lab = FakeLab({"leaf1": OldReleaseSwitch([True, False, True], "Ethernet24"),
                    "host2": object()})
     tb = _testbed(("host2:eth0", "leaf1:Ethernet24"))
     watch = watch_links(lab, tb.links, duration_s=0.05, poll_s=0.005, fec_capable=set(),
@@ -314,3 +322,8 @@ def test_a_switch_without_counters_is_still_watched_by_its_samples() -> None:
     pw = watch.ports["leaf1:Ethernet24"]
     assert not watch.errors and pw.status_changes is None
     assert pw.samples > 2 and pw.flaps == 1  # the fast pace, and the drop it sampled
+    # a count the switch answers but the parser cannot read breaks the device, as before
+    broken = watch_links(FakeLab({"leaf1": UnreadableCountSwitch([True], "Ethernet24"),
+                                  "host2": object()}), tb.links, duration_s=0.02,
+                         poll_s=0.005, fec_capable=set(), watchable={"leaf1"})
+    assert "no flap count" in str(broken.errors["leaf1"])
