@@ -119,7 +119,7 @@ class TrafficModel(TrafficCore):
                     name = f"perftest:{client}->{server}#{q}"
                     stop = self.now_s + duration_s
                     qp_flows.append((k, self._roce_qp(a, b, msg_size_b, 3, self.now_s, stop, name)))
-        others = [f for f in self.flows.values() if f.kind == "roce" and f.active(self.now_s)]
+        others = [f for f in self._live.values() if f.kind == "roce" and f.active(self.now_s)]
         flows = [f for _, f in qp_flows] + others
         goodput = self._max_min_with_fixed(flows, self._tg_load_bps())[: len(qp_flows)]
         results = []
@@ -147,7 +147,7 @@ class TrafficModel(TrafficCore):
             )
         if start:
             for _, f in qp_flows:
-                self.flows[f.id] = f
+                self._add_flow(f)
             self._reroute()
         return results
 
@@ -194,7 +194,7 @@ class TrafficModel(TrafficCore):
         for a, b in itertools.pairwise([*hosts, hosts[0]]):
             pa, pb = self._host_port(a), self._host_port(b)
             ring.append(self._roce_qp(pa, pb, 1 << 22, 3, self.now_s, self.now_s, f"nccl:{a}->{b}"))
-        others = [f for f in self.flows.values() if f.kind == "roce" and f.active(self.now_s)]
+        others = [f for f in self._live.values() if f.kind == "roce" and f.active(self.now_s)]
         goodput = self._max_min(ring + others, fabric=True)[: len(ring)]
         slowest = float(goodput.min()) / 8
         if slowest <= 0:

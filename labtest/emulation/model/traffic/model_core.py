@@ -99,7 +99,11 @@ class TrafficCore:
         }
         self.pcie_gbps = {d: s.pcie_gbps for d, s in topo.settings.items() if s.pcie_gbps}
         self.mtu = np.array([_default_mtu(topo, p.device) for p in topo.ports], dtype=float)
-        self.flows: dict[int, Flow] = {}
+        self.flows: dict[int, Flow] = {}  # every flow ever started, for lookups by id
+        #: the flows that may still send, hold queued bytes or set an event time; the rest
+        #: are retired (never active again: stop times only fall, sent frames only grow),
+        #: so a step's scans stay as long as what is running, not as the run's history
+        self._live: dict[int, Flow] = {}
         self.pause_sources: dict[int, PauseSource] = {}
         self._ids = itertools.count(1)
         self._source_ids = itertools.count(1)
@@ -151,7 +155,7 @@ class TrafficCore:
     def _next_event_s(self) -> float:
         now = self.now_s
         times = [self.convergence.next_event_s()]
-        for f in self.flows.values():
+        for f in self._live.values():
             times += [t for t in (f.start_s, f.stop_s) if t > now + 1e-12]
         for s in self.pause_sources.values():
             times += [t for t in (s.start_s, s.stop_s) if t > now + 1e-12]
@@ -169,12 +173,13 @@ class TrafficCore:
         """Apply everything due now: routing changes, flow and pause edges, watchdog polls."""
         now, eng = self.now_s, self.engine
         eng.flush()
+        self._retire()
         for i, f in enumerate(eng.flows):  # fixed-size flows that sent their last frame
             if math.isfinite(eng.f_left[i]) and eng.f_left[i] <= 1.0:  # under a byte to go
                 f.tx_frames = max(f.tx_frames, f.max_frames)
         if self.convergence.fire(now):
             self._reroute()
-        sending = frozenset(f.id for f in self.flows.values() if f.path and eng.sending(f, now))
+        sending = frozenset(f.id for f in self._live.values() if f.path and eng.sending(f, now))
         building = frozenset(f.id for f, on in zip(eng.flows, eng.f_on, strict=True) if on)
         if sending != building:
             self._reroute()
@@ -201,7 +206,7 @@ class TrafficCore:
         if any(self.engine.f_on):
             return now
         until = self.convergence.next_event_s()
-        for f in self.flows.values():
+        for f in self._live.values():
             if not f.done and f.stop_s > now:
                 if f.start_s <= now:
                     return now
@@ -263,7 +268,7 @@ class TrafficCore:
     def _reroute(self) -> None:
         self.routing.set_routed(self.convergence.routed)
         in_engine = {f.id for f in self.engine.flows}
-        for f in self.flows.values():
+        for f in self._live.values():
             if f.meta.get("pause") or (self._finished(f) and f.id not in in_engine):
                 continue
             old = f.path
@@ -274,8 +279,27 @@ class TrafficCore:
             if old and old != f.path:
                 f.meta["reroutes"] = int(f.meta.get("reroutes", 0)) + 1
         self._host_shares()
-        self.engine.build(list(self.flows.values()), self.now_s)
+        self.engine.build(list(self._live.values()), self.now_s)
         self._rates = None
+
+    def _add_flow(self, f: Flow) -> None:
+        self.flows[f.id] = f
+        self._live[f.id] = f
+
+    def _retire(self) -> None:
+        """Drop from the live set every flow that can no longer matter to a step: started,
+        past its stop (or done with no stop), and out of the engine (no queued bytes)."""
+        now = self.now_s
+        in_engine = {f.id for f in self.engine.flows}
+        dead = [
+            k
+            for k, f in self._live.items()
+            if k not in in_engine
+            and f.start_s <= now
+            and (f.stop_s <= now or (f.done and math.isinf(f.stop_s)))
+        ]
+        for k in dead:
+            del self._live[k]
 
     def _finished(self, f: Flow) -> bool:
         return f.stop_s <= self.now_s or f.done
@@ -297,7 +321,7 @@ class TrafficCore:
         DCQCN QPs also get their max-min share of the whole fabric, where the
         engine starts their rate (the converged state; see ``DcqcnParams``).
         """
-        qps = [f for f in self.flows.values() if f.kind == "roce" and f.active(self.now_s)]
+        qps = [f for f in self._live.values() if f.kind == "roce" and f.active(self.now_s)]
         if not qps:
             return
         goodput = self._max_min(qps, fabric=False)
@@ -356,7 +380,7 @@ class TrafficCore:
 
     def _tg_load_bps(self) -> np.ndarray:
         load = np.zeros(len(self.topo.ports))
-        for f in self.flows.values():
+        for f in self._live.values():
             if f.kind == "tg" and f.active(self.now_s) and not f.meta.get("pause"):
                 for p in f.path or []:
                     load[p] += f.rate_bps
@@ -437,7 +461,7 @@ class TrafficCore:
         ids = []
         for q in range(qps):
             f = self._roce_qp(s, d, msg_size_b, priority, self.now_s, stop, f"{src}->{dst}#{q}")
-            self.flows[f.id] = f
+            self._add_flow(f)
             ids.append(f.id)
         self._reroute()
         return ids
@@ -479,7 +503,7 @@ class TrafficCore:
             max_frames=max_frames,
             np_enabled=False,
         )
-        self.flows[f.id] = f
+        self._add_flow(f)
         self._reroute()
         return f.id
 
@@ -508,7 +532,7 @@ class TrafficCore:
             np_enabled=False,
         )
         f.meta["pause"] = True
-        self.flows[f.id] = f
+        self._add_flow(f)
         src = PauseSource(
             port=self.topo.ports[tx].peer,
             priorities=tuple(spec.pfc_pause.priorities),
@@ -540,6 +564,7 @@ class TrafficCore:
 
     def _forget(self, flow_id: int) -> None:
         self.flows.pop(flow_id, None)
+        self._live.pop(flow_id, None)
         for key in [k for k, s in self.pause_sources.items() if s.flow_id == flow_id]:
             self.pause_sources[key].stop_s = min(self.pause_sources[key].stop_s, self.now_s)
         self._fire()
@@ -549,7 +574,7 @@ class TrafficCore:
 
     @locked
     def stop_all(self) -> None:
-        for fid in list(self.flows):
+        for fid in list(self._live):  # a retired flow is stopped already
             self.stop_flow(fid)
 
     @locked
