@@ -17,7 +17,7 @@ from statistics import NormalDist
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator
 
 SIZE_IN = (7.0, 3.6)
 DPI = 100
@@ -248,7 +248,8 @@ def latency_cdf(
     ax.set_xscale("log")
     plain = FuncFormatter(lambda v, _: f"{v:g}")
     ax.xaxis.set_major_formatter(plain)
-    ax.xaxis.set_minor_formatter(plain)
+    ax.xaxis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))  # 1-2-5: enough to read a value,
+    ax.xaxis.set_minor_formatter(plain)  # and a third of the labels to lay out
     ax.tick_params(axis="x", which="minor", labelsize=7)
     ax.set_xlabel("one-way latency (us)")
     ax.set_ylabel("fraction of samples")
