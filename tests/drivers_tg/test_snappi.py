@@ -227,3 +227,22 @@ def test_silent_otg_server_times_out_instead_of_hanging(tmp_path) -> None:
     finally:
         listener.close()
     assert time.monotonic() - start < 5
+
+
+def test_answers_are_read_as_json_not_through_pyyaml(
+    fake: FakeOtg, ate: SnappiTrafficGenerator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # snappi reads JSON answers with PyYAML's pure-Python loader, which cost a metrics poll
+    # most of its time; the driver reads them as JSON (same objects, same figures)
+    import snappi.snappi as generated
+
+    def no_yaml(text: str) -> None:
+        raise AssertionError("an answer went through yaml.safe_load")
+
+    monkeypatch.setattr(generated.yaml, "safe_load", no_yaml)
+    ate.set_config(tr.TrafficConfig(ports=PORTS, flows=[ipv4_flow()]))
+    fake.drop_frames["v4"] = 500
+    ate.start_traffic()
+    assert ate.wait_done(timeout_s=5)
+    (m,) = ate.metrics()
+    assert (m.frames_tx, m.frames_rx, m.loss_frames) == (20_000, 19_500, 500)
