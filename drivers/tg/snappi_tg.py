@@ -59,7 +59,7 @@ def _bound_requests(api: Any, timeout_s: float) -> None:
     JSON; a request this does not recognise goes through snappi's own path."""
     transport = getattr(api, "_transport", None)
     session = getattr(transport, "_session", None)
-    if session is None:
+    if transport is None or session is None:
         return
     send = session.request
 
