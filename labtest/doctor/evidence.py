@@ -181,7 +181,7 @@ def read_switch(driver: Any, name: str, watch_s: float, poll_s: float,
         flaps = {p: n for p, n in (link_flap_counts(driver, counted) or {}).items()
                  if p in counted}
         for p, n in flaps.items():
-            port(p)["counters"]["link_status_changes"] = int(n)
+            port(p)["counters"]["link_status_changes"] = n
         if not flaps:
             missing[f"{name} link-down counter"] = (
                 "driver reports no link status changes: a flap shorter than the gap between "

@@ -416,14 +416,17 @@ def test_a_pause_storm_is_the_root_cause_of_the_incast_failures(runs):
     assert all(n in explained for n in incasts), (incasts, cause)
 
 
-@uses("mtu_leaf3_port")
-def test_a_collective_killed_by_a_switch_port_mtu_is_failed_naming_it(runs):
-    run = runs("mtu_leaf3_port")
-    broken = [n for n, t in run.tests.items() if t["outcome"] == "broken"]
-    assert not broken, run.context()
+def _every_ring_failed(run: Run) -> list[str]:
+    """The four rings' failure messages; none broken, nothing else failed."""
+    assert not [n for n, t in run.tests.items() if t["outcome"] == "broken"], run.context()
     failed = run.failed()
     assert len(failed) == 4 and all("test_allreduce[" in n for n in failed), run.context()
-    for message in failed.values():
+    return list(failed.values())
+
+
+@uses("mtu_leaf3_port")
+def test_a_collective_killed_by_a_switch_port_mtu_is_failed_naming_it(runs):
+    for message in _every_ring_failed(runs("mtu_leaf3_port")):
         assert "collective.network_errors" in message
         assert "link=host5:eth0--leaf3:Ethernet3/1" in message, message
 
@@ -431,21 +434,13 @@ def test_a_collective_killed_by_a_switch_port_mtu_is_failed_naming_it(runs):
 @pytest.mark.wall_clock
 @uses("flapping_fabric")
 def test_a_flapping_fabric_link_fails_the_collective_naming_it(runs):
-    run = runs("flapping_fabric")
-    assert not [n for n, t in run.tests.items() if t["outcome"] == "broken"], run.context()
-    failed = run.failed()
-    assert len(failed) == 4 and all("test_allreduce[" in n for n in failed), run.context()
-    for message in failed.values():
+    for message in _every_ring_failed(runs("flapping_fabric")):
         assert "collective.network_errors" in message
         assert "link=leaf4:Ethernet0--spine1:Ethernet24" in message, message
 
 
 @uses("dark_host_link")
 def test_a_ring_nic_that_is_down_fails_the_collective_naming_its_link(runs):
-    run = runs("dark_host_link")
-    assert not [n for n, t in run.tests.items() if t["outcome"] == "broken"], run.context()
-    failed = run.failed()
-    assert len(failed) == 4 and all("test_allreduce[" in n for n in failed), run.context()
-    for message in failed.values():
+    for message in _every_ring_failed(runs("dark_host_link")):
         assert "collective.ring_nics_down" in message and "ceiling_gbytes_s" not in message
         assert "device=host5 port=eth0 link=host5:eth0--leaf3:Ethernet3/1" in message, message

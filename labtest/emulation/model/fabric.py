@@ -499,9 +499,10 @@ class Fabric(FabricCore):
             return frozenset(self._unreachable)
 
     def refusing(self) -> frozenset[str]:
-        """The unreachable devices that refuse connections (rebooting) rather than hang."""
+        """The unreachable devices that refuse connections (rebooting) rather than hang
+        (``set_reachable`` keeps them a subset of the unreachable ones)."""
         with self._lock:
-            return frozenset(self._refusing & self._unreachable)
+            return frozenset(self._refusing)
 
     def set_reachable(self, device: str, reachable: bool, *, refusing: bool = False) -> None:
         """``refusing``: the device is dark the way a rebooting box is (connections refused

@@ -23,6 +23,7 @@ import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from labtest.emulation.model import LldpAdvert
@@ -316,10 +317,8 @@ class SwitchState:
         """Go silent on every protocol shortly, come back ``down_s`` later booted afresh."""
         down = float(self.device.vars.get("reboot_down_s", DEFAULT_REBOOT_DOWN_S))
         down = down if down_s is None else down_s
-        def go_dark() -> None:
-            self.fabric.set_reachable(self.name, False, refusing=True)
-
-        self._after(REBOOT_DELAY_S, go_dark)
+        self._after(REBOOT_DELAY_S, partial(self.fabric.set_reachable, self.name, False,
+                                            refusing=True))
         self._after(REBOOT_DELAY_S + down, self._booted)
 
     def _booted(self) -> None:
