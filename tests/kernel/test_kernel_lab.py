@@ -168,6 +168,11 @@ def test_snmp_agent_serves_if_mib_and_lldp_mib_over_agentx(
     device = testbed.devices["leaf1"]
     assert device.snmp is not None
     device = device.model_copy(update={"snmp": device.snmp.model_copy(update={"version": version})})
+    def lldp_converged() -> bool:
+        """leaf1's lldpd knows all 4 of its neighbours (a fresh lab takes a few seconds)."""
+        return len(lab.device("leaf1").lldp_neighbors()) == 4
+
+    poll(lldp_converged)
     agent = SnmpSwitch("leaf1", device, testbed)
     try:
         assert agent.facts().hostname == "leaf1"
