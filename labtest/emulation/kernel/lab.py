@@ -16,6 +16,7 @@ whatever survived, so a test can prove nothing did.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import logging
 import os
@@ -45,6 +46,7 @@ FRR_RUN = Path("/var/run/frr")
 POLL_S = 0.2
 DAEMON_READY_S = 15.0  # bound on one daemon's socket or port appearing
 CONVERGED_S = 90.0  # bound on every BGP session and BFD peer coming up
+ROUTES_STABLE_S = 1.0  # every switch's kernel routes unchanged this long: BGP has settled
 LLDP_READY_S = 30.0  # bound on every cabled port hearing its neighbour
 LLDP_HOLD_S = 4.5  # lldpd: tx-interval 1 s x tx-hold 4: a silent neighbour is gone after 4 s
 STOP_GRACE_S = 5.0
@@ -108,6 +110,7 @@ class KernelLab:
                 self._files(node)
                 self._daemons(node)
             self.wait_converged()
+            self.wait_routes()
             self.wait_lldp()
             self._start_faults()
         except BaseException:
@@ -417,6 +420,43 @@ class KernelLab:
                 left[0].split(":")[0],
                 f"kernel lab did not converge in {timeout_s:g} s: {', '.join(left)}",
             )
+
+    def kernel_routes(self, name: str) -> dict[str, int]:
+        """IPv4 destination -> next hops in one switch's kernel table (``ip -j route``)."""
+        text = _run(["ip", "-n", self.plan.nodes[name].netns, "-j", "route", "show"]).stdout
+        return {str(r["dst"]): len(r.get("nexthops") or [r]) for r in json.loads(text or "[]")}
+
+    def wait_routes(self, timeout_s: float = CONVERGED_S) -> None:
+        """Every switch's kernel holds a route to every addressed link, and no switch's
+        table changed for ``ROUTES_STABLE_S`` (bounded). Sessions up is not routes
+        installed: a spine that has not yet learnt a leaf's prefixes drops the share of
+        traffic ECMP hashes to it, and a suite would blame the spine."""
+        switches = [n.name for n in self.plan.nodes.values() if n.kind == "switch"]
+        wanted = {
+            str(ipaddress.ip_interface(addr).network)
+            for v in self.plan.veths
+            if "switch" in (self.plan.nodes[v.a_device].kind, self.plan.nodes[v.b_device].kind)
+            for addr in (v.a_address, v.b_address)
+            if addr
+        }
+        deadline = time.monotonic() + timeout_s
+        last: dict[str, dict[str, int]] = {}
+        since = time.monotonic()
+        while True:
+            now = {name: self.kernel_routes(name) for name in switches}
+            missing = [f"{n} has no route to {d}" for n, r in now.items() for d in sorted(wanted)
+                       if d not in r]
+            if now != last or missing:
+                last, since = now, time.monotonic()
+            elif time.monotonic() - since >= ROUTES_STABLE_S:
+                return
+            if time.monotonic() > deadline:
+                why = missing[:3] or ["the routes kept changing"]
+                raise InfraError(
+                    switches[0] if not missing else missing[0].split()[0],
+                    f"kernel lab routes not settled in {timeout_s:g} s: {'; '.join(why)}",
+                )
+            time.sleep(POLL_S)
 
     def lldp_heard(self, name: str) -> dict[str, str]:
         """port -> "system:port" each neighbour table row (lldpcli JSON)."""
