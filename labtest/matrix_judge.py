@@ -15,6 +15,8 @@ EVIDENCE_LINES = 4  # red tests quoted per row in the doc
 
 
 PASS, CAUGHT, BROKEN_NAMED = "pass", "FAIL (culprit named)", "BROKEN (device named)"
+#: a suite no fault of the row is meant to fail, failing only where the fault is: true
+CONSEQUENCE = "FAIL (consequence, culprit named)"
 
 
 # --- judging --------------------------------------------------------------------------------
@@ -98,7 +100,7 @@ def judge(run: CaseRun) -> CaseVerdict:
             if must or (seen_by and s.red):
                 cells[suite] = _judge_catcher(seen_by, must, s)
             else:
-                cells[suite] = _judge_bystander(s)
+                cells[suite] = _judge_bystander(s, [c for e in case.expects for c in e.culprits])
     return CaseVerdict(run, cells, [_outcome(run, cells, e) for e in case.expects])
 
 
@@ -155,14 +157,25 @@ def _judge_catcher(seen_by: Sequence[Expect], must: Sequence[Expect], s: SuiteRe
     return Cell(text, not problems, problems)
 
 
-def _judge_bystander(s: SuiteResult) -> Cell:
-    """A suite no fault of the row should fail: quiet only if some test of it passed (one
-    that skipped throughout could not have shown a false failure, so it proves nothing)."""
+def _judge_bystander(s: SuiteResult, culprits: Sequence[str]) -> Cell:
+    """A suite no fault of the row is meant to fail: quiet only if some test of it passed (one
+    that skipped throughout could not have shown a false failure, so it proves nothing).
+
+    A fault may still spoil its traffic (a flapping host link fails the incasts into that
+    host): such a failure is true, not false, when it names a culprit of the row's faults,
+    itself or through the run's root-cause analysis. Any other failure, and any broken test,
+    is false."""
     if not s.red:
         if s.passed:
             return Cell(PASS, True)
         return Cell("all skipped", False, ["no test passed: a false failure could not show"])
-    problems = [f"{t.name} {t.outcome} (false {t.outcome}): {t.gist}" for t in s.red]
+    false = [
+        t for t in s.red
+        if t.outcome != results.FAILED or not any(names(t.text, c) for c in culprits)
+    ]
+    if not false:
+        return Cell(CONSEQUENCE, True)
+    problems = [f"{t.name} {t.outcome} (false {t.outcome}): {t.gist}" for t in false]
     return Cell(_red_counts(s).upper(), False, problems)
 
 
@@ -269,8 +282,10 @@ def render(
         "injected at targets and with parameters drawn at random from each fault's domain",
         "(seeded: the seed is below), run through `labtest run`. A suite meant to catch a fault",
         "must fail and every one of its failures must name a culprit derived from the drawn",
-        "target (the port, its link, the far end); every other suite must pass; *broken* is",
-        "allowed only for an unreachable device, and must name it.",
+        "target (the port, its link, the far end); every other suite must pass, or fail only",
+        "where the fault is (*consequence*: each failure names a culprit, itself or through",
+        "the run's root-cause analysis); *broken* is allowed only for an unreachable device,",
+        "and must name it.",
         "",
     ]
     if title_note:

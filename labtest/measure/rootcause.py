@@ -66,6 +66,8 @@ SYMPTOM_KEYS = (
     "congestion.pfcwd_*_excess_ms",
     "collective.*",
     "failover.*",
+    "latency.*_us",
+    "latency.*inflation",
 )
 #: measurements that show a switch spreading flows unevenly over its ECMP members
 ECMP_KEYS = ("roce.ecmp_share_deviation",)
@@ -145,21 +147,32 @@ def failures(doc: Mapping[str, Any], topo: Topology) -> list[Failure]:
 
 
 def _hosts_of(t: Mapping[str, Any], failing: list[Mapping[str, Any]], topo: Topology) -> set[str]:
-    """Hosts a failure involves: where a failing measurement is located (a link, a device's
-    port) the hosts behind that place, else the hosts its labels (pair, ring, ...) name."""
+    """Hosts a failure involves: the hosts behind where a failing measurement is located (a
+    link, a device's port); at a fabric port also the hosts its host labels (receiver,
+    client, ...) name, since drops at a leaf uplink during an incast into host5 are host5's
+    traffic too. Only an unlocated measurement, or one whose run errored (``error=``),
+    counts every host of its pair or ring."""
     hosts = {n for n, k in topo.units.device_kind.items() if k == "host"}
     found: set[str] = set()
     for m in failing:
         labels = m.get("labels") or {}
+        if labels.get("scope") == CROSS_FABRIC_SCOPE:
+            found |= hosts  # every host sends across the bisection at once
+        # a run that errored (no number at all) failed end to end: its place is evidence
+        # of a queue, not where it broke, so its pair's hosts count too
+        errored = bool(labels.get("error"))
         where = _located(m, topo)
         if where is not None:
             _, device, link = where
             port = where[0].split(":", 1)[1] if device and ":" in where[0] else None
             found |= topo.shadow(device, port, link)
-            continue
+            if link in topo.host_link.values() and not errored:
+                continue  # a host's own link: its hosts are exactly those behind it
         for key in HOST_LABELS:
             if labels.get(key) in hosts:
                 found.add(str(labels[key]))
+        if where is not None and not errored:
+            continue  # at a fabric port: the ring or pair beyond it is not all its traffic
         for key in ("pair", "ring"):
             text = str(labels.get(key) or "")
             found.update(h for h in text.replace(" -> ", "--").split("--") if h in hosts)
@@ -440,8 +453,9 @@ def common_member_rule(pool: list[Failure], topo: Topology) -> list[RootCause]:
         if link:
             evidence.append(f"{host}'s link: {link}")
         consequences = _absorb(pool, _alone_on(host))
-        out.append(RootCause(f"{host}: common end of {n} failing pairs", "common_member", host,
-                             evidence, [], tests + consequences))
+        where = f" (its NIC or its link {link})" if link else ""
+        out.append(RootCause(f"{host}: common end of {n} failing pairs{where}", "common_member",
+                             host, evidence, [], tests + consequences))
 
 
 def located_rule(pool: list[Failure], topo: Topology) -> list[RootCause]:

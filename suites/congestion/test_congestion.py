@@ -165,6 +165,7 @@ def _judge_ecn(
         )
     if marked_rx is not None:
         measure("congestion.receiver_ecn_marked_packets", marked_rx, unit="packets", host=receiver)
+    where_marked = f"{att.switch}:{att.switch_port}"
     cnp_sent = hw(receiver, "np_cnp_sent")
     if cnp_sent is not None:
         measure(
@@ -173,6 +174,7 @@ def _judge_ecn(
             key="congestion.cnp_sent",
             host=receiver,
             role="receiver",
+            ecn_port=where_marked,
         )
     for sender in senders:
         handled = hw(sender, "rp_cnp_handled")
@@ -184,6 +186,7 @@ def _judge_ecn(
                 host=sender,
                 role="sender",
                 receiver=receiver,
+                ecn_port=where_marked,  # CNPs answer the marks of that port
             )
 
 

@@ -6,12 +6,13 @@ tests/suites/test_latency_units.py); the suite module runs the traffic.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from labtest.fixtures.cabling_plan import hosts_by_switch
 from labtest.fixtures.run_counters import PortDelta
 from labtest.fixtures.traffic import FabricView
+from labtest.measure import Limit, Verdict
 
 
 def pick_pairs(view: FabricView, setting: object, max_pairs: int) -> list[tuple[str, str]]:
@@ -185,3 +186,12 @@ def pause_origin(
         top, why = congested_queue(path)
         return top, why, []
     return origin, f"no pause reached the path ({origin.summary()})", []
+
+
+def beyond_limits(
+    values: Iterable[tuple[str, float | None]], limit_of: Callable[[str], Limit]
+) -> list[str]:
+    """Keys whose value already fails its limit. For latency runs that outlived their load,
+    each value is a lower bound of the loaded one (the samples after the load met no queue),
+    so only a failure is proven by them; a pass is not."""
+    return [k for k, v in values if v is not None and limit_of(k).judge(v) is Verdict.FAIL]

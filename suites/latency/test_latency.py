@@ -16,6 +16,7 @@ import pytest
 from latency_lib import (
     Hop,
     HopEvidence,
+    beyond_limits,
     congested_queue,
     hop_evidence,
     incast_senders,
@@ -107,14 +108,14 @@ def _tx_packets(view: FabricView, switch: str, port: str) -> int | None:
 
 def _under_incast(
     view: FabricView, pair: tuple[str, str], senders: list[str]
-) -> tuple[PairOutcome, list[PairOutcome], dict[str, Any], dict[str, Any]]:
+) -> tuple[PairOutcome, list[PairOutcome], dict[str, Any], dict[str, Any], str | None]:
     """The latency pair run while the incast into its server runs; counters around both."""
     server = pair[1]
     att = view.attachment[server]
     load = Load([(s, server) for s in senders], _incast_spec(), att.switch, att.switch_port,
                 f"the incast into {server}")  # fmt: skip
-    runs, outcomes, before, after = _under_load(view, [pair], load)
-    return runs[0], outcomes, before, after
+    runs, outcomes, before, after, outlived = _under_load(view, [pair], load)
+    return runs[0], outcomes, before, after, outlived
 
 
 @dataclass(frozen=True)
@@ -133,24 +134,28 @@ def _under_load(
     pairs: list[tuple[str, str]],
     load: Load,
     during: Callable[[], None] | None = None,
-) -> tuple[list[PairOutcome], list[PairOutcome], dict[str, Any], dict[str, Any]]:
+) -> tuple[list[PairOutcome], list[PairOutcome], dict[str, Any], dict[str, Any], str | None]:
     """The latency pairs run (all at once) while ``load`` runs; switch counters around it.
     ``during`` is called once the load is on, before the latency runs (a failover's shut).
-    Latency runs that outlived the load (not all under load) are run again."""
+    Latency runs that outlived the load (not all under load) are run again; if every
+    attempt outlived it, the last one's runs come back with why (their percentiles are a
+    lower bound of the loaded ones: the samples after the load ended met no queue)."""
     attempts = int(SETTINGS["incast"]["attempts"])
     for _ in range(attempts):
         before = view.snapshot_switches(pfc=True)
-        runs, outcomes = _one_attempt(view, pairs, load, during)
+        runs, outcomes, outlived = _one_attempt(view, pairs, load, during)
         after = view.snapshot_switches(pfc=True)
-        if runs is not None:
-            return runs, outcomes, before, after
+        if not outlived:
+            return runs, outcomes, before, after, None
         errors = [o.error for o in outcomes if o.error]
         if errors:  # the load died on the data plane: a product failure, not a rerun
             why = f"{load.what} failed: {errors[0]}"
-            return [PairOutcome(c, s, error=why) for c, s in pairs], outcomes, before, after
-    seconds = load.spec.duration_s
-    why = f"the latency runs outlived {load.what} ({seconds} s) {attempts} times"
-    raise InfraError(load.switch, why)
+            failed = [PairOutcome(c, s, error=why) for c, s in pairs]
+            return failed, outcomes, before, after, None
+    why = f"the latency runs outlived {load.what} ({load.spec.duration_s} s) {attempts} times"
+    if not runs:  # the load never stood long enough to start them
+        raise InfraError(load.switch, why)
+    return runs, outcomes, before, after, why
 
 
 def _one_attempt(
@@ -158,9 +163,9 @@ def _one_attempt(
     pairs: list[tuple[str, str]],
     load: Load,
     during: Callable[[], None] | None,
-) -> tuple[list[PairOutcome] | None, list[PairOutcome]]:
-    """Start the load, wait until its port carries it, run the latency pairs;
-    (None, ...) when the load ended before the latency runs did."""
+) -> tuple[list[PairOutcome], list[PairOutcome], bool]:
+    """Start the load, wait until its port carries it, run the latency pairs; the third
+    value is True when the load ended before the latency runs did."""
     cfg = SETTINGS["load"]
     start = _tx_packets(view, load.switch, load.port)
     if start is None:
@@ -175,17 +180,16 @@ def _one_attempt(
             return now - start >= int(cfg["started_packets"]) or background.done()
 
         _, waited = poll_until(loaded, timeout_s=float(cfg["timeout_s"]), interval_s=0.05)
-        runs: list[PairOutcome] | None = None
-        if not background.done():
-            if waited == float("inf"):
-                where = f"{load.switch}:{load.port}"
-                raise InfraError(load.switch, f"{load.what} never loaded {where}")
-            if during is not None:
-                during()
-            runs = _latency_runs(view, pairs)
-            if background.done():
-                runs = None
-        return runs, background.result()
+        if background.done():  # the load ended before it was seen on its port
+            return [], background.result(), True
+        if waited == float("inf"):
+            where = f"{load.switch}:{load.port}"
+            raise InfraError(load.switch, f"{load.what} never loaded {where}")
+        if during is not None:
+            during()
+        runs = _latency_runs(view, pairs)
+        outlived = background.done()
+        return runs, background.result(), outlived
 
 
 def _latency_runs(view: FabricView, pairs: list[tuple[str, str]]) -> list[PairOutcome]:
@@ -235,15 +239,17 @@ def test_latency_under_incast(
         measure("latency.idle_p99_us", idle_row.p99_us, key="latency.idle_p99_us", pair=unit)
     hops = path_hops(view, client, server)
     if not isinstance(view.lab.device(hops[-1].device), Interfaces):
-        why = (f"{hops[-1].device} reports no interface counters: the incast's load on "
-               f"{hops[-1].endpoint} cannot be confirmed, so no latency is known to be loaded")
+        why = (
+            f"{hops[-1].device} reports no interface counters: the incast's load on "
+            f"{hops[-1].endpoint} cannot be confirmed, so no latency is known to be loaded"
+        )
         _hole(measure, INCAST_HOLE, why, pair=unit)
     with allure.step(
         f"LAT-1.1/2: {len(senders)}:1 incast into {server} (ib_write_bw -q "
         f"{SETTINGS['incast']['qps']}), ib_write_lat {client}->{server} once it loads "
         f"{hops[-1].endpoint}"
     ):
-        loaded, outcomes, before, after = _under_incast(view, latency_pair, senders)
+        loaded, outcomes, before, after, outlived = _under_incast(view, latency_pair, senders)
         deltas = fabric_deltas(before, after)
         attach_json("incast goodput per sender (Gb/s)", {o.client: o.bw_gbps for o in outcomes})
     with allure.step("LAT-1.1/3: the queue holding the delay (ECN marks, PFC on the path)"):
@@ -269,7 +275,7 @@ def test_latency_under_incast(
     attach_json(f"loaded ib_write_lat {client}->{server}", loaded.latency)
     _judge(measure, INCAST_KEYS, "LAT-1.1", unit, idle_row, row, where,
            f"{len(senders)}:1 incast", f"ib_write_lat {client}->{server}: idle vs beside a "
-           f"{len(senders)}:1 incast (queue {top.queue})")  # fmt: skip
+           f"{len(senders)}:1 incast (queue {top.queue})", outlived)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -284,14 +290,38 @@ class Keys:
     p99_9_inflation: str | None
 
 
-INCAST_KEYS = Keys("latency.loaded_p50_us", "latency.loaded_p99_us", "latency.loaded_p99_9_us",
-                   "latency.loaded_max_us", "latency.p99_inflation", "latency.p99_9_inflation")
-A2A_KEYS = Keys(None, "latency.a2a_p99_us", "latency.a2a_p99_9_us", "latency.a2a_max_us",
-                "latency.a2a_p99_inflation", None)
-HOL_KEYS = Keys(None, "latency.hol_p99_us", "latency.hol_p99_9_us", "latency.hol_max_us",
-                "latency.hol_p99_inflation", None)
-FAILOVER_KEYS = Keys(None, "latency.failover_p99_us", "latency.failover_p99_9_us",
-                     "latency.failover_max_us", "latency.failover_p99_inflation", None)
+INCAST_KEYS = Keys(
+    "latency.loaded_p50_us",
+    "latency.loaded_p99_us",
+    "latency.loaded_p99_9_us",
+    "latency.loaded_max_us",
+    "latency.p99_inflation",
+    "latency.p99_9_inflation",
+)
+A2A_KEYS = Keys(
+    None,
+    "latency.a2a_p99_us",
+    "latency.a2a_p99_9_us",
+    "latency.a2a_max_us",
+    "latency.a2a_p99_inflation",
+    None,
+)
+HOL_KEYS = Keys(
+    None,
+    "latency.hol_p99_us",
+    "latency.hol_p99_9_us",
+    "latency.hol_max_us",
+    "latency.hol_p99_inflation",
+    None,
+)
+FAILOVER_KEYS = Keys(
+    None,
+    "latency.failover_p99_us",
+    "latency.failover_p99_9_us",
+    "latency.failover_max_us",
+    "latency.failover_p99_inflation",
+    None,
+)
 #: what LAT-1.1 cannot judge when no loaded latency can be measured
 INCAST_HOLE = (INCAST_KEYS.p99, INCAST_KEYS.p99_9, INCAST_KEYS.p99_inflation)
 
@@ -306,33 +336,34 @@ def _judge(
     where: dict[str, str],
     load_name: str,
     title: str,
+    outlived: str | None = None,
 ) -> None:
-    """Loaded percentiles (us), inflation over idle (x), and the CDF plot of both."""
-    with allure.step(f"{plan}/4: loaded p50, p99, p99.9 and max against the limits (us)"):
-        for key, value in (
-            (keys.p50, row.t_typical_us),
-            (keys.p99, row.p99_us),
-            (keys.p99_9, row.p99_9_us),
-            (keys.max, row.t_max_us),
-        ):
-            if key is None:
-                continue
-            if value is None:
-                _failed(measure, key, unit, "perftest printed no such column", **where)
-                continue
-            measure(key, value, key=key, pair=unit, **where)
-    with allure.step(f"{plan}/5: inflation over idle (p99, p99.9)"):
-        for key, busy, calm in (
-            (keys.p99_inflation, row.p99_us, idle_row.p99_us),
-            (keys.p99_9_inflation, row.p99_9_us, idle_row.p99_9_us),
-        ):
-            if key is None:
-                continue
-            if busy is None or not calm:
-                _failed(measure, key, unit, "no idle or loaded percentile", **where)
-                continue
-            measure(key, busy / calm, key=key, pair=unit, idle_us=f"{calm:.2f}",
-                    loaded_us=f"{busy:.2f}", **where)  # fmt: skip
+    """Loaded percentiles (us), inflation over idle (x), and the CDF plot of both.
+
+    ``outlived``: the runs lasted past the load, so each figure is a lower bound of the
+    loaded one. One already beyond its limit proves the failure (recorded with the bound
+    said); all within proves nothing, so the test is broken with why, not passed."""
+    values = _loaded_values(keys, idle_row, row)
+    if outlived is not None:
+        beyond = beyond_limits([(k, v) for k, v, _ in values], measure.profile.get)
+        if not beyond:
+            raise InfraError(
+                where["device"],
+                f"{outlived}; what they measured, a lower bound "
+                "of the loaded latency, is within the limits: not proven",
+            )
+        where = {**where, "bound": f"lower ({outlived})"}
+    inflations = (keys.p99_inflation, keys.p99_9_inflation)
+    for step, mine in ((f"{plan}/4: loaded p50, p99, p99.9 and max against the limits (us)",
+                        [v for v in values if v[0] not in inflations]),
+                       (f"{plan}/5: inflation over idle (p99, p99.9)",
+                        [v for v in values if v[0] in inflations])):  # fmt: skip
+        with allure.step(step):
+            for key, value, extra in mine:
+                if value is None:
+                    _failed(measure, key, unit, extra["why"], **where)
+                else:
+                    measure(key, value, key=key, pair=unit, **{**extra, **where})
     with allure.step(f"{plan}/6: latency CDF idle vs loaded"):
         limit = measure.profile.get(keys.p99).high if measure.profile else None
         attach_png(
@@ -343,6 +374,33 @@ def _judge(
                 title=title,
             ),
         )
+
+
+def _loaded_values(
+    keys: Keys, idle_row: PerftestLatRow, row: PerftestLatRow
+) -> list[tuple[str, float | None, dict[str, str]]]:
+    """(key, value or None, labels or why) per loaded percentile (us) and inflation (x)."""
+    out: list[tuple[str, float | None, dict[str, str]]] = []
+    for key, value in (
+        (keys.p50, row.t_typical_us),
+        (keys.p99, row.p99_us),
+        (keys.p99_9, row.p99_9_us),
+        (keys.max, row.t_max_us),
+    ):
+        if key is not None:
+            out.append((key, value, {} if value is not None else
+                        {"why": "perftest printed no such column"}))  # fmt: skip
+    for key, busy, calm in (
+        (keys.p99_inflation, row.p99_us, idle_row.p99_us),
+        (keys.p99_9_inflation, row.p99_9_us, idle_row.p99_9_us),
+    ):
+        if key is None:
+            continue
+        if busy is None or not calm:
+            out.append((key, None, {"why": "no idle or loaded percentile"}))
+        else:
+            out.append((key, busy / calm, {"idle_us": f"{calm:.2f}", "loaded_us": f"{busy:.2f}"}))
+    return out
 
 
 def _idle(
@@ -412,7 +470,7 @@ def test_latency_beside_all_to_all(fabric_view: FabricView, measure: Any) -> Non
     load = Load(flows, spec, watch.switch, watch.switch_port,
                 f"the all-to-all ({len(hosts)} hosts, {len(flows)} flows)")  # fmt: skip
     with allure.step(f"LAT-1.2/2: {load.what}; each pair's ib_write_lat beside it"):
-        runs, outcomes, before, after = _under_load(view, pairs, load)
+        runs, outcomes, before, after, outlived = _under_load(view, pairs, load)
         deltas = fabric_deltas(before, after)
         attach_json("all-to-all goodput per flow (Gb/s)", {o.pair: o.bw_gbps for o in outcomes})
     for pair, run in zip(pairs, runs, strict=True):
@@ -430,7 +488,8 @@ def test_latency_beside_all_to_all(fabric_view: FabricView, measure: Any) -> Non
             continue
         attach_json(f"ib_write_lat {client}->{server} beside the all-to-all", run.latency)
         _judge(measure, A2A_KEYS, "LAT-1.2", unit, idle_row, row, where, "all-to-all",
-               f"ib_write_lat {client}->{server}: idle vs beside {load.what}")  # fmt: skip
+               f"ib_write_lat {client}->{server}: idle vs beside {load.what}",
+               outlived)  # fmt: skip
 
 
 @pytest.mark.plan("LAT-1.3")
@@ -456,8 +515,10 @@ def test_latency_beside_upstream_pause(
     senders = upstream_senders(view, latency_pair, int(cfg["max_senders"]))
     if victim is None or not senders or view.attachment[client].switch == view.attachment[
             server].switch:  # fmt: skip
-        why = (f"{server}'s leaf has no other host, or no host on another leaf can load it: "
-               "no pause episode can start beside this pair")
+        why = (
+            f"{server}'s leaf has no other host, or no host on another leaf can load it: "
+            "no pause episode can start beside this pair"
+        )
         _hole(measure, (HOL_KEYS.p99, HOL_KEYS.p99_inflation), why, pair=unit)
     idle_row = _idle(measure, view, latency_pair, "LAT-1.3")
     if idle_row is None:
@@ -468,9 +529,11 @@ def test_latency_beside_upstream_pause(
     load = Load([(s, victim) for s in senders], spec, att.switch, att.switch_port,
                 f"the {len(senders)}:1 incast into {victim}")  # fmt: skip
     n = int(cfg["runs"])
-    with allure.step(f"LAT-1.3/2: {load.what} ({origin_hop.endpoint}); {n} ib_write_lat runs "
-                     f"{client}->{server} beside it (a new QP each: each hashes its own path)"):
-        runs, outcomes, before, after = _under_load(view, [latency_pair] * n, load)
+    with allure.step(
+        f"LAT-1.3/2: {load.what} ({origin_hop.endpoint}); {n} ib_write_lat runs "
+        f"{client}->{server} beside it (a new QP each: each hashes its own path)"
+    ):
+        runs, outcomes, before, after, outlived = _under_load(view, [latency_pair] * n, load)
         deltas = fabric_deltas(before, after)
         attach_json("incast goodput per sender (Gb/s)", {o.client: o.bw_gbps for o in outcomes})
     with allure.step("LAT-1.3/3: the pause episode's origin and the paused hops on the path"):
@@ -485,9 +548,18 @@ def test_latency_beside_upstream_pause(
         return
     attach_json(f"ib_write_lat {client}->{server} beside the incast into {victim}",
                 [o.latency for o in runs])  # fmt: skip
-    _judge(measure, HOL_KEYS, "LAT-1.3", unit, idle_row, row, where,
-           f"incast into {victim} (worst of {n})",
-           f"ib_write_lat {client}->{server}: idle vs beside {load.what} (origin {top.queue})")
+    _judge(
+        measure,
+        HOL_KEYS,
+        "LAT-1.3",
+        unit,
+        idle_row,
+        row,
+        where,
+        f"incast into {victim} (worst of {n})",
+        f"ib_write_lat {client}->{server}: idle vs beside {load.what} (origin {top.queue})",
+        outlived,
+    )
 
 
 def _convergence_budget_s(measure: Any) -> float:
@@ -565,11 +637,15 @@ def test_latency_during_failover(
             raise InfraError(leaf, f"{shut.endpoint} stayed up {timeout} s after the shut")
         labtime.sleep(settle_s)  # a wait that sets the timeline: lab time
 
-    step = (f"LAT-1.4/2: {load.what}; shut {shut.endpoint} ({shut.link}); ib_write_lat "
-            f"{client}->{server} {settle_s:g} s after it went down")
+    step = (
+        f"LAT-1.4/2: {load.what}; shut {shut.endpoint} ({shut.link}); ib_write_lat "
+        f"{client}->{server} {settle_s:g} s after it went down"
+    )
     with allure.step(step):
         try:
-            runs, outcomes, before, after = _under_load(view, [latency_pair], load, fail_link)
+            runs, outcomes, before, after, outlived = _under_load(
+                view, [latency_pair], load, fail_link
+            )
         finally:
             if shut_state.get("shut"):
                 switch.set_admin(shut.port, True)
@@ -584,8 +660,10 @@ def test_latency_during_failover(
         attach_json("path queues", {e.queue: e.summary() for e in evidence})
         where = _where(top, why, link=shut.link)
     if runs[0].error:
-        why = (f"{client}->{server} had no path {settle_s * 1000:.0f} ms after {shut.link} went "
-               f"down (shut at {shut.endpoint}): {runs[0].error}")
+        why = (
+            f"{client}->{server} had no path {settle_s * 1000:.0f} ms after {shut.link} went "
+            f"down (shut at {shut.endpoint}): {runs[0].error}"
+        )
         _failed(measure, FAILOVER_KEYS.p99, unit, why, **where)
         return
     row, error = _worst(runs)
@@ -593,9 +671,18 @@ def test_latency_during_failover(
         _failed(measure, FAILOVER_KEYS.p99, unit, error or "no latency table", **where)
         return
     attach_json(f"ib_write_lat {client}->{server} with {shut.link} down", runs[0].latency)
-    _judge(measure, FAILOVER_KEYS, "LAT-1.4", unit, idle_row, row, where,
-           f"incast, {shut.endpoint} down",
-           f"ib_write_lat {client}->{server}: idle vs beside {load.what} with {shut.link} down")
+    _judge(
+        measure,
+        FAILOVER_KEYS,
+        "LAT-1.4",
+        unit,
+        idle_row,
+        row,
+        where,
+        f"incast, {shut.endpoint} down",
+        f"ib_write_lat {client}->{server}: idle vs beside {load.what} with {shut.link} down",
+        outlived,
+    )
     with allure.step(f"LAT-1.4/7: {shut.link} restored: the pair's idle latency is back"):
         labtime.sleep(settle_s)  # a wait that sets the timeline: lab time
         again = run_latency_pair(view.lab, latency_pair, _lat_spec())

@@ -159,11 +159,11 @@ def _judge_pair(
         )
 
 
-def _judge_drops(measure: Any, before: Any, after: Any) -> None:
+def _judge_drops(measure: Any, before: Any, after: Any, **labels: str) -> None:
     """Any switch port that discarded frames during the run is named (RoCE is lossless)."""
     dropped = {k: d.drops() for k, d in fabric_deltas(before, after).items() if d.drops() > 0}
     if not dropped:
-        measure("roce.lossless_drops", 0, key="roce.lossless_drops")
+        measure("roce.lossless_drops", 0, key="roce.lossless_drops", **labels)
     for endpoint, drops in sorted(dropped.items()):
         device, _, port = endpoint.partition(":")
         measure(
@@ -172,6 +172,7 @@ def _judge_drops(measure: Any, before: Any, after: Any) -> None:
             key="roce.lossless_drops",
             device=device,
             port=port,
+            **labels,
         )
 
 
@@ -359,7 +360,7 @@ def test_bisection_bandwidth(fabric_view: FabricView, measure: Any) -> None:
         for outcome, pair in zip(outcomes, pairs, strict=True):
             _judge_pair(measure, outcome, lines[pair], directions, view, scope="bisection")
     with allure.step("ROCE-2.1/4: no switch port dropped frames during the run"):
-        _judge_drops(measure, before, after)
+        _judge_drops(measure, before, after, scope="bisection")  # every host's traffic
         line = min(lines.values()) * directions
         attach_png(
             "bisection bandwidth per pair",

@@ -113,7 +113,8 @@ def test_without_a_pcie_reading_host5_is_the_common_member(
 ) -> None:
     cause = only(root_causes(doc_of(testbed_record, pair_tests("host5"))))
     assert (cause.kind, cause.culprit) == ("common_member", "host5")
-    assert cause.cause == "host5: common end of 7 failing pairs"
+    assert cause.cause == ("host5: common end of 7 failing pairs "
+                           "(its NIC or its link host5:eth0--leaf3:Ethernet3/1)")
     assert len(cause.consequences) == 7 and cause.tests == []
     assert cause.evidence[1] == "host5's link: host5:eth0--leaf3:Ethernet3/1"
 
@@ -201,6 +202,42 @@ def test_a_flapping_host_link_explains_the_pairs_of_its_host(
     assert cause.cause == f"link {link} went down or flapped"
     assert len(cause.consequences) == 7
     assert all("host2" in n for n in cause.consequences)
+
+
+def test_a_flapping_host_link_explains_what_its_traffic_spoilt_in_every_traffic_suite(
+    testbed_record: dict[str, Any],
+) -> None:
+    """The full matrix's flapping_link@host5 row: an incast into host5 counted its drops at a
+    leaf uplink, the bisection at host1's leaf port, a latency probe to host5 lost its QP.
+    Each is the flap's consequence; a failure located at another host's own link is not."""
+    link = "host5:eth0--leaf3:Ethernet3/1"
+    flaps = t("link", f"test_link_stability[{link}]", [
+        m("link.flaps", 8, "FAIL", {"high": 0, "source": "x"}, device="leaf3", port="Ethernet3/1",
+          link=link)])
+    incast = t("congestion", "test_incast[host5]", [
+        m("congestion.lossless_drops", 2.7e6, "FAIL", ZERO, device="leaf2", port="Ethernet0",
+          receiver="host5")])
+    bisection = t("roce", "test_bisection_bandwidth", [
+        m("roce.lossless_drops", 3e7, "FAIL", ZERO, device="leaf1", port="Ethernet16",
+          scope="bisection")])
+    latency = t("latency", "test_latency_under_incast[host7->host5]", [
+        m("latency.idle_p99_us", float("nan"), "FAIL", {"high": 10, "source": "x"},
+          pair="host5--host7", error="host7: Completion with error at client")])
+    # errored beside an incast into host3: the queue it names is evidence, host5 its end
+    errored = t("latency", "test_latency_under_incast[host5->host3]", [
+        m("latency.loaded_p99_us", float("nan"), "FAIL", {"high": 40, "source": "x"},
+          pair="host3--host5", error="host5: Completion with error at client", device="leaf2",
+          port="Ethernet16", queue="leaf2:Ethernet16:3")])
+    elsewhere = t("congestion", "test_incast[host1]", [
+        m("congestion.lossless_drops", 9, "FAIL", ZERO, device="leaf1", port="Ethernet16",
+          receiver="host1")])
+    causes = root_causes(doc_of(testbed_record,
+                                [flaps, incast, bisection, latency, errored, elsewhere]))
+    assert [(c.kind, c.culprit) for c in causes] == [
+        ("link_down", link), ("located", "leaf1:Ethernet16")]
+    assert sorted(causes[0].consequences) == sorted(
+        x["nodeid"] for x in (incast, bisection, latency, errored))
+    assert causes[1].tests == [elsewhere["nodeid"]]
 
 
 # --- an unreachable device, and failures that stay apart ---------------------------------------

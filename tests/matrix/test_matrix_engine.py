@@ -248,6 +248,25 @@ def test_a_bystander_that_skipped_every_test_proves_nothing() -> None:
     assert "could not show" in v.cells["roce"].problems[0]
 
 
+def test_a_bystander_failing_where_the_fault_is_shows_a_consequence_not_a_false_failure() -> None:
+    link = [("failed", "ber device=spine1 port=Ethernet0: FAIL", None)]
+    own = judge(_run(DIRTY, link=link, roce=[
+        ("failed", "roce.lossless_drops device=leaf1 port=Ethernet0: 9 is FAIL", None)]))
+    assert own.ok and own.cells["roce"].text == matrix.CONSEQUENCE, own.problems
+    # named only through the run's root-cause analysis
+    via_root = _run(DIRTY, link=link, roce=[("failed", "bw pair=host1--host2: FAIL", None)])
+    via_root.suites["roce"].red[0].root = "consequence of leaf1:Ethernet0: link flapped"
+    assert judge(via_root).cells["roce"].text == matrix.CONSEQUENCE
+    # one failure elsewhere makes the cell false, and a broken bystander is never a consequence
+    mixed = judge(_run(DIRTY, link=link, roce=[
+        ("failed", "drops device=leaf1 port=Ethernet0", None),
+        ("failed", "drops device=leaf2 port=Ethernet8", None)]))
+    broken = judge(_run(DIRTY, link=link, roce=[("broken", "leaf1:Ethernet0 timed out", "leaf1")]))
+    assert not mixed.ok and mixed.cells["roce"].problems == [
+        "test_1 failed (false failed): drops device=leaf2 port=Ethernet8"]
+    assert not broken.ok and "false broken" in broken.cells["roce"].problems[0]
+
+
 def test_a_suite_the_fault_may_also_fail_passes_or_fails_naming_the_culprit() -> None:
     flap = replace(DIRTY, also=("roce",))
     quiet = judge(_run(flap, link=[("failed", "device=spine1 port=Ethernet0", None)], roce=[]))
@@ -336,9 +355,9 @@ def test_judge_combined_row_one_missed_or_blamed_elsewhere() -> None:
     assert not wrong.ok and not wrong.cells["congestion"].ok
     assert [(f.kind, f.named) for f in wrong.faults] == [
         ("failing_laser", True), ("pfcwd_disabled", False)]
-    # a bystander suite failing is a false failure even when both faults are caught
+    # a bystander suite failing elsewhere is a false failure even when both faults are caught
     false = judge(_run(COMBINED, transceiver=[LASER_FAIL], congestion=[PFCWD_FAIL],
-                       link=[("failed", "link_flaps device=leaf1 port=Ethernet0", None)]))
+                       link=[("failed", "link_flaps device=leaf2 port=Ethernet0", None)]))
     assert not false.ok and "false failed" in " ".join(false.cells["link"].problems)
     rates = matrix.rates([missed, wrong])
     assert (rates["pfcwd_disabled"].draws, rates["pfcwd_disabled"].detected,

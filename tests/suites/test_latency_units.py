@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from latency_lib import (
     Hop,
+    beyond_limits,
     congested_queue,
     hop_evidence,
     incast_senders,
@@ -19,6 +20,7 @@ from latency_lib import (
 from labtest.fixtures.cabling_plan import attachments, uplinks
 from labtest.fixtures.run_counters import PortDelta
 from labtest.fixtures.traffic import FabricView
+from labtest.measure import Limit
 from labtest.testbed.loader import load_testbed
 from tests.suites.suite_runs import LEAFSPINE
 
@@ -154,3 +156,14 @@ def test_no_pause_on_the_path_names_the_origin_and_says_so():
     marked = {d.endpoint: d for d in (_delta("spine1", "Ethernet0", 500),)}
     top, _, paused = pause_origin(hop_evidence(HOPS, marked, 3), origin)
     assert top.queue == "spine1:Ethernet0:3" and paused == []
+
+
+def test_runs_that_outlived_their_load_prove_a_failure_only():
+    """Their figures are lower bounds of the loaded ones: one past its limit fails for sure,
+    all within prove nothing (the suite then reports the test broken, not passed)."""
+    limits = {"latency.hol_p99_us": Limit(high=20, unit="us", source="test"),
+              "latency.hol_p99_inflation": Limit(high=3, unit="", source="test")}  # fmt: skip
+    assert beyond_limits([("latency.hol_p99_us", 250.0), ("latency.hol_p99_inflation", 2.0)],
+                         limits.__getitem__) == ["latency.hol_p99_us"]  # fmt: skip
+    assert beyond_limits([("latency.hol_p99_us", 12.0), ("latency.hol_p99_inflation", None)],
+                         limits.__getitem__) == []  # fmt: skip
