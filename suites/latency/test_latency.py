@@ -148,14 +148,34 @@ def _under_load(
         if not outlived:
             return runs, outcomes, before, after, None
         errors = [o.error for o in outcomes if o.error]
-        if errors:  # the load died on the data plane: a product failure, not a rerun
+        if not runs and not errors:
+            errors = _stalled(load, outcomes, before, after)
+        if errors:  # the load died or stalled on the data plane: a product failure, no rerun
             why = f"{load.what} failed: {errors[0]}"
             failed = [PairOutcome(c, s, error=why) for c, s in pairs]
             return failed, outcomes, before, after, None
     why = f"the latency runs outlived {load.what} ({load.spec.duration_s} s) {attempts} times"
     if not runs:  # the load never stood long enough to start them
-        raise InfraError(load.switch, why)
+        moved = sum(o.bw_gbps for o in outcomes)
+        raise InfraError(load.switch, f"{why}: it ended unseen on {load.switch}:{load.port} "
+                         f"before they started (its senders moved {moved:.1f} Gb/s)")
     return runs, outcomes, before, after, why
+
+
+def _stalled(
+    load: Load, outcomes: list[PairOutcome], before: dict[str, Any], after: dict[str, Any]
+) -> list[str]:
+    """Why a load that ended unseen on its port was stalled on the data plane (empty if the
+    evidence does not say so): its senders moved next to nothing, or the port dropped it."""
+    where = f"{load.switch}:{load.port}"
+    moved_gbps = sum(o.bw_gbps for o in outcomes)
+    delta = fabric_deltas(before, after).get(where)
+    dropped = delta.drops() if delta is not None else 0
+    if dropped > 0:
+        return [f"it never loaded {where}: the port dropped {dropped:.4g} packets of it"]
+    if moved_gbps < float(SETTINGS["load"]["stalled_gbps"]):
+        return [f"it never loaded {where}: its senders moved {moved_gbps:.2f} Gb/s in all"]
+    return []
 
 
 def _one_attempt(
