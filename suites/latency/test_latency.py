@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import astuple, dataclass, replace
 from typing import Any, NoReturn
 
 import allure
@@ -225,9 +225,23 @@ def _latency_runs(view: FabricView, pairs: list[tuple[str, str]]) -> list[PairOu
     return [f.result() for f in futures]
 
 
-@pytest.mark.plan("LAT-1.1")
-@pytest.mark.judges(
-    "latency.idle_p99_us",
+@dataclass(frozen=True)
+class Keys:
+    """The limit keys one load's latency is judged against."""
+
+    p50: str | None
+    p99: str
+    p99_9: str
+    max: str
+    p99_inflation: str
+    p99_9_inflation: str | None
+
+    def declared(self) -> tuple[str, ...]:
+        """The keys for the test's ``judges`` marker."""
+        return tuple(k for k in astuple(self) if k is not None)
+
+
+INCAST_KEYS = Keys(
     "latency.loaded_p50_us",
     "latency.loaded_p99_us",
     "latency.loaded_p99_9_us",
@@ -235,6 +249,36 @@ def _latency_runs(view: FabricView, pairs: list[tuple[str, str]]) -> list[PairOu
     "latency.p99_inflation",
     "latency.p99_9_inflation",
 )
+A2A_KEYS = Keys(
+    None,
+    "latency.a2a_p99_us",
+    "latency.a2a_p99_9_us",
+    "latency.a2a_max_us",
+    "latency.a2a_p99_inflation",
+    None,
+)
+HOL_KEYS = Keys(
+    None,
+    "latency.hol_p99_us",
+    "latency.hol_p99_9_us",
+    "latency.hol_max_us",
+    "latency.hol_p99_inflation",
+    None,
+)
+FAILOVER_KEYS = Keys(
+    None,
+    "latency.failover_p99_us",
+    "latency.failover_p99_9_us",
+    "latency.failover_max_us",
+    "latency.failover_p99_inflation",
+    None,
+)
+#: what LAT-1.1 cannot judge when no loaded latency can be measured
+INCAST_HOLE = (INCAST_KEYS.p99, INCAST_KEYS.p99_9, INCAST_KEYS.p99_inflation)
+
+
+@pytest.mark.plan("LAT-1.1")
+@pytest.mark.judges("latency.idle_p99_us", *INCAST_KEYS.declared())
 @pytest.mark.needs("Perftest", count=3)
 def test_latency_under_incast(
     latency_pair: tuple[str, str], fabric_view: FabricView, measure: Any
@@ -296,54 +340,6 @@ def test_latency_under_incast(
     _judge(measure, INCAST_KEYS, "LAT-1.1", unit, idle_row, row, where,
            f"{len(senders)}:1 incast", f"ib_write_lat {client}->{server}: idle vs beside a "
            f"{len(senders)}:1 incast (queue {top.queue})", outlived)  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Keys:
-    """The limit keys one load's latency is judged against."""
-
-    p50: str | None
-    p99: str
-    p99_9: str
-    max: str
-    p99_inflation: str
-    p99_9_inflation: str | None
-
-
-INCAST_KEYS = Keys(
-    "latency.loaded_p50_us",
-    "latency.loaded_p99_us",
-    "latency.loaded_p99_9_us",
-    "latency.loaded_max_us",
-    "latency.p99_inflation",
-    "latency.p99_9_inflation",
-)
-A2A_KEYS = Keys(
-    None,
-    "latency.a2a_p99_us",
-    "latency.a2a_p99_9_us",
-    "latency.a2a_max_us",
-    "latency.a2a_p99_inflation",
-    None,
-)
-HOL_KEYS = Keys(
-    None,
-    "latency.hol_p99_us",
-    "latency.hol_p99_9_us",
-    "latency.hol_max_us",
-    "latency.hol_p99_inflation",
-    None,
-)
-FAILOVER_KEYS = Keys(
-    None,
-    "latency.failover_p99_us",
-    "latency.failover_p99_9_us",
-    "latency.failover_max_us",
-    "latency.failover_p99_inflation",
-    None,
-)
-#: what LAT-1.1 cannot judge when no loaded latency can be measured
-INCAST_HOLE = (INCAST_KEYS.p99, INCAST_KEYS.p99_9, INCAST_KEYS.p99_inflation)
 
 
 def _judge(
@@ -461,13 +457,7 @@ def _where(ev: HopEvidence, why: str, **extra: str) -> dict[str, str]:
 
 
 @pytest.mark.plan("LAT-1.2")
-@pytest.mark.judges(
-    "latency.idle_p99_us",
-    "latency.a2a_p99_us",
-    "latency.a2a_p99_9_us",
-    "latency.a2a_max_us",
-    "latency.a2a_p99_inflation",
-)
+@pytest.mark.judges("latency.idle_p99_us", *A2A_KEYS.declared())
 @pytest.mark.needs("Perftest", count=3)
 def test_latency_beside_all_to_all(fabric_view: FabricView, measure: Any) -> None:
     """LAT-1.2: each chosen pair's latency beside an all-to-all (a shifted-permutation
@@ -513,13 +503,7 @@ def test_latency_beside_all_to_all(fabric_view: FabricView, measure: Any) -> Non
 
 
 @pytest.mark.plan("LAT-1.3")
-@pytest.mark.judges(
-    "latency.idle_p99_us",
-    "latency.hol_p99_us",
-    "latency.hol_p99_9_us",
-    "latency.hol_max_us",
-    "latency.hol_p99_inflation",
-)
+@pytest.mark.judges("latency.idle_p99_us", *HOL_KEYS.declared())
 @pytest.mark.needs("Perftest", count=3)
 def test_latency_beside_upstream_pause(
     latency_pair: tuple[str, str], fabric_view: FabricView, measure: Any
@@ -602,13 +586,7 @@ def _oper_up(view: FabricView, switch: str, port: str) -> bool | None:
 
 
 @pytest.mark.plan("LAT-1.4")
-@pytest.mark.judges(
-    "latency.idle_p99_us",
-    "latency.failover_p99_us",
-    "latency.failover_p99_9_us",
-    "latency.failover_max_us",
-    "latency.failover_p99_inflation",
-)
+@pytest.mark.judges("latency.idle_p99_us", *FAILOVER_KEYS.declared())
 @pytest.mark.destructive
 @pytest.mark.needs("Perftest", count=3)
 def test_latency_during_failover(
