@@ -133,10 +133,12 @@ class _State:
             from labtest.fixtures.suite_data import set_lab_settings
 
             set_lab_settings(None)  # an in-process session after this one starts clean
-        if self._lab is not None:
-            self._lab.close()
-        if self._emulated is not None:
-            self._emulated.stop()
+        try:
+            if self._lab is not None:
+                self._lab.close()
+        finally:  # the emulated lab's servers, keys and secrets go even if a session hung
+            if self._emulated is not None:
+                self._emulated.stop()
 
 
 _state_key = pytest.StashKey[_State]()

@@ -298,21 +298,23 @@ class EmulatedLab:
 
     def stop(self) -> None:
         self._stop.set()
-        if hasattr(self, "fabric"):
-            labtime.release(self.fabric.clock)
-            self.fabric.clock.set_elastic(False)
-        if self._watch is not None:
-            self._watch.join(2.0)
-            self._watch = None
-        for dev in self._devices.values():
-            for server in (dev.ssh, dev.snmp, dev.scpi):
-                if server is not None:
-                    server.stop()
-            if dev.served.stop is not None:
-                dev.served.stop()
-        self._devices.clear()
-        if self._own_workdir and self.workdir is not None:
-            shutil.rmtree(self.workdir, ignore_errors=True)  # keys and generated secrets
+        try:
+            if hasattr(self, "fabric"):
+                labtime.release(self.fabric.clock)
+                self.fabric.clock.set_elastic(False)
+            if self._watch is not None:
+                self._watch.join(2.0)
+                self._watch = None
+            for dev in self._devices.values():
+                for server in (dev.ssh, dev.snmp, dev.scpi):
+                    if server is not None:
+                        server.stop()
+                if dev.served.stop is not None:
+                    dev.served.stop()
+            self._devices.clear()
+        finally:  # keys and generated secrets go even if a server would not stop
+            if self._own_workdir and self.workdir is not None:
+                shutil.rmtree(self.workdir, ignore_errors=True)
 
     def __enter__(self) -> Testbed:
         return self.start()

@@ -131,3 +131,23 @@ def test_labtest_emulate_cli_starts_serves_and_leaves_nothing(tmp_path: Path) ->
         with socket.socket() as s:
             assert s.connect_ex(("127.0.0.1", port)) != 0
     assert not workdir.exists()
+
+
+def test_a_server_that_will_not_stop_still_takes_the_keys_and_secrets_with_it(testbed) -> None:
+    """The lab's own folder (known_hosts, generated secrets) goes even when stopping a
+    server raises; a lab stopped that way once left its folder in /tmp."""
+    lab = EmulatedLab(testbed)
+    lab.start()
+    workdir = lab.workdir
+    assert workdir is not None and (workdir / "known_hosts").is_file()
+    ssh = lab.server("sw1").ssh
+    real_stop = ssh.stop
+
+    def stuck() -> None:
+        real_stop()
+        raise OSError("socket would not close")
+
+    ssh.stop = stuck
+    with pytest.raises(OSError, match="would not close"):
+        lab.stop()
+    assert not workdir.exists()
