@@ -31,10 +31,12 @@ RUN_TIMEOUT_S = 120.0
 
 def _burnin(*args: str, out: Path) -> subprocess.Popen[bytes]:
     log = (out / f"log-{time.monotonic_ns()}.txt").open("wb")
+    tmp = out / "tmp"  # a SIGKILLed lab cannot remove its folder: keep it out of /tmp
+    tmp.mkdir(exist_ok=True)
     return subprocess.Popen(
         [sys.executable, "-m", "labtest.burnin", *args, "--plain", "--plots", "none",
          "--output", str(out)],
-        stdout=log, stderr=subprocess.STDOUT,
+        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "TMPDIR": str(tmp)},
     )
 
 
