@@ -96,6 +96,10 @@ def test_not_marked_destructive(config_guard):
 def test_interrupted_by_ctrl_c(config_guard, device):
     config_guard.touch("d1")
     device("d1").set("admin", "down")
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        # started in the background by a shell without job control: SIGINT arrives ignored,
+        # and Python then leaves it so; a terminal's Ctrl-C reaches a foreground pytest
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     os.kill(os.getpid(), signal.SIGINT)
     for _ in range(1000):  # the signal is delivered between two of these sleeps
         time.sleep(0.01)
