@@ -10,10 +10,10 @@ workers with ``--dist loadgroup``; a run naming paths or ``-n`` stays as asked. 
 ``pyproject.toml``'s addopts would reach ``labtest run``'s own pytest too (it reads the
 checkout's pyproject), which must stay one process with one emulated lab. Groups keep
 together what must not run twice at once or is expensive to build twice: every test of a
-module (module-scoped labs), every test using the session's suite runs (``lab_runs``) and
-the PostgreSQL tests (one server). Modules that build network namespaces (kernel labs,
-veth pairs) are ordinary modules: every lab names its namespaces with a random prefix and
-its forwarders take free ports, so two workers can each run one.
+module (module-scoped labs), every test using the session's suite runs (``lab_runs``),
+the PostgreSQL tests (one server), and every test that builds network namespaces (names
+are random, but two kernel labs at once on two cores slow FRR's reconvergence enough to
+fail a healthy lab's failover recovery check: tried, and CI went red).
 
 A test that measures wall time against a tolerance (an outage in milliseconds, a loss
 window against the kernel's route change) is marked ``wall_clock``: while it runs, the
@@ -36,7 +36,7 @@ import labtest.emulation.model.faults  # noqa: F401
 
 #: workers for the README's command (``LABTEST_XDIST=0`` runs it in one process)
 XDIST_WORKERS = 2
-_SERIAL_DIRS = {"db": "postgresql"}
+_SERIAL_DIRS = {"kernel": "netns", "db": "postgresql"}
 #: the lock file the workers share (set by the controller before workers start)
 _TURN_ENV = "LABTEST_XDIST_TURN"
 
@@ -97,7 +97,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if item.get_closest_marker("xdist_group"):
             continue
         rel = item.path.relative_to(config.rootpath).parts
-        if len(rel) > 2 and rel[1] in _SERIAL_DIRS:
+        if item.get_closest_marker("netns"):
+            group = "netns"
+        elif len(rel) > 2 and rel[1] in _SERIAL_DIRS:
             group = _SERIAL_DIRS[rel[1]]
         elif "lab_runs" in getattr(item, "fixturenames", ()):
             group = "lab_runs"
