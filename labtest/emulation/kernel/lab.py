@@ -432,29 +432,29 @@ class KernelLab:
         installed: a spine that has not yet learnt a leaf's prefixes drops the share of
         traffic ECMP hashes to it, and a suite would blame the spine."""
         switches = [n.name for n in self.plan.nodes.values() if n.kind == "switch"]
-        wanted = {
+        wanted = sorted({
             str(ipaddress.ip_interface(addr).network)
             for v in self.plan.veths
             if "switch" in (self.plan.nodes[v.a_device].kind, self.plan.nodes[v.b_device].kind)
             for addr in (v.a_address, v.b_address)
             if addr
-        }
+        })
         deadline = time.monotonic() + timeout_s
         last: dict[str, dict[str, int]] = {}
         since = time.monotonic()
         while True:
             now = {name: self.kernel_routes(name) for name in switches}
-            missing = [f"{n} has no route to {d}" for n, r in now.items() for d in sorted(wanted)
-                       if d not in r]
+            missing = [(n, d) for n, r in now.items() for d in wanted if d not in r]
             if now != last or missing:
                 last, since = now, time.monotonic()
             elif time.monotonic() - since >= ROUTES_STABLE_S:
                 return
             if time.monotonic() > deadline:
-                why = missing[:3] or ["the routes kept changing"]
+                why = [f"{n} has no route to {d}" for n, d in missing[:3]]
                 raise InfraError(
-                    switches[0] if not missing else missing[0].split()[0],
-                    f"kernel lab routes not settled in {timeout_s:g} s: {'; '.join(why)}",
+                    missing[0][0] if missing else switches[0],
+                    f"kernel lab routes not settled in {timeout_s:g} s: "
+                    + ("; ".join(why) or "the routes kept changing"),
                 )
             time.sleep(POLL_S)
 
