@@ -128,6 +128,10 @@ class Load:
     port: str
     what: str  # "the incast into host1", for messages
 
+    @property
+    def endpoint(self) -> str:
+        return f"{self.switch}:{self.port}"
+
 
 def _under_load(
     view: FabricView,
@@ -156,9 +160,8 @@ def _under_load(
             return failed, outcomes, before, after, None
     why = f"the latency runs outlived {load.what} ({load.spec.duration_s} s) {attempts} times"
     if not runs:  # the load never stood long enough to start them
-        moved = sum(o.bw_gbps for o in outcomes)
-        raise InfraError(load.switch, f"{why}: it ended unseen on {load.switch}:{load.port} "
-                         f"before they started (its senders moved {moved:.1f} Gb/s)")
+        raise InfraError(load.switch, f"{why}: it ended unseen on {load.endpoint} before "
+                         f"they started (its senders moved {_moved_gbps(outcomes):.1f} Gb/s)")
     return runs, outcomes, before, after, why
 
 
@@ -167,8 +170,8 @@ def _stalled(
 ) -> list[str]:
     """Why a load that ended unseen on its port was stalled on the data plane (empty if the
     evidence does not say so): its senders moved next to nothing, or the port dropped it."""
-    where = f"{load.switch}:{load.port}"
-    moved_gbps = sum(o.bw_gbps for o in outcomes)
+    where = load.endpoint
+    moved_gbps = _moved_gbps(outcomes)
     delta = fabric_deltas(before, after).get(where)
     dropped = delta.drops() if delta is not None else 0
     if dropped > 0:
@@ -176,6 +179,11 @@ def _stalled(
     if moved_gbps < float(SETTINGS["load"]["stalled_gbps"]):
         return [f"it never loaded {where}: its senders moved {moved_gbps:.2f} Gb/s in all"]
     return []
+
+
+def _moved_gbps(outcomes: list[PairOutcome]) -> float:
+    """What a load's senders moved in all (each run's average goodput, summed)."""
+    return sum(o.bw_gbps for o in outcomes)
 
 
 def _one_attempt(
@@ -203,8 +211,7 @@ def _one_attempt(
         if background.done():  # the load ended before it was seen on its port
             return [], background.result(), True
         if waited == float("inf"):
-            where = f"{load.switch}:{load.port}"
-            raise InfraError(load.switch, f"{load.what} never loaded {where}")
+            raise InfraError(load.switch, f"{load.what} never loaded {load.endpoint}")
         if during is not None:
             during()
         runs = _latency_runs(view, pairs)
