@@ -29,6 +29,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,11 +40,20 @@ XDIST_WORKERS = 2
 _SERIAL_DIRS = {"kernel": "netns", "db": "postgresql"}
 #: the lock file the workers share (set by the controller before workers start)
 _TURN_ENV = "LABTEST_XDIST_TURN"
+#: the worker input key that carries loadgroup to the workers
+_GROUPS_KEY = "labtest_loadgroup"
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
-    if not config.pluginmanager.hasplugin("xdist") or "PYTEST_XDIST_WORKER" in os.environ:
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        # a worker parses the controller's command line, not the options set below, so
+        # without this it would not tag its items with their groups and loadgroup would
+        # schedule like load (module labs built on every worker, kernel labs side by side)
+        if getattr(config, "workerinput", {}).get(_GROUPS_KEY):
+            config.option.loadgroup = True
         return
     if config.args != list(config.getini("testpaths")) or config.option.numprocesses:
         return  # paths named (an inner loop, the matrix) or -n given: as asked
@@ -54,6 +64,13 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         fd, path = tempfile.mkstemp(prefix="labtest-xdist-turn-")
         os.close(fd)
         os.environ[_TURN_ENV] = path  # the workers inherit it
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Tell each worker of the README's command that its items go by group."""
+    if node.config.option.dist == "loadgroup":
+        node.workerinput[_GROUPS_KEY] = True
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
