@@ -131,14 +131,14 @@ class Blame:
     link: str
     confidence: float  # posterior probability that this link explains the lost probes
     lost: int
-    sent: int
+    sent: int  # probes through the link in the traces that lost any (see blame)
     bad_paths: int
     paths: int
 
     def text(self) -> str:
         return (f"probes: {self.lost} of {self.sent} lost on the {self.paths} probe paths "
-                f"through {self.link} ({self.bad_paths} of them lossy); no other link explains "
-                "them as well")
+                f"through {self.link} traced beside a loss ({self.bad_paths} of them lossy); "
+                "no other link explains them as well")
 
 
 def blame(paths: Sequence[ProbePath], min_confidence: float = 0.5) -> list[Blame]:
@@ -154,16 +154,22 @@ def blame(paths: Sequence[ProbePath], min_confidence: float = 0.5) -> list[Blame
     while total_lost > 0:
         log_bf: dict[str, float] = {}
         stats: dict[str, tuple[int, int, int, int]] = {}
+        # a link is judged on the probes sent beside a loss: a flap or a burst is dark for a
+        # moment, so a link's clean probes sent at another moment say nothing, while clean
+        # probes through it sent at the same moment (the same trace) clear it
+        lossy = {(p.src, p.dst) for p in left.values() if p.lost}
         for lk in {lk for p in left.values() if p.lost for lk in p.links}:
             mine = [left[i] for i in through[lk]]
-            sent = sum(p.sent for p in mine)
-            lost = sum(p.lost for p in mine)
-            rest = (total_lost - lost + 1) / (total_sent - sent + 2)  # Laplace: never zero
+            beside = [p for p in mine if (p.src, p.dst) in lossy]
+            sent = sum(p.sent for p in beside)
+            lost = sum(p.lost for p in beside)
+            rest = (total_lost - lost + 1) / (
+                total_sent - sum(p.sent for p in mine) + 2)  # Laplace: never zero
             # Bayes factor of "this link loses frames at its own rate" (uniform prior on the
             # rate) against "it loses at the rate seen everywhere else"
             log_bf[lk] = float(betaln(1 + lost, 1 + sent - lost)
                                - lost * math.log(rest) - (sent - lost) * math.log1p(-rest))
-            stats[lk] = (lost, sent, sum(1 for p in mine if p.lost), len(mine))
+            stats[lk] = (lost, sent, sum(1 for p in beside if p.lost), len(beside))
         if not log_bf:
             break
         # posterior of "this link is (one more) lossy link": a priori even odds that one of

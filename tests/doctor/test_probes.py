@@ -95,3 +95,19 @@ def test_plan_mesh_refuses_a_mesh_over_budget() -> None:
     leaf_of = {f"h{i}": f"l{i // 2}" for i in range(8)}
     with pytest.raises(OverBudget, match="budget"):
         plan_mesh(leaf_of, 8, np.random.default_rng(1), interval_s=0.001, budget=1e-6)
+
+
+def test_a_flap_seen_only_by_one_hosts_traces_is_blamed_on_the_link_not_the_host() -> None:
+    # leaf l1 has five hosts; l1--s2 was dark only while h1's traces ran (the CI run where
+    # the doctor named host4's link for a flapping leaf-spine link): the other hosts' probes
+    # through it, sent at other moments, came back, and so did h1's through s1
+    paths = []
+    for h in ("h1", "h2", "h3", "h4", "h5"):
+        for d, leaf in (("d1", "l7"), ("d2", "l8"), ("d3", "l9")):
+            for s in ("s1", "s2"):
+                links = (f"{h}--l1", f"l1--{s}", f"{s}--{leaf}", f"{leaf}--{d}")
+                dark = h == "h1" and s == "s2"
+                paths.append(ProbePath(h, d, links, 50, 50 if dark else 0))
+    found = blame(paths)
+    assert [b.link for b in found][:1] == ["l1--s2"], found
+    assert found[0].lost == 150 and found[0].bad_paths == 3
