@@ -6,18 +6,20 @@ second load ("cannot load module more than once per process"). The testbed loade
 the fault catalogue (numpy) for any testbed with faults, so it is imported here first.
 
 The README's command (``python -m pytest -q``, no paths) runs on ``XDIST_WORKERS`` xdist
-workers with ``--dist loadgroup``; a run naming paths or ``-n`` stays as asked. Settings in
+workers with ``--dist loadgroup`` (its workers told so: they parse the command line, which
+does not say it); a run naming paths or ``-n`` stays as asked. Settings in
 ``pyproject.toml``'s addopts would reach ``labtest run``'s own pytest too (it reads the
 checkout's pyproject), which must stay one process with one emulated lab. Groups keep
 together what must not run twice at once or is expensive to build twice: every test of a
 module (module-scoped labs), every test using the session's suite runs (``lab_runs``),
 the PostgreSQL tests (one server), and every test that builds network namespaces (names
-are random, but two kernel labs at once on two cores slow FRR's reconvergence enough to
-fail a healthy lab's failover recovery check: tried, and CI went red).
+are random, but two kernel labs at once on two cores slow FRR's reconvergence; until the
+workers were told to go by group, they did run side by side, and a healthy lab once
+failed its failover recovery check).
 
 A test that measures wall time against a tolerance (an outage in milliseconds, a loss
 window against the kernel's route change) is marked ``wall_clock``: while it runs, the
-other worker starts nothing (a lock file the workers share, fair to the waiting test), so
+other workers start nothing (a lock file the workers share, fair to the waiting test), so
 its figure is not the neighbour's CPU load.
 """
 
@@ -35,8 +37,11 @@ import pytest
 
 import labtest.emulation.model.faults  # noqa: F401
 
-#: workers for the README's command (``LABTEST_XDIST=0`` runs it in one process)
-XDIST_WORKERS = 2
+#: workers for the README's command (``LABTEST_XDIST=0`` runs it in one process): one more
+#: than the cores, since many tests wait (on FRR's timers, PostgreSQL, a wall-clock window)
+#: and the spare worker fills those waits (2 cores: 291 s with 3 workers, 325 s with 2);
+#: beyond 4 the long groups (the RoCE scenario module, tests/kernel) bound the run anyway
+XDIST_WORKERS = min((os.cpu_count() or 1) + 1, 4)
 _SERIAL_DIRS = {"kernel": "netns", "db": "postgresql"}
 #: the lock file the workers share (set by the controller before workers start)
 _TURN_ENV = "LABTEST_XDIST_TURN"
