@@ -43,6 +43,8 @@ import labtest.emulation.model.faults  # noqa: F401
 #: beyond 4 the long groups (the RoCE scenario module, tests/kernel) bound the run anyway
 XDIST_WORKERS = min((os.cpu_count() or 1) + 1, 4)
 _SERIAL_DIRS = {"kernel": "netns", "db": "postgresql"}
+#: test folders whose groups run longest (real labs, emulated labs, the 72-hour burn-in)
+_LONG_FIRST = {name: rank for rank, name in enumerate(("kernel", "suites", "burnin", "doctor"))}
 #: the lock file the workers share (set by the controller before workers start)
 _TURN_ENV = "LABTEST_XDIST_TURN"
 #: the worker input key that carries loadgroup to the workers
@@ -128,3 +130,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         else:
             group = "/".join(rel)
         item.add_marker(pytest.mark.xdist_group(name=group))
+    # groups are handed out in collection order: the long ones first, so the many short
+    # unit tests fill the other workers' gaps and the run's tail (every worker sorts alike)
+    items.sort(key=lambda it: _LONG_FIRST.get(it.path.relative_to(config.rootpath).parts[1],
+                                              len(_LONG_FIRST)))
