@@ -4,13 +4,13 @@
     python bench/pytest_cpu.py [--top 25]                    # prints the breakdown
 
 As a pytest plugin it appends one JSON line per test to ``$PYTEST_CPU_OUT.<pid>``
-(default ``/tmp/pytest-cpu``): the CPU of the worker *and* of the children it reaped
-(``getrusage``), so an emulated lab run in a child pytest counts where it was reaped,
-the wall time, and when the test started. A module's fixtures count in its first test;
-a background child is charged to the test during which it was reaped. The report reads
-those files: totals, each worker's busy time and CPU, the modules by wall time, and
-the longest tests with their start on the run's timeline (the tail shows which group
-ended the run).
+(default ``pytest-cpu`` in the temporary folder): the CPU of the worker *and* of the
+children it reaped (``getrusage``), so an emulated lab run in a child pytest counts
+where it was reaped; the wall time; when the test started. A module's fixtures count
+in its first test; a background child is charged to the test during which it was
+reaped. The report reads those files: totals, each worker's busy time and CPU, the
+modules by wall time, and the longest tests with their start on the run's timeline
+(the tail shows which group ended the run).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import glob
 import json
 import os
 import resource
+import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Iterator
@@ -27,7 +28,7 @@ from typing import Any
 
 import pytest
 
-OUT = os.environ.get("PYTEST_CPU_OUT", "/tmp/pytest-cpu")
+OUT = os.environ.get("PYTEST_CPU_OUT", os.path.join(tempfile.gettempdir(), "pytest-cpu"))
 
 
 def _cpu_s() -> float:

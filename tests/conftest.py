@@ -45,6 +45,8 @@ XDIST_WORKERS = min((os.cpu_count() or 1) + 1, 4)
 _SERIAL_DIRS = {"kernel": "netns", "db": "postgresql"}
 #: test folders whose groups run longest (real labs, emulated labs, the 72-hour burn-in)
 _LONG_FIRST = {name: rank for rank, name in enumerate(("kernel", "suites", "burnin", "doctor"))}
+#: set to 1 to run the detection matrices (CI's matrix stage)
+_MATRIX_ENV = "LABTEST_MATRIX"
 #: the lock file the workers share (set by the controller before workers start)
 _TURN_ENV = "LABTEST_XDIST_TURN"
 #: the worker input key that carries loadgroup to the workers
@@ -115,6 +117,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _hold_matrix_stage(items)
     if not hasattr(config, "workerinput"):
         return  # groups only matter to xdist workers
     for item in items:
@@ -134,3 +137,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # unit tests fill the other workers' gaps and the run's tail (every worker sorts alike)
     items.sort(key=lambda it: _LONG_FIRST.get(it.path.relative_to(config.rootpath).parts[1],
                                               len(_LONG_FIRST)))
+
+
+def _hold_matrix_stage(items: list[pytest.Item]) -> None:
+    """Detection matrices (emulated and kernel lab) are CI's matrix stage, minutes each:
+    the README's command skips them, saying how to run them."""
+    if os.environ.get(_MATRIX_ENV) == "1":
+        return
+    for item in items:
+        stage = item.get_closest_marker("matrix_stage")
+        if stage is not None:
+            what, length = stage.args
+            item.add_marker(pytest.mark.skip(
+                reason=f"{what} runs with {_MATRIX_ENV}=1 ({length}; CI's matrix stage runs it)"))

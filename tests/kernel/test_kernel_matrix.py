@@ -11,7 +11,6 @@ failover + paths + routing run on 2 shared cores.
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import subprocess
@@ -23,15 +22,11 @@ import pytest
 import yaml
 from kernel_helpers import KERNEL_TESTBED, NEEDS_KERNEL_LAB
 
-#: like the emulated detection matrix, a stage of its own: about 4 min of wall time, most of
-#: it alone on the machine (software forwarding must not share its cores), so in the README's
-#: test command it would hold the other worker idle for minutes; CI runs it after the matrix
-IN_MATRIX_STAGE = pytest.mark.skipif(
-    os.environ.get("LABTEST_MATRIX") != "1",
-    reason="the kernel-lab detection matrix runs with LABTEST_MATRIX=1 (about 4 min; CI's "
-    "matrix stage runs it)",
-)
-pytestmark = [pytest.mark.netns, NEEDS_KERNEL_LAB, IN_MATRIX_STAGE]
+#: like the emulated detection matrix, a stage of its own: most of its wall time runs alone
+#: on the machine (software forwarding must not share its cores), so in the README's test
+#: command it would hold the other workers idle for minutes; CI runs it after the matrix
+pytestmark = [pytest.mark.netns, NEEDS_KERNEL_LAB,
+              pytest.mark.matrix_stage("the kernel-lab detection matrix", "about 4 min")]
 
 RUN_TIMEOUT_S = 300  # the bound on a healthy cabling + failover run
 

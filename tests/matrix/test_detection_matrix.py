@@ -43,14 +43,9 @@ CASE_LIST: list[Case] = draw_cases(CI_PLAN, DOMAINS, load_testbed(LEAFSPINE))
 SUITE_COST_S = {"roce": 100, "congestion": 90, "failover": 60, "transceiver": 25,
                 "collective": 15, "paths": 10, "link": 10, "cabling": 5, "routing": 5}
 
-pytestmark = [
-    pytest.mark.slow,
-    # ~15-20 min of emulated-lab runs: CI sets LABTEST_MATRIX=1 (see docs/detection-matrix.md)
-    pytest.mark.skipif(
-        os.environ.get("LABTEST_MATRIX") != "1",
-        reason="the fault-detection matrix runs with LABTEST_MATRIX=1 (15-20 min)",
-    ),
-]
+# CI sets LABTEST_MATRIX=1 (see docs/detection-matrix.md)
+pytestmark = [pytest.mark.slow,
+              pytest.mark.matrix_stage("the fault-detection matrix", "15-20 min")]
 
 
 def suites_for(case: Case) -> list[str]:
