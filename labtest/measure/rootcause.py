@@ -1,53 +1,52 @@
-"""Root causes: group a run's failures under the few faults that explain them.
+"""Root causes: the fewest faults that explain a run's failures, found on its paths.
 
-One fault fails many tests: a PFC storm from one NIC stalls every incast, a host
-with a degraded NIC fails every pair it is in. Reporting each failure's own
-location names the symptoms; this names the cause, with its evidence, and shows
-the other failures as *consequences*.
+One fault fails many tests: a straggler link slows every pair and ring hashed onto
+it, a dead switch breaks every test that needs it. This turns the results document
+into evidence for :mod:`labtest.measure.inference` (what each measurement crossed,
+whether it failed, how far from its limit) and reads the inferred faults back as
+root causes: the culprit, the evidence, why not the runner-up, the failures it
+explains, and what it costs. A failure no cause explains is listed as unexplained,
+never given a culprit it did not earn.
 
-The rules are small functions over the results document, tried in order; each
-takes the failures it explains out of the pool:
+What a measurement crossed comes from its labels and the testbed:
 
-1. ``storm``: a pause storm (limit keys in ``STORM_KEYS``) explains every
-   traffic failure of the run; its source is the stormed port whose far end is
-   not a switch (the NIC that pauses), else the port with most pause frames.
-2. ``unreachable``: a test broken by a transport error (``TransportError``: no
-   connection, timeout, authentication) that names a device explains the
-   traffic failures of the hosts behind it. Other broken tests (a command or a
-   parser that failed) are left to the last rule.
-3. ``link_down``: a link that flapped or went down (``LINK_DOWN_KEYS``)
-   explains the traffic failures of the hosts behind it.
-4. ``anomaly``: a device or port whose own counters or readings failed (any
-   failing measurement that is not a traffic symptom, ``SYMPTOM_KEYS``)
-   explains the traffic failures of the hosts behind it.
-5. ``ecmp``: uneven ECMP shares at a switch (``ECMP_KEYS``) explain the failures
-   of traffic that crosses the spine layer in aggregate (``scope=bisection``).
-6. ``common_member``: a host that is an end of most failing pairs (at least two,
-   more than any other host) explains them.
-7. ``located``: whatever is left is grouped by what its failing measurements
-   name (``labtest.outcome.culprit``).
+* ``pair=a--b`` (and ``client``/``server``, ``receiver`` with ``host``): every
+  shortest route between the two hosts (the ECMP set, :mod:`labtest.measure.paths`);
+* ``ring=h1 -> h2 -> ...``: each step's routes, the ring crossing all steps;
+* ``receiver`` alone (an incast): the receiver and its link;
+* a failover's ``link`` (the one the test shut): the devices at its ends, which must
+  reroute (``X (all links)``: X's neighbours); the shut link itself is the stimulus,
+  not a suspect;
+* ``device``/``port``/``link``/``peer`` otherwise *name* a component: a port names its
+  link and its device, a link both ends' devices only through traffic.
 
-"Traffic failures" are failed tests whose every failing measurement is a
-symptom key: a number that a fault elsewhere can spoil.
+A broken test whose error is a transport error (the device could not be reached)
+names its device. Pause-storm measurements (``STORM_KEYS``) mark their source
+(the port's far end, which pauses) as *spreading*: pauses stall lossless traffic
+anywhere, so it may explain every traffic failure.
 """
 
 from __future__ import annotations
 
 import fnmatch
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from labtest.errors import TransportError
-from labtest.measure.coverage import Units, expand_units, test_param
+from labtest.measure import inference
+from labtest.measure.coverage import expand_units, test_param
+from labtest.measure.inference import Observation, Route
 from labtest.measure.limits import Limit
+from labtest.measure.paths import Fabric
 
 #: measurements that show a pause storm (its port and, in ``peer``, who pauses)
 STORM_KEYS = ("congestion.idle_pfc_rx_frames", "congestion.stormed_queues")
 #: measurements that show a link going down or flapping
 LINK_DOWN_KEYS = ("link.flaps", "link.oper_down*", "link.down_*")
-#: measurements a fault elsewhere can spoil: traffic outcomes, not a device's own state
+#: measurements of traffic: a fault anywhere on their path can spoil them
 SYMPTOM_KEYS = (
     "roce.bw_*",
     "roce.latency_*",
@@ -68,26 +67,42 @@ SYMPTOM_KEYS = (
     "failover.*",
     "latency.*_us",
     "latency.*inflation",
+    "delivered_ratio",
+    "paths.*",
 )
-#: measurements that show a switch spreading flows unevenly over its ECMP members
+#: measurements that show a switch spreading flows unevenly over its ECMP members: its
+#: hashing spoils aggregate cross-fabric traffic wherever it goes (polarisation repeats
+#: the same choice tier after tier)
 ECMP_KEYS = ("roce.ecmp_share_deviation",)
+#: measurements whose ``link``/``device``/``port`` is the stimulus (what the test shut)
+STIMULUS_KEYS = ("failover.*",)
 #: the label value of aggregate traffic across the spine layer (bisection runs)
 CROSS_FABRIC_SCOPE = "bisection"
-#: labels whose values name hosts a traffic test used
-HOST_LABELS = ("client", "server", "receiver", "host", "bottleneck_host")
 MAX_EVIDENCE = 8
-#: labels that say what is wrong (shown in an anomaly's one-line cause)
+MIN_FAIL_STRENGTH = 0.6
+MIN_PASS_STRENGTH = 0.2
+#: explanations closer than this (nats) are a tie the evidence cannot break
+TIE_NATS = 0.5
+#: a test broken because its device did not answer is certain, first-hand evidence
+UNREACHABLE_STRENGTH = 2.0
+#: labels that say what is wrong (shown in a cause's one-line summary)
 EXPLAINING_LABELS = ("trained", "capable", "expected", "seen", "peer")
+#: prior odds against a fault by component kind: a device is a bigger claim than a link
+PRIOR = {"link": inference.PRIOR, "host": inference.PRIOR, "switch": inference.PRIOR / 2}
 
 
 @dataclass(frozen=True)
 class RootCause:
     cause: str  # one line: what is wrong and where
-    kind: str  # storm | unreachable | link_down | anomaly | common_member | located
-    culprit: str  # the unit: a device, "device:port" or a link name
+    kind: str  # fault | unreachable | storm | unexplained
+    culprit: str  # the unit: a device, "device:port" or a link name; "" when unexplained
     evidence: list[str] = field(default_factory=list)
     tests: list[str] = field(default_factory=list)  # failures that show the cause itself
     consequences: list[str] = field(default_factory=list)  # failures it explains elsewhere
+    not_runner_up: str = ""  # why not the next best explanation
+    impact: list[str] = field(default_factory=list)  # what it costs, in the seeds' terms
+    waiting_hosts: list[str] = field(default_factory=list)  # hosts whose traffic it slows
+    score: float = 0.0  # log-likelihood gain (nats) of the explanation
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -97,6 +112,10 @@ class RootCause:
             "evidence": list(self.evidence),
             "tests": list(self.tests),
             "consequences": list(self.consequences),
+            "not_runner_up": self.not_runner_up,
+            "impact": list(self.impact),
+            "waiting_hosts": list(self.waiting_hosts),
+            "score": round(self.score, 2),
         }
 
 
@@ -104,178 +123,352 @@ def matches(key: str | None, patterns: Iterable[str]) -> bool:
     return bool(key) and any(fnmatch.fnmatchcase(str(key), p) for p in patterns)
 
 
-# --- the failures, as the rules see them ------------------------------------------------------
-
-
-@dataclass
-class Failure:
-    test: Mapping[str, Any]
-    failing: list[Mapping[str, Any]]  # its FAIL measurements
-    hosts: frozenset[str]  # hosts its traffic used (pair, ring, receiver, ...)
-
-    @property
-    def nodeid(self) -> str:
-        return str(self.test.get("nodeid", ""))
-
-    @property
-    def symptom_only(self) -> bool:
-        """Failed on traffic numbers alone (something elsewhere may have caused it)."""
-        return (
-            self.test.get("outcome") == "failed"
-            and bool(self.failing)
-            and all(matches(m.get("limit_key"), SYMPTOM_KEYS) for m in self.failing)
-        )
-
-    @property
-    def pair(self) -> frozenset[str] | None:
-        """The two hosts of a pair test, else None."""
-        pairs = {m["labels"]["pair"] for m in self.failing if "pair" in (m.get("labels") or {})}
-        if len(pairs) == 1:
-            a, _, b = pairs.pop().partition("--")
-            return frozenset({a, b}) if a and b else None
-        return None
-
-
-def failures(doc: Mapping[str, Any], topo: Topology) -> list[Failure]:
-    out = []
-    for t in doc.get("tests") or []:
-        if t.get("outcome") not in ("failed", "broken"):
-            continue
-        failing = [m for m in t.get("measurements") or [] if m.get("verdict") == "FAIL"]
-        out.append(Failure(t, failing, frozenset(_hosts_of(t, failing, topo))))
-    return out
-
-
-def _hosts_of(t: Mapping[str, Any], failing: list[Mapping[str, Any]], topo: Topology) -> set[str]:
-    """Hosts a failure involves: the hosts behind where a failing measurement is located (a
-    link, a device's port); at a fabric port also the hosts its host labels (receiver,
-    client, ...) name, since drops at a leaf uplink during an incast into host5 are host5's
-    traffic too. Only an unlocated measurement, or one whose run errored (``error=``),
-    counts every host of its pair or ring."""
-    hosts = {n for n, k in topo.units.device_kind.items() if k == "host"}
-    found: set[str] = set()
-    for m in failing:
-        labels = m.get("labels") or {}
-        if labels.get("scope") == CROSS_FABRIC_SCOPE:
-            found |= hosts  # every host sends across the bisection at once
-        # a run that errored (no number at all) failed end to end: its place is evidence
-        # of a queue, not where it broke, so its pair's hosts count too
-        errored = bool(labels.get("error"))
-        where = _located(m, topo)
-        if where is not None:
-            _, device, link = where
-            port = where[0].split(":", 1)[1] if device and ":" in where[0] else None
-            found |= topo.shadow(device, port, link)
-            if link in topo.host_link.values() and not errored:
-                continue  # a host's own link: its hosts are exactly those behind it
-        for key in HOST_LABELS:
-            if labels.get(key) in hosts:
-                found.add(str(labels[key]))
-        if where is not None and not errored:
-            continue  # at a fabric port: the ring or pair beyond it is not all its traffic
-        for key in ("pair", "ring"):
-            text = str(labels.get(key) or "")
-            found.update(h for h in text.replace(" -> ", "--").split("--") if h in hosts)
-    if not failing:
-        param = test_param(t) or ""
-        found.update(h for h in param.replace(" -> ", "--").split("--") if h in hosts)
-    return found
-
-
-# --- the topology the rules need --------------------------------------------------------------
+# --- one measurement as evidence --------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class Topology:
-    units: Units
-    host_link: dict[str, str]  # host -> its link
-    hosts_behind: dict[str, frozenset[str]]  # switch -> hosts cabled to it
-    link_hosts: dict[str, frozenset[str]]  # link -> hosts whose traffic crosses it first
+class Evidence:
+    """An observation and where it came from (to quote it back)."""
 
-    @classmethod
-    def of(cls, doc: Mapping[str, Any]) -> Topology:
-        units = expand_units(doc.get("testbed"))
-        kind = units.device_kind
-        host_link: dict[str, str] = {}
-        behind: dict[str, set[str]] = {}
-        for link, (a, b) in units.link_devices.items():
-            for h, s in ((a, b), (b, a)):
-                if kind.get(h) == "host" and kind.get(s) == "switch":
-                    host_link.setdefault(h, link)
-                    behind.setdefault(s, set()).add(h)
-        hosts_behind = {s: frozenset(h) for s, h in behind.items()}
-        link_hosts: dict[str, frozenset[str]] = {}
-        for link, (a, b) in units.link_devices.items():
-            direct = {d for d in (a, b) if kind.get(d) == "host"}
-            link_hosts[link] = frozenset(direct) if direct else (
-                hosts_behind.get(a, frozenset()) | hosts_behind.get(b, frozenset())
-            )
-        return cls(units, host_link, hosts_behind, link_hosts)
-
-    def shadow(self, device: str | None, port: str | None = None, link: str | None = None
-               ) -> frozenset[str]:
-        """Hosts whose traffic a fault at this device, port or link spoils."""
-        if link is None and device and port:
-            link = self.units.endpoint_link.get(f"{device}:{port}")
-        if link is not None and link in self.link_hosts:
-            return self.link_hosts[link]
-        if device is None:
-            return frozenset()
-        if self.units.device_kind.get(device) == "host":
-            return frozenset({device})
-        return self.hosts_behind.get(device, frozenset())
-
-    def peer(self, device: str, port: str) -> str | None:
-        link = self.units.endpoint_link.get(f"{device}:{port}")
-        if link is None:
-            return None
-        a, _, b = link.partition("--")
-        return b if a == f"{device}:{port}" else a
+    obs: Observation
+    test: str
+    measurement: Mapping[str, Any] | None  # None: a broken test's error
+    text: str
+    port: str | None = None  # the "device:port" it names, if one
 
 
-# --- the rules --------------------------------------------------------------------------------
+def strength(m: Mapping[str, Any]) -> float:
+    """How much a measurement says, from its distance to the limit: a tenth of the bound
+    past it (or inside it) says all; a count against a bound of 0 says all. A failure
+    says at least ``MIN_FAIL_STRENGTH`` (it did fail), a pass at least ``MIN_PASS_STRENGTH``."""
+    value, limit = m.get("value"), m.get("limit") or {}
+    bounds = [b for b in (limit.get("low"), limit.get("high")) if isinstance(b, int | float)]
+    if not isinstance(value, int | float) or not bounds or isinstance(value, bool):
+        return 1.0
+    distance = min(abs(float(value) - float(b)) for b in bounds)
+    scale = max(abs(float(b)) for b in bounds) * 0.1
+    if scale == 0:
+        return 1.0
+    floor = MIN_FAIL_STRENGTH if m.get("verdict") == "FAIL" else MIN_PASS_STRENGTH
+    return min(1.0, max(floor, distance / scale))
 
 
-Rule = Callable[[list[Failure], Topology], list[RootCause]]
+def _ring_hosts(text: str) -> list[str]:
+    return [h.strip() for h in text.split("->") if h.strip()]
 
 
-def _absorb(pool: list[Failure], explains: Callable[[Failure], bool]) -> list[str]:
-    """Take the symptom-only failures ``explains`` accepts out of ``pool``; their nodeids."""
-    taken = [f for f in pool if f.symptom_only and explains(f)]
-    for f in taken:
-        pool.remove(f)
-    return [f.nodeid for f in taken]
+def _segments(labels: Mapping[str, Any], key: str, fabric: Fabric
+              ) -> tuple[tuple[Route, ...], ...]:
+    """What the measurement's traffic crossed, per segment (each: its ECMP routes)."""
+    if matches(key, STIMULUS_KEYS):
+        stim = str(labels.get("link") or "")
+        ends = fabric.link_ends(stim)
+        if ends:
+            return ((frozenset(d for d in ends if fabric.is_switch(d) or fabric.is_host(d)),),)
+        whole = re.fullmatch(r"(\S+) \(all links\)", stim)
+        if whole and fabric.neighbours(whole.group(1)):
+            return ((frozenset(fabric.neighbours(whole.group(1))),),)
+        return ()
+    ring = str(labels.get("ring") or "")
+    if ring:
+        hosts = _ring_hosts(ring)
+        steps = list(zip(hosts, hosts[1:] + hosts[:1], strict=True)) if len(hosts) > 1 else []
+        return tuple(r for a, b in steps if (r := fabric.routes(a, b)))
+    pair = str(labels.get("pair") or "")
+    a, _, b = pair.partition("--")
+    if not (a and b):
+        a, b = str(labels.get("client") or labels.get("host") or ""), str(
+            labels.get("server") or labels.get("receiver") or "")
+    if a and b and fabric.is_host(a) and fabric.is_host(b):
+        routes = fabric.routes(a, b)
+        return (routes,) if routes else ()
+    receiver = str(labels.get("receiver") or labels.get("host") or "")
+    if fabric.is_host(receiver):
+        return ((frozenset({receiver, *fabric.host_links(receiver)}),),)
+    return ()
 
 
-def _touching(hosts: frozenset[str]) -> Callable[[Failure], bool]:
-    """Explains a failure of any of ``hosts`` (one a dead device shadows)."""
-    return lambda f: bool(f.hosts & hosts)
+def _named(labels: Mapping[str, Any], key: str, fabric: Fabric
+           ) -> tuple[frozenset[str], str | None]:
+    """Components a measurement names itself, and the port it names (if one)."""
+    if matches(key, STIMULUS_KEYS):
+        device = str(labels.get("device") or "")
+        port_given = str(labels.get("port") or "")
+        # a failover's own device state (ECMP width after the shut) names that device
+        return (frozenset({device}) if device in fabric.kind and not port_given
+                and not labels.get("link") else frozenset()), None
+    device, port, link = (str(labels.get(k) or "") for k in ("device", "port", "link"))
+    out: set[str] = set()
+    named_port = None
+    if device and port and device in fabric.kind:
+        named_port = f"{device}:{port}"
+        out.add(device)
+        if (lk := fabric.link_of(device, port)) is not None:
+            out.add(lk)
+    elif device in fabric.kind:
+        out.add(device)
+    if link and fabric.link_ends(link):
+        out.add(link)
+    return frozenset(out), named_port
 
 
-def _alone_on(host: str) -> Callable[[Failure], bool]:
-    """Explains a failure of ``host`` that is not a pair's."""
-    return lambda f: host in f.hosts and f.pair is None
+def evidence_of(doc: Mapping[str, Any], fabric: Fabric
+                ) -> tuple[list[Evidence], dict[str, str]]:
+    """Every judged measurement (and every transport-broken test) as evidence, and the
+    components that may spoil traffic beyond their routes (a pause storm's source: all
+    traffic; a switch hashing unevenly: the bisection runs), by the scope they reach.
+    Passing measurements of one test on one path count once (five readings of one pair
+    are one clearance)."""
+    out: list[Evidence] = []
+    sources: set[str] = set()
+    spread_ports: set[str] = set()
+    uneven: set[str] = set()
+    seen: set[tuple[Any, ...]] = set()
+    for t in doc.get("tests") or []:
+        nodeid = str(t.get("nodeid") or "")
+        outcome = t.get("outcome")
+        if outcome == "broken" and _unreachable(t) and str(t.get("device") or "") in fabric.kind:
+            device = str(t["device"])
+            text = _first_line(t.get("message")) or "no answer"
+            obs = Observation(f"{nodeid}#broken", True, named=frozenset({device}),
+                              strength=UNREACHABLE_STRENGTH, traffic=False,
+                              aspect="reachability")
+            out.append(Evidence(obs, nodeid, None, f"{device} could not be asked: {text}"))
+            continue
+        for i, m in enumerate(t.get("measurements") or []):
+            verdict = m.get("verdict")
+            if verdict not in ("PASS", "FAIL"):
+                continue
+            key = str(m.get("limit_key") or m.get("name") or "")
+            labels = m.get("labels") or {}
+            traffic = matches(key, SYMPTOM_KEYS) or matches(key, STORM_KEYS)
+            named, port = _named(labels, key, fabric)
+            failed = verdict == "FAIL"
+            if matches(key, ECMP_KEYS):  # the switch hashes, whichever member is named
+                named, port = frozenset({str(labels.get("device"))}) & set(fabric.kind), None
+                if failed:
+                    uneven |= named
+            segments = _segments(labels, key, fabric) if traffic else ()
+            if not failed and not (traffic and segments):
+                continue  # a device's own reading that passed clears nothing else
+            signature = (nodeid, key, failed, named, segments)
+            if not failed and signature in seen:
+                continue
+            seen.add(signature)
+            if failed and matches(key, STORM_KEYS):
+                from_host, from_port = _storm_sources(labels, fabric)
+                sources |= from_host
+                spread_ports |= from_port
+            obs = Observation(f"{nodeid}#{i}", failed, segments, named, strength(m),
+                              traffic=traffic, aspect=key, scope=str(labels.get("scope") or ""))
+            out.append(Evidence(obs, nodeid, m, message(m), port))
+    spreading = dict.fromkeys(sources or spread_ports, inference.ANY_SCOPE)
+    return out, spreading | dict.fromkeys(uneven, CROSS_FABRIC_SCOPE)
 
 
-def _take(pool: list[Failure], chosen: Iterable[Failure]) -> list[str]:
-    ids = []
-    for f in list(chosen):
-        if f in pool:
-            pool.remove(f)
-            ids.append(f.nodeid)
-    return list(dict.fromkeys(ids))
+def _storm_sources(labels: Mapping[str, Any], fabric: Fabric) -> tuple[set[str], set[str]]:
+    """(the pausing NIC and its link, when the stormed port faces a host; else the stormed
+    port's link): a storm comes from an end that pauses, and pauses from a switch are
+    the storm's spread, not its source."""
+    device, port = str(labels.get("device") or ""), str(labels.get("port") or "")
+    link = fabric.link_of(device, port) if device and port else None
+    peer = str(labels.get("peer") or "")
+    if not peer and link:
+        peer = next((e for e in fabric.link_ends(link) or () if e != device), "")
+    peer_device = peer.partition(":")[0]
+    if fabric.is_host(peer_device):
+        return set([link] if link else fabric.host_links(peer_device)), set()
+    return set(), {link} if link else set()
+
+
+# --- from inferred faults to root causes -----------------------------------------------------
+
+
+def root_causes(doc: Mapping[str, Any]) -> list[RootCause]:
+    """The run's failures under the fewest causes that explain them, the strongest first;
+    then each failure no cause explains."""
+    fabric = Fabric(expand_units(doc.get("testbed")))
+    found, spreading = evidence_of(doc, fabric)
+    by_id = {e.obs.id: e for e in found}
+    priors = {c: PRIOR.get(_component_kind(c, fabric), inference.PRIOR)
+              for c in {*(c for e in found for c in e.obs.components), *spreading}}
+    result = inference.infer([e.obs for e in found], spreading=spreading, priors=priors)
+    failed_tests = [t for t in doc.get("tests") or [] if t.get("outcome") in ("failed", "broken")]
+    owner: dict[str, int] = {}  # nodeid -> index of the cause that claims it
+    causes = result.causes
+    for i, cause in enumerate(causes):
+        for oid in cause.explains:
+            owner.setdefault(by_id[oid].test, i)
+    out: list[RootCause] = []
+    for i, cause in enumerate(causes):
+        mine = [by_id[oid] for oid in cause.explains]
+        direct = [e for e in mine if cause.component in e.obs.named]
+        tests = list(dict.fromkeys(e.test for e in direct if owner.get(e.test) == i))
+        consequences = [n for n in dict.fromkeys(e.test for e in mine)
+                        if owner.get(n) == i and n not in tests]
+        out.append(_describe(cause, mine, direct, tests, consequences, by_id, fabric))
+    claimed = set(owner)
+    for t in failed_tests:
+        nodeid = str(t.get("nodeid") or "")
+        if nodeid not in claimed:
+            out.append(_unexplained(t))
+    return out
+
+
+def _component_kind(c: str, fabric: Fabric) -> str:
+    if fabric.link_ends(c):
+        return "link"
+    return fabric.kind.get(c, "switch")
+
+
+def _describe(cause: inference.Cause, mine: Sequence[Evidence], direct: Sequence[Evidence],
+              tests: list[str], consequences: list[str], by_id: Mapping[str, Evidence],
+              fabric: Fabric) -> RootCause:
+    comp = cause.component
+    ports = {e.port for e in direct if e.port and fabric.link_of(*e.port.split(":", 1)) == comp}
+    culprit = ports.pop() if len(ports) == 1 else comp
+    if cause.mode == "spreading" and comp in fabric.kind and fabric.is_switch(comp) and any(
+            matches(str((e.measurement or {}).get("limit_key")), ECMP_KEYS) for e in direct):
+        kind, what = "ecmp", ""
+    elif cause.mode == "spreading":
+        kind, what = "storm", "PFC storm"
+    elif any(e.measurement is None for e in direct):
+        kind, what = "unreachable", "could not be asked"
+    elif fabric.link_ends(comp) and any(
+            matches(str((e.measurement or {}).get("limit_key")), LINK_DOWN_KEYS) for e in direct):
+        kind, what, culprit = "link_down", "", comp
+    else:
+        kind, what = "fault", _what(direct or mine)
+    where = culprit
+    peer = ""
+    if kind == "storm" and fabric.link_ends(comp):
+        ends = fabric.link_ends(comp) or ("", "")
+        far = next((str((e.measurement or {}).get("labels", {}).get("peer") or "")
+                    for e in direct if e.port == culprit), "")
+        host = far or next((d for d in ends if fabric.is_host(d)), "")
+        peer = f" (from {host})" if host and host not in culprit else ""
+    if kind == "unreachable":
+        head = next(e.text for e in direct if e.measurement is None)
+    elif kind == "storm":
+        head = f"PFC storm at {where}{peer}"
+    elif kind == "ecmp":
+        head = f"uneven ECMP hashing at {comp}: flows share too few uplinks"
+    elif kind == "link_down":
+        head = f"link {comp} went down or flapped"
+    else:
+        head = f"{where}: {what}"
+    evidence = _evidence_lines(direct, mine)
+    runner = _runner_up_text(cause, by_id, fabric)
+    impact, waiting = _impact(mine, fabric)
+    return RootCause(head, kind, culprit, evidence, tests, consequences, runner, impact,
+                     waiting, cause.gain)
+
+
+def _what(found: Sequence[Evidence]) -> str:
+    """The cause in words: the failing keys and the values that explain them."""
+    keys = list(dict.fromkeys(str(e.measurement.get("name")) for e in found if e.measurement))
+    first = next((e.measurement for e in found if e.measurement), None)
+    labels = (first or {}).get("labels") or {}
+    why = ", ".join(f"{k}={labels[k]}" for k in EXPLAINING_LABELS if labels.get(k))
+    n = len({e.test for e in found})
+    head = ", ".join(keys[:3]) + (f" (+{len(keys) - 3} more)" if len(keys) > 3 else "")
+    tail = f" ({why})" if why else ""
+    value = f" {_value(first)}" if first is not None and len(keys) == 1 else ""
+    return f"{head}{value} outside its limit in {n} test(s){tail}"
+
+
+def _evidence_lines(direct: Sequence[Evidence], mine: Sequence[Evidence]) -> list[str]:
+    ordered = list(direct) + [e for e in sorted(mine, key=lambda e: -e.obs.strength)
+                              if e not in direct]
+    return list(dict.fromkeys(e.text for e in ordered))[:MAX_EVIDENCE]
+
+
+def _runner_up_text(cause: inference.Cause, by_id: Mapping[str, Evidence], fabric: Fabric
+                    ) -> str:
+    other = cause.runner_up
+    if other is None:
+        return ""
+    if cause.cleared_by:
+        e = by_id[cause.cleared_by[0]]
+        m = e.measurement or {}
+        return (f"not {other}: {e.test.rsplit('::', 1)[-1]} crossed it and passed "
+                f"({m.get('name')} {_value(m)})")
+    if cause.runner_up_gain <= 0:
+        return f"not {other}: it explains none of these failures"
+    if cause.gain - cause.runner_up_gain < TIE_NATS:
+        return (f"or {other}: it explains these failures as well and no measurement "
+                "separates the two; check both")
+    return (f"not {other}: it explains less (log-likelihood {cause.runner_up_gain:.1f} "
+            f"against {cause.gain:.1f})")
+
+
+def _impact(mine: Sequence[Evidence], fabric: Fabric) -> tuple[list[str], list[str]]:
+    """What the cause costs: bus bandwidth lost, RoCE bandwidth lost per pair, latency
+    added, and the hosts whose traffic waits on it."""
+    out: list[str] = []
+    busbw = [(float(lb["busbw_gbytes_s"]), float(lb["ceiling_gbytes_s"]))
+             for e in mine if e.measurement and e.obs.failed
+             and "busbw_gbytes_s" in (lb := e.measurement.get("labels") or {})
+             and "ceiling_gbytes_s" in lb]
+    if busbw:
+        worst, ceiling = min(busbw)
+        out.append(f"all-reduce bus bandwidth {worst:.1f} of {ceiling:.1f} GB/s "
+                   f"(-{(ceiling - worst):.1f} GB/s, -{100 * (1 - worst / ceiling):.0f}%) "
+                   f"in {len(busbw)} ring(s)")
+    pairs: dict[str, tuple[float, float]] = {}
+    for e in mine:
+        lb = (e.measurement or {}).get("labels") or {}
+        if e.obs.failed and "bw_gbps" in lb and "line_gbps" in lb and lb.get("pair"):
+            pairs[str(lb["pair"])] = min(pairs.get(str(lb["pair"]), (math.inf, 0.0)),
+                                         (float(lb["bw_gbps"]), float(lb["line_gbps"])))
+    if pairs:
+        lost = [line - bw for bw, line in pairs.values()]
+        low_bw, its_line = min(pairs.values())
+        out.append(f"RoCE bandwidth -{sum(lost) / len(lost):.0f} Gb/s per pair on {len(pairs)} "
+                   f"pair(s) (worst {low_bw:.0f} of {its_line:.0f} Gb/s)")
+    added = [float(lb["loaded_us"]) - float(lb["idle_us"])
+             for e in mine if e.measurement and e.obs.failed
+             and "idle_us" in (lb := e.measurement.get("labels") or {}) and "loaded_us" in lb]
+    if added:
+        out.append(f"p99 latency +{max(added):.1f} us under load")
+    hosts = sorted({c for e in mine if e.obs.failed and e.obs.traffic
+                    for seg in e.obs.segments for r in seg for c in r if fabric.is_host(c)})
+    if hosts:
+        out.append(f"{len(hosts)} host(s) wait on it: {', '.join(hosts)}")
+    return out, hosts
+
+
+def _unexplained(t: Mapping[str, Any]) -> RootCause:
+    nodeid = str(t.get("nodeid") or "")
+    failing = [m for m in t.get("measurements") or [] if m.get("verdict") == "FAIL"]
+    evidence = [message(m) for m in failing][:MAX_EVIDENCE]
+    if not evidence:
+        line = _first_line(t.get("message"))
+        evidence = [line] if line else []
+    what = "broken" if t.get("outcome") == "broken" else "failed"
+    name = nodeid.rsplit("::", 1)[-1] or (test_param(t) or "?")
+    device = f" on {t['device']}" if t.get("device") else ""
+    return RootCause(f"unexplained: {name} {what}{device}, and no fault on its path "
+                     "explains it", "unexplained", "", evidence, [nodeid], [])
+
+
+# --- text ----------------------------------------------------------------------------------
 
 
 def message(m: Mapping[str, Any]) -> str:
     """A failing measurement in one line (as ``Measurement.message`` prints it)."""
     labels = m.get("labels") or {}
     where = "".join(f" {k}={v}" for k, v in labels.items() if k not in ("detail", "evidence"))
-    value = m.get("value")
-    text = f"{value:.4g}" if isinstance(value, float) else str(value)
     bound = _limit_text(m.get("limit"))
     tail = f"; limit {bound}" if bound else ""
-    head = f"{m.get('name')}{where}: {text} {m.get('unit') or ''}".rstrip()
+    head = f"{m.get('name')}{where}: {_value(m)}".rstrip()
     return f"{head} is {m.get('verdict')}{tail}"
+
+
+def _value(m: Mapping[str, Any]) -> str:
+    value = m.get("value")
+    text = f"{value:.4g}" if isinstance(value, float) else str(value)
+    return f"{text} {m.get('unit') or ''}".rstrip()
 
 
 def _limit_text(limit: Mapping[str, Any] | None) -> str:
@@ -287,30 +480,9 @@ def _limit_text(limit: Mapping[str, Any] | None) -> str:
         return ""
 
 
-def storm_rule(pool: list[Failure], topo: Topology) -> list[RootCause]:
-    stormed = [(f, m) for f in pool for m in f.failing if matches(m.get("limit_key"), STORM_KEYS)]
-    located = [(f, m) for f, m in stormed if (m.get("labels") or {}).get("device")]
-    if not located:
-        return []
-
-    def rank(fm: tuple[Failure, Mapping[str, Any]]) -> tuple[int, float]:
-        labels = fm[1].get("labels") or {}
-        peer = labels.get("peer") or topo.peer(labels["device"], labels.get("port", "")) or ""
-        from_edge = topo.units.device_kind.get(peer.split(":", 1)[0]) not in ("switch", None)
-        value = fm[1].get("value")
-        return (1 if from_edge else 0, float(value) if isinstance(value, int | float) else 0.0)
-
-    _, source = max(located, key=rank)
-    labels = source.get("labels") or {}
-    device, port = str(labels["device"]), str(labels.get("port") or "")
-    where = f"{device}:{port}" if port else device
-    peer = labels.get("peer") or (topo.peer(device, port) if port else None)
-    origin = f" (from {peer})" if peer else ""
-    tests = _take(pool, [f for f, _ in stormed])
-    evidence = [message(m) for _, m in stormed][:MAX_EVIDENCE]
-    consequences = _absorb(pool, lambda f: True)  # pause frames stall the whole lossless class
-    return [RootCause(f"PFC storm at {where}{origin}", "storm", where, evidence, tests,
-                      consequences)]
+def _first_line(text: Any) -> str:
+    lines = str(text or "").strip().splitlines()
+    return lines[0][:160] if lines else ""
 
 
 def transport_errors() -> tuple[str, ...]:
@@ -326,176 +498,6 @@ def transport_errors() -> tuple[str, ...]:
 def _unreachable(test: Mapping[str, Any]) -> bool:
     first = str(test.get("message") or "").split(":", 1)[0].rsplit(".", 1)[-1]
     return test.get("outcome") == "broken" and first in transport_errors()
-
-
-def unreachable_rule(pool: list[Failure], topo: Topology) -> list[RootCause]:
-    by_device: dict[str, list[Failure]] = {}
-    for f in pool:
-        device = f.test.get("device")
-        if device and _unreachable(f.test):
-            by_device.setdefault(str(device), []).append(f)
-    out = []
-    for device, broken in sorted(by_device.items(), key=lambda kv: -len(kv[1])):
-        first = str(broken[0].test.get("message") or "").strip().splitlines()
-        why = first[0][:160] if first else "no answer"
-        tests = _take(pool, broken)
-        shadow = topo.shadow(device)
-        consequences = _absorb(pool, _touching(shadow))
-        out.append(RootCause(f"{device} could not be asked: {why}", "unreachable", device,
-                             [f"{len(tests)} broken test(s) name {device}"], tests, consequences))
-    return out
-
-
-def _located(m: Mapping[str, Any], topo: Topology) -> tuple[str, str | None, str | None] | None:
-    """(culprit, device, link) that a failing measurement points at, or None."""
-    labels = m.get("labels") or {}
-    device, port, link = labels.get("device"), labels.get("port"), labels.get("link")
-    if device and port:
-        return f"{device}:{port}", str(device), topo.units.endpoint_link.get(f"{device}:{port}")
-    if link and link in topo.units.link_devices:
-        return str(link), None, str(link)
-    if device:
-        return str(device), str(device), None
-    return None
-
-
-def _grouped(pool: list[Failure], topo: Topology, keys: Callable[[str | None], bool]
-             ) -> dict[str, tuple[str | None, str | None, list[tuple[Failure, Mapping[str, Any]]]]]:
-    groups: dict[str, tuple[str | None, str | None, list[tuple[Failure, Mapping[str, Any]]]]] = {}
-    for f in pool:
-        for m in f.failing:
-            if not keys(m.get("limit_key")):
-                continue
-            where = _located(m, topo)
-            if where is None:
-                continue
-            culprit, device, link = where
-            groups.setdefault(culprit, (device, link, []))[2].append((f, m))
-    return groups
-
-
-def link_down_rule(pool: list[Failure], topo: Topology) -> list[RootCause]:
-    groups = _grouped(pool, topo, lambda k: matches(k, LINK_DOWN_KEYS))
-    by_link: dict[str, list[tuple[Failure, Mapping[str, Any]]]] = {}
-    for culprit, (_, link, found) in groups.items():
-        by_link.setdefault(link or culprit, []).extend(found)
-    out = []
-    for link, found in sorted(by_link.items(), key=lambda kv: -len(kv[1])):
-        tests = _take(pool, [f for f, _ in found])
-        shadow = topo.shadow(None, link=link) if link in topo.units.link_devices else frozenset()
-        consequences = _absorb(pool, _touching(shadow))
-        out.append(RootCause(f"link {link} went down or flapped", "link_down", link,
-                             [message(m) for _, m in found][:MAX_EVIDENCE], tests, consequences))
-    return out
-
-
-def anomaly_rule(pool: list[Failure], topo: Topology) -> list[RootCause]:
-    groups = _grouped(pool, topo, lambda k: not matches(k, SYMPTOM_KEYS))
-    out = []
-    for culprit, (device, link, found) in sorted(groups.items(), key=lambda kv: -len(kv[1][2])):
-        if not any(f in pool for f, _ in found):
-            continue  # its failures were taken by a bigger group
-        tests = _take(pool, [f for f, _ in found])
-        port = culprit.split(":", 1)[1] if device and ":" in culprit else None
-        shadow = topo.shadow(device, port, link)
-        consequences = _absorb(pool, _touching(shadow))
-        evidence = [message(m) for _, m in found][:MAX_EVIDENCE]
-        if len(consequences) >= 2 and device and topo.units.device_kind.get(device) == "host":
-            evidence.append(f"{device} takes part in {len(consequences)} failing traffic tests")
-        first = found[0][1]
-        labels = first.get("labels") or {}
-        why = ", ".join(f"{k}={labels[k]}" for k in EXPLAINING_LABELS if labels.get(k))
-        out.append(RootCause(f"{culprit}: {first.get('name')} {_value(first)} outside its limit"
-                             + (f" ({why})" if why else ""), "anomaly", culprit,
-                             evidence, tests, consequences))
-    return out
-
-
-def ecmp_rule(pool: list[Failure], topo: Topology) -> list[RootCause]:
-    uneven = [(f, m) for f in pool for m in f.failing
-              if matches(m.get("limit_key"), ECMP_KEYS) and (m.get("labels") or {}).get("device")]
-    if not uneven:
-        return []
-    devices = sorted({str(m["labels"]["device"]) for _, m in uneven})
-    tests = _take(pool, [f for f, _ in uneven])
-    evidence = [message(m) for _, m in uneven][:MAX_EVIDENCE]
-    consequences = _absorb(pool, lambda f: all(
-        (m.get("labels") or {}).get("scope") == CROSS_FABRIC_SCOPE for m in f.failing))
-    culprit = devices[0] if len(devices) == 1 else ", ".join(devices)
-    return [RootCause(f"uneven ECMP hashing at {culprit}: flows share too few uplinks", "ecmp",
-                      culprit, evidence, tests, consequences)]
-
-
-def _value(m: Mapping[str, Any]) -> str:
-    value = m.get("value")
-    text = f"{value:.4g}" if isinstance(value, float) else str(value)
-    return f"{text} {m.get('unit') or ''}".rstrip()
-
-
-def common_member_rule(pool: list[Failure], topo: Topology) -> list[RootCause]:
-    out: list[RootCause] = []
-    while True:
-        pairs = [f for f in pool if f.symptom_only and f.pair is not None]
-        counts = Counter(h for f in pairs for h in f.pair or ())
-        if not counts:
-            return out
-        (host, n), *rest = counts.most_common()
-        runner_up = rest[0][1] if rest else 0
-        if n < 2 or n <= runner_up or 2 * n < len(pairs):
-            return out
-        mine = [f for f in pairs if host in (f.pair or ())]
-        tests = [f.nodeid for f in mine]
-        for f in mine:
-            pool.remove(f)
-        evidence = [f"{host} is an end of {n} of {len(pairs)} failing pairs: "
-                    + ", ".join("--".join(sorted(f.pair or ())) for f in mine)]
-        link = topo.host_link.get(host)
-        if link:
-            evidence.append(f"{host}'s link: {link}")
-        consequences = _absorb(pool, _alone_on(host))
-        where = f" (its NIC or its link {link})" if link else ""
-        out.append(RootCause(f"{host}: common end of {n} failing pairs{where}", "common_member",
-                             host, evidence, [], tests + consequences))
-
-
-def located_rule(pool: list[Failure], topo: Topology) -> list[RootCause]:
-    from labtest.outcome import culprit as culprit_of  # the table's own naming, one definition
-
-    groups: dict[str, list[Failure]] = {}
-    for f in pool:
-        groups.setdefault(culprit_of(dict(f.test)) or f.nodeid, []).append(f)
-    out = []
-    for where, found in groups.items():
-        evidence = [message(m) for f in found for m in f.failing][:MAX_EVIDENCE]
-        if not evidence:
-            evidence = [str(f.test.get("message") or "").strip().splitlines()[0]
-                        for f in found if str(f.test.get("message") or "").strip()][:MAX_EVIDENCE]
-        out.append(RootCause(where, "located", where, evidence, _take(pool, found), []))
-    return out
-
-
-RULES: tuple[Rule, ...] = (
-    storm_rule,
-    unreachable_rule,
-    link_down_rule,
-    anomaly_rule,
-    ecmp_rule,
-    common_member_rule,
-    located_rule,
-)
-
-
-def root_causes(doc: Mapping[str, Any], rules: Iterable[Rule] = RULES) -> list[RootCause]:
-    """The run's failures grouped under their most likely causes, the biggest first within
-    each rule's rank (storms, unreachable devices, dead links, anomalies, common members)."""
-    topo = Topology.of(doc)
-    pool = failures(doc, topo)
-    out: list[RootCause] = []
-    for rule in rules:
-        if not pool:
-            break
-        out.extend(rule(pool, topo))
-    return out
 
 
 def explained_by(causes: Iterable[RootCause]) -> dict[str, RootCause]:

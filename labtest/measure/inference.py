@@ -1,0 +1,323 @@
+"""Fault inference over what each measurement crossed (binary network tomography).
+
+A run's measurements are observations of the components they used: a pair's
+bandwidth crossed two hosts, their links, two leaves and one of the spines; a
+transceiver reading saw one port. A fault is a component (host, switch, link)
+that spoils what crosses it. The question is which few components explain the
+failing observations while the passing ones clear the rest.
+
+The model (docs/rootcause.md states it for users):
+
+* An observation *reaches* a component with probability 1 when every route of
+  it crosses the component, the share of its ECMP routes that do when the member
+  taken is unknown, combined over the segments it crosses (a ring's steps) as
+  ``1 - prod(1 - share)``. A component the measurement names itself (a port's
+  own counters, the link a collective located) is reached with certainty.
+* Given the faulty set ``H``, an observation fails with probability
+  ``1 - (1 - FALSE_ALARM) * prod_{c in H} (1 - reach(c) * (1 - MISS))``
+  (noisy-OR).
+* Where a suite located a failure is evidence too: the cause that failed it is
+  a named component with probability 1, an unnamed one on its path with
+  ``LOCATED_ELSEWHERE`` (mixed over the causes by how likely each failed it).
+* A fault need not spoil traffic: a dirty connector fails its port's optics
+  while every pair across it runs at line rate. Each cause takes the better of
+  two modes, *local* (it explains only what names it) and *traffic*; and it
+  spoils only the kinds of measurement (``aspect``) it is seen to fail, so a
+  passing latency probe does not clear a link that halves bandwidth.
+* A *spreading* component (a pause storm's source; a switch hashing unevenly)
+  reaches every traffic observation of its scope, wherever its routes go;
+  passing traffic does not clear it (a storm stalls what shared the paused
+  queue at that moment, not all of it).
+* Each observation's log-likelihood ratio against "no fault" is weighted by its
+  ``strength`` (0..1): a pair at 59 % of line rate against a 90 % limit says
+  more than one at 89 %, a pass at 99 % clears more than one at 91 %.
+* Each cause pays ``log(1 / prior)``. The search adds the component that most
+  raises the penalised likelihood while that gain is positive, then drops and
+  swaps causes while that helps (greedy maximum likelihood with local search):
+  every failure explained by the fewest causes, independent faults each named,
+  and a failure whose path every passing measurement clears left unexplained.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+#: P(fail) of a measurement whose path holds no fault (noise, a limit set tight)
+FALSE_ALARM = 0.01
+#: P(pass) of a measurement that crossed a traffic-spoiling fault (a gray fault it missed)
+MISS = 0.05
+#: prior probability that a given component is faulty: the price of one more cause
+PRIOR = 0.1
+#: P(a suite names this place | the fault is elsewhere on the path): suites locate
+#: (a collective names the link whose counters show the slowdown), and are seldom wrong
+LOCATED_ELSEWHERE = 0.2
+#: the modes a fault may take (the better fitting one is taken: the prior's price covers it)
+MODES = ("local", "traffic")
+#: the scope of a spreading fault that reaches every traffic observation
+ANY_SCOPE = "*"
+
+Route = frozenset[str]
+Segment = tuple[Route, ...]  # ECMP alternatives, equally likely
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One measurement as evidence: what it crossed, whether it failed, how strongly."""
+
+    id: str
+    failed: bool
+    segments: tuple[Segment, ...] = ()
+    named: frozenset[str] = frozenset()
+    strength: float = 1.0
+    traffic: bool = True  # moved traffic (a pair, a ring, a stream), not a device's own reading
+    aspect: str = ""  # what was measured (its limit key): a pass clears only that aspect
+    scope: str = ""  # what traffic it was ("bisection": all hosts at once across the fabric)
+
+    def reach(self, component: str) -> float:
+        """Probability that this observation's traffic crossed ``component``."""
+        if component in self.named:
+            return 1.0
+        missed = 1.0
+        for alternatives in self.segments:
+            if alternatives:
+                share = sum(component in r for r in alternatives) / len(alternatives)
+                missed *= 1.0 - share
+        return 1.0 - missed
+
+    @property
+    def components(self) -> frozenset[str]:
+        out = set(self.named)
+        for alternatives in self.segments:
+            for r in alternatives:
+                out |= r
+        return frozenset(out)
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One inferred fault: the component, its mode, and what it explains."""
+
+    component: str
+    mode: str  # traffic | local | spreading
+    gain: float  # log-likelihood it added to the explanation (nats)
+    explains: tuple[str, ...]  # ids of the failing observations it accounts for
+    runner_up: str | None = None  # the best other component for the same failures
+    runner_up_gain: float = 0.0
+    cleared_by: tuple[str, ...] = ()  # passing observations that clear the runner-up
+
+
+@dataclass
+class Inference:
+    causes: list[Cause]
+    unexplained: list[str]  # failing observations no cause accounts for
+    scores: dict[str, float] = field(default_factory=dict)  # single-fault gain per component
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """Faulty components with their modes, and the aspects each is seen to spoil."""
+
+    modes: Mapping[str, str]
+    aspects: Mapping[str, frozenset[str]]
+    scopes: Mapping[str, str] = field(default_factory=dict)  # spreading: the scope reached
+
+    def with_(self, component: str, mode: str, aspects: frozenset[str], scope: str = ""
+              ) -> Hypothesis:
+        return Hypothesis({**self.modes, component: mode}, {**self.aspects, component: aspects},
+                          {**self.scopes, component: scope})
+
+
+NONE = Hypothesis({}, {})
+
+
+def _spreads_to(o: Observation, scope: str) -> bool:
+    return o.traffic and (scope == ANY_SCOPE or o.scope == scope)
+
+
+def _hit(o: Observation, c: str, mode: str, aspects: frozenset[str], scope: str = ANY_SCOPE
+         ) -> float:
+    if not o.failed and o.aspect not in aspects:
+        return 0.0  # a fault spoils what it is seen to spoil; other passes say nothing of it
+    if mode == "spreading":
+        if _spreads_to(o, scope):
+            return 1.0 if o.failed else 0.0
+        return 1.0 if c in o.named else 0.0
+    if mode == "local" or not o.traffic:
+        return 1.0 if c in o.named else 0.0
+    return o.reach(c)
+
+
+def p_fail(o: Observation, hyp: Hypothesis) -> float:
+    healthy = 1.0 - FALSE_ALARM
+    for c, mode in hyp.modes.items():
+        hit = _hit(o, c, mode, hyp.aspects.get(c, frozenset()), hyp.scopes.get(c, ANY_SCOPE))
+        healthy *= 1.0 - hit * (1.0 - MISS)
+    return 1.0 - healthy
+
+
+def _located(o: Observation, hyp: Hypothesis) -> float:
+    """P(the suite names where it did | hyp): each cause in proportion to how likely it
+    failed ``o``; one the measurement names (or a spreading storm, which stalls queues
+    wherever the suite looked) at 1, one it only crossed at ``LOCATED_ELSEWHERE``."""
+    total = weighted = 0.0
+    for c, mode in hyp.modes.items():
+        w = _hit(o, c, mode, hyp.aspects.get(c, frozenset()), hyp.scopes.get(c, ANY_SCOPE))
+        total += w
+        weighted += w * (1.0 if c in o.named or mode == "spreading" else LOCATED_ELSEWHERE)
+    return weighted / total if total > 0 else 1.0
+
+
+def _llr(o: Observation, hyp: Hypothesis) -> float:
+    """log P(o | hyp) - log P(o | no fault), weighted by what the observation says."""
+    p = p_fail(o, hyp)
+    if o.failed:
+        ratio = math.log(max(p, 1e-12)) - math.log(FALSE_ALARM)
+        if o.named:
+            ratio += math.log(_located(o, hyp))
+    else:
+        ratio = math.log(max(1.0 - p, 1e-12)) - math.log(1.0 - FALSE_ALARM)
+    return o.strength * ratio
+
+
+def log_likelihood(obs: Iterable[Observation], hyp: Hypothesis) -> float:
+    """Log-likelihood of ``obs`` under ``hyp``, relative to no fault at all."""
+    return sum(_llr(o, hyp) for o in obs)
+
+
+@dataclass
+class _Search:
+    """The candidates, what each touches, and the penalised score of a hypothesis."""
+
+    observations: Sequence[Observation]
+    pool: list[str]
+    spread: dict[str, str]
+    priors: Mapping[str, float]
+    touching: dict[str, list[Observation]] = field(default_factory=dict)
+    aspects: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for c in self.pool:
+            scope = self.spread.get(c)
+            self.touching[c] = [o for o in self.observations if c in o.components
+                                or (scope is not None and _spreads_to(o, scope))]
+            self.aspects[c] = frozenset(o.aspect for o in self.touching[c] if o.failed)
+
+    def cost(self, c: str) -> float:
+        return math.log(1.0 / self.priors.get(c, PRIOR))
+
+    def add(self, hyp: Hypothesis, c: str) -> tuple[float, Hypothesis]:
+        """The best mode for ``c`` beside ``hyp``: (penalised gain, the new hypothesis)."""
+        relevant = self.touching[c]
+        base = log_likelihood(relevant, hyp)
+        modes = ("spreading",) if c in self.spread else MODES
+        options = [hyp.with_(c, m, self.aspects[c], self.spread.get(c, ANY_SCOPE))
+                   for m in modes]
+        scored = [(log_likelihood(relevant, h) - base, h) for h in options]
+        gain, best = max(scored, key=lambda gh: gh[0])  # the first of equals: local first
+        return gain - self.cost(c), best
+
+    def without(self, hyp: Hypothesis, c: str) -> Hypothesis:
+        return Hypothesis({k: v for k, v in hyp.modes.items() if k != c},
+                          {k: v for k, v in hyp.aspects.items() if k != c},
+                          {k: v for k, v in hyp.scopes.items() if k != c})
+
+    def marginal(self, hyp: Hypothesis, c: str) -> float:
+        """What ``c`` adds to the rest of ``hyp``, its price paid."""
+        rest = self.without(hyp, c)
+        relevant = self.touching[c]
+        return log_likelihood(relevant, hyp) - log_likelihood(relevant, rest) - self.cost(c)
+
+    def refine(self, hyp: Hypothesis, rounds: int = 4) -> Hypothesis:
+        """Undo greedy's mistakes: drop a cause the others make redundant, swap one for a
+        candidate that explains its failures better (a spine that covered two NICs'
+        pairs half-well gives way to the NICs)."""
+        for _ in range(rounds):
+            changed = False
+            for c in sorted(hyp.modes, key=lambda k: self.marginal(hyp, k)):
+                if self.marginal(hyp, c) <= 0:
+                    hyp, changed = self.without(hyp, c), True
+            for c in list(hyp.modes):
+                rest = self.without(hyp, c)
+                keep = self.marginal(hyp, c)
+                rivals = {r for o in self.touching[c] if o.failed for r in o.components}
+                rivals |= {r for r in self.spread if r != c}
+                best = max(((self.add(rest, r), r) for r in sorted(rivals)
+                            if r in self.touching and r not in hyp.modes),
+                           key=lambda x: x[0][0], default=None)
+                if best is not None and best[0][0] > keep + 1e-6:
+                    hyp, changed = best[0][1], True
+            if not changed:
+                break
+        return hyp
+
+
+def infer(
+    observations: Sequence[Observation],
+    candidates: Iterable[str] | None = None,
+    spreading: Mapping[str, str] | None = None,
+    priors: Mapping[str, float] | None = None,
+    max_causes: int = 8,
+) -> Inference:
+    """The fewest components that explain the failing observations (maximum likelihood,
+    each cause paying ``log 1/prior``: greedy, then refined by dropping and swapping),
+    what each explains, and what clears its runner-up.
+
+    ``spreading``: component -> the scope of traffic it may spoil anywhere (``ANY_SCOPE``:
+    all of it, as a pause storm does; "bisection": aggregate cross-fabric runs, as
+    polarised hashing does), wherever its routes go."""
+    spread = dict(spreading or {})
+    pool = sorted(set(candidates) if candidates is not None else
+                  {c for o in observations if o.failed for c in o.components} | set(spread))
+    search = _Search(observations, pool, spread, priors or {})
+    failing = [o for o in observations if o.failed]
+    hyp = NONE
+    singles: dict[str, float] = {}
+    while failing and len(hyp.modes) < max_causes:
+        gains = sorted(((*search.add(hyp, c), c) for c in pool if c not in hyp.modes),
+                       key=lambda g: (-g[0], g[2]))
+        if not singles:
+            singles = {c: g for g, _, c in gains}
+        if not gains or gains[0][0] <= 0:
+            break
+        hyp = gains[0][1]
+    hyp = search.refine(hyp)
+    causes = [_cause(search, hyp, c, failing) for c in hyp.modes]
+    causes.sort(key=lambda c: (-c.gain, c.component))
+    explained = {i for c in causes for i in c.explains}
+    unexplained = [o.id for o in failing if o.id not in explained]
+    return Inference(causes, unexplained, singles)
+
+
+def _cause(search: _Search, hyp: Hypothesis, c: str, failing: Sequence[Observation]) -> Cause:
+    """``c`` as a cause: its marginal gain, the failures it explains best among the causes,
+    and its runner-up (the candidate that would best take its place)."""
+
+    def share(o: Observation, k: str) -> float:
+        hit = _hit(o, k, hyp.modes[k], hyp.aspects.get(k, frozenset()),
+                   hyp.scopes.get(k, ANY_SCOPE))
+        return hit * (1.0 if k in o.named or hyp.modes[k] == "spreading" or not o.named
+                      else LOCATED_ELSEWHERE)
+
+    explains = tuple(o.id for o in failing
+                     if share(o, c) > 0 and share(o, c) >= max(share(o, k) for k in hyp.modes))
+    rest = search.without(hyp, c)
+    rivals = {r for o in search.touching[c] if o.failed for r in o.components} - set(hyp.modes)
+    ranked = sorted(((search.add(rest, r)[0], r) for r in rivals if r in search.touching),
+                    key=lambda x: (-x[0], x[1]))
+    gain = search.marginal(hyp, c)
+    runner_gain, runner = ranked[0] if ranked else (0.0, None)
+    cleared = (_clearing(search.observations, runner, search.aspects[runner])
+               if runner is not None else ())
+    return Cause(c, hyp.modes[c], gain, explains, runner, runner_gain, cleared)
+
+
+def _clearing(observations: Sequence[Observation], component: str,
+              aspects: frozenset[str]) -> tuple[str, ...]:
+    """Passing traffic of the failing kinds that surely crossed ``component``, the
+    strongest first."""
+    passed = [o for o in observations if not o.failed and o.traffic and o.aspect in aspects
+              and o.reach(component) >= 0.999]
+    passed.sort(key=lambda o: -o.strength)
+    return tuple(o.id for o in passed)

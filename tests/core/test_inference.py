@@ -1,0 +1,260 @@
+"""The path-inference engine on hand-made fabrics: ECMP ambiguity, two faults at once, a
+passing measurement that clears a suspect, a device common to slow reroutes, and the
+issue-32 examples end to end through the results document."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from labtest.measure import inference
+from labtest.measure.coverage import expand_units
+from labtest.measure.inference import Observation, infer
+from labtest.measure.paths import Fabric
+from labtest.measure.rootcause import root_causes
+
+
+def make_testbed(leaves: int = 2, spines: int = 2, hosts_per_leaf: int = 2) -> dict[str, Any]:
+    """A leaf-spine testbed record (as the results document holds it)."""
+    devices: dict[str, Any] = {}
+    links = []
+    for s in range(1, spines + 1):
+        devices[f"spine{s}"] = {"role": "spine"}
+    for leaf in range(1, leaves + 1):
+        devices[f"leaf{leaf}"] = {"role": "leaf"}
+        for s in range(1, spines + 1):
+            links.append({"a": f"leaf{leaf}:up{s}", "b": f"spine{s}:down{leaf}"})
+        for h in range(1, hosts_per_leaf + 1):
+            name = f"h{leaf}{h}"
+            devices[name] = {"role": "host"}
+            links.append({"a": f"{name}:eth0", "b": f"leaf{leaf}:host{h}"})
+    return {"devices": devices, "links": links}
+
+
+def fabric(**kw: int) -> Fabric:
+    return Fabric(expand_units(make_testbed(**kw)))
+
+
+def pair_obs(fab: Fabric, a: str, b: str, failed: bool, strength: float = 1.0,
+             oid: str | None = None) -> Observation:
+    return Observation(oid or f"{a}--{b}", failed, (fab.routes(a, b),), strength=strength,
+                       aspect="bw")
+
+
+# --- the fabric's routes --------------------------------------------------------------------
+
+
+def test_routes_between_leaves_are_the_ecmp_set() -> None:
+    fab = fabric()
+    routes = fab.routes("h11", "h21")
+    assert len(routes) == 2  # one per spine
+    assert all({"h11", "leaf1", "leaf2", "h21"} <= r for r in routes)
+    assert {frozenset(c for c in r if c.startswith("spine")) for r in routes} == {
+        frozenset({"spine1"}), frozenset({"spine2"})}
+    # under one leaf: no spine at all
+    (local,) = fab.routes("h11", "h12")
+    assert not any(c.startswith("spine") for c in local) and "leaf1" in local
+
+
+def test_hosts_do_not_forward() -> None:
+    fab = fabric(leaves=1, spines=1, hosts_per_leaf=3)
+    assert all("h12" not in r for r in fab.routes("h11", "h13"))
+
+
+# --- the engine -----------------------------------------------------------------------------
+
+
+def test_a_healthy_run_has_no_cause() -> None:
+    fab = fabric()
+    hosts = ["h11", "h12", "h21", "h22"]
+    obs = [pair_obs(fab, a, b, False) for a, b in itertools.combinations(hosts, 2)]
+    result = infer(obs)
+    assert result.causes == [] and result.unexplained == []
+
+
+def test_a_passing_pair_clears_its_hosts() -> None:
+    """The issue's straggler: every failing pair crosses leaf1's link to spine2 (the
+    member each hashed onto unknown), h11 is in most of them, but h11--h12 passed at
+    line rate under one leaf and h11--h22 through spine1: h11 is cleared."""
+    fab = fabric()
+    up2 = "leaf1:up2--spine2:down1"
+    obs = [
+        Observation("h11--h21", True, (tuple(r for r in fab.routes("h11", "h21") if up2 in r),),
+                    aspect="bw"),
+        Observation("h11--h22", True, (fab.routes("h11", "h22"),), aspect="bw"),
+        Observation("h12--h21", True, (fab.routes("h12", "h21"),), aspect="bw"),
+        pair_obs(fab, "h11", "h12", False),
+        Observation("h11--h22@spine1", False, (tuple(
+            r for r in fab.routes("h11", "h22") if "spine1" in r),), aspect="bw"),
+        Observation("h12--h22@spine1", False, (tuple(
+            r for r in fab.routes("h12", "h22") if "spine1" in r),), aspect="bw"),
+    ]
+    result = infer(obs)
+    assert result.causes[0].component in (up2, "spine2")
+    assert result.scores["h11"] < result.scores[result.causes[0].component]
+    assert "h11--h12" in inference._clearing(obs, "h11", frozenset({"bw"}))
+
+
+def test_ecmp_ambiguity_is_a_tie_until_a_suite_locates_it() -> None:
+    fab = fabric()
+    obs = [pair_obs(fab, "h11", "h21", True), pair_obs(fab, "h12", "h22", True),
+           pair_obs(fab, "h11", "h12", False), pair_obs(fab, "h21", "h22", False)]
+    result = infer(obs)
+    best = result.causes[0]
+    up1, up2 = "leaf1:up1--spine1:down1", "leaf1:up2--spine2:down1"
+    # both uplinks of both leaves and both spines explain it equally
+    assert abs(result.scores[up1] - result.scores[up2]) < 1e-9
+    assert best.gain - best.runner_up_gain < 1e-9
+    # a ring that names leaf1's uplink to spine2 breaks the tie
+    ring = Observation("ring", True, (fab.routes("h11", "h21"), fab.routes("h21", "h11")),
+                       named=frozenset({up2}), aspect="busbw")
+    located = infer([*obs, ring])
+    assert located.causes[0].component == up2
+    assert located.causes[0].gain - located.causes[0].runner_up_gain > 1.0
+
+
+def test_two_independent_faults_are_both_named() -> None:
+    fab = fabric(leaves=3)
+    hosts = [f"h{leaf}{h}" for leaf in (1, 2, 3) for h in (1, 2)]
+    bad = {"h11", "h32"}  # two NICs, far apart
+    obs = [pair_obs(fab, a, b, bool(bad & {a, b})) for a, b in itertools.combinations(hosts, 2)]
+    result = infer(obs)
+    named = {c.component for c in result.causes}
+    # each NIC or its own link (indistinguishable by pairs); nothing else
+    assert len(named) == 2
+    assert {n.split(":")[0] for n in named} == bad
+    assert result.unexplained == []
+
+
+def test_a_switch_common_to_every_slow_reroute() -> None:
+    """Failover: the devices at the ends of the shut link must reroute; spine2 is in every
+    slow one, leaf1 also reconverged fast around its other uplink."""
+    reroute = {("leaf1", "spine2"): True, ("leaf2", "spine2"): True,
+               ("leaf1", "spine1"): False, ("leaf2", "spine1"): False}
+    obs = [Observation(f"shut {a}-{b}", slow, ((frozenset({a, b}),),), aspect="conv")
+           for (a, b), slow in reroute.items()]
+    result = infer(obs)
+    assert [c.component for c in result.causes] == ["spine2"]
+    assert result.causes[0].runner_up in ("leaf1", "leaf2")
+    assert result.causes[0].cleared_by  # the runner-up's fast reroute
+
+
+def test_a_local_fault_is_not_cleared_by_traffic() -> None:
+    """A dirty connector fails its port's optics while pairs across it run at line rate."""
+    fab = fabric()
+    link = "h11:eth0--leaf1:host1"
+    optics = Observation("rx", True, named=frozenset({link, "leaf1"}), traffic=False,
+                         aspect="rx_power")
+    pairs = [pair_obs(fab, "h11", b, False) for b in ("h12", "h21", "h22")]
+    result = infer([optics, *pairs])
+    assert [(c.component, c.mode) for c in result.causes] == [(link, "local")]
+
+
+def test_a_storm_source_explains_traffic_anywhere() -> None:
+    fab = fabric()
+    link = "h22:eth0--leaf2:host2"
+    storm = Observation("storm", True, named=frozenset({link, "leaf2"}), aspect="pfc")
+    stalled = [pair_obs(fab, "h11", "h12", True, oid="incast-h12"),
+               pair_obs(fab, "h11", "h21", True, oid="victim")]
+    result = infer([storm, *stalled], spreading={link: inference.ANY_SCOPE})
+    assert [c.component for c in result.causes] == [link]
+    assert set(result.causes[0].explains) == {"storm", "incast-h12", "victim"}
+
+
+def test_a_failure_nothing_explains_stays_unexplained() -> None:
+    fab = fabric()
+    hosts = ["h11", "h12", "h21", "h22"]
+    obs = [pair_obs(fab, a, b, (a, b) == ("h11", "h12"))
+           for a, b in itertools.combinations(hosts, 2)]
+    obs += [pair_obs(fab, a, b, False, oid=f"again {a}--{b}")
+            for a, b in itertools.combinations(hosts, 2) if (a, b) != ("h11", "h12")]
+    result = infer(obs)
+    assert result.causes == [] and result.unexplained == ["h11--h12"]
+
+
+# --- issue 32's examples, through the results document ----------------------------------------
+
+
+LINE = {"low": 0.9, "unit": "ratio", "source": "acceptance"}
+
+
+def meas(key: str, value: float, verdict: str, limit: dict[str, Any] | None = None,
+         **labels: str) -> dict[str, Any]:
+    return {"name": key, "value": value, "unit": "", "verdict": verdict, "limit": limit,
+            "limit_key": key, "labels": labels}
+
+
+def record(name: str, ms: list[dict[str, Any]], suite: str = "roce") -> dict[str, Any]:
+    failed = any(x["verdict"] == "FAIL" for x in ms)
+    return {"nodeid": f"suites/{suite}/test_{suite}.py::{name}", "name": name, "suite": suite,
+            "outcome": "failed" if failed else "passed", "message": None, "device": None,
+            "measurements": ms}
+
+
+@pytest.fixture(scope="module")
+def lab_record() -> dict[str, Any]:
+    from labtest.reports import results
+    from labtest.run import DEFAULT_TESTBED
+    from labtest.testbed import load_testbed
+
+    return results.testbed_record(load_testbed(DEFAULT_TESTBED))
+
+
+def test_issue_example_1_the_straggler_link_not_host4(lab_record: dict[str, Any]) -> None:
+    """straggler_link at 0.6 on leaf2:Ethernet8--spine2:Ethernet2/1: three failing pairs
+    have host4 in common, host3--host4 passed at full rate under leaf2, a collective
+    located leaf2:Ethernet8. The answer is the link, and host4 is cleared by name."""
+    pairs = {("host1", "host4"): 0.78, ("host4", "host6"): 0.59, ("host4", "host8"): 0.59,
+             ("host3", "host4"): 0.99, ("host1", "host3"): 0.98, ("host2", "host5"): 0.98,
+             ("host4", "host7"): 0.98, ("host3", "host6"): 0.97}
+    tests = [record(f"test_pair_bandwidth[{a}--{b}]", [meas(
+        "roce.bw_fraction_of_line", v, "FAIL" if v < 0.9 else "PASS", LINE, pair=f"{a}--{b}",
+        client=a, server=b, bw_gbps=f"{v * 800:.1f}", line_gbps="800")])
+        for (a, b), v in pairs.items()]
+    tests.append(record("test_allreduce[by-leaf-reversed]", [meas(
+        "collective.busbw_fraction_of_ceiling", 0.6, "FAIL", {"low": 0.85, "source": "x"},
+        ring="host8 -> host7 -> host6 -> host5 -> host4 -> host3 -> host2 -> host1",
+        busbw_gbytes_s="29.4", ceiling_gbytes_s="49.0", link="leaf2:Ethernet8--spine2:Ethernet2/1",
+        device="leaf2", port="Ethernet8")], suite="collective"))
+    doc = {"testbed": lab_record, "tests": tests}
+    first = root_causes(doc)[0]
+    assert first.culprit == "leaf2:Ethernet8"
+    assert len(first.consequences) == 3  # the three pairs
+    assert any("all-reduce bus bandwidth 29.4 of 49.0 GB/s" in line for line in first.impact)
+    # without the collective, pairs alone still clear host4 (host3--host4 passed)
+    alone = root_causes({"testbed": lab_record, "tests": tests[:-1]})[0]
+    assert alone.culprit not in ("host4", "host4:eth0--leaf2:Ethernet24")
+    assert "leaf2" in alone.culprit or "spine2" in alone.culprit
+
+
+def test_issue_example_2_slow_convergence_names_the_spine(lab_record: dict[str, Any]) -> None:
+    shuts = {"leaf1:Ethernet8--spine2:Ethernet1/1": 2150.0,
+             "leaf4:Ethernet8--spine2:Ethernet4/1": 2150.0,
+             "leaf1:Ethernet0--spine1:Ethernet0": 650.0,
+             "leaf4:Ethernet0--spine1:Ethernet24": 650.0}
+    tests = []
+    for link, ms in shuts.items():
+        device, _, port = link.split("--")[0].partition(":")
+        tests.append(record(f"test_failover[shut:{device}:{port}]", [meas(
+            "failover.convergence_ms", ms, "FAIL" if ms > 1000 else "PASS",
+            {"high": 1000, "unit": "ms", "source": "x"}, link=link, device=device, port=port)],
+            suite="failover"))
+    causes = root_causes({"testbed": lab_record, "tests": tests})
+    assert [c.culprit for c in causes] == ["spine2"]
+    assert causes[0].not_runner_up.startswith("not leaf")
+    assert "passed (failover.convergence_ms 650" in causes[0].not_runner_up
+
+
+def test_no_culprit_is_an_exception_text(lab_record: dict[str, Any]) -> None:
+    broken = {"nodeid": "suites/link/test_link.py::test_fec_live[x]", "name": "x",
+              "suite": "link", "outcome": "broken", "device": "leaf1", "measurements": [],
+              "message": "labtest.errors.ParseError: line 3: no FEC table"}
+    failed = record("test_pair_bandwidth[host1--host2]", [meas(
+        "roce.bw_fraction_of_line", 0.5, "FAIL", LINE)])
+    failed["message"] = "labtest.errors.LimitFailure: 1 measurement(s) outside limits:"
+    causes = root_causes({"testbed": lab_record, "tests": [broken, failed]})
+    assert causes and all("Error" not in c.culprit and "Failure" not in c.culprit
+                          for c in causes)
+    assert {c.kind for c in causes} == {"unexplained"}
