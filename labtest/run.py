@@ -55,6 +55,9 @@ INTERRUPT_GRACE_S = 300.0  # how long an interrupted pytest may take to restore 
 EXIT_OK, EXIT_VERDICT, EXIT_USAGE, EXIT_NO_RESULTS = 0, 1, 2, 3
 #: nothing failed, but not everything required was proven (pytest itself uses 0-5)
 EXIT_INCOMPLETE = 6
+#: nothing could be judged: the testbed was refused (a fault the lab cannot inject, ...) or
+#: the emulated lab did not start; one located error, no verdict table
+EXIT_BROKEN = 7
 EXIT_BY_VERDICT = {"PASS": EXIT_OK, "FAIL": EXIT_VERDICT, "INCOMPLETE": EXIT_INCOMPLETE}
 
 
@@ -129,12 +132,21 @@ def pytest_command(opts: RunOptions) -> list[str]:
 
 
 def run(opts: RunOptions, out: TextIO = sys.stdout) -> int:
-    """Run pytest, print the verdict table; 0 only for PASS (1 FAIL, 6 INCOMPLETE)."""
+    """Run pytest, print the verdict table; 0 only for PASS (1 FAIL, 6 INCOMPLETE, 7 BROKEN:
+    the testbed was refused or the lab did not start)."""
     cmd = pytest_command(opts)
+    refused = testbed_problems(opts.testbed)
+    if refused:  # before any lab starts: a fault it cannot inject is not a test's failure
+        for problem in refused:
+            print(f"labtest run: BROKEN: {problem}", file=out)
+        return EXIT_BROKEN
     print(f"labtest run: {' '.join(cmd[3:])}", file=out, flush=True)
     start = time.monotonic()
     status = _run_child(cmd, cwd=Path.cwd())
     elapsed_s = time.monotonic() - start
+    if status == EXIT_BROKEN:  # the child said why, located, in one line
+        print("labtest run: BROKEN: the lab did not start; nothing was judged", file=out)
+        return EXIT_BROKEN
     try:
         doc = results.load(opts.alluredir)
     except results.ResultsError as exc:
@@ -147,6 +159,19 @@ def run(opts: RunOptions, out: TextIO = sys.stdout) -> int:
     if not any(s.total for s in table.suites.values()):
         return EXIT_NO_RESULTS
     return EXIT_BY_VERDICT[table.verdict]
+
+
+def testbed_problems(path: Path) -> list[str]:
+    """The testbed's located problems, faults included (``labtest.testbed.faultcheck``).
+    Drivers are left to the pytest session: a lab's conftest may register its own."""
+    from labtest.errors import ConfigError
+    from labtest.testbed import load_testbed
+
+    try:
+        load_testbed(path, check_drivers=False)
+    except ConfigError as exc:
+        return list(exc.problems)
+    return []
 
 
 def _isatty(out: TextIO) -> bool:
@@ -258,6 +283,10 @@ def format_table(table: VerdictTable, elapsed_s: float, color: bool = False) -> 
             lines.append(f"  {i}. {c['cause']}")
             for ev in c.get("evidence", [])[:3]:
                 lines.append(f"       evidence: {ev}")
+            if c.get("not_runner_up"):
+                lines.append(f"       {c['not_runner_up']}")
+            for cost in c.get("impact", []):
+                lines.append(f"       costs: {cost}")
             if c.get("consequences"):
                 names = [n.rsplit("::", 1)[-1] for n in c["consequences"]]
                 more = f" (+{len(names) - 4} more)" if len(names) > 4 else ""

@@ -374,7 +374,8 @@ def _what(found: Sequence[Evidence]) -> str:
     head = ", ".join(keys[:3]) + (f" (+{len(keys) - 3} more)" if len(keys) > 3 else "")
     tail = f" ({why})" if why else ""
     value = f" {_value(first)}" if first is not None and len(keys) == 1 else ""
-    return f"{head}{value} outside its limit in {n} test(s){tail}"
+    many = f" in {n} tests" if n > 1 else ""
+    return f"{head}{value} outside its limit{many}{tail}"
 
 
 def _evidence_lines(direct: Sequence[Evidence], mine: Sequence[Evidence]) -> list[str]:

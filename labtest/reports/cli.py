@@ -61,6 +61,8 @@ def _report(args: argparse.Namespace) -> int:
         follows = len(cause["consequences"])
         print(f"  root cause {i}: {cause['cause']}"
               + (f" (explains {follows} other failure(s))" if follows else ""))
+        for cost in cause.get("impact") or []:
+            print(f"    costs: {cost}")
     for item in doc["attention"]:
         print(f"  {item['outcome'].upper():<7} {item['nodeid']}: {_culprit(item)}")
     print(f"sign-off:  {bundle.html}")

@@ -443,6 +443,7 @@ def environment(doc: dict[str, Any]) -> dict[str, object]:
         "labtest.verdict": verdict.get("verdict"),
         "coverage": f"{proven}/{required} required cells proven or waived" if by_suite else None,
         **{f"labtest.root_cause.{i}": c["cause"]
+           + "".join(f"; costs {x}" for x in c.get("impact") or [])
            for i, c in enumerate(verdict.get("root_causes") or [], 1)},
         "testbed": tb.get("name"),
         "testbed.file": tb.get("file"),

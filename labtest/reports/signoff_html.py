@@ -161,13 +161,17 @@ def _root_causes(doc: dict[str, Any]) -> str:
     cards = []
     for i, c in enumerate(causes, 1):
         evidence = "".join(f"<li>{_e(e)}</li>" for e in c.get("evidence", []))
+        impact = "".join(f"<li>{_e(x)}</li>" for x in c.get("impact", []))
         shown = "".join(f"<li class='mono'>{_e(n)}</li>" for n in c.get("tests", []))
         follows = "".join(f"<li class='mono'>{_e(n)}</li>" for n in c.get("consequences", []))
         cards.append(
             f"<div class='card cause'><h3>{i}. {_e(c['cause'])}</h3>"
             f"<div class='muted'>{_e(c['kind'].replace('_', ' '))} · culprit "
-            f"<b>{_e(c['culprit'])}</b></div>"
+            f"<b>{_e(c['culprit'] or 'none: no fault on its path explains it')}</b></div>"
             + (f"<div>evidence:</div><ul>{evidence}</ul>" if evidence else "")
+            + (f"<div class='muted'>{_e(c['not_runner_up'])}</div>"
+               if c.get("not_runner_up") else "")
+            + (f"<div>what it costs:</div><ul>{impact}</ul>" if impact else "")
             + (f"<div>failures that show it:</div><ul>{shown}</ul>" if shown else "")
             + (f"<div class='consequence'>explains {len(c['consequences'])} other failure(s) "
                f"(consequences, not separate culprits):</div><ul>{follows}</ul>"

@@ -107,7 +107,7 @@ def test_a_failure_leads_with_its_root_cause(tmp_path: Path) -> None:
     doc, html = _bundle(tmp_path, document(fail=True))
     assert doc["verdict"] == "FAIL"
     (cause,) = doc["root_causes"]
-    assert cause["culprit"] == "leaf1:Ethernet0"
+    assert cause["culprit"] == "leaf1:Ethernet0--spine1:Ethernet0"  # both ends fail: the link
     assert html.index("id='causes'") < html.index("id='holes'") < html.index("id='attention'")
     assert any(r.startswith("also link.prbs_target_ber") for r in doc["verdict_reasons"])
 
@@ -158,8 +158,8 @@ def test_labtest_report_exits_6_for_incomplete_and_leads_with_root_causes(
                      "--no-allure"]) == status
         lines = capsys.readouterr().out.splitlines()
         if name == "fail":
-            assert lines[1] == ("  root cause 1: leaf1:Ethernet0: prbs_ber_upper_bound 1e-13 "
-                                "outside its limit")
+            assert lines[1] == ("  root cause 1: leaf1:Ethernet0--spine1:Ethernet0: "
+                                "prbs_ber_upper_bound 1e-13 outside its limit")
 
 
 def test_a_suite_with_holes_is_incomplete_in_its_row(tmp_path: Path) -> None:
