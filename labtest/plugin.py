@@ -87,6 +87,7 @@ class _State:
         self._lab: Lab | None = None
         self._emulated: Any = None
         self.broken = 0
+        self.start_error = ""  # why the emulated lab did not start: the session stops
 
     def load(self) -> None:
         path = self.config.getoption("testbed")
@@ -101,20 +102,23 @@ class _State:
                 set_lab_settings(self._testbed.suite_settings)
 
     def testbed(self) -> Testbed | None:
+        if self.start_error:  # never the unemulated testbed after a failed start
+            _stop_broken(self.start_error)
         if self._testbed is not None and self.config.getoption("emulate") and not self._emulated:
-            self._testbed = self._start_emulation(self._testbed)
+            try:
+                self._testbed = self._start_emulation(self._testbed)
+            except Exception as exc:  # the lab stopped what it had started
+                self._emulated = None
+                self.start_error = _start_failure(self._testbed, exc)
+                _stop_broken(self.start_error)
         return self._testbed
 
     def _start_emulation(self, testbed: Testbed) -> Testbed:
         if testbed.emulation is not None and testbed.emulation.backend == "kernel":
-            from labtest.emulation.kernel import KernelLab, KernelLabUnavailable
+            from labtest.emulation.kernel import KernelLab
 
             self._emulated = KernelLab(testbed)
-            try:
-                return self._emulated.start()
-            except KernelLabUnavailable as exc:
-                self._emulated = None
-                raise pytest.UsageError(f"--emulate: {exc}") from None
+            return self._emulated.start()
         from labtest.emulation.lab import EmulatedLab  # on use: it starts servers and models
 
         self._emulated = EmulatedLab(testbed)
@@ -142,6 +146,33 @@ class _State:
 
 
 _state_key = pytest.StashKey[_State]()
+
+
+def _start_failure(testbed: Testbed, exc: Exception) -> str:
+    """One located line: the fault entry's ``file:line:col`` when a fault was refused."""
+    from labtest.emulation.model.faults import FaultError
+    from labtest.yamlsource import read
+
+    place = str(testbed.source or "the testbed")
+    if isinstance(exc, FaultError) and exc.index is not None and testbed.source is not None:
+        place, _ = read(testbed.source).where(("emulation", "faults", exc.index))
+    return f"{place}: the emulated lab did not start: {type(exc).__name__}: {exc}"
+
+
+def _stop_broken(message: str) -> None:
+    """End the session at once with ``labtest run``'s broken status: no test can be judged
+    on a lab that did not start, and none may run on the unemulated testbed instead."""
+    from labtest.run import EXIT_BROKEN
+
+    pytest.exit(message, returncode=EXIT_BROKEN)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A start that failed during collection is one collection error per module (pytest
+    catches ``exit`` there); stop here, once, with the located message instead."""
+    state = session.config.stash.get(_state_key, None)
+    if state is not None and state.start_error:
+        _stop_broken(state.start_error)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

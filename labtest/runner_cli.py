@@ -9,6 +9,7 @@ from typing import Any
 
 from labtest.run import (
     DEFAULT_RESULTS,
+    EXIT_BROKEN,
     EXIT_OK,
     EXIT_USAGE,
     RunError,
@@ -73,6 +74,8 @@ def _run(args: argparse.Namespace) -> int:
     except RunError as exc:
         print(f"labtest run: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if status == EXIT_BROKEN:
+        return status  # nothing was judged: no run to store
     from labtest.db.history import after_run  # the run history (docs/database.md)
 
     after_run(opts.alluredir, lambda line: print(line, file=sys.stderr))

@@ -5,27 +5,34 @@ at once, each with ``file:line:col``: driver names against the installed
 ``labtest.drivers`` entry points (with a "did you mean"), fault kinds, targets
 and parameters against the emulation's fault catalogue, numbers that must be
 finite, and devices named in another device's ``vars`` (PDU feeds, VOA link,
-power-meter taps, BERT port).
+power-meter taps, BERT port). Faults are held against what each declares it may
+target and take (``faultcheck``), for the model and the kernel backend alike.
 """
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from labtest import secrets
 from labtest.errors import SecretError
+from labtest.testbed.faultcheck import Declared, Layout, check_fault
+from labtest.testbed.faultcheck import suggest as _suggest
 from labtest.testbed.model import SECRET_KEYS, Testbed
 from labtest.yamlsource import Loc, Source, read, validate
 
 PATH_KEYS = frozenset({"known_hosts", "key_file", "limits", "replay", "suite_settings"})
 
 
-def load_testbed(path: str | Path) -> Testbed:
-    """Return the validated testbed or raise ``ConfigError`` listing every problem."""
+def load_testbed(path: str | Path, *, check_drivers: bool = True) -> Testbed:
+    """Return the validated testbed or raise ``ConfigError`` listing every problem.
+
+    ``check_drivers=False``: for a caller outside the pytest session (``labtest run``'s
+    check before it starts one), which cannot see drivers a lab's conftest registers.
+    """
     path = Path(path)
     src = read(path)
     warnings: list[str] = []
@@ -33,7 +40,8 @@ def load_testbed(path: str | Path) -> Testbed:
     _check_finite_vars(src.data, src)
     testbed = validate(src, Testbed, SECRET_KEYS)
     _check_references(src.data, src)
-    _check_drivers(src.data, src)
+    if check_drivers:
+        _check_drivers(src.data, src)
     _check_device_vars(src.data, src)
     _check_faults(src.data, src)
     src.raise_if_problems()
@@ -162,12 +170,6 @@ def _devices(data: Any) -> dict[Any, Any]:
     return data["devices"]
 
 
-def _suggest(name: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-    hint = f"did you mean {close[0]!r}? " if close else ""
-    return f"{hint}known: {', '.join(known) or 'none'}"
-
-
 def installed_drivers() -> list[str]:
     """Driver names a testbed may use: the ``labtest.drivers`` entry points, and drivers a
     lab's conftest registered (``labtest.registry.register_driver``)."""
@@ -232,54 +234,31 @@ def _check_device_vars(data: Any, src: Source) -> None:
 
 
 def _check_faults(data: Any, src: Source) -> None:
+    """Each fault against its declaration (kind, target type and existence, params and
+    their ranges): what the lab could not inject is refused here, not mid-run."""
     emulation = data.get("emulation") if isinstance(data, dict) else None
     faults = emulation.get("faults") if isinstance(emulation, dict) else None
     if not isinstance(faults, list) or not faults:
         return
-    # the kernel backend injects its own faults (labtest.emulation.kernel.faults): only
-    # their targets are checked here; the model's catalogue judges kinds and params
-    model = isinstance(emulation, dict) and emulation.get("backend", "model") == "model"
-    if model:  # imported only for a testbed that injects faults (it pulls numpy)
-        from labtest.emulation.model.faults import FaultError, load_catalogue, parse_params
-
-        catalogue = load_catalogue()
-        kinds = sorted(catalogue)
-    devices = _devices(data)
-    links = data.get("links") if isinstance(data.get("links"), list) else []
-    link_names = set()
-    for lk in links:
-        if isinstance(lk, dict) and isinstance(lk.get("a"), str) and isinstance(lk.get("b"), str):
-            link_names |= {f"{lk['a']}--{lk['b']}", f"{lk['b']}--{lk['a']}"}
+    catalogue = _fault_declarations(emulation.get("backend", "model"))
+    if catalogue is None:
+        return  # an unknown backend: the schema reports it
+    layout = Layout.of(data)
     for i, spec in enumerate(faults):
-        if not isinstance(spec, dict):
-            continue
-        loc: Loc = ("emulation", "faults", i)
-        kind = spec.get("kind")
-        if model and isinstance(kind, str) and kind not in catalogue:
-            src.problem((*loc, "kind"), f"unknown fault {kind!r}; {_suggest(kind, kinds)}")
-            continue
-        params = spec.get("params", {})
-        if model and isinstance(kind, str) and isinstance(params, dict):
-            try:
-                parse_params(kind, params)
-            except FaultError as exc:
-                src.problem((*loc, "params"), str(exc))
-        target = spec.get("target")
-        if isinstance(target, str) and target:
-            problem = _target_problem(target, devices, link_names)
-            if problem:
-                src.problem((*loc, "target"), problem)
+        if isinstance(spec, dict):
+            for where, message in check_fault(i + 1, spec, catalogue, layout):
+                src.problem(("emulation", "faults", i, *where), message)
 
 
-def _target_problem(target: str, devices: dict[Any, Any], link_names: set[str]) -> str | None:
-    """A fault target is a device, ``device:port`` or a link ``a--b`` of this testbed."""
-    if "--" in target:
-        return None if target in link_names else f"no link {target!r} in links"
-    device, _, port = target.partition(":")
-    dev = devices.get(device)
-    if not isinstance(dev, dict):
-        return f"names unknown device {device!r}; {_suggest(device, sorted(map(str, devices)))}"
-    ports = dev.get("ports")
-    if port and isinstance(ports, list) and ports and port not in ports:
-        return f"device {device!r} has no port {port!r}"
+def _fault_declarations(backend: Any) -> Mapping[str, Declared] | None:
+    """The faults a backend can inject; imported only for a testbed that injects faults
+    (the model's catalogue pulls numpy)."""
+    if backend == "model":
+        from labtest.emulation.model.faults import load_catalogue
+
+        return load_catalogue()
+    if backend == "kernel":
+        from labtest.emulation.kernel.faults import FAULTS
+
+        return FAULTS
     return None

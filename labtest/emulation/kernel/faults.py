@@ -23,12 +23,16 @@ unreachable_device     the device's sshd and snmpd are stopped
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from labtest import netns as ns
 from labtest.emulation.kernel import plan as pl
 from labtest.emulation.kernel.lab import KernelLab
+from labtest.testbed.faultcheck import TargetType, param_problems
 
 Undo = Callable[[], None]
 NFT_TABLE = "labtest_fault"
@@ -129,8 +133,15 @@ def straggler_link(lab: KernelLab, target: str, rate_mbit: float = STRAGGLER_RAT
     return undo
 
 
+#: slow_convergence's default BFD timers: 10 x 300 ms = 3 s to detect (the lab: 3 x 100 ms)
+SLOW_BFD_MULTIPLIER, SLOW_BFD_INTERVAL_MS = 10, 300
+
+
 def slow_convergence(
-    lab: KernelLab, target: str, detect_multiplier: int = 10, interval_ms: int = 300
+    lab: KernelLab,
+    target: str,
+    detect_multiplier: int = SLOW_BFD_MULTIPLIER,
+    interval_ms: int = SLOW_BFD_INTERVAL_MS,
 ) -> Undo:
     """Slow BFD on the sessions of the target link (the ``fast`` profile on both switches)."""
     device, _, port = target.partition("--")[0].partition(":")
@@ -230,17 +241,53 @@ def _readdress(lab: KernelLab, netns: str, port: str) -> None:
             ns.ip("addr", "replace", node.ports[port], "dev", port, netns=netns)
 
 
-FAULTS: dict[str, Callable[..., Undo]] = {
-    "link_down": link_down,
-    "silent_drop": silent_drop,
-    "straggler_link": straggler_link,
-    "slow_convergence": slow_convergence,
-    "unreachable_device": unreachable_device,
-    "miswired": miswired,
+class _Params(BaseModel):
+    """A kernel fault's parameters: unknown keys are an error, not a silent no-op."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class StragglerParams(_Params):
+    #: above the veth's 10 Gbit/s there is nothing left to slow
+    rate_mbit: float = Field(STRAGGLER_RATE_MBIT, gt=0, le=10_000)
+
+
+class SlowConvergenceParams(_Params):
+    detect_multiplier: int = Field(SLOW_BFD_MULTIPLIER, ge=1, le=255)  # RFC 5880: 8 bits
+    interval_ms: int = Field(SLOW_BFD_INTERVAL_MS, ge=10, le=60_000)  # as emulation.bfd allows
+
+
+class MiswiredParams(_Params):
+    other: str  # the second link (name or either end)
+
+
+@dataclass(frozen=True)
+class KernelFault:
+    """One kernel-lab fault: its effect and, as data, what it may target and take."""
+
+    effect: Callable[..., Undo]
+    targets: tuple[TargetType, ...]
+    params: type[BaseModel] = _Params
+    refs: Mapping[str, tuple[TargetType, ...]] = field(default_factory=dict)
+
+
+FAULTS: dict[str, KernelFault] = {
+    "link_down": KernelFault(link_down, ("link",)),
+    "silent_drop": KernelFault(silent_drop, ("link",)),
+    "straggler_link": KernelFault(straggler_link, ("link",), StragglerParams),
+    # BFD timers of both switches of the link: FRR runs on switches only
+    "slow_convergence": KernelFault(slow_convergence, ("fabric_link",), SlowConvergenceParams),
+    # sshd (and a switch's snmpd): a TG namespace runs neither
+    "unreachable_device": KernelFault(unreachable_device, ("switch", "host")),
+    "miswired": KernelFault(miswired, ("link",), MiswiredParams, {"other": ("link",)}),
 }
 
 
 def inject(lab: KernelLab, kind: str, target: str, **params: Any) -> Undo:
     if kind not in FAULTS:
         raise ValueError(f"kernel lab has no fault {kind!r}; known: {', '.join(sorted(FAULTS))}")
-    return FAULTS[kind](lab, target, **params)
+    fault = FAULTS[kind]
+    problems = param_problems(kind, fault.params, params)
+    if problems:
+        raise ValueError(f"fault {kind!r}: {problems[0][1]}")
+    return fault.effect(lab, target, **fault.params.model_validate(params).model_dump())

@@ -128,9 +128,16 @@ class KernelLab:
             (f.kind, f.target, dict(f.params))
             for f in (self.testbed.emulation.faults if self.testbed.emulation else [])
         ]
+        in_file = len(wanted)
         wanted += self.faults
-        for kind, target, params in wanted:
-            inject(self, kind, target, **params)
+        for i, (kind, target, params) in enumerate(wanted):
+            try:
+                inject(self, kind, target, **params)
+            except Exception as exc:  # name the entry: the error can locate it in the file
+                from labtest.emulation.model.faults import FaultError
+
+                where = i if i < in_file else None
+                raise FaultError(f"fault {i + 1} ({kind} at {target!r}): {exc}", where) from exc
         if wanted:
             time.sleep(LLDP_HOLD_S)
 

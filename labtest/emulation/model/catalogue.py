@@ -2,8 +2,9 @@
 
 Each effect changes the model's state and returns the undo. Targets are
 ``device:port`` for a module, a link name (``a--b``) or either end of it for a
-link, a device name for a device. Lanes are 1-based, as CMIS and SONiC count
-them. The traffic model's faults (congestion, ECMP, RoCE) are in
+link, a device name for a device: each fault declares which (``targets=``,
+checked when a testbed is loaded, ``labtest.testbed.faultcheck``). Lanes are
+1-based, as CMIS and SONiC count them. The traffic model's faults (congestion, ECMP, RoCE) are in
 ``labtest.emulation.model.traffic.faults``; both families are registered in one place,
 ``faults.FAULT_MODULES`` (imported by ``load_catalogue``).
 """
@@ -11,17 +12,20 @@ them. The traffic model's faults (congestion, ECMP, RoCE) are in
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
 
 from labtest.emulation.model.faults import FaultError, FaultParams, fault
+from labtest.emulation.model.modules import MAX_LANES
 
 if TYPE_CHECKING:
     from labtest.emulation.model.fabric import Fabric
 
 Undo = Callable[[], None]
+#: a lane number, 1-based; the module's own count (4 on DR4/FR4) is checked on injection
+Lane = Annotated[int, Field(ge=1, le=MAX_LANES)]
 
 
 def _module_at(fabric: Fabric, target: str) -> int:
@@ -56,7 +60,7 @@ def _modules_of(fabric: Fabric, target: str) -> list[int]:
 class DirtyConnector(FaultParams):
     loss_db: float = Field(3.0, gt=0, le=30)
     end: Literal["a", "b"] = "a"
-    lanes: list[int] | None = None  # None: every lane
+    lanes: list[Lane] | None = None  # None: every lane
     direction: Literal["tx", "rx", "both"] = "tx"
 
 
@@ -66,6 +70,7 @@ class DirtyConnector(FaultParams):
     "adds loss_db at one end's connector on the given lanes (every wavelength on LC optics): "
     "the far end's Rx power falls, its pre-FEC BER and FEC tail rise; local Tx is unchanged",
     caught_by="link",
+    targets=("link",),
 )
 def dirty_connector(fabric: Fabric, target: str, p: DirtyConnector) -> Undo:
     li = fabric.resolve_link(target)
@@ -94,7 +99,7 @@ def dirty_connector(fabric: Fabric, target: str, p: DirtyConnector) -> Undo:
 
 class FailingLaser(FaultParams):
     drift_db_per_hour: float = Field(0.5, gt=0, le=100)
-    lanes: list[int] | None = None
+    lanes: list[Lane] | None = None
 
 
 @fault(
@@ -103,6 +108,7 @@ class FailingLaser(FaultParams):
     "the port's laser loses drift_db_per_hour of efficiency: bias climbs while the APC loop "
     "holds Tx power, then at its limit Tx power and the far end's Rx power fall",
     caught_by="transceiver",
+    targets=("port",),
 )
 def failing_laser(fabric: Fabric, target: str, p: FailingLaser) -> Undo:
     m = _module_at(fabric, target)
@@ -118,7 +124,7 @@ def failing_laser(fabric: Fabric, target: str, p: FailingLaser) -> Undo:
 
 
 class MarginalLane(FaultParams):
-    lane: int = Field(1, ge=1, le=8)
+    lane: int = Field(1, ge=1, le=MAX_LANES)
     margin_db: float = Field(1.0, ge=-5, le=10)
 
 
@@ -128,6 +134,7 @@ class MarginalLane(FaultParams):
     "one lane of the port's receiver keeps only margin_db of Rx OMA margin above sensitivity "
     "(1 dB ~ BER 6.5e-6, 0 dB = 2.4e-4): PRBS, FEC bins and pre-FEC BER show it",
     caught_by="link",
+    targets=("port",),
 )
 def marginal_lane(fabric: Fabric, target: str, p: MarginalLane) -> Undo:
     device, port = fabric.resolve_port(target)
@@ -159,6 +166,7 @@ class FlappingLink(FaultParams):
     "the link loses light for down_s at the start of every period_s: oper down, LOS latched "
     "at both ends, PRBS loss of lock, link-down counters climb",
     caught_by="link",
+    targets=("link",),
 )
 def flapping_link(fabric: Fabric, target: str, p: FlappingLink) -> Undo:
     li = fabric.resolve_link(target)
@@ -183,6 +191,8 @@ class Miswired(FaultParams):
     "swaps the far (b) ends of the target link and `other`: both links come up, but LLDP "
     "shows neighbours that differ from the cabling plan",
     caught_by="cabling",
+    targets=("link",),
+    refs={"other": ("link",)},
 )
 def miswired(fabric: Fabric, target: str, p: Miswired) -> Undo:
     la, lb = fabric.resolve_link(target), fabric.resolve_link(p.other)
@@ -209,6 +219,7 @@ class UnapprovedOptic(FaultParams):
     "the module at the port reports another vendor and part number (not on an approved list); "
     "optics behave as before",
     caught_by="transceiver",
+    targets=("port",),
 )
 def unapproved_optic(fabric: Fabric, target: str, p: UnapprovedOptic) -> Undo:
     device, port = fabric.resolve_port(target)
@@ -231,6 +242,7 @@ class FirmwareMismatch(FaultParams):
     "the module at device:port (or, for a device target, the device itself) reports "
     "firmware `version` instead of the fleet's",
     caught_by="transceiver",
+    targets=("port", "device"),
 )
 def firmware_mismatch(fabric: Fabric, target: str, p: FirmwareMismatch) -> Undo:
     if target in fabric.testbed.devices:
@@ -260,6 +272,7 @@ class HotModule(FaultParams):
     "the module (or every module of a device) runs delta_c hotter, reached with the thermal "
     "lag: temperature warning/alarm flags, bias rises with temperature",
     caught_by="transceiver",
+    targets=("port", "switch", "host"),
 )
 def hot_module(fabric: Fabric, target: str, p: HotModule) -> Undo:
     ms = _modules_of(fabric, target)
@@ -284,6 +297,7 @@ class UnreachableDevice(FaultParams):
     "the device's management plane stops answering (fabric.reachable() is False; emulators "
     "drop SSH/SNMP); forwarding is untouched, so suites report it broken, not failed",
     caught_by="link",
+    targets=("device",),
 )
 def unreachable_device(fabric: Fabric, target: str, p: UnreachableDevice) -> Undo:
     if target not in fabric.testbed.devices:

@@ -104,10 +104,15 @@ class Fabric(FabricCore):
         self.traffic = TrafficModel(testbed=testbed, links=self, rng=rng)
         self.traffic.catch_up = self.now_s  # a read of traffic sees now (steps only if needed)
         self._changed()
-        for spec in (testbed.emulation or Emulation()).faults:
-            self.inject(
-                spec.kind, spec.target, at_s=spec.at_s, duration_s=spec.duration_s, **spec.params
-            )
+        for i, spec in enumerate((testbed.emulation or Emulation()).faults):
+            try:
+                self.inject(
+                    spec.kind, spec.target, at_s=spec.at_s, duration_s=spec.duration_s,
+                    **spec.params,
+                )
+            except (FaultError, ModelError) as exc:  # name the entry: the error can locate it
+                raise FaultError(f"fault {i + 1} ({spec.kind} at {spec.target!r}): {exc}",
+                                 index=i) from None
 
     # --- LinkView (consumed by the traffic model) -------------------------------------
 

@@ -145,16 +145,16 @@ def intermittent_flap(fabric: Fabric, target: str, p: IntermittentFlap) -> Any:
 GRAY = (
     FaultType("lossy_link", LossyLink, lossy_link,
               "frames crossing the link are lost with probability `loss` (both directions by "
-              "default); no counter of the model shows it", "doctor"),
+              "default); no counter of the model shows it", "doctor", ("link",)),
     FaultType("silent_drop", SilentDrop, silent_drop,
               "one direction of the link (`ab`: a end to b end) drops `loss` of its frames "
-              "silently: link up, counters clean", "doctor"),
+              "silently: link up, counters clean", "doctor", ("link",)),
     FaultType("ecmp_blackhole", EcmpBlackhole, ecmp_blackhole,
               "the link, as one ECMP member, drops every frame of the flows whose hash falls "
-              "in `flow_fraction` of the hash space; other flows pass", "doctor"),
+              "in `flow_fraction` of the hash space; other flows pass", "doctor", ("link",)),
     FaultType("intermittent_flap", IntermittentFlap, intermittent_flap,
               "the link goes dark for down_s once every period_s (an hourly flap by default), "
-              "starting now", "doctor"),
+              "starting now", "doctor", ("link",)),
 )
 
 
