@@ -158,6 +158,29 @@ def delete_netns(name: str) -> None:
         ip("netns", "del", name)
 
 
+def netns_id(name: str) -> str:
+    """How ``/proc/PID/ns/net`` names the namespace ``name``: ``net:[inode]``."""
+    return f"net:[{(NETNS_DIR / name).stat().st_ino}]"
+
+
+def pids_in_netns(ids: set[str]) -> list[int]:
+    """Live processes (not zombies, not this one) whose network namespace is one of ``ids``."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if os.readlink(entry / "ns" / "net") in ids and _state(entry) != "Z":
+                out.append(int(entry.name))
+        except OSError:
+            continue
+    return out
+
+
+def _state(entry: Path) -> str:
+    return (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
 @contextlib.contextmanager
 def namespace(name: str | None = None) -> Iterator[str]:
     """A namespace that exists for the duration of the block."""

@@ -34,6 +34,12 @@ def register(sub: Any) -> None:
     )
     em.add_argument("--duration-s", type=float, help="stop by itself after this many seconds")
     em.add_argument("--list-faults", action="store_true", help="print the fault catalogue")
+    em.add_argument(
+        "--clean",
+        action="store_true",
+        help="remove what dead runs left (their namespaces, the processes in them, their "
+        "folders) and exit; every lab start does it too, live runs are never touched",
+    )
     em.set_defaults(handler=_emulate)
 
 
@@ -66,6 +72,12 @@ def _list_faults() -> int:
 def _emulate(args: argparse.Namespace) -> int:
     if args.list_faults:
         return _list_faults()
+    if args.clean:
+        from labtest import runs
+
+        line = runs.reap(report=False).line()
+        print(line or f"labtest: no leftovers of dead runs (records: {runs.state_dir()})")
+        return 0
     if args.testbed is None:
         print("labtest emulate: a testbed file is required", file=sys.stderr)
         return 2

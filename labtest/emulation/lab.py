@@ -5,6 +5,8 @@ instrument …) that says what the device serves: an SSH CLI, an SNMP MIB, a
 SCPI socket. The lab starts a server for each, with generated host keys and
 credentials, and hands back a copy of the testbed that points at them, so the
 real drivers run unchanged. Stopping the lab leaves no thread or socket.
+Its own temporary folder (keys, secrets) is recorded as a run (``labtest.runs``), and
+starting a lab reaps the leftovers of dead runs: a SIGKILLed lab's folder goes too.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 import yaml
 from pydantic import SecretStr
 
-from labtest import labtime
+from labtest import labtime, runs
 from labtest.emulation.model.clock import serving
 from labtest.emulation.model.fabric import Fabric
 from labtest.emulation.scpiserver import ScpiServer
@@ -122,12 +124,14 @@ class EmulatedLab:
     skipped: dict[str, str] = field(default_factory=dict, init=False)
     start_s: float = field(default=0.0, init=False)  # how long start() took
     _own_workdir: bool = field(default=False, init=False)  # made by us: removed on stop
+    _run: runs.Run | None = field(default=None, init=False)  # the record of that folder
     _devices: dict[str, _Device] = field(default_factory=dict, init=False)
     _watch: threading.Thread | None = field(default=None, init=False)
     _stop: threading.Event = field(default_factory=threading.Event, init=False)
 
     def start(self) -> Testbed:
         began = time.monotonic()
+        runs.reap()
         self.fabric = Fabric(self.testbed, time_scale=self.time_scale, realtime=True)
         self.fabric.clock.set_elastic(self.elastic)
         labtime.use(self.fabric.clock)
@@ -264,7 +268,15 @@ class EmulatedLab:
         if self.workdir is None:
             import tempfile
 
-            self.workdir = Path(tempfile.mkdtemp(prefix="labtest-emulate-"))
+            run_id = runs.new_id()
+            workdir = Path(tempfile.gettempdir()) / f"labtest-emulate-{run_id}"
+            self._run = runs.Run.begin(run_id, folders=[workdir])
+            try:
+                workdir.mkdir(mode=0o700)  # exclusive: never a folder or link already there
+            except OSError:
+                self._run.end()
+                raise
+            self.workdir = workdir
             self._own_workdir = True
         self.workdir.mkdir(parents=True, exist_ok=True)
         return self.workdir
@@ -315,6 +327,9 @@ class EmulatedLab:
         finally:  # keys and generated secrets go even if a server would not stop
             if self._own_workdir and self.workdir is not None:
                 shutil.rmtree(self.workdir, ignore_errors=True)
+            if self._run is not None and not (self.workdir and self.workdir.exists()):
+                self._run.end()
+                self._run = None
 
     def __enter__(self) -> Testbed:
         return self.start()

@@ -1,6 +1,6 @@
 """The kernel lab: the testbed built from real software in network namespaces.
 
-One namespace per device (named ``lt-k<pid>-<device>``), veth pairs named
+One namespace per device (named ``lt-k<run id>-<device>``), veth pairs named
 after the testbed's ports, and per device the daemons its role needs, each
 started by hand with its own configuration, log and socket under one lab
 folder: FRR (zebra, bfdd, bgpd), net-snmp snmpd with lldpd as its AgentX
@@ -10,7 +10,9 @@ forwarders on 127.0.0.1 (see ``forward.py``), so the drivers run unchanged.
 
 ``stop()`` stops every daemon by its process group, deletes every namespace
 and removes the lab folder and FRR's runtime folders; ``leftovers()`` lists
-whatever survived, so a test can prove nothing did.
+whatever survived, so a test can prove nothing did. Before it creates anything,
+``start()`` reaps the leftovers of dead runs and records its own (``labtest.runs``): a
+SIGKILLed lab is removed by the next one.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from labtest import netns as ns
+from labtest import runs
 from labtest.emulation.kernel import plan as pl
 from labtest.emulation.kernel.forward import TcpForwarder, UdpForwarder
 from labtest.emulation.kernel.prereq import why_not
@@ -72,8 +75,10 @@ class KernelLab:
     """Build with a testbed; ``start()`` returns the testbed to hand the drivers."""
 
     testbed: Testbed
-    prefix: str = field(default_factory=lambda: f"lt-k{os.getpid()}{pysecrets.token_hex(2)}-")
     faults: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    run_id: str = field(default_factory=runs.new_id)
+    prefix: str = field(init=False)  # of every namespace and folder name: "lt-k<run id>-"
+    reaped: runs.Reaped = field(default_factory=runs.Reaped, init=False)  # at start()
     plan: pl.LabPlan = field(init=False)
     workdir: Path = field(init=False)
     skipped: dict[str, str] = field(default_factory=dict, init=False)
@@ -85,6 +90,10 @@ class KernelLab:
     _made_dirs: list[Path] = field(default_factory=list, init=False)
     _pgids: set[int] = field(default_factory=set, init=False)  # every daemon ever started
     _snmp: dict[str, tuple[str, str, str, str]] = field(default_factory=dict, init=False)
+    _run: runs.Run | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.prefix = f"lt-k{self.run_id}-"
 
     # --- building ----------------------------------------------------------------------
 
@@ -98,7 +107,19 @@ class KernelLab:
         unnumbered = emu is not None and emu.bgp == "unnumbered"
         self.plan = pl.make_plan(self.testbed, self.prefix, bfd, unnumbered)
         self.skipped = dict(self.plan.unsupported)
-        self.workdir = Path(tempfile.mkdtemp(prefix=self.prefix))
+        self.reaped = runs.reap()
+        self.workdir = Path(tempfile.gettempdir()) / f"{self.prefix}lab"
+        frr_runs = [FRR_RUN / n.netns for n in self.plan.nodes.values() if n.kind == "switch"]
+        self._run = runs.Run.begin(
+            self.run_id,
+            [n.netns for n in self.plan.nodes.values()],
+            [self.workdir, *frr_runs],
+        )
+        try:
+            self.workdir.mkdir(mode=0o700)  # exclusive: never a folder or link already there
+        except OSError:
+            self._run.end()  # what is there is not ours: no reaper may remove it
+            raise
         self.workdir.chmod(0o755)  # FRR daemons run as user frr and read their configs here
         try:
             self._keys()
@@ -150,7 +171,7 @@ class KernelLab:
     def _namespace(self, node: pl.NodePlan) -> None:
         ns.create_netns(node.netns)
         self._made_netns.append(node.netns)
-        self._netns_ids.add(_netns_id(ns.NETNS_DIR / node.netns))
+        self._netns_ids.add(ns.netns_id(node.netns))
         if node.kind == "switch":
             ns.run_in_netns(node.netns, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"])
             # ECMP: hash on L4 ports so the probe's flows spread over the spines
@@ -575,7 +596,7 @@ class KernelLab:
         self._procs.clear()
         # anything else still inside (an SSH session's command runs in its own session,
         # outside sshd's process group): stopped by PID before its namespace goes
-        for pid in _pids_in_netns(self._netns_ids):
+        for pid in ns.pids_in_netns(self._netns_ids):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         for name in reversed(self._made_netns):
@@ -585,11 +606,14 @@ class KernelLab:
             shutil.rmtree(d, ignore_errors=True)
         if getattr(self, "workdir", None) is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
+        if self._run is not None and not self.leftovers():
+            self._run.end()  # else the next lab's reap() removes what is left
+            self._run = None
 
     def leftovers(self) -> list[str]:
         """Namespaces, processes and files of this lab still present (empty after stop())."""
         out = [f"netns {n}" for n in ns.list_netns() if n.startswith(self.prefix)]
-        pids = set(_pids_in_groups(self._pgids)) | set(_pids_in_netns(self._netns_ids))
+        pids = set(_pids_in_groups(self._pgids)) | set(ns.pids_in_netns(self._netns_ids))
         out += [f"process {pid}" for pid in sorted(pids)]
         out += [f"file {d}" for d in self._made_dirs if d.exists()]
         if getattr(self, "workdir", None) is not None and self.workdir.exists():
@@ -674,29 +698,3 @@ def _pids_in_groups(pgids: set[int]) -> list[int]:
         if fields[0] != "Z" and int(fields[2]) in pgids:
             out.append(int(entry.name))
     return out
-
-
-def _netns_id(path: Path) -> str:
-    """How /proc/PID/ns/net names a namespace: ``net:[inode]``."""
-    return f"net:[{path.stat().st_ino}]"
-
-
-def _pids_in_netns(ids: set[str]) -> list[int]:
-    """Live processes whose network namespace is one of ``ids``."""
-    out = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            if os.readlink(entry / "ns" / "net") in ids and _alive(entry):
-                out.append(int(entry.name))
-        except OSError:
-            continue
-    return out
-
-
-def _alive(entry: Path) -> bool:
-    try:
-        return (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
