@@ -237,7 +237,9 @@ def _check_faults(data: Any, src: Source) -> None:
     """Each fault against its declaration (kind, target type and existence, params and
     their ranges): what the lab could not inject is refused here, not mid-run."""
     emulation = data.get("emulation") if isinstance(data, dict) else None
-    faults = emulation.get("faults") if isinstance(emulation, dict) else None
+    if not isinstance(emulation, dict):
+        return
+    faults = emulation.get("faults")
     if not isinstance(faults, list) or not faults:
         return
     catalogue = _fault_declarations(emulation.get("backend", "model"))

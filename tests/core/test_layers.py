@@ -36,6 +36,8 @@ MAY_IMPORT = {
 EXCEPTIONS = {
     ("labtest.testbed.loader", "labtest.emulation.model.faults"):
         "a testbed's emulation faults are validated against the fault catalogue at load",
+    ("labtest.testbed.loader", "labtest.emulation.kernel.faults"):
+        "a kernel-lab testbed's faults are validated against the kernel lab's at load",
     ("labtest.fixtures.suite_data", "labtest.suites"):
         "the suites' settings files are found through the suites package's folder",
     ("labtest.suites", "labtest.plugin"):

@@ -455,7 +455,11 @@ def fake_lab(tmp_path: Path) -> tuple[Path, Path]:
         "name": "fake",
         "limits": str(LIMITS),
         "devices": {"leaf1": {"role": "leaf", "driver": "sonic"},
-                    "host1": {"role": "host", "driver": "linux"}},
+                    "host1": {"role": "host", "driver": "linux"},
+                    "host2": {"role": "host", "driver": "linux"}},
+        # the fault targets are checked on load: the ports they name are cabled
+        "links": [{"a": "leaf1:Ethernet0", "b": "host1:eth0"},
+                  {"a": "leaf1:Ethernet16", "b": "host2:eth0"}],
         "emulation": {"seed": 1, "faults": []},
     }))
     return suites, base
@@ -474,7 +478,8 @@ def test_engine_runs_labtest_run_children_and_judges_them(
              ("leaf1:Ethernet0",)),
         Case("blamed-wrong", _fault("dirty_connector", "leaf1:Ethernet16"), ("alpha",),
              ("leaf1:Ethernet0",)),
-        Case("false-failure", _fault("dirty_connector", "leaf1:Ethernet0") + _fault("hot_module"),
+        Case("false-failure",
+             _fault("dirty_connector", "leaf1:Ethernet0") + _fault("hot_module", "leaf1"),
              ("alpha",), ("leaf1:Ethernet0",)),
         Case("unreachable", _fault("unreachable_device", "leaf1"), ("alpha",), ("leaf1",),
              unreachable="leaf1"),
@@ -522,7 +527,7 @@ def test_engine_kills_a_hung_run_at_its_timeout(
     suites, base = fake_lab
     runner = matrix.Runner(tmp_path / "runs", base=base, suites_dir=suites, timeout_s=6,
                            emulate=False, pytest_args=("-q", "--no-inventory"))
-    hang = Case("hang", _fault("slow_convergence"), ("alpha",), ("leaf1",))
+    hang = Case("hang", _fault("slow_convergence", "leaf1"), ("alpha",), ("leaf1",))
     began = time.monotonic()
     try:
         runner.start(hang, ["alpha"])
