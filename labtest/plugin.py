@@ -103,14 +103,14 @@ class _State:
 
     def testbed(self) -> Testbed | None:
         if self.start_error:  # never the unemulated testbed after a failed start
-            _stop_broken(self.start_error)
+            _stop_broken(self.config, self.start_error)
         if self._testbed is not None and self.config.getoption("emulate") and not self._emulated:
             try:
                 self._testbed = self._start_emulation(self._testbed)
             except Exception as exc:  # the lab stopped what it had started
                 self._emulated = None
                 self.start_error = _start_failure(self._testbed, exc)
-                _stop_broken(self.start_error)
+                _stop_broken(self.config, self.start_error)
         return self._testbed
 
     def _start_emulation(self, testbed: Testbed) -> Testbed:
@@ -159,11 +159,15 @@ def _start_failure(testbed: Testbed, exc: Exception) -> str:
     return f"{place}: the emulated lab did not start: {type(exc).__name__}: {exc}"
 
 
-def _stop_broken(message: str) -> None:
+def _stop_broken(config: pytest.Config, message: str) -> None:
     """End the session at once with ``labtest run``'s broken status: no test can be judged
-    on a lab that did not start, and none may run on the unemulated testbed instead."""
+    on a lab that did not start, and none may run on the unemulated testbed instead. An
+    xdist worker also hands the message to the controller, which stops the same way."""
     from labtest.run import EXIT_BROKEN
 
+    output = getattr(config, "workeroutput", None)
+    if output is not None:
+        output["labtest_broken"] = message
     pytest.exit(message, returncode=EXIT_BROKEN)
 
 
@@ -172,7 +176,16 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     catches ``exit`` there); stop here, once, with the located message instead."""
     state = session.config.stash.get(_state_key, None)
     if state is not None and state.start_error:
-        _stop_broken(state.start_error)
+        _stop_broken(session.config, state.start_error)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """xdist controller: a worker whose lab did not start stops the whole session (before
+    xdist counts the worker's unfinished test as a crash)."""
+    message = getattr(node, "workeroutput", {}).get("labtest_broken")
+    if message:
+        _stop_broken(node.config, message)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
