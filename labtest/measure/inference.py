@@ -17,8 +17,11 @@ The model (docs/rootcause.md states it for users):
   ``1 - (1 - FALSE_ALARM) * prod_{c in H} (1 - reach(c) * (1 - MISS))``
   (noisy-OR).
 * Where a suite located a failure is evidence too: the cause that failed it is
-  a named component with probability 1, an unnamed one on its path with
-  ``LOCATED_ELSEWHERE`` (mixed over the causes by how likely each failed it).
+  a named component with probability 1, a second suspect of that place (the far
+  end that may be pausing a named queue) ``LOCATED_NEARBY``, an unnamed one on
+  its path ``LOCATED_ELSEWHERE`` (mixed over the causes by how likely each
+  failed it). A located pass clears its place, and what else it crossed only
+  weakly (``LOCATED_ELSEWHERE``): a fault may spoil one direction.
 * A fault need not spoil traffic: a dirty connector fails its port's optics
   while every pair across it runs at line rate. Each cause takes the better of
   two modes, *local* (it explains only what names it) and *traffic*; and it
@@ -53,6 +56,8 @@ PRIOR = 0.1
 #: P(a suite names this place | the fault is elsewhere on the path): suites locate
 #: (a collective names the link whose counters show the slowdown), and are seldom wrong
 LOCATED_ELSEWHERE = 0.2
+#: ... | the fault is a second suspect of the named place (the far end pausing a queue)
+LOCATED_NEARBY = 0.5
 #: the modes a fault may take (the better fitting one is taken: the prior's price covers it)
 MODES = ("local", "traffic")
 #: the scope of a spreading fault that reaches every traffic observation
@@ -74,10 +79,12 @@ class Observation:
     traffic: bool = True  # moved traffic (a pair, a ring, a stream), not a device's own reading
     aspect: str = ""  # what was measured (its limit key): a pass clears only that aspect
     scope: str = ""  # what traffic it was ("bisection": all hosts at once across the fabric)
+    nearby: frozenset[str] = frozenset()  # second suspects of the named place (who pauses it)
+    stalls: bool = False  # a device's reading that a pause storm anywhere stops (ECN marks)
 
     def reach(self, component: str) -> float:
         """Probability that this observation's traffic crossed ``component``."""
-        if component in self.named:
+        if component in self.named or component in self.nearby:
             return 1.0
         missed = 1.0
         for alternatives in self.segments:
@@ -88,7 +95,7 @@ class Observation:
 
     @property
     def components(self) -> frozenset[str]:
-        out = set(self.named)
+        out = set(self.named | self.nearby)
         for alternatives in self.segments:
             for r in alternatives:
                 out |= r
@@ -133,19 +140,25 @@ NONE = Hypothesis({}, {})
 
 
 def _spreads_to(o: Observation, scope: str) -> bool:
-    return o.traffic and (scope == ANY_SCOPE or o.scope == scope)
+    return (o.traffic or o.stalls) and (scope == ANY_SCOPE or o.scope == scope)
 
 
 def _hit(o: Observation, c: str, mode: str, aspects: frozenset[str], scope: str = ANY_SCOPE
          ) -> float:
-    if not o.failed and o.aspect not in aspects:
-        return 0.0  # a fault spoils what it is seen to spoil; other passes say nothing of it
+    if o.traffic and o.aspect not in aspects and mode != "spreading":
+        return 0.0  # a fault spoils the kinds of traffic it is seen to spoil, no other
     if mode == "spreading":
         if _spreads_to(o, scope):
             return 1.0 if o.failed else 0.0
         return 1.0 if c in o.named else 0.0
-    if mode == "local" or not o.traffic:
+    if not o.traffic:  # its own readings
         return 1.0 if c in o.named else 0.0
+    if mode == "local":  # a fault of the component's own readings, not of its traffic
+        return 0.0
+    if not o.failed and o.named and c not in o.named:
+        # a located pass looked at its own place (a queue, a port): it clears that place,
+        # and what else its traffic crossed only weakly (a fault may spoil one direction)
+        return o.reach(c) * LOCATED_ELSEWHERE
     return o.reach(c)
 
 
@@ -165,8 +178,14 @@ def _located(o: Observation, hyp: Hypothesis) -> float:
     for c, mode in hyp.modes.items():
         w = _hit(o, c, mode, hyp.aspects.get(c, frozenset()), hyp.scopes.get(c, ANY_SCOPE))
         total += w
-        weighted += w * (1.0 if c in o.named or mode == "spreading" else LOCATED_ELSEWHERE)
+        weighted += w * _place_weight(o, c, mode)
     return weighted / total if total > 0 else 1.0
+
+
+def _place_weight(o: Observation, c: str, mode: str) -> float:
+    if c in o.named or mode == "spreading":
+        return 1.0
+    return LOCATED_NEARBY if c in o.nearby else LOCATED_ELSEWHERE
 
 
 def _llr(o: Observation, hyp: Hypothesis) -> float:
@@ -195,27 +214,43 @@ class _Search:
     spread: dict[str, str]
     priors: Mapping[str, float]
     touching: dict[str, list[Observation]] = field(default_factory=dict)
-    aspects: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for c in self.pool:
             scope = self.spread.get(c)
             self.touching[c] = [o for o in self.observations if c in o.components
                                 or (scope is not None and _spreads_to(o, scope))]
-            self.aspects[c] = frozenset(o.aspect for o in self.touching[c] if o.failed)
 
     def cost(self, c: str) -> float:
         return math.log(1.0 / self.priors.get(c, PRIOR))
 
     def add(self, hyp: Hypothesis, c: str) -> tuple[float, Hypothesis]:
-        """The best mode for ``c`` beside ``hyp``: (penalised gain, the new hypothesis)."""
+        """``c`` beside ``hyp`` at its best: (penalised gain, the new hypothesis).
+
+        In traffic mode the fault spoils exactly the kinds of traffic (aspects) whose own
+        evidence, failing and passing, favours it: given the rest of ``hyp`` the likelihood
+        splits by aspect, so taking each kind whose share gains is the maximum. Its own
+        readings (what names it and moves no traffic) count whatever kinds it takes."""
         relevant = self.touching[c]
-        base = log_likelihood(relevant, hyp)
-        modes = ("spreading",) if c in self.spread else MODES
-        options = [hyp.with_(c, m, self.aspects[c], self.spread.get(c, ANY_SCOPE))
-                   for m in modes]
-        scored = [(log_likelihood(relevant, h) - base, h) for h in options]
-        gain, best = max(scored, key=lambda gh: gh[0])  # the first of equals: local first
+        base = {o.id: _llr(o, hyp) for o in relevant}
+        every = frozenset(o.aspect for o in relevant if o.traffic and o.failed)
+        trial = hyp.with_(c, "traffic", every)
+        by_aspect: dict[str, float] = {}
+        own = 0.0
+        for o in relevant:
+            delta = _llr(o, trial) - base[o.id]
+            if o.traffic:
+                by_aspect[o.aspect] = by_aspect.get(o.aspect, 0.0) + delta
+            else:
+                own += delta
+        spoils = frozenset(a for a, g in by_aspect.items() if g > 0)
+        gain = own + sum(by_aspect[a] for a in spoils)
+        best = hyp.with_(c, "traffic" if spoils else "local", spoils)
+        if c in self.spread:
+            spreading = hyp.with_(c, "spreading", every, self.spread[c])
+            gain_s = sum(_llr(o, spreading) - base[o.id] for o in relevant)
+            if gain_s > gain:
+                gain, best = gain_s, spreading
         return gain - self.cost(c), best
 
     def without(self, hyp: Hypothesis, c: str) -> Hypothesis:
@@ -297,8 +332,7 @@ def _cause(search: _Search, hyp: Hypothesis, c: str, failing: Sequence[Observati
     def share(o: Observation, k: str) -> float:
         hit = _hit(o, k, hyp.modes[k], hyp.aspects.get(k, frozenset()),
                    hyp.scopes.get(k, ANY_SCOPE))
-        return hit * (1.0 if k in o.named or hyp.modes[k] == "spreading" or not o.named
-                      else LOCATED_ELSEWHERE)
+        return hit * (_place_weight(o, k, hyp.modes[k]) if o.named else 1.0)
 
     explains = tuple(o.id for o in failing
                      if share(o, c) > 0 and share(o, c) >= max(share(o, k) for k in hyp.modes))
@@ -308,9 +342,15 @@ def _cause(search: _Search, hyp: Hypothesis, c: str, failing: Sequence[Observati
                     key=lambda x: (-x[0], x[1]))
     gain = search.marginal(hyp, c)
     runner_gain, runner = ranked[0] if ranked else (0.0, None)
-    cleared = (_clearing(search.observations, runner, search.aspects[runner])
-               if runner is not None else ())
+    runner_aspects = search.add(rest, runner)[1].aspects.get(runner, frozenset()) if runner else (
+        frozenset())
+    cleared = (_clearing(search.observations, runner, runner_aspects | _failing_aspects(
+        search, runner)) if runner is not None else ())
     return Cause(c, hyp.modes[c], gain, explains, runner, runner_gain, cleared)
+
+
+def _failing_aspects(search: _Search, c: str) -> frozenset[str]:
+    return frozenset(o.aspect for o in search.touching[c] if o.failed and o.traffic)
 
 
 def _clearing(observations: Sequence[Observation], component: str,

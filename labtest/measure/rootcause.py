@@ -17,8 +17,8 @@ What a measurement crossed comes from its labels and the testbed:
 * a failover's ``link`` (the one the test shut): the devices at its ends, which must
   reroute (``X (all links)``: X's neighbours); the shut link itself is the stimulus,
   not a suspect;
-* ``device``/``port``/``link``/``peer`` otherwise *name* a component: a port names its
-  link and its device, a link both ends' devices only through traffic.
+* ``device``/``port``/``link`` otherwise *name* a component: a port names its link
+  and its device; a ``queue`` at a port also the far end, which may be pausing it.
 
 A broken test whose error is a transport error (the device could not be reached)
 names its device. Pause-storm measurements (``STORM_KEYS``) mark their source
@@ -32,7 +32,7 @@ import fnmatch
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from labtest.errors import TransportError
@@ -59,7 +59,6 @@ SYMPTOM_KEYS = (
     "congestion.lossless_drops",
     "congestion.lossy_pfc_frames",
     "congestion.victim_*",
-    "congestion.ecn_*",
     "congestion.cnp_*",
     "congestion.other_priority_loss_frames",
     "congestion.pfcwd_*_excess_ms",
@@ -70,10 +69,19 @@ SYMPTOM_KEYS = (
     "delivered_ratio",
     "paths.*",
 )
+#: labels that give a place as one "device:port" (a queue also adds ":priority")
+PLACE_LABELS = ("ecn_port", "queue", "port")
 #: measurements that show a switch spreading flows unevenly over its ECMP members: its
 #: hashing spoils aggregate cross-fabric traffic wherever it goes (polarisation repeats
 #: the same choice tier after tier)
 ECMP_KEYS = ("roce.ecmp_share_deviation",)
+#: how a failover names a device taken down whole (a reboot) instead of one link
+ALL_LINKS = " (all links)"
+#: cabling faults are the cables': they name the link (and the far end seen instead)
+CABLE_KEYS = ("cabling.*",)
+#: a switch port's (or NIC's) own ECN counters: the device's reading, not its traffic's;
+#: a pause storm anywhere stops them (nothing queues, nothing is marked)
+STALL_KEYS = ("congestion.ecn_*", "congestion.receiver_ecn_*")
 #: measurements whose ``link``/``device``/``port`` is the stimulus (what the test shut)
 STIMULUS_KEYS = ("failover.*",)
 #: the label value of aggregate traffic across the spine layer (bisection runs)
@@ -87,8 +95,9 @@ TIE_NATS = 0.5
 UNREACHABLE_STRENGTH = 2.0
 #: labels that say what is wrong (shown in a cause's one-line summary)
 EXPLAINING_LABELS = ("trained", "capable", "expected", "seen", "peer")
-#: prior odds against a fault by component kind: a device is a bigger claim than a link
-PRIOR = {"link": inference.PRIOR, "host": inference.PRIOR, "switch": inference.PRIOR / 2}
+#: prior of a fault by component kind: alike, but for a hair that makes the smaller claim
+#: (the link, the host) win a tie with the switch its evidence also names
+PRIOR = {"link": inference.PRIOR, "host": inference.PRIOR, "switch": inference.PRIOR * 0.99}
 
 
 @dataclass(frozen=True)
@@ -165,7 +174,7 @@ def _segments(labels: Mapping[str, Any], key: str, fabric: Fabric
         ends = fabric.link_ends(stim)
         if ends:
             return ((frozenset(d for d in ends if fabric.is_switch(d) or fabric.is_host(d)),),)
-        whole = re.fullmatch(r"(\S+) \(all links\)", stim)
+        whole = re.fullmatch(r"(\S+)" + re.escape(ALL_LINKS), stim)
         if whole and fabric.neighbours(whole.group(1)):
             return ((frozenset(fabric.neighbours(whole.group(1))),),)
         return ()
@@ -189,27 +198,50 @@ def _segments(labels: Mapping[str, Any], key: str, fabric: Fabric
 
 
 def _named(labels: Mapping[str, Any], key: str, fabric: Fabric
-           ) -> tuple[frozenset[str], str | None]:
-    """Components a measurement names itself, and the port it names (if one)."""
+           ) -> tuple[frozenset[str], frozenset[str], str | None]:
+    """Components a measurement names itself, their second suspects, and the port it
+    names (if one)."""
     if matches(key, STIMULUS_KEYS):
         device = str(labels.get("device") or "")
         port_given = str(labels.get("port") or "")
         # a failover's own device state (ECMP width after the shut) names that device
         return (frozenset({device}) if device in fabric.kind and not port_given
-                and not labels.get("link") else frozenset()), None
+                and not labels.get("link") else frozenset()), frozenset(), None
     device, port, link = (str(labels.get(k) or "") for k in ("device", "port", "link"))
     out: set[str] = set()
+    nearby: set[str] = set()
     named_port = None
+    if not (device and port):  # a place given as one "device:port" label
+        for k in PLACE_LABELS:
+            dev, _, prt = str(labels.get(k) or "").partition(":")
+            if dev in fabric.kind and prt:
+                device, port = dev, prt.split(":", 1)[0] if k == "queue" else prt
+                break
     if device and port and device in fabric.kind:
         named_port = f"{device}:{port}"
         out.add(device)
         if (lk := fabric.link_of(device, port)) is not None:
             out.add(lk)
+            if labels.get("queue"):
+                # a queue standing at an egress port: its owner's marking or buffers, the
+                # link, or the far end pausing it (PFC from the device downstream)
+                nearby.update(d for d in fabric.link_ends(lk) or ()
+                              if d != device and (fabric.is_switch(d) or fabric.is_host(d)))
     elif device in fabric.kind:
         out.add(device)
     if link and fabric.link_ends(link):
         out.add(link)
-    return frozenset(out), named_port
+    if matches(key, CABLE_KEYS):  # a switch does not swap its cables
+        out.discard(device)
+        seen_link = _link_of_endpoint(str(labels.get("seen") or ""), fabric)
+        if seen_link:
+            nearby.add(seen_link)
+    return frozenset(out), frozenset(nearby - out), named_port
+
+
+def _link_of_endpoint(endpoint: str, fabric: Fabric) -> str | None:
+    dev, _, port = endpoint.partition(":")
+    return fabric.link_of(dev, port) if dev and port else None
 
 
 def evidence_of(doc: Mapping[str, Any], fabric: Fabric
@@ -242,16 +274,19 @@ def evidence_of(doc: Mapping[str, Any], fabric: Fabric
             key = str(m.get("limit_key") or m.get("name") or "")
             labels = m.get("labels") or {}
             traffic = matches(key, SYMPTOM_KEYS) or matches(key, STORM_KEYS)
-            named, port = _named(labels, key, fabric)
+            named, nearby, port = _named(labels, key, fabric)
             failed = verdict == "FAIL"
             if matches(key, ECMP_KEYS):  # the switch hashes, whichever member is named
                 named, port = frozenset({str(labels.get("device"))}) & set(fabric.kind), None
                 if failed:
                     uneven |= named
             segments = _segments(labels, key, fabric) if traffic else ()
+            aspect = key
+            if matches(key, STIMULUS_KEYS) and str(labels.get("link") or "").endswith(ALL_LINKS):
+                aspect = f"{key}@reboot"  # a reboot withdraws its routes first: not a failure
             if not failed and not (traffic and segments):
                 continue  # a device's own reading that passed clears nothing else
-            signature = (nodeid, key, failed, named, segments)
+            signature = (nodeid, failed, named, nearby, segments, key if not failed else "")
             if not failed and signature in seen:
                 continue
             seen.add(signature)
@@ -260,10 +295,29 @@ def evidence_of(doc: Mapping[str, Any], fabric: Fabric
                 sources |= from_host
                 spread_ports |= from_port
             obs = Observation(f"{nodeid}#{i}", failed, segments, named, strength(m),
-                              traffic=traffic, aspect=key, scope=str(labels.get("scope") or ""))
+                              traffic=traffic, aspect=aspect, scope=str(labels.get("scope") or ""),
+                              nearby=nearby, stalls=matches(key, STALL_KEYS))
             out.append(Evidence(obs, nodeid, m, message(m), port))
     spreading = dict.fromkeys(sources or spread_ports, inference.ANY_SCOPE)
-    return out, spreading | dict.fromkeys(uneven, CROSS_FABRIC_SCOPE)
+    return _one_fact_each(out), spreading | dict.fromkeys(uneven, CROSS_FABRIC_SCOPE)
+
+
+def _one_fact_each(found: list[Evidence]) -> list[Evidence]:
+    """Readings of one test at one place on one path are one fact (the p50, p99 and max
+    of one queue): their strengths are scaled to add up to the strongest's, so the fact
+    counts once while each keeps its own key (what a fault of that kind spoils)."""
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for i, e in enumerate(found):
+        o = e.obs
+        groups.setdefault((e.test, o.failed, o.named, o.nearby, o.segments), []).append(i)
+    out = list(found)
+    for members in groups.values():
+        total = sum(found[i].obs.strength for i in members)
+        top = max(found[i].obs.strength for i in members)
+        for i in members:
+            obs = found[i].obs
+            out[i] = replace(found[i], obs=replace(obs, strength=obs.strength * top / total))
+    return out
 
 
 def _storm_sources(labels: Mapping[str, Any], fabric: Fabric) -> tuple[set[str], set[str]]:
