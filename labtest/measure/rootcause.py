@@ -96,8 +96,9 @@ UNREACHABLE_STRENGTH = 2.0
 #: labels that say what is wrong (shown in a cause's one-line summary)
 EXPLAINING_LABELS = ("trained", "capable", "expected", "seen", "peer")
 #: prior of a fault by component kind: alike, but for a hair that makes the smaller claim
-#: (the link, the host) win a tie with the switch its evidence also names
-PRIOR = {"link": inference.PRIOR, "host": inference.PRIOR, "switch": inference.PRIOR * 0.99}
+#: win a tie (the link before the host or switch its evidence also names)
+PRIOR = {"link": inference.PRIOR, "host": inference.PRIOR * 0.995,
+         "switch": inference.PRIOR * 0.99}
 
 
 @dataclass(frozen=True)
@@ -222,6 +223,8 @@ def _named(labels: Mapping[str, Any], key: str, fabric: Fabric
         out.add(device)
         if (lk := fabric.link_of(device, port)) is not None:
             out.add(lk)
+            # a NIC's trouble shows at the switch port facing it: that port names the host
+            out.update(d for d in fabric.link_ends(lk) or () if d != device and fabric.is_host(d))
             if labels.get("queue"):
                 # a queue standing at an egress port: its owner's marking or buffers, the
                 # link, or the far end pausing it (PFC from the device downstream)
