@@ -2,17 +2,26 @@
 
 Drivers ask for ``cli(...)``, ``snmp(...)`` or ``visa(...)`` and never learn
 whether the answers come from a live device, an emulated one, or a replayed
-recording (``replay:`` in the testbed); ``--record DIR`` is applied here too.
+recording (``replay:`` in the testbed); ``--record DIR`` is applied here too, and so is
+the per-device circuit breaker (``labtest.transports.breaker``): while a run installs one,
+a device marked down fails every call at once instead of waiting out a timeout.
 """
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any, Protocol
 
-from labtest.errors import ConfigError
+from labtest.errors import ConfigError, ProtocolError
 from labtest.testbed.model import Device
+from labtest.transports.breaker import PROBE_TIMEOUT_S, Probe, guard
 from labtest.transports.ssh import CommandResult
+
+#: what a probe asks: harmless everywhere; any answer, even "invalid input", will do
+PROBE_COMMAND = "echo labtest-probe"
+#: sysUpTime.0, which every agent has
+PROBE_OID = "1.3.6.1.2.1.1.3.0"
 
 _record_dir: Path | None = None
 
@@ -62,13 +71,37 @@ def cli(name: str, device: Device, *, posix_shell: bool = False) -> CommandRunne
     from labtest.transports.ssh import SshTransport
 
     recorder = _recorder(name)
-    return SshTransport(
+    transport = SshTransport(
         name,
         device.address,
         device.ssh,
         recorder=recorder.ssh if recorder else None,
         process_group=posix_shell,
     )
+    return guard(name, transport, _ssh_probe(name, device))
+
+
+def _answered() -> contextlib.AbstractContextManager[None]:
+    """In a probe, a ProtocolError (a refusal, an error-status, a garbled reply) is an
+    answer: the device is up, it only did not like the question."""
+    return contextlib.suppress(ProtocolError)
+
+
+def _ssh_probe(name: str, device: Device) -> Probe:
+    """A fresh connection and one command, with short timeouts (a refusal is an answer)."""
+
+    def probe() -> None:
+        from labtest.transports.ssh import SshTransport
+
+        assert device.ssh is not None and device.address is not None
+        short = min(device.ssh.timeout_s, PROBE_TIMEOUT_S)
+        settings = device.ssh.model_copy(update={"timeout_s": short, "command_timeout_s": short})
+        with SshTransport(name, device.address, settings) as transport:
+            transport.connect()
+            with _answered():
+                transport.exec(PROBE_COMMAND)
+
+    return probe
 
 
 def snmp(name: str, device: Device) -> Any:
@@ -80,7 +113,26 @@ def snmp(name: str, device: Device) -> Any:
 
     transport = SnmpTransport(name, device.address, device.snmp)
     recorder = _recorder(name)
-    return _recording_snmp(transport, recorder) if recorder else transport
+    return guard(
+        name,
+        _recording_snmp(transport, recorder) if recorder else transport,
+        _snmp_probe(name, device),
+    )
+
+
+def _snmp_probe(name: str, device: Device) -> Probe:
+    """One GET, one try, a short timeout (an error-status is an answer)."""
+
+    def probe() -> None:
+        from labtest.transports.snmp import SnmpTransport
+
+        assert device.snmp is not None and device.address is not None
+        short = min(device.snmp.timeout_s, PROBE_TIMEOUT_S)
+        settings = device.snmp.model_copy(update={"timeout_s": short, "retries": 0})
+        with SnmpTransport(name, device.address, settings) as transport, _answered():
+            transport.get(PROBE_OID, missing_ok=True)
+
+    return probe
 
 
 def _recording_snmp_class() -> Any:
@@ -113,9 +165,26 @@ def _plain(value: Any) -> Any:
     return value if isinstance(value, (int, float, str, bool, type(None))) else str(value)
 
 
-def visa(name: str, device: Device) -> Any:
+def visa(name: str, device: Device, *, recorder: Any = None) -> Any:
+    """``recorder``: called with (command, reply) for every exchange (visa.Recorder)."""
     if device.visa is None:
         raise ConfigError(name, [f"device {name!r} has no 'visa' settings"])
     from labtest.transports.visa import VisaTransport
 
-    return VisaTransport(name, device.visa)
+    return guard(name, VisaTransport(name, device.visa, recorder=recorder),
+                 _visa_probe(name, device))
+
+
+def _visa_probe(name: str, device: Device) -> Probe:
+    """A fresh session and ``*IDN?``, with a short timeout (a garbled reply is an answer)."""
+
+    def probe() -> None:
+        from labtest.transports.visa import VisaTransport
+
+        assert device.visa is not None
+        short = min(device.visa.timeout_s, PROBE_TIMEOUT_S)
+        settings = device.visa.model_copy(update={"timeout_s": short})
+        with VisaTransport(name, settings) as transport, _answered():
+            transport.query("*IDN?")
+
+    return probe

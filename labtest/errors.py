@@ -96,6 +96,20 @@ class ProtocolError(TransportError):
     """The peer broke the protocol: closed mid-command, garbage, bad reply."""
 
 
+class DeviceDown(TransportError):
+    """The device's circuit breaker is open (``labtest.transports.breaker``): an earlier
+    transport failure, confirmed by a probe, marked it down, so this attempt fails at once
+    instead of waiting out a timeout. ``first`` is that failure; the message cites it.
+    A TransportError, so a test it breaks counts as the device being unreachable."""
+
+    def __init__(
+        self, device: str, message: str, raw: str | None = None, *,
+        first: TransportError | None = None,
+    ) -> None:
+        self.first = first
+        super().__init__(device, message, raw)
+
+
 class InstrumentError(InfraError):
     """An instrument reported an error in its SCPI error queue."""
 

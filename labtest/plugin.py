@@ -3,7 +3,8 @@
 It gives tests the testbed, its devices, the limits profile and ``measure``;
 skips tests whose testbed lacks what they ``needs``; and keeps two kinds of
 red apart: *failed* (a measurement missed its limit) and *broken* (the lab
-could not be asked — ``InfraError``), with the device's raw output attached.
+could not be asked — ``InfraError``), with the device's raw output attached; and
+installs the run's circuit breakers, so a dead device costs one timeout, not one per test.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from labtest.outcome import (
     raw_evidence,
 )
 from labtest.testbed import Testbed, load_testbed
+from labtest.transports import breaker
 
 RECORDER_ATTR = "_labtest_recorder"
 
@@ -87,6 +89,7 @@ class _State:
         self._lab: Lab | None = None
         self._emulated: Any = None
         self.broken = 0
+        self.breakers: breaker.Board | None = None  # while a testbed is driven
         self.start_error = ""  # why the emulated lab did not start: the session stops
 
     def load(self) -> None:
@@ -96,6 +99,8 @@ class _State:
                 self._testbed = self.loaded = load_testbed(path)
             except ConfigError as exc:
                 raise pytest.UsageError(str(exc)) from None
+            self.breakers = breaker.Board()
+            breaker.install(self.breakers)
             if self._testbed.suite_settings is not None:  # before the suites import
                 from labtest.fixtures.suite_data import set_lab_settings
 
@@ -137,6 +142,8 @@ class _State:
             from labtest.fixtures.suite_data import set_lab_settings
 
             set_lab_settings(None)  # an in-process session after this one starts clean
+        if self.breakers is not None and breaker.current() is self.breakers:
+            breaker.install(None)
         try:
             if self._lab is not None:
                 self._lab.close()
@@ -318,6 +325,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason="destructive: pass --destructive to run it"))
 
 
+def _breakers_at(item: pytest.Item, phase: str) -> None:
+    """Tell the breakers where the run is (their messages cite the test and phase) and the
+    suite (a down device is reprobed once per suite: per test module)."""
+    state = item.config.stash.get(_state_key, None)
+    if state is not None and state.breakers is not None:
+        state.breakers.at(f"{item.nodeid} ({phase})", str(item.path))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item) -> None:
+    _breakers_at(item, "setup")  # before the fixtures: session ones (inventory) run there
+
+
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    _breakers_at(item, "teardown")
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     xdist_guard.check_groups_honoured(item)
     reservation_plugin.before_test(item)  # hold the lab's devices; stop if the lease was lost
@@ -353,6 +377,7 @@ def _unmet_needs(config: pytest.Config, mark: pytest.Mark) -> str | None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     recorder: Recorder | None = getattr(item, RECORDER_ATTR, None)
+    _breakers_at(item, "call")
     try:
         result = yield
     except CapabilityAbsent as exc:  # the unit lacks the hardware: a hole, not a broken lab

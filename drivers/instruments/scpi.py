@@ -34,6 +34,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Generic, TypeVar
 
+from labtest import connect
 from labtest.errors import ConfigError, LabtestError, ProtocolError
 from labtest.testbed.model import Device, Testbed
 from labtest.transports.visa import Recorder, VisaTransport
@@ -341,7 +342,8 @@ class ScpiInstrument:
             if device.visa is None:
                 problem = "visa: required by an SCPI instrument driver"
                 raise ConfigError(f"device {name!r}", [problem])
-            transport = VisaTransport(name, device.visa, recorder=recorder)
+            # through connect: the device's circuit breaker guards it like SSH and SNMP
+            transport = connect.visa(name, device, recorder=recorder)
         self.transport = transport
         self.indices: dict[str, Collection[Any]] = {}
         self._limits: dict[str, Limits] = {}
