@@ -8,7 +8,9 @@ emulated instrument from a real one. The server owns the framing, the IEEE
 a pluggable handler, which reads headers and parameters with the helpers
 here (``match_header``, ``split_args``, ``number`` ...). It can also misbehave
 on purpose (``silent``, ``slow``, ``drop``) so that instrument timeouts and
-dropped sessions can be emulated.
+dropped sessions can be emulated. A silent server holds ``serving`` from an
+unanswered query until its client writes again or closes: the lab's clock keeps
+its wall pace while the client waits out its timeout.
 
 The asyncio loop runs in its own thread so that synchronous tests and drivers
 can use it; ``start()`` and ``stop()`` are bounded and leave nothing behind.
@@ -356,12 +358,16 @@ class ScpiServer:
         assert task is not None
         self._clients.add(task)
         peer = writer.get_extra_info("peername")
+        waiting = contextlib.ExitStack()  # silent: a query went unanswered, its client waits
         try:
             while line := await reader.readline():
+                waiting.close()  # the client wrote again: it waits no more
                 if self._mode == "drop":
                     log.debug("drop mode: closing %s on %r", peer, line)
                     return
                 if self._mode == "silent":
+                    if b"?" in line:  # a query's client waits out its timeout: keep the pace
+                        waiting.enter_context(self.serving())
                     continue
                 with self.serving():
                     reply = self._message(line.decode("ascii", "replace").strip())
@@ -376,6 +382,7 @@ class ScpiServer:
         except asyncio.CancelledError:  # stop(): end quietly, asyncio would log a cancelled task
             pass
         finally:
+            waiting.close()
             self._clients.discard(task)
             writer.close()
             with contextlib.suppress(ConnectionError, asyncio.CancelledError):

@@ -10,7 +10,9 @@ no thread and no socket behind.
 VACM is bypassed on purpose: the provider is the whole view. A wrong community
 gets no answer (as on real agents, so the manager times out); a wrong v3 key
 gets the USM report a real agent sends. ``silent = True`` drops every request,
-which is how the emulated lab injects an "SNMP timeout" fault.
+which is how the emulated lab injects an "SNMP timeout" fault; after each dropped
+request the agent holds ``serving`` for ``silent_hold_s`` (a client's wait for one
+try), so the lab's clock keeps its wall pace while the client waits out its timeout.
 
 Provider values are pysnmp SMI objects (re-exported here: ``Counter64(5)``,
 ``Gauge32``, ``TimeTicks`` ...) or plain Python: ``int`` becomes Integer32,
@@ -46,6 +48,7 @@ from pysnmp.smi import builder as mib_builder
 from pysnmp.smi import error as smi_error
 
 from labtest.aio import close_loop
+from labtest.testbed.model import SnmpSettings
 from labtest.transports.mibs import Oid, oid_tuple
 from labtest.transports.snmp import AUTH_PROTOCOLS, PRIV_PROTOCOLS, to_python
 
@@ -268,6 +271,7 @@ class _UdpServer(udp.UdpTransport):
 
     def datagram_received(self, datagram: bytes, address: Any) -> None:
         if self._agent.silent:
+            self._agent._hold_for_client()
             return
         with self._agent.serving():
             super().datagram_received(datagram, address)
@@ -297,6 +301,10 @@ class SnmpAgent:
         self.mib = mib
         self.serving = serving  # held while a request is answered (the lab's clock keeps its pace)
         self.silent = False
+        #: how long a client waits for one try (the testbed's default SNMP timeout)
+        self.silent_hold_s: float = SnmpSettings.model_fields["timeout_s"].default
+        self._hold: contextlib.ExitStack | None = None  # on the agent's loop only
+        self._hold_timer: asyncio.TimerHandle | None = None
         self._community = community
         self._users = tuple(users)
         self._host = host
@@ -424,7 +432,26 @@ class SnmpAgent:
             responder(snmp_engine, snmp_context)
         self._engine = snmp_engine
 
+    def _hold_for_client(self) -> None:
+        """A request was dropped (silent): hold ``serving`` until its client's try times out
+        (each later request extends it). Runs on the agent's loop."""
+        if self._hold is None:
+            self._hold = contextlib.ExitStack()
+            self._hold.enter_context(self.serving())
+        if self._hold_timer is not None:
+            self._hold_timer.cancel()
+        self._hold_timer = asyncio.get_running_loop().call_later(
+            self.silent_hold_s, self._release_hold)
+
+    def _release_hold(self) -> None:
+        if self._hold_timer is not None:
+            self._hold_timer.cancel()
+        hold, self._hold, self._hold_timer = self._hold, None, None
+        if hold is not None:
+            hold.close()
+
     async def _shutdown(self) -> None:
+        self._release_hold()
         if self._engine is not None:
             self._engine.close_dispatcher()  # closes the UDP transport and its timer
         await asyncio.sleep(0)  # two turns let asyncio finish closing the socket

@@ -12,7 +12,10 @@ on a real device too.
 It can also misbehave on purpose, switchable at runtime through ``mode``:
 
 - ``silent``: accepts connection and auth, then hangs: exec, pty and shell
-  requests get no reply (a shell that is already open stops answering);
+  requests get no reply (a shell that is already open stops answering). While a
+  client waits for such a reply (until it sends anything, closes, or gives up) the
+  server holds ``serving``: the lab's clock keeps its wall pace under the client's
+  wall-clock timeout, and skips idle time again once nobody waits;
 - ``drop``: sends part of the answer, then drops the TCP connection;
 - ``legacy-kex``: offers only ``diffie-hellman-group14-sha1`` key exchange,
   like an old switch (paramiko 5 cannot *complete* that exchange, but a client
@@ -33,6 +36,7 @@ import io
 import logging
 import queue
 import re
+import select
 import socket
 import threading
 from collections.abc import Callable, Sequence
@@ -55,6 +59,7 @@ LEGACY_KEX = ("diffie-hellman-group14-sha1",)
 _CLIENT_CLOSE_WAIT_S = 5.0  # how long an exec worker waits for the client to close its side
 _MAX_LINE_BYTES = 64 * 1024
 _GONE = (OSError, EOFError, paramiko.SSHException)  # what a vanished client raises
+_PEER_POLL_S = 0.05  # how often a silent device looks whether its waiting client moved on
 
 
 @dataclass(frozen=True)
@@ -316,16 +321,20 @@ class SshServer:
 
     def serve_shell(self, transport: paramiko.Transport, channel: paramiko.Channel) -> None:
         handler = self.handler()
+        waiting = contextlib.ExitStack()  # silent: a line went unanswered, its client waits
         try:
             channel.sendall(_crlf(self.banner) + handler.prompt.encode())
             pending = b""
             while not self._stop.is_set():
                 data = channel.recv(4096)
+                waiting.close()  # the client spoke again, or left
                 if not data:
                     return
                 lines, pending = _split_lines(pending + data)
                 if len(pending) > _MAX_LINE_BYTES:
                     return
+                if self.mode == "silent" and lines:
+                    waiting.enter_context(self.serving())
                 for raw in lines:
                     if not self._shell_line(
                         transport, channel, handler, raw.decode(errors="replace")
@@ -334,6 +343,7 @@ class SshServer:
         except _GONE:
             return
         finally:
+            waiting.close()
             _close(channel)
 
     def _shell_line(
@@ -449,6 +459,18 @@ def _close(channel: paramiko.Channel) -> None:
         channel.close()
 
 
+def _until_readable(sock: socket.socket, stop: threading.Event) -> None:
+    """Return once the peer sends anything or closes (a client waiting for a reply sends
+    nothing: it gave up), or at stop()."""
+    while not stop.is_set():
+        try:
+            readable, _, _ = select.select([sock], [], [], _PEER_POLL_S)
+        except (OSError, ValueError):  # closed under us
+            return
+        if readable:
+            return
+
+
 def _drop(transport: paramiko.Transport) -> None:
     """Cut the TCP connection under the session, as a crashing device would."""
     with contextlib.suppress(OSError):
@@ -485,10 +507,14 @@ class _Interface(paramiko.ServerInterface):
         return paramiko.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
 
     def _hang_if_silent(self) -> bool:
-        """Block this connection's transport thread, as a hung device would, until stop()."""
-        if self._server.mode != "silent":
+        """Block this connection's transport thread, as a hung device would, until stop();
+        its client waits for the reply until it gives up: ``serving`` is held that long."""
+        server = self._server
+        if server.mode != "silent":
             return False
-        self._server._stop.wait()
+        with server.serving():
+            _until_readable(self._transport.sock, server._stop)
+        server._stop.wait()
         return True
 
     def check_channel_pty_request(self, *args: object) -> bool:

@@ -11,7 +11,7 @@ An *elastic* real-time clock (the live emulated lab's) also skips the time
 nobody spends: while every party only waits on virtual time (an emulated
 ``ib_write_bw -D 30`` sleeping in ``sleep``, a suite polling through
 ``labtest.labtime``), no request is being served (``busy``), no thread is in
-``time.sleep``, no device is dark (``set_hold``) and no other thread of the
+``time.sleep``, nobody holds it (``set_hold``) and no other thread of the
 process runs or waits for a core, it runs at ``idle_scale`` (300 virtual
 seconds per wall second) towards the earliest wake-up, never past it. Every
 sleeper wakes at its own virtual time, so the order of events is kept; what a
@@ -61,7 +61,7 @@ class VirtualClock:
         self._tokens = 0
         self._busy = 0  # requests being served (emulators say so through busy())
         self._elastic = False
-        self._hold = False  # some party waits on the wall clock (a dark device): no jumps
+        self._hold = False  # some party waits on the wall clock: no jumps
         self._wall_sleepers = 0  # threads inside time.sleep (see guard_wall_sleeps)
         self._pacer: threading.Thread | None = None
         self.jumped_s = 0.0  # virtual seconds skipped by elastic jumps (benchmarks print it)
@@ -125,12 +125,12 @@ class VirtualClock:
 
     @property
     def held(self) -> bool:
-        """Whether jumps are held (a hung device: its clients wait on wall timeouts)."""
+        """Whether jumps are held (some party waits on wall-clock timeouts)."""
         return self._hold
 
     def set_hold(self, on: bool) -> None:
-        """While on, the elastic clock follows the wall only (e.g. a device is unreachable:
-        whoever asks it waits out a wall-clock transport timeout)."""
+        """While on, the elastic clock follows the wall only (some party waits out a
+        wall-clock timeout; the emulators mark a waiting client with ``busy`` instead)."""
         with self._cond:
             self._hold = bool(on)
 

@@ -516,9 +516,11 @@ class Fabric(FabricCore):
             raise ModelError(f"no device {device!r} in the model")
         (self._unreachable.discard if reachable else self._unreachable.add)(device)
         (self._refusing.add if refusing and not reachable else self._refusing.discard)(device)
-        # a client waiting on a hung device waits on the wall clock (its transport's
-        # timeout): the elastic clock must not skip time under it; a refusal keeps nobody
-        self.clock.set_hold(bool(self._unreachable - self._refusing))
+        # No clock hold here: a client waiting on a hung device waits on the wall clock (its
+        # transport's timeout), so the emulators hold ``serving`` while one does (a silent
+        # SSH, SNMP, SCPI or OTG server, until its client gives up). Held for the whole
+        # fault, the clock lost its idle skips for the rest of the run though the clients
+        # (circuit breaker: labtest.transports.breaker) had stopped asking (issue 36).
 
     def ambient_c(self, device: str) -> float:
         return self._ambient_c[device]

@@ -28,13 +28,16 @@ the model's marks); other tags get a warning from ``set_config``.
 
 While the device is unreachable (``fabric.reachable`` is False) a request
 gets no answer; when the device is back the held connection is closed
-unanswered, as a rebooted host drops it.
+unanswered, as a rebooted host drops it (or at once when its client gave up).
+While a client waits so, the lab's clock keeps its wall pace (``serving``).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import select
+import socket
 import threading
 import zlib
 from collections.abc import Callable, Iterator
@@ -646,12 +649,15 @@ class OtgServer:
         self._http.server_close()
         self._thread.join(5.0)
 
-    def wait_reachable(self) -> bool:
-        """True at once if the device answers; False once it was silent (or the server stops)."""
+    def wait_reachable(self, gone: Callable[[], bool] = lambda: False) -> bool:
+        """True at once if the device answers; False once it was silent: when it is back,
+        its client is ``gone``, or the server stops. The client waits out a wall-clock
+        timeout meanwhile: the lab's clock keeps its pace."""
         if self.reachable():
             return True
-        while not self._stop.wait(SILENT_POLL_S) and not self.reachable():
-            pass
+        with serving(self.engine.fabric.clock):
+            while not (self._stop.wait(SILENT_POLL_S) or self.reachable() or gone()):
+                pass
         return False
 
     def route(self, method: str, path: str, body: dict[str, Any]) -> tuple[int, Any]:
@@ -701,6 +707,14 @@ def _metrics(engine: OtgEngine, body: dict[str, Any]) -> dict[str, Any]:
     raise OtgError([f"{choice} metrics are not emulated (flow, port)"])
 
 
+def _readable(sock: socket.socket) -> bool:
+    """The client sent more or closed (its one request was read): it waits no more."""
+    try:
+        return bool(select.select([sock], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True
+
+
 def _snappi_version() -> str:
     try:
         return metadata.version("snappi")
@@ -722,7 +736,7 @@ def _handler(server: OtgServer) -> type[BaseHTTPRequestHandler]:
         def _serve(self, method: str) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             data = self.rfile.read(length) if length else b""
-            if not server.wait_reachable():
+            if not server.wait_reachable(gone=lambda: _readable(self.connection)):
                 self.close_connection = True  # silent, then the connection is lost
                 return
             with serving(server.engine.fabric.clock):  # the clock keeps its pace meanwhile
