@@ -11,17 +11,20 @@ not a merge). The startup config is never touched; snapshot files stay on
 flash until someone removes them.
 
 Read as well, from the JSON shapes ANTA's tests use: FEC codeword counters and
-pre-FEC BER per port (``show interfaces phy detail``), PFC frame totals per port
-(``show priority-flow-control counters``), egress drops per traffic class
+pre-FEC BER per port (``show interfaces phy detail``), egress drops per traffic class
 (``show interfaces counters queue detail``) with ECN marks merged in (``show qos
-interfaces ecn counters queue``).
+interfaces ecn counters queue``). PFC frames per priority (``show interfaces
+priority-flow-control counters detail``; a release without it falls back to the port
+totals of ``show priority-flow-control counters``) and the PFC pause watchdog (its
+counters, ``show priority-flow-control counters watchdog``, and its configuration, the
+``priority-flow-control`` lines of ``show running-config``) follow the keys public health
+checks read (sources: ``drivers/eos/parsers/pfc.py``, docs/drivers.md). So the driver
+offers ``PfcQueues``.
 
 Not offered (no real published output to build a parser against, see
-docs/drivers.md): the FEC codeword histogram, PRBS, PFC counters per priority
-and the PFC watchdog. So the driver offers ``FecCounters`` (``fec_stats``) but not
-``FecCodewordHistogram`` (hence not ``Fec``, which is both), nor ``PfcQueues`` or
-``Prbs`` (it has ``pfc_counters`` and ``queue_counters`` only); a suite needing them
-reports the EOS end as not proven.
+docs/drivers.md): the FEC codeword histogram and PRBS. So the driver offers
+``FecCounters`` (``fec_stats``) but not ``FecCodewordHistogram`` (hence not ``Fec``,
+which is both), nor ``Prbs``; a suite needing them reports the EOS end as not proven.
 
 ``vars`` understood: ``reboot_command`` (``reload now``), ``reboot_poll_s`` (5),
 ``reboot_command_timeout_s`` (30).
@@ -38,6 +41,8 @@ from labtest.capabilities.switch import (
     InterfaceStatus,
     LldpNeighbor,
     PfcCounters,
+    PfcWatchdogConfig,
+    PfcWatchdogState,
     QueueCounters,
     status_changes_in,
 )
@@ -106,8 +111,15 @@ class EosSwitch(CliSwitch):
         return self.show("show interfaces phy detail | json", p.parse_phy_detail)
 
     def pfc_counters(self) -> dict[str, PfcCounters]:
-        """PFC frames per port; EOS totals the priorities (``rx``/``tx`` lists stay None)."""
-        return self.show("show priority-flow-control counters | json", p.parse_pfc_counters)
+        """Rx/Tx PFC frames per priority and port; a release without the per-priority
+        command gives the port totals (``rx``/``tx`` lists of ``None``)."""
+        try:
+            return self.show(
+                "show interfaces priority-flow-control counters detail | json",
+                p.parse_pfc_counters_detail,
+            )
+        except CommandNotSupported:
+            return self.show("show priority-flow-control counters | json", p.parse_pfc_counters)
 
     def queue_counters(self) -> dict[str, QueueCounters]:
         """Drops per traffic class, with the ECN-marked packets of each unicast queue."""
@@ -124,6 +136,38 @@ class EosSwitch(CliSwitch):
             )
             for port, counters in drops.items()
         }
+
+    def pfc_watchdog_config(self) -> dict[str, PfcWatchdogConfig]:
+        """The watchdog timers of each PFC port with a lossless priority, from the
+        running-config (EOS has one watchdog setting for every such port)."""
+        return self.show("show running-config", p.parse_pfc_watchdog_config)
+
+    def pfc_watchdog(self) -> dict[str, PfcWatchdogState]:
+        """``PORT:QUEUE`` for every watched queue: each lossless queue of each port the
+        running-config arms (PFC on, a no-drop priority, a watchdog timeout), with the
+        stuck/recovery counts of ``show priority-flow-control counters watchdog``. EOS
+        leaves a queue out of the counters until its first event: such a queue is
+        "operational" with its counts ``None`` (not read, not 0)."""
+        text = self.run("show running-config")
+        wd, ports = self.parse(p.parse_pfc_config, "show running-config", text)
+        counted = self.show(
+            "show priority-flow-control counters watchdog | json", p.parse_pfc_watchdog_counters
+        )
+        out: dict[str, PfcWatchdogState] = {}
+        if "timeout" in wd:
+            for port, prios in ports.items():
+                for queue in prios:
+                    key = f"{port}:{queue}"
+                    out[key] = counted.get(key) or PfcWatchdogState(
+                        port=port,
+                        queue=queue,
+                        status="operational",
+                        storms_detected=None,
+                        storms_restored=None,
+                    )
+        for key, state in counted.items():
+            out.setdefault(key, state)  # a queue the counters know beyond the config
+        return out
 
     def set_admin(self, port: str, up: bool) -> None:
         self.configure([f"interface {port_name(port)}", "no shutdown" if up else "shutdown"])

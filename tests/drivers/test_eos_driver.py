@@ -56,6 +56,13 @@ def eos_script(**options) -> Script:
             '{"xcvrSlots": {"5": {"mfgName": "Arista Networks", "modelName": "100G-DWDM-E", '
             '"serialNum": "SMD5309.1", "hardwareRev": "11"}}}\n'
         ),
+        "show interfaces priority-flow-control counters detail | json": sample(
+            "eos", "show_interfaces_priority_flow_control_counters_detail_json__dne_taac_keys"
+        ),
+        "show priority-flow-control counters watchdog | json": sample(
+            "eos", "show_priority_flow_control_counters_watchdog_json__dne_taac_keys"
+        ),
+        "show running-config": sample("eos", "show_running_config__avd_pfc_watchdog"),
         "show qos interfaces ecn counters queue | json": (
             '{"intfQueueCounters": {"Ethernet2": {"queueCounters": {"0": "5", "1": "-"}}}}'
         ),
@@ -75,9 +82,10 @@ def eos(script, tmp_path):
 
 
 def test_capabilities_offered_and_left_out(eos):
-    offered = [SwitchFacts, Interfaces, Transceivers, Lldp, PortAdmin, ConfigSnapshot, Reboot]
+    offered = [SwitchFacts, Interfaces, Transceivers, Lldp, PortAdmin, ConfigSnapshot, Reboot,
+               PfcQueues]
     assert all(isinstance(eos, c) for c in offered)
-    assert not any(isinstance(eos, c) for c in (PfcQueues, Fec, FecCodewordHistogram, Prbs))
+    assert not any(isinstance(eos, c) for c in (Fec, FecCodewordHistogram, Prbs))
     assert isinstance(eos, FecCounters)  # corrected/uncorrectable codewords, pre-FEC BER
 
 
@@ -113,15 +121,42 @@ def test_reads_from_json(eos):
 
 
 def test_fec_pfc_and_queue_reads(eos):
-    """The parts of Fec/PfcQueues EOS publishes a format for (the histogram, per-priority
-    PFC and the watchdog have none: the capabilities stay absent, see docs/drivers.md)."""
+    """The parts of Fec EOS publishes a format for (the histogram has none: that capability
+    stays absent, see docs/drivers.md); PFC per priority and the queues."""
     fec = eos.fec_stats()["Ethernet1/1"]
     assert (fec.corrected_cw, fec.uncorrectable_cw, fec.bins) == (3, 10, [])
-    assert eos.pfc_counters()["Ethernet3/3/1"].rx_total == 2
+    pfc = eos.pfc_counters()["Ethernet1/1"]
+    assert (pfc.rx[3], pfc.tx[3], pfc.rx[0], pfc.rx_total) == (1520, 37, 0, None)
     queues = eos.queue_counters()["Ethernet2"]
     assert queues.get("UC0").ecn_marked_packets == 5
     assert queues.get("UC1").ecn_marked_packets is None  # "-": ECN not configured
     assert queues.get("MC1").drop_packets == 4 and queues.get("MC1").ecn_marked_packets is None
+
+
+def test_pfc_totals_where_the_release_has_no_per_priority_command(script, tmp_path):
+    del script.replies["show interfaces priority-flow-control counters detail | json"]
+    with driver_on(script, "eos", tmp_path) as eos:
+        pfc = eos.pfc_counters()["Ethernet3/3/1"]
+        assert (pfc.rx_total, pfc.rx) == (2, [None] * 8)
+        assert script.log[-1] == "show priority-flow-control counters | json"
+
+
+def test_pfc_watchdog_config_and_state(eos):
+    """Timers from the running-config (seconds -> ms) for every PFC port with a lossless
+    priority; per-queue state from the watchdog counters, and a configured queue the
+    counters do not list yet (no event) operational with its counts unread."""
+    config = eos.pfc_watchdog_config()
+    assert sorted(config) == ["Ethernet1/1", "Ethernet2/1"]  # Ethernet3/1: PFC off
+    wd = config["Ethernet2/1"]
+    assert (wd.action, wd.detection_time_ms, wd.restoration_time_ms, wd.poll_interval_ms) == (
+        "drop", 200, 400, 100)
+    state = eos.pfc_watchdog()
+    assert state["Ethernet1/1:3"].status == "operational"
+    assert state["Ethernet1/1:3"].storms_detected is None  # absent from the counters
+    assert state["Ethernet4/1:2"].status == "stormed"  # stuck 1, recovered 0
+    assert (state["Ethernet4/1:3"].status, state["Ethernet4/1:3"].storms_detected) == (
+        "operational", 5)
+    assert set(state) >= {"Ethernet2/1:3", "Ethernet2/1:4", "Ethernet3/1:2"}
 
 
 def test_port_admin_goes_through_one_config_session(eos, script):

@@ -475,3 +475,71 @@ def test_phy_detail_symbol_errors_are_unknown_when_a_lane_has_no_value():
 
     assert parse_phy_detail(doc({"value": 2}))["Ethernet1/1"].symbol_errors == 7
     assert parse_phy_detail(doc({"changes": 1}))["Ethernet1/1"].symbol_errors is None
+
+
+# --- PFC per priority and the PFC watchdog ---------------------------------------------------
+
+
+def test_pfc_per_priority_and_watchdog_counters():
+    pfc = eos("show interfaces priority-flow-control counters detail | json",
+              "show_interfaces_priority_flow_control_counters_detail_json__dne_taac_keys")
+    assert pfc["Ethernet1/1"].rx == [0, 0, 0, 1520, 0, 0, 0, 0]
+    assert pfc["Ethernet2/1"].tx[3] == 912 and pfc["Ethernet2/1"].rx_total is None
+    wd = eos("show priority-flow-control counters watchdog | json",
+             "show_priority_flow_control_counters_watchdog_json__dne_taac_keys")
+    assert {k: (s.status, s.storms_detected, s.storms_restored) for k, s in wd.items()} == {
+        "Ethernet3/1:2": ("operational", 3, 3),
+        "Ethernet4/1:2": ("stormed", 1, 0),
+        "Ethernet4/1:3": ("operational", 5, 5),
+    }
+    # before any event EOS answers an empty table (DNE-TaaC's note): nothing stormed
+    assert p.parse_pfc_watchdog_counters('{"interfaces": {}}') == {}
+
+
+def test_pfc_watchdog_config_from_running_config():
+    cfg = eos("show running-config", "show_running_config__avd_pfc_watchdog")
+    assert sorted(cfg) == ["Ethernet1/1", "Ethernet2/1"]
+    assert (cfg["Ethernet1/1"].detection_time_ms, cfg["Ethernet1/1"].restoration_time_ms) == (
+        200, 400)
+    text = sample("eos", "show_running_config__avd_pfc_watchdog")
+    unarmed = "".join(ln for ln in text.splitlines(True) if "default timeout" not in ln)
+    assert p.parse_pfc_watchdog_config(unarmed) == {}  # no timeout: EOS watches nothing
+
+
+@pytest.mark.parametrize(
+    ("command", "text", "why"),
+    [
+        ("show interfaces priority-flow-control counters detail",
+         '{"interfaces": {"Et1": {"priorities": {"3": {"rxFrames": 5}}}}}', "txFrames"),
+        ("show interfaces priority-flow-control counters detail",
+         '{"interfaces": {"Et1": {"priorities": {"9": {"rxFrames": 5, "txFrames": 0}}}}}',
+         "priority"),
+        ("show interfaces priority-flow-control counters detail",
+         '{"interfaces": {"Et1": {"priorities": {"3": {"rxFrames": -1, "txFrames": 0}}}}}',
+         "non-negative"),
+        ("show interfaces priority-flow-control counters detail",
+         '{"interfaces": {"Et1": {"txQueues": {"3": {"stuckCount": 1, "recoveryCount": 0}}}}}',
+         "watchdog"),
+        ("show priority-flow-control counters watchdog",
+         '{"interfaces": {"Et1": {"txQueues": {"3": {"stuckCount": "1", "recoveryCount": 0}}}}}',
+         "number"),
+        ("show priority-flow-control counters watchdog",
+         '{"interfaces": {"Et1": {"txQueues": {"3": {"stuckCount": 1}}}}}', "recoveryCount"),
+        ("show priority-flow-control counters watchdog",
+         '{"interfaces": {"Et1": {"txQueues": {"3": {"stuckCount": 1, "recoveryCount": 0}}',
+         "JSON"),
+        ("show priority-flow-control counters watchdog",
+         '{"interfaces": {"Ethernet1": {"lineProtocolStatus": "up"}}}', "txQueues"),
+        ("show priority-flow-control counters watchdog",
+         '{"interfaceCounters": {"Et1": {"rxFrames": 0, "txFrames": 0}}}',
+         "show priority-flow-control counters"),
+        ("show running-config",
+         "interface Ethernet1\n   priority-flow-control on\n", "end"),
+        ("show running-config",
+         "priority-flow-control pause watchdog default timeout fast\ninterface Et1\nend\n",
+         "seconds"),
+    ],
+)
+def test_pfc_parsers_refuse_truncated_and_foreign_input(command, text, why):
+    with pytest.raises(ParseError, match=why):
+        lookup("eos", command)(text)

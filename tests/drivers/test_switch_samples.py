@@ -55,6 +55,13 @@ COMMANDS = {
             "show qos interfaces ecn counters queue | json"
         ),
         "show_clock_json": "show clock | json",
+        "show_interfaces_priority_flow_control_counters_detail_json": (
+            "show interfaces priority-flow-control counters detail | json"
+        ),
+        "show_priority_flow_control_counters_watchdog_json": (
+            "show priority-flow-control counters watchdog | json"
+        ),
+        "show_running_config": "show running-config",
     },
     "nxos": {
         "show_version": "show version",
@@ -98,6 +105,9 @@ def test_every_command_has_two_samples_or_is_listed(driver):
             "show_priority_flow_control_counters_json",
             "show_interfaces_counters_queue_detail_json",
             "show_qos_interfaces_ecn_counters_queue_json",
+            "show_interfaces_priority_flow_control_counters_detail_json",
+            "show_priority_flow_control_counters_watchdog_json",
+            "show_running_config",
         },
         "nxos": set(),
     }[driver]

@@ -13,6 +13,7 @@ from labtest.drivers.eos import parsers as p
 from labtest.emulation.lab import EmulatedLab
 from labtest.emulation.personalities import eos
 from labtest.errors import CommandNotSupported
+from labtest.testbed.model import Testbed
 from labtest.transports import mibs
 from labtest.transports.snmp import to_python
 from labtest.transports.ssh import CommandResult, SshTransport
@@ -75,6 +76,8 @@ JSON = [  # command -> the real samples whose shape it must have
     ("show qos interfaces ecn counters queue | json",
      ["show_qos_interfaces_ecn_counters_queue_json__anta_fixture"]),
     ("show inventory | json", ["show_inventory_json__anta_fixture"]),
+    ("show interfaces priority-flow-control counters detail | json",
+     ["show_interfaces_priority_flow_control_counters_detail_json__dne_taac_keys"]),
 ]
 
 
@@ -212,6 +215,42 @@ def test_fec_pfc_and_queues_parse_to_the_fabric_values(spine, fabric) -> None:
     assert [q.queue for q in queues["Ethernet1/1"].queues][:2] == ["UC0", "UC1"]
     ecn = p.parse_ecn_counters(run(spine, "show qos interfaces ecn counters queue | json"))
     assert set(ecn["Ethernet1/1"]) == set(range(8))
+
+
+def _host_behind_eos() -> Testbed:
+    tb = h.testbed()
+    data = tb.model_dump(mode="json", exclude_none=True)
+    data["links"][2]["b"] = "spine1:Ethernet3/1"  # host1 now behind the EOS switch
+    data["devices"]["spine1"]["ports"] = ["Ethernet3/1"]
+    return Testbed.model_validate(data)
+
+
+def test_pfc_storm_behind_eos_shows_in_its_pfc_and_watchdog_counters(monkeypatch) -> None:
+    """A host's pause storm into an EOS port: Rx PFC frames on the priority, a stuck count
+    in the watchdog document, and the driver's reading "stormed" on that queue; the
+    watchdog's configuration is the running-config's (the same model timers SONiC prints)."""
+    fab = h.quiet_fabric(monkeypatch, _host_behind_eos())
+    served = serve(fab)
+    try:
+        assert h.load_json(run(served, "show priority-flow-control counters watchdog | json")) \
+            == {"interfaces": {}}  # no event yet: EOS lists no port
+        config = p.parse_pfc_watchdog_config(run(served, "show running-config"))
+        wd = served.cli().state.pfcwd
+        assert config["Ethernet3/1"].detection_time_ms == wd.detection_ms
+        assert config["Ethernet3/1"].restoration_time_ms == wd.restoration_ms
+        assert config["Ethernet3/1"].poll_interval_ms == wd.poll_ms
+        fab.inject("pfc_storm", "host1", priority=3)
+        fab.advance(1.0)
+        pfc = p.parse_pfc_counters_detail(
+            run(served, "show interfaces priority-flow-control counters detail | json"))
+        assert pfc["Ethernet3/1"].rx[3] > 0 and pfc["Ethernet3/1"].rx[0] == 0
+        states = p.parse_pfc_watchdog_counters(
+            run(served, "show priority-flow-control counters watchdog | json"))
+        assert states["Ethernet3/1:3"].status == "stormed"
+        assert states["Ethernet3/1:3"].storms_detected == 1
+        assert states["Ethernet3/1:3"].storms_restored == 0
+    finally:
+        served.stop()
 
 
 def test_inventory_names_every_optic_in_both_forms(spine, fabric) -> None:

@@ -13,7 +13,7 @@ given as transceiver data is refused, naming what it looks like); a text row
 must carry every column its header promises. What fails is a ParseError naming
 the command and, where there is one, the line.
 
-The parsers live by area (``interfaces``, ``transceivers``, ``lldp``, ``qos``; the
+The parsers live by area (``interfaces``, ``transceivers``, ``lldp``, ``qos``, ``pfc``; the
 JSON kit in ``_common``); importing this package registers them all.
 """
 
@@ -28,6 +28,13 @@ from labtest.drivers.eos.parsers.interfaces import (
     uptime_seconds,
 )
 from labtest.drivers.eos.parsers.lldp import parse_lldp_neighbors
+from labtest.drivers.eos.parsers.pfc import (
+    parse_pfc_config,
+    parse_pfc_counters_detail,
+    parse_pfc_watchdog_config,
+    parse_pfc_watchdog_counters,
+    watchdog_status,
+)
 from labtest.drivers.eos.parsers.qos import (
     parse_ecn_counters,
     parse_pfc_counters,
@@ -45,11 +52,16 @@ __all__ = [
     "parse_interfaces_status",
     "parse_inventory",
     "parse_lldp_neighbors",
+    "parse_pfc_config",
     "parse_pfc_counters",
+    "parse_pfc_counters_detail",
+    "parse_pfc_watchdog_config",
+    "parse_pfc_watchdog_counters",
     "parse_phy_detail",
     "parse_queue_drops",
     "parse_transceivers",
     "parse_version",
     "slot_of",
     "uptime_seconds",
+    "watchdog_status",
 ]

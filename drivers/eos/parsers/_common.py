@@ -108,6 +108,10 @@ def _looks_like(doc: dict[str, Any]) -> str:
     entries = doc.get("interfaces")
     if isinstance(entries, dict):
         first = next((e for e in entries.values() if isinstance(e, dict) and e), {})
+        if "priorities" in first:
+            return "show interfaces priority-flow-control counters detail"
+        if "txQueues" in first:
+            return "show priority-flow-control counters watchdog"
         if "interfaceCounters" in first or "lineProtocolStatus" in first:
             return "show interfaces"
         if "inOctets" in first:

@@ -37,8 +37,9 @@ _TREE: dict[str, Any] = {
             "counters": {"errors": {}, "queue": {"detail": {}}},
             "transceiver": {"detail": {}},
             "phy": {"detail": {}},
+            "priority-flow-control": {"counters": {"detail": {}}},
         },
-        "priority-flow-control": {"counters": {}},
+        "priority-flow-control": {"counters": {"detail": {}, "watchdog": {}}},
         "inventory": {},
         "qos": {"interfaces": {"ecn": {"counters": {"queue": {}}}}},
         "lldp": {"neighbors": {"detail": {}}},
@@ -117,6 +118,9 @@ class EosCli(InterfaceCommands, OpticCommands, LldpCommands):
             "show lldp neighbors detail": self.lldp_detail_json,
             "show interfaces phy detail": self.phy_detail_json,
             "show priority-flow-control counters": self.pfc_json,
+            "show interfaces priority-flow-control counters detail": self.pfc_detail_json,
+            "show priority-flow-control counters detail": self.pfc_detail_json,
+            "show priority-flow-control counters watchdog": self.pfc_watchdog_json,
             "show interfaces counters queue detail": self.queue_detail_json,
             "show qos interfaces ecn counters queue": self.ecn_json,
             "show inventory": self.inventory_json,
@@ -319,12 +323,17 @@ class EosCli(InterfaceCommands, OpticCommands, LldpCommands):
                 lines.append("   shutdown")
             lines.append("!")
         wd = cfg["pfcwd"]
-        if wd["enabled"]:
+        if wd["enabled"]:  # the global lines as AVD's eos/priority-flow-control.j2 prints them
+            action = _WD_ACTIONS.get(wd["action"])
+            if action:
+                lines.append(f"priority-flow-control pause watchdog action {action}")
             lines += [
-                "priority-flow-control",
-                f"   pause watchdog default timeout {wd['detection_ms'] / 1000:g}",
-                f"   pause watchdog default recovery-time {wd['restoration_ms'] / 1000:g}",
-                f"   pause watchdog default polling-interval {wd['poll_ms'] / 1000:g}",
+                "priority-flow-control pause watchdog default timeout "
+                f"{wd['detection_ms'] / 1000:g}",
+                "priority-flow-control pause watchdog default recovery-time "
+                f"{wd['restoration_ms'] / 1000:g}",
+                "priority-flow-control pause watchdog default polling-interval "
+                f"{wd['poll_ms'] / 1000:g}",
                 "!",
             ]
         lines.append("end")
@@ -332,6 +341,10 @@ class EosCli(InterfaceCommands, OpticCommands, LldpCommands):
 
 
 # --- helpers ------------------------------------------------------------------------
+
+#: the model's watchdog action -> EOS's word ("pause watchdog action drop|no-drop"); EOS
+#: has no alert-only action, so none is printed for it
+_WD_ACTIONS = {"drop": "drop", "forward": "no-drop"}
 
 
 def _invalid(word: str | None = None, token: int = 0) -> CliReply:

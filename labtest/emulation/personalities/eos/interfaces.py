@@ -278,6 +278,42 @@ class InterfaceCommands(EosCommands):
             }
         }
 
+    # keys: show_interfaces_priority_flow_control_counters_detail_json__dne_taac_keys
+    # (rx/txFrames per priority, every port)
+    def pfc_detail_json(self) -> dict[str, Any]:
+        return {
+            "interfaces": {
+                v.name: {
+                    "priorities": {
+                        str(prio): {"rxFrames": rx, "txFrames": tx}
+                        for prio, (rx, tx) in enumerate(
+                            zip(v.pfc_rx_frames, v.pfc_tx_frames, strict=True)
+                        )
+                    }
+                }
+                for v in self.state.views()
+            }
+        }
+
+    # keys: show_priority_flow_control_counters_watchdog_json__dne_taac_keys (stuck and
+    # recovery counts per tx queue); a port is absent until its first watchdog event, so a
+    # switch that never saw one answers {"interfaces": {}}
+    def pfc_watchdog_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for s in self.dev.fabric.traffic.pfcwd_stats(self.state.name):
+            port = s.endpoint.partition(":")[2]
+            out.setdefault(port, {})[str(s.priority)] = {
+                "stuckCount": s.storm_detected,
+                "recoveryCount": s.storm_restored,
+            }
+        return {
+            "interfaces": {
+                port: {"txQueues": queues}
+                for port, queues in out.items()
+                if any(q["stuckCount"] for q in queues.values())
+            }
+        }
+
     # keys: show_interfaces_counters_queue_detail_json__anta_fixture (drops per traffic
     # class and drop precedence; the model drops at DP0)
     def queue_detail_json(self) -> dict[str, Any]:
