@@ -10,10 +10,11 @@ a device marked down fails every call at once instead of waiting out a timeout.
 from __future__ import annotations
 
 import contextlib
+import socket
 from pathlib import Path
 from typing import Any, Protocol
 
-from labtest.errors import ConfigError, ProtocolError
+from labtest.errors import ConfigError, ConnectionRefused, ProtocolError, TransportTimeout
 from labtest.testbed.model import Device
 from labtest.transports.breaker import PROBE_TIMEOUT_S, Probe, guard
 from labtest.transports.ssh import CommandResult
@@ -88,14 +89,25 @@ def _answered() -> contextlib.AbstractContextManager[None]:
 
 
 def _ssh_probe(name: str, device: Device) -> Probe:
-    """A fresh connection and one command, with short timeouts (a refusal is an answer)."""
+    """A TCP connection within PROBE_TIMEOUT_S (no route or no host fails fast), a login
+    within the device's own ``timeout_s`` (AAA servers can take seconds to say yes), one
+    command within PROBE_TIMEOUT_S (a refusal is an answer)."""
 
     def probe() -> None:
         from labtest.transports.ssh import SshTransport
 
         assert device.ssh is not None and device.address is not None
         short = min(device.ssh.timeout_s, PROBE_TIMEOUT_S)
-        settings = device.ssh.model_copy(update={"timeout_s": short, "command_timeout_s": short})
+        where = f"{device.address}:{device.ssh.port}"
+        try:
+            socket.create_connection((device.address, device.ssh.port), timeout=short).close()
+        except TimeoutError:
+            raise TransportTimeout(name, f"probe: no TCP connection to {where} within "
+                                         f"{short:g} s") from None
+        except OSError as exc:
+            raise ConnectionRefused(name, f"probe: cannot reach {where}: "
+                                          f"{exc.strerror or exc}") from None
+        settings = device.ssh.model_copy(update={"command_timeout_s": short})
         with SshTransport(name, device.address, settings) as transport:
             transport.connect()
             with _answered():

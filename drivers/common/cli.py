@@ -45,6 +45,7 @@ from labtest.errors import (
     TransportTimeout,
 )
 from labtest.testbed.model import Device, Testbed
+from labtest.transports import breaker
 from labtest.transports.ssh import CommandResult
 
 T = TypeVar("T")
@@ -202,22 +203,23 @@ class CliSwitch:
         Raises ``TransportTimeout`` when neither happened within ``timeout_s``.
         """
         poll_s = self.seconds("reboot_poll_s", 5.0)
-        before = uptime_s()
+        before = uptime_s()  # a device already marked down (its breaker) fails here at once
         deadline = labtime.monotonic() + timeout_s
         command_timeout_s = min(self.seconds("reboot_command_timeout_s", 30.0), timeout_s)
-        with contextlib.suppress(TransportError):  # dropped on its way down: expected
-            self.run(command, timeout_s=command_timeout_s)
         went_away = False
         last: Exception | None = None
-        while (remaining := deadline - labtime.monotonic()) > 0:
-            labtime.sleep(min(poll_s, remaining))
-            try:
-                now = uptime_s()
-            except InfraError as exc:  # down, booting, services not up yet
-                went_away, last = True, exc
-                continue
-            if went_away or (before is not None and now is not None and now < before):
-                return
+        with breaker.expected_outage(self.name):  # dark on purpose: not marked down
+            with contextlib.suppress(TransportError):  # dropped on its way down: expected
+                self.run(command, timeout_s=command_timeout_s)
+            while (remaining := deadline - labtime.monotonic()) > 0:
+                labtime.sleep(min(poll_s, remaining))
+                try:
+                    now = uptime_s()
+                except InfraError as exc:  # down, booting, services not up yet
+                    went_away, last = True, exc
+                    continue
+                if went_away or (before is not None and now is not None and now < before):
+                    return
         what = f"last error: {last}" if last else "it kept answering with a growing uptime"
         raise TransportTimeout(
             self.name, f"no completed reboot within {timeout_s:g} s after {command!r} ({what})"
@@ -227,13 +229,14 @@ class CliSwitch:
         """Call ``probe`` until it returns without an InfraError (bounded)."""
         poll_s = self.seconds("reboot_poll_s", 5.0)
         deadline = labtime.monotonic() + timeout_s
-        while True:
-            try:
-                probe()
-                return
-            except InfraError as exc:
-                if labtime.monotonic() + poll_s > deadline:
-                    raise TransportTimeout(
-                        self.name, f"{what} not done within {timeout_s:g} s: {exc}"
-                    ) from exc
-            labtime.sleep(poll_s)
+        with breaker.expected_outage(self.name):  # restarting services: not marked down
+            while True:
+                try:
+                    probe()
+                    return
+                except InfraError as exc:
+                    if labtime.monotonic() + poll_s > deadline:
+                        raise TransportTimeout(
+                            self.name, f"{what} not done within {timeout_s:g} s: {exc}"
+                        ) from exc
+                labtime.sleep(poll_s)

@@ -10,13 +10,17 @@ tests are broken in milliseconds and the root-cause analysis still reads them as
 
 - **Confirmed, not assumed.** A command can time out on a live device (a hung tool),
   so a failure opens the breaker only if a *probe* fails too: a fresh connection and one
-  trivial request, with short timeouts (``PROBE_TIMEOUT_S``). Any answer, even a
-  refusal, means the device is up.
+  trivial request, each waited for ``PROBE_TIMEOUT_S`` (an SSH login gets the device's
+  own ``timeout_s``: AAA can be slow). Any answer, even a refusal, means the device is
+  up.
 - **One reprobe per suite.** The first use of a down device in a later suite (test
   module) probes it once; an answer closes the breaker and the call goes ahead.
 - **Only while a run installs a board** (the pytest plugin, for a session with a
   testbed). Burn-in, the doctor and tests that drive transports directly keep the plain
   behaviour: a breaker "for the run" would be wrong for a 72-hour campaign.
+- **Expected outages do not count.** A driver rebooting a device (or reloading its
+  config) wraps its own polls in :func:`expected_outage`: meanwhile the device's
+  failures mark nothing and it is asked even if down; the driver's polls judge it.
 - **Thread-safe.** Each device has its own lock, held while it probes: threads calling a
   device being probed wait for the verdict (at most a probe's time), others never.
 
@@ -27,11 +31,12 @@ HTTP client (snappi) is not one of them.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -41,8 +46,8 @@ log = logging.getLogger("labtest.transport.breaker")
 
 T = TypeVar("T")
 
-#: a probe's bound on connecting and on its one request (capped by the device's own
-#: timeout): a live device answers a trivial request in milliseconds, a loaded switch
+#: a probe's bound on reaching the device and on its one request (capped by the device's
+#: own timeout): a live device answers a trivial request in milliseconds, a loaded switch
 #: CPU within a second
 PROBE_TIMEOUT_S = 2.0
 
@@ -76,11 +81,12 @@ class Breaker:
         self._lock = threading.Lock()
         self.trip: Trip | None = None
         self._probed_in: str | None = None  # the suite of the trip or of the last reprobe
+        self._outages = 0  # expected outages in progress (a reboot's polls)
 
     def before(self, probe: Probe) -> None:
         """Return if the device may be asked; raise DeviceDown if it is down (the first
         call of a new suite reprobes once, and goes ahead if the device answers)."""
-        if self.trip is None:
+        if self.trip is None or self._outages:
             return
         with self._lock:
             trip = self.trip
@@ -100,14 +106,25 @@ class Breaker:
 
     def failed(self, error: TransportError, probe: Probe) -> None:
         """A call failed: open the breaker if a probe confirms the device does not answer."""
-        if isinstance(error, DeviceDown):
+        if isinstance(error, DeviceDown) or self._outages:
             return
         with self._lock:
-            if self.trip is not None or answers(self.device, probe):
+            if self.trip is not None or self._outages or answers(self.device, probe):
                 return
             self.trip = Trip(error, self._board.test or "outside a test", time.time())
             self._probed_in = self._board.suite
             log.warning("%s: marked down for the run: %s", self.device, self.trip.describe())
+
+
+    @contextlib.contextmanager
+    def outage(self) -> Iterator[None]:
+        with self._lock:
+            self._outages += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._outages -= 1
 
 
 def answers(device: str, probe: Probe) -> bool:
@@ -161,6 +178,18 @@ def install(board: Board | None) -> None:
 
 def current() -> Board | None:
     return _board
+
+
+@contextlib.contextmanager
+def expected_outage(device: str) -> Iterator[None]:
+    """The device is dark on purpose meanwhile (a reboot, a config reload): its failures
+    mark nothing and it is asked even if down, so the caller's own polls judge it."""
+    board = _board
+    if board is None:
+        yield
+        return
+    with board.breaker(device).outage():
+        yield
 
 
 class Guarded:

@@ -17,9 +17,11 @@ import pytest
 from pydantic import SecretStr
 
 from labtest import connect
+from labtest.drivers.common.cli import CliSwitch
 from labtest.emulation.sshserver import CliReply, SshServer
 from labtest.errors import (
     CommandFailed,
+    ConnectionRefused,
     DeviceDown,
     ProtocolError,
     TransportError,
@@ -29,6 +31,7 @@ from labtest.measure.rootcause import root_causes, transport_errors
 from labtest.testbed.model import Device, SshSettings
 from labtest.transports import breaker
 from labtest.transports.breaker import Board, guard
+from labtest.transports.ssh import CommandResult
 
 
 class FakeTransport:
@@ -181,6 +184,60 @@ def test_without_a_board_transports_are_not_wrapped() -> None:
     assert breaker.current() is None
     fake = FakeTransport()
     assert guard("host3", fake, FakeProbe(fake)) is fake
+
+
+def test_an_expected_outage_neither_marks_down_nor_refuses(board: Board) -> None:
+    fake, probe, cli = guarded()
+    fake.dead = True
+    with breaker.expected_outage("host3"):
+        for _ in range(3):
+            with pytest.raises(TransportTimeout):  # asked every time, never refused
+                cli.exec("uptime")
+    assert probe.runs == 0 and board.down() == {}
+    with pytest.raises(TransportTimeout):  # afterwards the breaker works again
+        cli.exec("uptime")
+    with pytest.raises(DeviceDown):
+        cli.exec("uptime")
+
+
+class RebootingSwitch:
+    """A switch CLI whose reboot drops the session, then refuses connections for two
+    polls, then answers again."""
+
+    def __init__(self) -> None:
+        self.dark_polls = 0
+        self.uptime_s = 1000.0
+
+    def exec(self, command: str, timeout_s: float | None = None) -> CommandResult:
+        if command == "reboot":
+            self.dark_polls = 2
+            raise ProtocolError("sw1", "exec 'reboot': the device closed the session mid-command")
+        if self.dark_polls:
+            self.dark_polls -= 1
+            raise ConnectionRefused("sw1", "127.0.0.1:22 refused the connection")
+        return CommandResult(f"{self.uptime_s}\n", "", 0, 0.0)
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_reboot_is_an_expected_outage_for_the_switch_drivers(board: Board) -> None:
+    """CliSwitch.reboot_and_wait polls a device that is dark on purpose: the refused
+    polls do not mark it down (else every later poll would be refused and the reboot
+    never confirmed)."""
+    device = Device(role="leaf", driver="sonic", vars={"reboot_poll_s": 0.01})
+    switch = CliSwitch("sw1", device, None)  # type: ignore[arg-type]  # no testbed needed
+    cli = RebootingSwitch()
+    probes: list[str] = []
+
+    def probe() -> None:
+        probes.append("probe")
+        if cli.dark_polls:
+            raise ConnectionRefused("sw1", "probe: refused")
+
+    switch._cli = guard("sw1", cli, probe)
+    switch.reboot_and_wait("reboot", lambda: float(switch.run("uptime")), timeout_s=5)
+    assert probes == [] and board.down() == {}
 
 
 def test_threads_see_one_trip_and_one_probe(board: Board) -> None:
