@@ -19,6 +19,7 @@ import contextlib
 import grp
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from labtest.errors import LabtestError
@@ -31,6 +32,7 @@ class UnsafePath(LabtestError):
 
     def __init__(self, path: str | Path, problem: str) -> None:
         self.path = str(path)
+        self.problem = problem
         super().__init__(f"refusing {path}: {problem}")
 
 
@@ -160,3 +162,141 @@ def shared_dir_guard(path: str | Path) -> None:
     st = os.stat(path)
     if st.st_mode & stat.S_IWOTH and not (st.st_mode & stat.S_ISVTX):
         raise UnsafePath(path, "the directory is writable by every user and not sticky")
+
+
+# --- reading input that names files: results, attachments ---------------------------------
+#
+# A results directory is input: another user, a tool or a test wrote it, and the paths
+# inside it (an attachment's ``source``) are input too. What labtest copies or inlines
+# from it must be a regular file *inside* the directory, reached without following a
+# symbolic link anywhere below the root: otherwise a link or a ``../`` path would put
+# any file the runner can read (``/etc/shadow``, a private key) into a report.
+
+
+def inside(rel: str) -> tuple[str, ...]:
+    """The parts of ``rel``, a path that stays inside its root; :class:`UnsafePath` if not.
+
+    Refused: an empty path, an absolute one, any ``..`` part, a NUL or a backslash
+    (a Windows separator would be one file name here and a path on another machine).
+    """
+    if not isinstance(rel, str) or not rel or "\0" in rel or "\\" in rel:
+        raise UnsafePath(repr(rel), "not a relative path inside its folder")
+    if rel.startswith("/"):
+        raise UnsafePath(rel, "an absolute path; only files inside the folder are read")
+    parts = tuple(p for p in rel.split("/") if p not in ("", "."))
+    if not parts or ".." in parts:
+        raise UnsafePath(rel, "the path leaves its folder ('..')")
+    return parts
+
+
+def _open_root(root: str | Path) -> int:
+    """The root folder itself is the caller's choice (it may be reached through a link)."""
+    try:
+        return os.open(os.path.realpath(root), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise UnsafePath(root, exc.strerror or str(exc)) from None
+
+
+def _open_dir_at(dir_fd: int, name: str, shown: str) -> int:
+    try:
+        return os.open(
+            name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd
+        )
+    except OSError as exc:
+        if _is_link_at(dir_fd, name):
+            raise UnsafePath(shown, "a symbolic link on the way (not followed)") from None
+        raise UnsafePath(shown, exc.strerror or str(exc)) from None
+
+
+def _is_link_at(dir_fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(name, dir_fd=dir_fd).st_mode)
+    except OSError:
+        return False
+
+
+def _open_file_at(dir_fd: int, name: str, shown: str) -> int:
+    """A regular file's descriptor; never a link (O_NOFOLLOW), never a FIFO that blocks."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     dir_fd=dir_fd)
+    except OSError as exc:
+        if _is_link_at(dir_fd, name):
+            raise UnsafePath(shown, "a symbolic link (not followed)") from None
+        raise UnsafePath(shown, exc.strerror or str(exc)) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UnsafePath(shown, "not a regular file")
+    return fd
+
+
+def open_inside(root: str | Path, rel: str) -> int:
+    """A read-only descriptor of the regular file ``root/rel``, which must stay inside
+    ``root`` and is reached without following a symbolic link below ``root``."""
+    parts = inside(rel)
+    fd = _open_root(root)
+    try:
+        for i, part in enumerate(parts[:-1]):
+            sub = _open_dir_at(fd, part, "/".join(parts[: i + 1]))
+            os.close(fd)
+            fd = sub
+        return _open_file_at(fd, parts[-1], rel)
+    finally:
+        os.close(fd)
+
+
+def read_inside(root: str | Path, rel: str) -> bytes:
+    """The bytes of ``root/rel`` (see :func:`open_inside`); :class:`UnsafePath` if refused."""
+    with os.fdopen(open_inside(root, rel), "rb") as fh:
+        return fh.read()
+
+
+def copy_tree_inside(
+    src: str | Path,
+    write: Callable[[str, bytes], None],
+    skip: Callable[[str], bool] = lambda _name: False,
+) -> list[UnsafePath]:
+    """Hand every regular file below ``src`` to ``write(relative path, bytes)``.
+
+    Symbolic links (to files or folders) and special files are not followed or
+    read: each is returned as a refusal naming it. ``skip(name)`` leaves a file
+    out silently (temporary files). Folders come before the files in them, so
+    ``write`` may create parents as it goes.
+    """
+    refused: list[UnsafePath] = []
+    root = _open_root(src)
+    try:
+        _copy_dir(root, "", write, skip, refused)
+    finally:
+        os.close(root)
+    return refused
+
+
+def _copy_dir(
+    fd: int,
+    prefix: str,
+    write: Callable[[str, bytes], None],
+    skip: Callable[[str], bool],
+    refused: list[UnsafePath],
+) -> None:
+    for name in sorted(os.listdir(fd)):
+        rel = f"{prefix}{name}"
+        try:
+            st = os.lstat(name, dir_fd=fd)
+            if stat.S_ISLNK(st.st_mode):
+                raise UnsafePath(rel, "a symbolic link (not followed, not copied)")
+            if stat.S_ISDIR(st.st_mode):
+                sub = _open_dir_at(fd, name, rel)
+                try:
+                    _copy_dir(sub, f"{rel}/", write, skip, refused)
+                finally:
+                    os.close(sub)
+                continue
+            if skip(name):
+                continue
+            with os.fdopen(_open_file_at(fd, name, rel), "rb") as fh:
+                data = fh.read()
+        except UnsafePath as exc:
+            refused.append(exc)
+            continue
+        write(rel, data)

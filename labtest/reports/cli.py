@@ -65,6 +65,9 @@ def _report(args: argparse.Namespace) -> int:
             print(f"    costs: {cost}")
     for item in doc["attention"]:
         print(f"  {item['outcome'].upper():<7} {item['nodeid']}: {_culprit(item)}")
+    for item in doc.get("refused") or []:
+        print(f"labtest report: refused {item['path']}: {item['problem']}; not in the bundle",
+              file=sys.stderr)
     print(f"sign-off:  {bundle.html}")
     if doc["allure_report"]:
         print(f"allure:    {out_dir / doc['allure_report']}")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from labtest import safefs
 from labtest.errors import ConfigError
 from labtest.measure import coverage, load_limits
 from labtest.outcome import BROKEN, FAILED, PASSED, SKIPPED, outcome_of
@@ -216,13 +217,15 @@ def write(results_dir: Path, doc: dict[str, Any]) -> Path:
 
 def load(results_dir: Path) -> dict[str, Any]:
     path = results_dir / RESULTS_FILE
-    if not path.is_file():
+    if not path.is_file() and not path.is_symlink():
         raise ResultsError(
             f"{results_dir}: no {RESULTS_FILE}; was the run made with labtest's "
             "reporting plugin and an --alluredir (or --testbed)?"
         )
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+    try:  # input: a regular file inside the results, never a link out of them
+        doc = json.loads(safefs.read_inside(results_dir, RESULTS_FILE).decode("utf-8"))
+    except safefs.UnsafePath as exc:
+        raise ResultsError(f"{path}: refused: {exc.problem}") from None
     except (OSError, ValueError) as exc:
         raise ResultsError(f"{path}: unreadable: {exc}") from None
     if doc.get("schema") != SCHEMA:

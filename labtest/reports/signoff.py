@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import labtest
+from labtest import safefs
 from labtest.reports import provenance, results, scrub
 from labtest.reports.files import sha256_file, write_atomic
 
@@ -83,9 +84,7 @@ def build(
     scrub.learn_run_secrets(run)  # so the evidence copy below is scrubbed of them too
     _prepare_out(results_dir, out_dir)
     evidence = out_dir / EVIDENCE_DIR
-    shutil.copytree(
-        results_dir, evidence, ignore=_ignore_temporary, copy_function=scrub.copy_scrubbed
-    )
+    refused = copy_evidence(results_dir, evidence) + refuse_attachments(run)
     allure_path, allure_error = None, None
     if allure is not None:
         try:
@@ -95,6 +94,7 @@ def build(
     doc = signoff(run, evidence, out_dir)
     doc["allure_report"] = allure_path.relative_to(out_dir).as_posix() if allure_path else None
     doc["allure_error"] = allure_error
+    doc["refused"] = refused
     write_atomic(out_dir / "signoff.json", _json(doc))
     write_atomic(out_dir / "signoff.html", render(doc, out_dir))
     manifest_sha256 = write_manifest(out_dir)
@@ -116,8 +116,47 @@ def _prepare_out(results_dir: Path, out_dir: Path) -> None:
     out_dir.mkdir(parents=True)
 
 
-def _ignore_temporary(_dir: str, names: list[str]) -> list[str]:
-    return [n for n in names if n.endswith(SKIP_SUFFIXES) or n.startswith(".labtest-write")]
+def _temporary(name: str) -> bool:
+    return name.endswith(SKIP_SUFFIXES) or name.startswith(".labtest-write")
+
+
+def copy_evidence(results_dir: Path, evidence: Path) -> list[dict[str, str]]:
+    """Copy the results' regular files (scrubbed) into ``evidence``; what is refused instead.
+
+    A symbolic link (to a file or a folder, inside the results or out of them) or a
+    special file is neither followed nor copied: the bundle is world-readable and
+    must hold only what the run wrote (:func:`labtest.safefs.copy_tree_inside`).
+    """
+    evidence.mkdir()
+
+    def write(rel: str, data: bytes) -> None:
+        dst = evidence / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(dst, data)  # scrubs known secrets
+
+    refused = safefs.copy_tree_inside(results_dir, write, skip=_temporary)
+    return [{"path": str(results_dir / r.path), "problem": r.problem} for r in refused]
+
+
+def refuse_attachments(run: dict[str, Any]) -> list[dict[str, str]]:
+    """Drop (and name) every attachment whose ``source`` is not a path inside the results:
+    an absolute path or one with ``..`` would make the report read files outside them."""
+    refused = []
+    for test in run.get("tests", []):
+        kept = []
+        for att in test.get("attachments") or []:
+            try:
+                safefs.inside(att.get("source"))
+            except safefs.UnsafePath as exc:
+                refused.append({
+                    "path": str(att.get("source")), "test": test.get("nodeid", ""),
+                    "problem": f"attachment {att.get('name', '')!r} of {test.get('nodeid', '')}: "
+                               f"{exc.problem}",
+                })
+                continue
+            kept.append(att)
+        test["attachments"] = kept
+    return refused
 
 
 def _json(doc: dict[str, Any]) -> str:

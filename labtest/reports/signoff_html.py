@@ -17,6 +17,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from labtest import safefs
 from labtest.measure import Limit
 
 RAW_MAX_CHARS = 4000
@@ -244,19 +245,20 @@ def _card(item: dict[str, Any], out_dir: Path, consequence_of: str | None = None
 def _inline_evidence(attachments: list[dict[str, str]], out_dir: Path) -> str:
     texts, images = [], []
     for att in attachments:
-        path = out_dir / "evidence" / att["source"]
-        if not path.is_file():
-            continue
+        try:  # a regular file inside the evidence, never through a link (labtest.safefs)
+            raw = safefs.read_inside(out_dir / "evidence", att["source"])
+        except safefs.UnsafePath:
+            continue  # refused when the bundle was built (and named there), or missing
         link = f"<a href='evidence/{_e(att['source'])}'>{_e(att['name'])}</a>"
-        if att["type"] == "image/png" and path.stat().st_size <= PNG_MAX_BYTES:
-            data = base64.b64encode(path.read_bytes()).decode()
+        if att["type"] == "image/png" and len(raw) <= PNG_MAX_BYTES:
+            data = base64.b64encode(raw).decode()
             images.append(
                 f"<figure style='display:inline-block;margin:0'>"
                 f"<img alt='{_e(att['name'])}' src='data:image/png;base64,{data}'>"
                 f"<figcaption class='muted'>{link}</figcaption></figure>"
             )
         elif att["type"].startswith("text/") and att["name"] != "measurements":
-            text = path.read_text(encoding="utf-8", errors="replace")
+            text = raw.decode("utf-8", errors="replace")
             cut = "\n… (truncated; see the file)" if len(text) > RAW_MAX_CHARS else ""
             texts.append(f"<div>{link}</div><pre>{_e(text[:RAW_MAX_CHARS] + cut)}</pre>")
         else:
@@ -487,6 +489,13 @@ def _evidence(doc: dict[str, Any]) -> str:
         "<code>labtest report --verify FOLDER</code> (or <code>sha256sum -c MANIFEST.sha256"
         "</code>) recomputes them.</p>"
     )
+    refused = doc.get("refused") or []
+    if refused:
+        items = "".join(f"<li><span class='mono'>{_e(r['path'])}</span>: {_e(r['problem'])}</li>"
+                        for r in refused)
+        note += (f"<div class='card hole'><div>Refused, not in this bundle ({len(refused)}): "
+                 f"only regular files inside the results are copied or shown</div>"
+                 f"<ul>{items}</ul></div>")
     return _section("evidence", "Evidence (SHA-256)", note + _table(["file", "bytes", "SHA-256"],
                                                                      rows))
 
