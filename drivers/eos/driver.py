@@ -19,7 +19,9 @@ totals of ``show priority-flow-control counters``) and the PFC pause watchdog (i
 counters, ``show priority-flow-control counters watchdog``, and its configuration, the
 ``priority-flow-control`` lines of ``show running-config``) follow the keys public health
 checks read (sources: ``drivers/eos/parsers/pfc.py``, docs/drivers.md). So the driver
-offers ``PfcQueues``.
+offers ``PfcQueues``. BGP (``show ip bgp summary vrf all``) and BFD sessions (``show bfd
+peers detail``), placed on ports by ``show ip interface``, follow napalm's and ANTA's EOS
+fixtures (``drivers/eos/parsers/routing.py``): ``BgpSessions`` and ``BfdSessions``.
 
 Not offered (no real published output to build a parser against, see
 docs/drivers.md): the FEC codeword histogram and PRBS. So the driver offers
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from labtest.capabilities.routing import BfdSession, BgpSession
 from labtest.capabilities.switch import (
     Facts,
     FecStats,
@@ -168,6 +171,45 @@ class EosSwitch(CliSwitch):
         for key, state in counted.items():
             out.setdefault(key, state)  # a queue the counters know beyond the config
         return out
+
+    # --- BGP and BFD --------------------------------------------------------------------
+
+    def _addresses(self) -> dict[str, list[str]]:
+        return self.show("show ip interface | json", p.parse_ip_interfaces)
+
+    def bgp_sessions(self) -> dict[str, BgpSession]:
+        """IPv4 unicast peers of every VRF (``show ip bgp summary vrf all``), each on the
+        port whose subnet holds it (``show ip interface``); an Established session's uptime
+        is the switch clock (``show clock``) less its ``upDownTime``."""
+        command = "show ip bgp summary vrf all | json"
+        text = self.run(command)
+        sessions = self.parse(p.parse_bgp_summary, command, text)
+        if not sessions:
+            return sessions
+        changed = self.parse(p.bgp_state_changed_at, command, text)
+        addresses = self._addresses()
+        now = self.device_time_s() if any(s.established for s in sessions.values()) else None
+        out: dict[str, BgpSession] = {}
+        for key, s in sessions.items():
+            at = changed.get(key)
+            out[key] = replace(
+                s,
+                local_port=s.local_port or p.port_of(s.peer_address, addresses),
+                uptime_s=max(now - at, 0.0) if now is not None and at and s.established else None,
+            )
+        return out
+
+    def bfd_sessions(self) -> dict[str, BfdSession]:
+        """Every BFD session (``show bfd peers detail``) with EOS's own detection time; a
+        session with no interface named (``""``) sits on the port whose subnet holds it."""
+        sessions = self.show("show bfd peers detail | json", p.parse_bfd_peers)
+        if all(s.local_port for s in sessions.values()):
+            return sessions
+        addresses = self._addresses()
+        return {
+            key: s if s.local_port else replace(s, local_port=p.port_of(s.peer_address, addresses))
+            for key, s in sessions.items()
+        }
 
     def set_admin(self, port: str, up: bool) -> None:
         self.configure([f"interface {port_name(port)}", "no shutdown" if up else "shutdown"])

@@ -40,6 +40,8 @@ class BfdSession:
     transmit_interval_ms: int | None  # local desired min Tx
     remote_detect_multiplier: int | None = None
     remote_transmit_interval_ms: int | None = None
+    #: the detection time the device reports itself (EOS ``detectTime``), where it does
+    reported_detection_time_ms: float | None = None
 
     @property
     def up(self) -> bool:
@@ -49,7 +51,10 @@ class BfdSession:
     def detection_time_ms(self) -> float | None:
         """How long this end takes to declare the peer dead (RFC 5880 section 6.8.4,
         asynchronous mode): the peer's Detect Mult times the agreed interval, the greater
-        of our required min Rx and the peer's desired min Tx. None if a factor is unread."""
+        of our required min Rx and the peer's desired min Tx. None if a factor is unread.
+        A device that reports its own detection time (EOS) is taken at its word."""
+        if self.reported_detection_time_ms is not None:
+            return self.reported_detection_time_ms
         mult, rx = self.remote_detect_multiplier, self.receive_interval_ms
         tx = self.remote_transmit_interval_ms
         if mult is None or rx is None or tx is None:

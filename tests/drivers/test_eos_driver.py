@@ -10,6 +10,7 @@ from driver_harness import Script, driver_on, eos_unknown, lab, opened, replay_t
 from switch_samples import sample
 
 from labtest import connect
+from labtest.capabilities.routing import BfdSessions, BgpSessions
 from labtest.capabilities.switch import (
     ConfigSnapshot,
     Fec,
@@ -63,6 +64,17 @@ def eos_script(**options) -> Script:
             "eos", "show_priority_flow_control_counters_watchdog_json__dne_taac_keys"
         ),
         "show running-config": sample("eos", "show_running_config__avd_pfc_watchdog"),
+        "show ip bgp summary vrf all | json": sample(
+            "eos", "show_ip_bgp_summary_vrf_all_json__napalm_normal"
+        ),
+        "show ip interface | json": (
+            '{"interfaces": {"Ethernet7": {"interfaceAddress": {"primaryIp": '
+            '{"address": "10.0.0.0", "maskLen": 31}, "secondaryIpsOrderedList": []}}}}'
+        ),
+        "show bfd peers detail | json": sample(
+            "eos", "show_bfd_peers_detail_json__anta_single_hop"
+        ),
+        "show clock | json": '{"utcTime": 1721080627.052693, "timezone": "UTC"}',
         "show qos interfaces ecn counters queue | json": (
             '{"intfQueueCounters": {"Ethernet2": {"queueCounters": {"0": "5", "1": "-"}}}}'
         ),
@@ -83,7 +95,7 @@ def eos(script, tmp_path):
 
 def test_capabilities_offered_and_left_out(eos):
     offered = [SwitchFacts, Interfaces, Transceivers, Lldp, PortAdmin, ConfigSnapshot, Reboot,
-               PfcQueues]
+               PfcQueues, BgpSessions, BfdSessions]
     assert all(isinstance(eos, c) for c in offered)
     assert not any(isinstance(eos, c) for c in (Fec, FecCodewordHistogram, Prbs))
     assert isinstance(eos, FecCounters)  # corrected/uncorrectable codewords, pre-FEC BER
@@ -157,6 +169,25 @@ def test_pfc_watchdog_config_and_state(eos):
     assert (state["Ethernet4/1:3"].status, state["Ethernet4/1:3"].storms_detected) == (
         "operational", 5)
     assert set(state) >= {"Ethernet2/1:3", "Ethernet2/1:4", "Ethernet3/1:2"}
+
+
+def test_bgp_and_bfd_sessions(eos):
+    """BGP peers on the port whose /31 holds them (``show ip interface``), uptime from the
+    switch clock less ``upDownTime``; BFD sessions with EOS's own detection time."""
+    bgp = eos.bgp_sessions()
+    up = bgp["10.0.0.1"]
+    assert (up.local_port, up.state, up.prefixes_received, up.remote_as) == (
+        "Ethernet7", "Established", 3, 65002)
+    assert up.uptime_s == pytest.approx(100.0)
+    assert (bgp["10.0.0.3"].state, bgp["10.0.0.3"].local_port, bgp["10.0.0.3"].uptime_s) == (
+        "Active", None, None)  # 10.0.0.3 is in no subnet of the switch
+    bfd = eos.bfd_sessions()
+    assert bfd["fe80::a8c1:abff:fe91:788e vrf MGMT"].local_port == "Ethernet1"
+    prod = bfd["fe80::a8c1:abff:fe4b:8c48 vrf PROD"]
+    assert (prod.detect_multiplier, prod.receive_interval_ms, prod.transmit_interval_ms) == (
+        4, 1200, 1300)
+    assert prod.detection_time_ms == 4000.0 and prod.up
+    assert not bfd["192.0.255.70 vrf MGMT"].up
 
 
 def test_port_admin_goes_through_one_config_session(eos, script):

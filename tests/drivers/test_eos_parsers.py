@@ -543,3 +543,64 @@ def test_pfc_watchdog_config_from_running_config():
 def test_pfc_parsers_refuse_truncated_and_foreign_input(command, text, why):
     with pytest.raises(ParseError, match=why):
         lookup("eos", command)(text)
+
+
+# --- BGP and BFD sessions --------------------------------------------------------------------
+
+
+def test_bgp_summary_and_interface_addresses():
+    bgp = eos("show ip bgp summary vrf all | json",
+              "show_ip_bgp_summary_vrf_all_json__napalm_normal")
+    assert (bgp["10.0.0.1"].remote_as, bgp["10.0.0.3"].state) == (65002, "Active")
+    ll = eos("show ip bgp summary vrf all | json",
+             "show_ip_bgp_summary_vrf_all_json__napalm_issue1759")
+    peer = ll["fe80::a8c1:abff:fe94:4171%Et3"]
+    assert (peer.local_port, peer.remote_as) == ("Ethernet3", 65001 * 65536 + 1028)  # asdot
+    assert p.parse_bgp_summary('{"vrfs": {}}') == {}  # napalm "nobgp"
+    assert p.parse_bgp_summary(
+        '{"vrfs": {"default": {"vrf": "default", "asn": "65001", "peers": {}}}}') == {}
+    addrs = eos("show ip interface | json", "show_ip_interface_json__napalm_normal")
+    assert addrs["Vlan100"][0] == "192.168.233.1/24" and len(addrs["Vlan100"]) == 3
+    assert p.port_of("172.17.17.100", addrs) == "Ethernet36"
+    assert p.port_of("10.9.9.9", addrs) is None
+
+
+def test_bfd_peers_detail():
+    bfd = eos("show bfd peers detail | json", "show_bfd_peers_detail_json__anta_single_hop")
+    assert bfd["192.0.255.7"].local_port is None  # "" : no interface named
+    assert bfd["192.0.255.7"].detection_time_ms == 3600.0
+    nested = ('{"vrfs": {"default": {"ipv4Neighbors": {"192.0.255.7": {"peers": {"": {"types": '
+              '{"multihop": {"peerStats": {"192.0.255.1": {"status": "up", "peerStatsDetail": '
+              '{"operTxInterval": 1200000, "operRxInterval": 1200000, "detectMult": 3}}}}}}}}}}}}')
+    s = p.parse_bfd_peers(nested)["192.0.255.7"]  # the newer revision's nesting
+    assert (s.status, s.receive_interval_ms, s.detection_time_ms) == ("up", 1200, None)
+
+
+@pytest.mark.parametrize(
+    ("command", "text", "why"),
+    [
+        ("show ip bgp summary vrf all",
+         '{"vrfs": {"default": {"peers": {"10.0.0.1": {"asn": "65002"}}}}}', "peerState"),
+        ("show ip bgp summary vrf all",
+         '{"vrfs": {"default": {"peers": {"10.0.0.1": {"peerState": "Idle", "asn": "x"}}}}}',
+         "AS number"),
+        ("show ip bgp summary vrf all",
+         '{"vrfs": {"default": {"ipv4Neighbors": {"10.0.0.1": {"peerStats": {}}}}}}',
+         "show bfd peers detail"),
+        ("show bfd peers detail",
+         '{"vrfs": {"default": {"peers": {"10.0.0.1": {"peerState": "Idle"}}}}}',
+         "show ip bgp summary"),
+        ("show bfd peers detail",
+         '{"vrfs": {"default": {"ipv4Neighbors": {"10.0.0.1": {"peerStats": {"": {}}}}}}}',
+         "status"),
+        ("show ip interface",
+         '{"interfaces": {"Ethernet1": {"interfaceAddress": '
+         '{"primaryIp": {"address": "1.2.3.4"}}}}}',
+         "maskLen"),
+        ("show ip interface", '{"interfaces": {"Ethernet1": {"lineProtocolStatus": "up"}}}',
+         "interfaceAddress"),
+    ],
+)
+def test_routing_parsers_refuse_truncated_and_foreign_input(command, text, why):
+    with pytest.raises(ParseError, match=why):
+        lookup("eos", command)(text)

@@ -62,6 +62,9 @@ COMMANDS = {
             "show priority-flow-control counters watchdog | json"
         ),
         "show_running_config": "show running-config",
+        "show_ip_bgp_summary_vrf_all_json": "show ip bgp summary vrf all | json",
+        "show_ip_interface_json": "show ip interface | json",
+        "show_bfd_peers_detail_json": "show bfd peers detail | json",
     },
     "nxos": {
         "show_version": "show version",
@@ -108,6 +111,7 @@ def test_every_command_has_two_samples_or_is_listed(driver):
             "show_interfaces_priority_flow_control_counters_detail_json",
             "show_priority_flow_control_counters_watchdog_json",
             "show_running_config",
+            "show_bfd_peers_detail_json",
         },
         "nxos": set(),
     }[driver]

@@ -31,7 +31,10 @@ SAMPLE_DIRS = (
 _ECHO = re.compile(r"^(\S+@\S+[#$]|\S+#|DUT: |\$ |show |root@)")  # a captured prompt line
 _DASHES = re.compile(r"^\s*-+(?:\s+-+)+\s*$")
 # interface names, and the traffic classes / queue numbers EOS keys its queue counters by
-_PORT_KEY = re.compile(r"^(?:(Ethernet|Management|Port-Channel|Loopback|Vlan|Et)\S*|TC\d+|\d+)$")
+_PORT_KEY = re.compile(
+    r"^(?:(Ethernet|Management|Port-Channel|Loopback|Vlan|Et)\S*|TC\d+|\d+"
+    r"|\d+\.\d+\.\d+\.\d+|[0-9a-f]*:[0-9a-f:]*(?:%\S+)?|)$"  # peer addresses; "" no interface
+)
 
 
 def sample(driver: str, stem: str) -> str:

@@ -78,6 +78,13 @@ JSON = [  # command -> the real samples whose shape it must have
     ("show inventory | json", ["show_inventory_json__anta_fixture"]),
     ("show interfaces priority-flow-control counters detail | json",
      ["show_interfaces_priority_flow_control_counters_detail_json__dne_taac_keys"]),
+    ("show ip interface | json", ["show_ip_interface_json__napalm_normal"]),
+]
+#: VRF-keyed documents: our default VRF against every VRF entry of the real samples
+VRF_JSON = [
+    ("show ip bgp summary vrf all | json", ["show_ip_bgp_summary_vrf_all_json__napalm_normal",
+                                            "show_ip_bgp_summary_vrf_all_json__napalm_issue1759"]),
+    ("show bfd peers detail | json", ["show_bfd_peers_detail_json__anta_single_hop"]),
 ]
 
 
@@ -85,6 +92,13 @@ JSON = [  # command -> the real samples whose shape it must have
 def test_json_has_the_keys_and_types_of_real_eos(spine, command, stems) -> None:
     ours = h.load_json(run(spine, command))
     real = [h.load_json(h.sample("eos", stem)) for stem in stems]
+    assert h.json_problems(ours, real) == []
+
+
+@pytest.mark.parametrize(("command", "stems"), VRF_JSON, ids=[c for c, _ in VRF_JSON])
+def test_vrf_json_has_the_keys_and_types_of_real_eos(spine, command, stems) -> None:
+    ours = h.load_json(run(spine, command))["vrfs"]["default"]
+    real = [v for stem in stems for v in h.load_json(h.sample("eos", stem))["vrfs"].values()]
     assert h.json_problems(ours, real) == []
 
 
@@ -251,6 +265,19 @@ def test_pfc_storm_behind_eos_shows_in_its_pfc_and_watchdog_counters(monkeypatch
         assert states["Ethernet3/1:3"].storms_restored == 0
     finally:
         served.stop()
+
+
+def test_bgp_and_bfd_sessions_sit_on_the_fabric_ports(spine) -> None:
+    """The routing model's sessions: each fabric port's BGP peer (placed by the /31 of
+    ``show ip interface``) Established, its BFD session up with the model's timers."""
+    bgp = p.parse_bgp_summary(run(spine, "show ip bgp summary vrf all | json"))
+    addresses = p.parse_ip_interfaces(run(spine, "show ip interface | json"))
+    ports = {p.port_of(s.peer_address, addresses): s for s in bgp.values()}
+    assert set(ports) == {"Ethernet1/1", "Ethernet2/1"}
+    assert all(s.established and s.prefixes_received for s in ports.values())
+    bfd = p.parse_bfd_peers(run(spine, "show bfd peers detail | json"))
+    assert {b.local_port for b in bfd.values()} == {"Ethernet1/1", "Ethernet2/1"}
+    assert all(b.up and b.detection_time_ms == 3 * b.receive_interval_ms for b in bfd.values())
 
 
 def test_inventory_names_every_optic_in_both_forms(spine, fabric) -> None:

@@ -13,8 +13,8 @@ given as transceiver data is refused, naming what it looks like); a text row
 must carry every column its header promises. What fails is a ParseError naming
 the command and, where there is one, the line.
 
-The parsers live by area (``interfaces``, ``transceivers``, ``lldp``, ``qos``, ``pfc``; the
-JSON kit in ``_common``); importing this package registers them all.
+The parsers live by area (``interfaces``, ``transceivers``, ``lldp``, ``qos``, ``pfc``,
+``routing``; the JSON kit in ``_common``); importing this package registers them all.
 """
 
 from labtest.drivers.eos.parsers._common import DRIVER, long_name
@@ -40,17 +40,28 @@ from labtest.drivers.eos.parsers.qos import (
     parse_pfc_counters,
     parse_queue_drops,
 )
+from labtest.drivers.eos.parsers.routing import (
+    bgp_state_changed_at,
+    parse_bfd_peers,
+    parse_bgp_summary,
+    parse_ip_interfaces,
+    port_of,
+)
 from labtest.drivers.eos.parsers.transceivers import parse_inventory, parse_transceivers, slot_of
 
 __all__ = [
     "DRIVER",
+    "bgp_state_changed_at",
     "long_name",
+    "parse_bfd_peers",
+    "parse_bgp_summary",
     "parse_clock",
     "parse_ecn_counters",
     "parse_interface_counters",
     "parse_interface_mtus",
     "parse_interfaces_status",
     "parse_inventory",
+    "parse_ip_interfaces",
     "parse_lldp_neighbors",
     "parse_pfc_config",
     "parse_pfc_counters",
@@ -61,6 +72,7 @@ __all__ = [
     "parse_queue_drops",
     "parse_transceivers",
     "parse_version",
+    "port_of",
     "slot_of",
     "uptime_seconds",
     "watchdog_status",

@@ -88,6 +88,9 @@ _JSON_KEYS = {
     "xcvrSlots": "show inventory",
     "utcTime": "show clock",
 }
+#: a ``vrfs`` document's first peer entry key -> the command whose answer has it
+_VRF_PEER_KEYS = {"peerState": "show ip bgp summary vrf all", "peerStats": "show bfd peers detail",
+                  "peers": "show bfd peers detail"}
 _TRANSCEIVER_KEYS = {
     "txPower",
     "rxPower",
@@ -105,8 +108,24 @@ def _looks_like(doc: dict[str, Any]) -> str:
     for key, command in _JSON_KEYS.items():
         if key in doc:
             return command
+    vrfs = doc.get("vrfs")
+    if isinstance(vrfs, dict):
+        for vrf in vrfs.values():
+            if not isinstance(vrf, dict):
+                continue
+            groups = [vrf.get(k) for k in ("peers", "ipv4Neighbors", "ipv6Neighbors")]
+            for group in groups:
+                first = next((e for e in (group or {}).values() if isinstance(e, dict)), {})
+                for key, command in _VRF_PEER_KEYS.items():
+                    if key in first:
+                        return command
     entries = doc.get("interfaces")
     if isinstance(entries, dict):
+        first = next((e for e in entries.values() if isinstance(e, dict) and e), {})
+        if "interfaceAddress" in first and "interfaceCounters" not in first and (
+            "urpf" in first or "localProxyArp" in first
+        ):
+            return "show ip interface"
         first = next((e for e in entries.values() if isinstance(e, dict) and e), {})
         if "priorities" in first:
             return "show interfaces priority-flow-control counters detail"

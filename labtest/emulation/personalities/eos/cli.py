@@ -26,6 +26,7 @@ from labtest.emulation.personalities.eos.base import (
 from labtest.emulation.personalities.eos.interfaces import InterfaceCommands
 from labtest.emulation.personalities.eos.lldp import LldpCommands
 from labtest.emulation.personalities.eos.optics import OpticCommands
+from labtest.emulation.personalities.eos.routing import RoutingCommands
 from labtest.emulation.sshserver import CliReply
 
 _TREE: dict[str, Any] = {
@@ -40,6 +41,8 @@ _TREE: dict[str, Any] = {
             "priority-flow-control": {"counters": {"detail": {}}},
         },
         "priority-flow-control": {"counters": {"detail": {}, "watchdog": {}}},
+        "ip": {"bgp": {"summary": {"vrf": {"all": {}}}}, "interface": {}},
+        "bfd": {"peers": {"detail": {}}},
         "inventory": {},
         "qos": {"interfaces": {"ecn": {"counters": {"queue": {}}}}},
         "lldp": {"neighbors": {"detail": {}}},
@@ -63,7 +66,7 @@ _CONFIG_TREE: dict[str, Any] = {
 }
 
 
-class EosCli(InterfaceCommands, OpticCommands, LldpCommands):
+class EosCli(InterfaceCommands, OpticCommands, LldpCommands, RoutingCommands):
     """One SSH channel: exec mode, config mode, or an interface's config mode."""
 
     def __init__(self, dev: EosDevice) -> None:
@@ -124,6 +127,11 @@ class EosCli(InterfaceCommands, OpticCommands, LldpCommands):
             "show interfaces counters queue detail": self.queue_detail_json,
             "show qos interfaces ecn counters queue": self.ecn_json,
             "show inventory": self.inventory_json,
+            "show ip bgp summary vrf all": self.bgp_summary_json,
+            "show ip bgp summary": self.bgp_summary_json,
+            "show ip interface": self.ip_interface_json,
+            "show bfd peers detail": self.bfd_detail_json,
+            "show bfd peers": self.bfd_detail_json,
         }
         texts = {
             "show version": self.version_text,
