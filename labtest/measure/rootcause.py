@@ -69,6 +69,8 @@ SYMPTOM_KEYS = (
     "delivered_ratio",
     "paths.*",
 )
+#: labels that list the ports (``Ethernet0:3 Ethernet8:3``) a device-wide finding covers
+LIST_LABELS = ("queues", "ports")
 #: labels that give a place as one "device:port" (a queue also adds ":priority")
 PLACE_LABELS = ("ecn_port", "queue", "port")
 #: measurements that show a switch spreading flows unevenly over its ECMP members: its
@@ -242,6 +244,13 @@ def _named(labels: Mapping[str, Any], key: str, fabric: Fabric
     return frozenset(out), frozenset(nearby - out), named_port
 
 
+def _many_ports(labels: Mapping[str, Any]) -> bool:
+    """A device-wide finding: its ``queues``/``ports`` label lists more than one port (the
+    ``port`` label then only says where the list starts)."""
+    listed = " ".join(str(labels.get(k) or "") for k in LIST_LABELS).split()
+    return len({item.split(":", 1)[0] for item in listed}) > 1
+
+
 def _link_of_endpoint(endpoint: str, fabric: Fabric) -> str | None:
     dev, _, port = endpoint.partition(":")
     return fabric.link_of(dev, port) if dev and port else None
@@ -278,6 +287,9 @@ def evidence_of(doc: Mapping[str, Any], fabric: Fabric
             labels = m.get("labels") or {}
             traffic = matches(key, SYMPTOM_KEYS) or matches(key, STORM_KEYS)
             named, nearby, port = _named(labels, key, fabric)
+            if _many_ports(labels):  # a finding over several of its ports is the device's
+                named, nearby, port = frozenset({str(labels.get("device"))}) & set(fabric.kind), (
+                    frozenset()), None
             failed = verdict == "FAIL"
             if matches(key, ECMP_KEYS):  # the switch hashes, whichever member is named
                 named, port = frozenset({str(labels.get("device"))}) & set(fabric.kind), None
