@@ -501,7 +501,9 @@ def open_store(url: str | None = None) -> LeaseStore:
                 factory = ep.load()
     if factory is None:
         known = ", ".join(sorted(STORES))
-        raise ValueError(f"unknown lease store scheme {scheme!r} in {url!r}; known: {known}")
+        raise ValueError(
+            f"unknown lease store scheme {scheme!r} in {db.display_url(url)!r}; known: {known}"
+        )
     return factory(rest)
 
 

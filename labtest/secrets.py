@@ -67,14 +67,88 @@ def _forms(secret: str) -> set[str]:
     return {f for f in forms if len(f) >= 3}
 
 
+# --- credentials written in place: URLs and connection strings ------------------------
+#
+# A password can reach a message without ever being registered: a database URL typed
+# on the command line or in $LABTEST_DB, a libpq connection string, an environment
+# dump. These forms are masked wherever they appear, in every encoding redact() sees:
+#   scheme://user:PASSWORD@host            (URL userinfo, any scheme)
+#   ...?password=X&sslpassword=X           (URL query)
+#   password=X host=Y, password='a b'      (libpq key=value; PGPASSWORD=X; --password=X)
+# A key is password-like when it ends in password, passwd, passphrase, pwd, pass,
+# secret, token, api_key, secret_key, private_key or auth_key (``sslpassword``,
+# ``client_secret`` and ``access_token`` too; ``passfile``, a path, is not a secret).
+# The patterns start at a literal (``://``, a key word) and never nest quantifiers:
+# scanning a megabyte of evidence stays linear.
+
+_USERINFO = r"(?P<head>://[^\s/?#@:]*:)(?P<value>[^\s/?#@]+)(?=@)"
+_KEYWORDS = (
+    r"(?:secret[_-]?key|priv(?:ate)?[_-]?key|auth[_-]?key|api[_-]?key|passphrase|password"
+    r"|passwd|secret|token|pwd|pass)"
+)
+_KEY_VALUE = (
+    rf"(?P<head>{_KEYWORDS}[ \t]*=[ \t]*)"
+    r"(?P<value>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^\s&]+)"
+)
+_CREDENTIALS = [re.compile(_USERINFO), re.compile(_KEY_VALUE, re.IGNORECASE)]
+_CREDENTIALS_B = [re.compile(p.encode(), re.IGNORECASE) for p in (_USERINFO, _KEY_VALUE)]
+
+
+def _mask(match: re.Match[str]) -> str:
+    return match.group("head") + MASK
+
+
+def _mask_b(match: re.Match[bytes]) -> bytes:
+    return match.group("head") + MASK.encode()
+
+
+_HINTS = ("pass", "pwd", "secret", "token", "key")
+
+
+def _worth(text: str, at: str, eq: str) -> tuple[bool, bool]:
+    """Cheap tests first: (a URL with userinfo may be there, a key=value may be there)."""
+    userinfo = "://" in text and at in text
+    return userinfo, eq in text and any(h in text.lower() for h in _HINTS)
+
+
+def mask_credentials(text: str) -> str:
+    """``text`` with the password of every URL and connection string in it masked."""
+    for pattern, wanted in zip(_CREDENTIALS, _worth(text, "@", "="), strict=True):
+        if wanted:
+            text = pattern.sub(_mask, text)
+    return text
+
+
+def credentials_in(text: str) -> list[str]:
+    """The password-like values written in ``text`` (quotes removed, %-escapes decoded)."""
+    from urllib.parse import unquote
+
+    found = []
+    for pattern in _CREDENTIALS:
+        for match in pattern.finditer(text):
+            value = match.group("value")
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                value = re.sub(r"\\(.)", r"\1", value[1:-1])
+            found += [value, unquote(value)]
+    return found
+
+
+def register_credentials(text: str) -> None:
+    """Register the passwords written in a URL or connection string (:func:`credentials_in`),
+    so that a driver's error echoing them (``missing "=" after "..."``) is scrubbed too."""
+    for value in credentials_in(text):
+        register(value)
+
+
 def redact(text: str) -> str:
-    """``text`` with every known secret replaced by :data:`MASK`."""
+    """``text`` with every known secret, and every password written in a URL or a
+    connection string (:func:`mask_credentials`), replaced by :data:`MASK`."""
     with _lock:
         known = sorted(_known, key=len, reverse=True)
     for secret in known:
         if secret in text:
             text = text.replace(secret, MASK)
-    return text
+    return mask_credentials(text)
 
 
 def redact_bytes(data: bytes) -> bytes:
@@ -85,6 +159,11 @@ def redact_bytes(data: bytes) -> bytes:
         raw = secret.encode()
         if raw in data:
             data = data.replace(raw, MASK.encode())
+    userinfo = b"://" in data and b"@" in data
+    key_value = b"=" in data and any(h.encode() in data.lower() for h in _HINTS)
+    for pattern, wanted in zip(_CREDENTIALS_B, (userinfo, key_value), strict=True):
+        if wanted:
+            data = pattern.sub(_mask_b, data)
     return data
 
 

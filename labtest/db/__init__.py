@@ -9,7 +9,8 @@ one interface: a SQLite file (the default; one host, no server) and PostgreSQL
 One setting picks PostgreSQL for all three: ``LABTEST_DB=postgresql://user@host/db``
 (``postgres://`` too, any libpq URL). A command's own option (``--lease-store``,
 ``--db``) still wins. Put passwords in ``~/.pgpass`` or ``$PGPASSWORD``, not in
-the URL: URLs are printed (without their password) in resume hints and errors.
+the URL: URLs are printed in resume hints and errors with every password form masked
+(:func:`display_url`), so a hint with a masked password cannot be pasted back.
 
 Each store keeps its tables in its own PostgreSQL schema (``labtest_leases``,
 ``labtest_burnin``, ``labtest_history``), created on first use under an
@@ -19,9 +20,9 @@ advisory lock, so many processes may start at once against an empty database.
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
+from labtest import secrets
 from labtest.errors import InfraError
 
 ENV_DB = "LABTEST_DB"
@@ -49,8 +50,12 @@ def is_postgres(url: object) -> bool:
 
 
 def display_url(url: str) -> str:
-    """The URL without its password, for messages and resume hints."""
-    return re.sub(r"^(postgres(?:ql)?://[^:@/]*):[^@/]*@", r"\1:***@", url)
+    """The URL (or libpq connection string) without its password, for messages and resume
+    hints: every form :func:`labtest.secrets.redact` masks (``user:PASSWORD@``,
+    ``?password=``, ``sslpassword=``, ``password=X host=Y``). The password is registered
+    too, so a driver error that echoes it is scrubbed wherever it is printed or logged."""
+    secrets.register_credentials(url)
+    return secrets.redact(url)
 
 
 def connect(url: str, schema: str, ddl: str) -> Any:
@@ -90,4 +95,4 @@ def connect(url: str, schema: str, ddl: str) -> Any:
 
 
 def one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
+    return secrets.redact(" ".join(str(exc).split())) or type(exc).__name__

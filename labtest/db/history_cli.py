@@ -49,7 +49,10 @@ def _history(args: argparse.Namespace) -> int:
                   "labtest run, or give --db", file=sys.stderr)
             return 2
     elif not str(where).startswith(("postgresql://", "postgres://")) and not Path(where).exists():
-        print(f"labtest history: {where}: no history store there", file=sys.stderr)
+        from labtest.db import display_url
+
+        print(f"labtest history: {display_url(str(where))}: no history store there",
+              file=sys.stderr)
         return 2
     if args.target is None and not args.metrics:
         print("labtest history: a SERIAL, DEVICE:PORT or device (or --metrics) is needed",

@@ -14,7 +14,6 @@ import contextlib
 import functools
 import json
 import os
-import shutil
 import uuid
 from pathlib import Path
 from typing import Any
@@ -82,16 +81,6 @@ def redact_item_ids(items: list[pytest.Item]) -> None:
         if nodeid != item.nodeid:
             item._nodeid = nodeid
             item.name = secrets.redact(item.name)
-
-
-def copy_scrubbed(src: str, dst: str) -> str:
-    """``shutil.copytree``'s copy function: a file's bytes, scrubbed (evidence copies)."""
-    data = Path(src).read_bytes()
-    clean = secrets.redact_bytes(data)
-    if clean is data:
-        return shutil.copy2(src, dst)
-    write_atomic(Path(dst), clean)
-    return dst
 
 
 def learn_run_secrets(run: dict[str, Any]) -> None:
