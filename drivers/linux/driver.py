@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from labtest import connect
+from labtest import connect, labtime
 from labtest.capabilities.host import (
     GidEntry,
     LinkInfo,
@@ -35,7 +35,7 @@ from labtest.capabilities.host import (
     RdmaHwCounters,
 )
 from labtest.capabilities.nic_fec import NicPhyErrors
-from labtest.capabilities.probes import UdpTrace
+from labtest.capabilities.probes import UdpStreamResult, UdpStreamsRun, UdpTrace
 from labtest.capabilities.transceiver import Transceiver
 from labtest.drivers.common.clock import DATE_EPOCH_COMMAND, parse_date_epoch
 from labtest.drivers.linux.counters import (
@@ -47,6 +47,7 @@ from labtest.drivers.linux.counters import (
 )
 from labtest.drivers.linux.nccl import run_collective
 from labtest.drivers.linux.parsers.ethtool import parse_ethtool_module, parse_ethtool_stats
+from labtest.drivers.linux.parsers.iperf import INCOMPLETE, parse_iperf3_udp
 from labtest.drivers.linux.parsers.iproute import parse_ip_addresses, parse_ip_link
 from labtest.drivers.linux.parsers.pcie import parse_pcie_sysfs
 from labtest.drivers.linux.parsers.rdma import (
@@ -71,6 +72,7 @@ from labtest.errors import (
     ConfigError,
     InfraError,
     ParseError,
+    TransportTimeout,
 )
 from labtest.testbed.model import Device, Testbed
 
@@ -314,6 +316,58 @@ class LinuxHost:
                              command="traceroute", expected=f"{len(sports)} traces")
         return [dataclasses.replace(t, sport=int(s), dport=int(dport))
                 for t, s in zip(traces, sports, strict=True)]
+
+    def udp_streams_start(self, server: Any, *, streams: int, rate_pps: float,
+                          payload_bytes: int, duration_s: float,
+                          port: int = 5201) -> UdpStreamsRun:
+        """``iperf3 -u -P STREAMS`` from this host to ``server`` (another LinuxHost), in the
+        background: the server (``iperf3 -s -1 -p PORT``) first, listening, then the client,
+        its JSON report (``-J``) written to a file that ``udp_streams_result`` reads. ``-b``
+        is per stream (payload bits), so each stream sends ``rate_pps`` datagrams a second."""
+        target = server.probe_address()
+        srv_log = shlex.quote(f"{server.tmp_dir}/labtest-iperf3-s{int(port)}.log")
+        server.shell.run(
+            f"nohup {server.shell.tool('iperf3')} -s -1 -p {int(port)} > {srv_log} 2>&1 "
+            "< /dev/null &", tool="iperf3")
+        listening = f"ss -ltnH 'sport = :{int(port)}'"
+        deadline = labtime.monotonic() + self.server_start_timeout_s
+        while f":{int(port)}" not in server.shell.run(listening, tool="ss").stdout:
+            if labtime.monotonic() > deadline:
+                raise TransportTimeout(server.name, f"iperf3 -s did not listen on {port} "
+                                       f"within {self.server_start_timeout_s:g} s")
+            labtime.sleep(0.05)
+        log = f"{self.tmp_dir}/labtest-iperf3-c{int(port)}-{server.name}.json"
+        bps = rate_pps * payload_bytes * 8
+        started = self.device_time_s()
+        self.shell.run(
+            f"rm -f {shlex.quote(log)}; nohup {self.shell.tool('iperf3')} -c "
+            f"{shlex.quote(target)} -u -p {int(port)} -b {bps:.0f} -l {int(payload_bytes)} "
+            f"-t {duration_s:g} -P {int(streams)} -J > {shlex.quote(log)} 2>&1 < /dev/null &",
+            tool="iperf3")
+        return UdpStreamsRun(self.name, server.name, target, int(port), int(streams),
+                             float(rate_pps), int(payload_bytes), float(duration_s), log,
+                             started)
+
+    def udp_streams_result(self, run: UdpStreamsRun, *,
+                           timeout_s: float) -> list[UdpStreamResult]:
+        """The run's streams once its report is whole (polled until ``timeout_s`` after the
+        streams' end); iperf3's own error is raised as a CommandFailed."""
+        deadline = labtime.monotonic() + run.duration_s + timeout_s
+        command = f"cat {shlex.quote(run.log_path)}"
+        while True:
+            text = self.shell.run(command, tool="cat", ok=(0, 1)).stdout
+            try:
+                return self.shell.parse(parse_iperf3_udp, text)
+            except ParseError as exc:
+                if INCOMPLETE not in str(exc) and text.strip():
+                    if '"error"' in text:
+                        raise CommandFailed(self.name, f"iperf3 to {run.server}: {exc}",
+                                            raw=text) from None
+                    raise
+            if labtime.monotonic() > deadline:
+                raise TransportTimeout(self.name, f"iperf3 to {run.server} wrote no whole "
+                                       f"report {timeout_s:g} s after its {run.duration_s:g} s")
+            labtime.sleep(min(0.5, max(run.duration_s / 10, 0.05)))
 
     def rdma_hw_counters(self, device: str | None = None, port: int = 1) -> RdmaHwCounters:
         """RDMA hardware counters (CNPs, ECN-marked packets, out-of-sequence, retransmits):

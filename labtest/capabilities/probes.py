@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -65,3 +65,58 @@ class UdpProbes(Protocol):
         """One trace per source port to ``target`` (``probes`` per TTL, each waited for
         ``wait_s`` at most), in the order of ``sports``."""
         ...
+
+
+# --- sequence-numbered UDP streams between hosts (iperf3 -u) ----------------------------------
+
+
+@dataclass(frozen=True)
+class UdpStreamsRun:
+    """Streams a host started towards a peer (``UdpStreams.udp_streams_start``): where the
+    result will be and how long the streams send."""
+
+    client: str
+    server: str
+    target: str  # the server's probe address
+    port: int  # the server's port: the streams' UDP destination port
+    streams: int
+    rate_pps: float  # per stream
+    payload_bytes: int
+    duration_s: float
+    log_path: str  # the client's JSON report on the client host
+    started_s: float  # the client host's clock when the client started (device_time_s)
+
+
+@dataclass(frozen=True)
+class UdpStreamResult:
+    """One stream's datagrams as the receiver's sequence numbers counted them."""
+
+    sport: int
+    dport: int
+    packets: int  # datagrams sent
+    lost_packets: int  # missing from the receiver's sequence
+    seconds: float
+    out_of_order: int = 0
+
+    @property
+    def rate_pps(self) -> float:
+        return self.packets / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def loss_ms(self) -> float:
+        """The stream's outage: datagrams lost over its rate (RFC 6412 eq. 6)."""
+        rate = self.rate_pps
+        return 1000.0 * self.lost_packets / rate if rate > 0 else float("inf")
+
+
+@runtime_checkable
+class UdpStreams(Protocol):
+    """Sequence-numbered UDP streams from this host to a peer host (``iperf3 -u -P N``), each
+    stream its own source port (ECMP spreads them); the receiver counts lost datagrams."""
+
+    def udp_streams_start(self, server: Any, *, streams: int, rate_pps: float,
+                          payload_bytes: int, duration_s: float,
+                          port: int = 5201) -> UdpStreamsRun: ...
+
+    def udp_streams_result(self, run: UdpStreamsRun, *,
+                           timeout_s: float) -> list[UdpStreamResult]: ...

@@ -8,6 +8,7 @@ folder. Run parameters: settings.yaml. Pass criteria: ``failover.*``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -15,11 +16,13 @@ from typing import Any
 import allure
 import pytest
 
-from labtest import plugin
+from labtest import labtime, plugin
 from labtest.capabilities.instruments import Attenuator, OpticalSwitch
+from labtest.capabilities.probes import UdpStreamResult, UdpStreams
 from labtest.capabilities.switch import Interfaces, PortAdmin, Reboot
 from labtest.capabilities.traffic import TrafficGenerator
 from labtest.errors import InfraError
+from labtest.fixtures.cabling_plan import hosts_by_switch
 from labtest.fixtures.criteria import convergence_ms
 from labtest.fixtures.polling import poll_until
 from labtest.fixtures.suite_data import load_settings
@@ -37,7 +40,7 @@ from labtest.lab import Lab
 from labtest.reports.attach import attach_json
 
 SETTINGS = load_settings("failover")
-pytestmark = [pytest.mark.destructive, pytest.mark.needs("TrafficGenerator")]
+pytestmark = [pytest.mark.destructive]
 
 
 # --- what can fail: events on the probe traffic's paths -----------------------------------
@@ -51,6 +54,8 @@ class Event:
     device: str  # the switch (shut, reboot) or the instrument (pull)
     target: str  # the switch port (shut), the channel (pull), "" (reboot)
     links: tuple[str, ...]  # the testbed links that lose light or forwarding
+    carrier: str = "tg"  # what carries the probe traffic: "tg" or "hosts"
+    hosts: tuple[str, str] = ("", "")  # carrier "hosts": the two hosts that stream both ways
 
     @property
     def label(self) -> str:
@@ -64,16 +69,18 @@ class Event:
 
 def events(lab: Lab) -> list[Event]:
     """Shut each uplink of the TG leaves, pull each instrument-controlled cable, reboot
-    each switch the probe traffic crosses that has no TG port."""
-    probe = probe_pair(lab)
-    if probe is None:
-        return []
+    each switch the probe traffic crosses that has no TG port; then, so that every switch
+    reroutes under traffic at least once, shut one port of each switch not shut yet: over
+    the TG's paths where they cross it, else carried by hosts (``UdpStreams``) behind it."""
     view = FabricView.of(lab)
     tb = lab.testbed
     out: list[Event] = []
     admin = set(lab.names(capability="PortAdmin"))
+    probe = probe_pair(lab)
+    tg_leaves = (probe[0].switch, probe[1].switch) if probe is not None else ()
+    tg_links = {u.link for leaf in tg_leaves for u in view.uplinks.get(leaf, [])}
     transit: list[str] = []
-    for leaf in (probe[0].switch, probe[1].switch):
+    for leaf in tg_leaves:
         for up in view.uplinks.get(leaf, []):
             if leaf in admin:
                 out.append(Event("shut", leaf, up.port, (up.link,)))
@@ -81,18 +88,52 @@ def events(lab: Lab) -> list[Event]:
                 transit.append(up.peer)
     for name in lab.names(capability="OpticalSwitch"):
         for channel, port in enumerate(tb.devices[name].vars.get("links", []), 1):
-            out.append(Event("pull", name, str(channel), (_link_of(tb, str(port)),)))
+            out.append(_carried(lab, view, tg_links,
+                                Event("pull", name, str(channel), (_link_of(tb, str(port)),))))
     for name in lab.names(capability="Attenuator"):
         port = tb.devices[name].vars.get("link")
         if port:
-            out.append(Event("pull", name, "1", (_link_of(tb, str(port)),)))
+            out.append(_carried(lab, view, tg_links,
+                                Event("pull", name, "1", (_link_of(tb, str(port)),))))
     for name in transit:
         if name in lab.names(capability="Reboot"):
             links = tuple(
                 lk.name for lk in tb.links if name in (lk.ends[0].device, lk.ends[1].device)
             )
             out.append(Event("reboot", name, "", links))
+    shut = {e.device for e in out if e.kind == "shut"}
+    for switch in view.switches:
+        if switch in shut or switch not in admin:
+            continue
+        ups = view.uplinks.get(switch, [])
+        on_tg = [u for u in ups if u.link in tg_links]
+        for up in on_tg[:1] or ups:
+            event = _carried(lab, view, tg_links, Event("shut", switch, up.port, (up.link,)))
+            if event.carrier == "tg" or event.hosts[0]:
+                out.append(event)
+                break
     return out
+
+
+def _carried(lab: Lab, view: FabricView, tg_links: set[str], event: Event) -> Event:
+    """The event carried by the TG where its paths cross the failed link, else by two hosts
+    on different leaves, the first behind one end of the link (none found: ``hosts`` empty,
+    and the event is not exercised)."""
+    if set(event.links) & tg_links:
+        return event
+    streaming = set(lab.names(capability="UdpStreams"))
+    by_leaf = hosts_by_switch({h: a for h, a in view.attachment.items() if h in streaming})
+    ends = [e.device for lk in lab.testbed.links if lk.name in event.links for e in lk.ends]
+    near = next((by_leaf[d][0] for d in ends if by_leaf.get(d)), None)
+    if near is None:  # no host behind either end: a host on a leaf one hop away
+        near = next((by_leaf[u.peer][0] for d in ends for u in view.uplinks.get(d, [])
+                     if by_leaf.get(u.peer)), None)
+    if near is None:
+        return dataclasses.replace(event, carrier="hosts")
+    leaf = view.attachment[near].switch
+    far = next((hs[0] for lf, hs in by_leaf.items() if lf != leaf and lf not in ends), None)
+    far = far or next((hs[0] for lf, hs in by_leaf.items() if lf != leaf), None)
+    return dataclasses.replace(event, carrier="hosts", hosts=(near, far) if far else ("", ""))
 
 
 def _link_of(testbed: Any, endpoint: str) -> str:
@@ -108,6 +149,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         if plugin.testbed_of(metafunc.config) is not None:
             found = events(plugin.lab_of(metafunc.config))
         metafunc.parametrize("event", found, ids=[e.id for e in found])
+
 
 
 # --- the probe: flows, and which path each flow takes ---------------------------------------
@@ -254,9 +296,16 @@ def _members_in_use(lab: Lab, probe: Probe) -> set[str]:
     "failover.ecmp_width_ratio",
     "failover.unaffected_flow_loss_frames",
 )
-def test_failover(event: Event, probe: Probe, lab: Lab, measure: Any, config_guard: Any) -> None:
+def test_failover(
+    event: Event, lab: Lab, measure: Any, config_guard: Any, request: pytest.FixtureRequest
+) -> None:
     """FAIL-1.1: the failure's loss converges within the limit, flows off the failed path
-    lose nothing, and recovery restores traffic and ECMP width without loss."""
+    lose nothing, and recovery restores traffic and ECMP width without loss (FAIL-1.2 where
+    hosts carry the probe)."""
+    if event.carrier == "hosts":
+        _failover_by_hosts(event, lab, measure, config_guard)
+        return
+    probe: Probe = request.getfixturevalue("probe")
     tg = probe.tg
     timeout = float(SETTINGS["recovery_timeout_s"])
     ends = _ports_of(lab, event.links)
@@ -363,3 +412,128 @@ def _judge_failure(
         port=port,
         flows=" ".join(hit[:6]),
     )
+
+
+# --- FAIL-1.2: where the TG does not reach, hosts carry the probe ----------------------------
+
+
+def _not_exercised(measure: Any, event: Event, reason: str) -> None:
+    """The event's switch cell is not proven, with the reason; the test is skipped."""
+    for key in ("failover.convergence_ms",):
+        measure.not_proven(key, f"{event.id}: {reason}", device=event.device, link=event.label)
+    pytest.skip(f"{event.id}: {reason}")
+
+
+def _moved(lab: Lab, ends: list[tuple[str, str]]) -> dict[str, int]:
+    """Packets sent plus received so far on the switch ends of the failed links."""
+    out: dict[str, int] = {}
+    for device, port in ends:
+        c = lab.device(device).counters()[port]
+        out[f"{device}:{port}"] = int(c.tx_packets or 0) + int(c.rx_packets or 0)
+    return out
+
+
+def _failover_by_hosts(event: Event, lab: Lab, measure: Any, config_guard: Any) -> None:
+    """FAIL-1.2: two hosts on different leaves stream sequence-numbered UDP both ways
+    (``UdpStreams``: iperf3 -u -P N, one source port per stream); the link fails under
+    them; each stream's lost datagrams over its rate is its outage (RFC 6412 eq. 6)."""
+    cfg = SETTINGS["host_probe"]
+    near, far = event.hosts
+    if not near or not far:
+        _not_exercised(measure, event, "no two hosts on different leaves offer UdpStreams "
+                       "(iperf3) to carry traffic across it, and no TG path crosses it")
+    a, b = lab.device(near), lab.device(far)
+    if not (isinstance(a, UdpStreams) and isinstance(b, UdpStreams)):
+        _not_exercised(measure, event, f"{near} or {far} offers no UdpStreams")
+    timeout = float(SETTINGS["recovery_timeout_s"])
+    streams, rate = int(cfg["streams"]), float(cfg["rate_pps_per_stream"])
+    size, duration = int(cfg["payload_bytes"]), float(cfg["duration_s"])
+    port = int(cfg["port"])
+    ends = _ports_of(lab, event.links)
+    undo: Callable[[], None] | None = None
+    try:
+        with allure.step(f"FAIL-1.2/1: {near} <-> {far}: {streams} UDP streams each way, "
+                         f"{rate:g} datagrams/s each, for {duration:g} s"):
+            began = labtime.monotonic()
+            runs = [a.udp_streams_start(b, streams=streams, rate_pps=rate, payload_bytes=size,
+                                        duration_s=duration, port=port),
+                    b.udp_streams_start(a, streams=streams, rate_pps=rate, payload_bytes=size,
+                                        duration_s=duration, port=port + 1)]
+            labtime.sleep(float(cfg["lead_s"]))
+            before = _moved(lab, ends)
+            labtime.sleep(float(cfg["crossing_window_s"]))
+            after = _moved(lab, ends)
+            crossed = {e: after[e] - before[e] for e in after}
+            attach_json("probe packets through the failed link's ends", crossed)
+        with allure.step(f"FAIL-1.2/2: {event.id} (links {', '.join(event.links)})"):
+            undo = _inject(lab, event, config_guard)
+            event_s = labtime.monotonic()
+            poll_until(lambda: not any(_oper(lab, ends).values()), timeout_s=timeout)
+            window_ms = (began + duration - event_s) * 1000.0
+            if window_ms < 2 * _limit_ms(measure):
+                raise InfraError(near, f"the event came {event_s - began:.1f} s after the "
+                                 f"streams started: they send for {duration:g} s, too little "
+                                 "is left to see a slow reroute (raise host_probe.duration_s)")
+        with allure.step("FAIL-1.2/3: the streams end; lost datagrams per stream"):
+            results = [(run, r) for run, drv in zip(runs, (a, b), strict=True)
+                       for r in drv.udp_streams_result(run, timeout_s=timeout)]
+            attach_json("streams", [{"from": run.client, "to": run.server, "sport": r.sport,
+                                     "packets": r.packets, "lost": r.lost_packets,
+                                     "loss_ms": round(r.loss_ms, 1)} for run, r in results])
+    finally:
+        if undo is not None:
+            undo()
+            if event.kind != "reboot":
+                poll_until(lambda: all(_oper(lab, ends).values()), timeout_s=timeout)
+    _judge_by_hosts(measure, event, results, crossed, rate, window_ms)
+
+
+def _limit_ms(measure: Any) -> float:
+    try:
+        high = measure.profile.get("failover.convergence_ms").high
+    except (AttributeError, KeyError, LookupError):
+        high = None
+    return float(high) if high is not None else 1000.0
+
+
+def _judge_by_hosts(measure: Any, event: Event, results: list[tuple[Any, UdpStreamResult]],
+                    crossed: dict[str, int], rate: float, window_ms: float) -> None:
+    with allure.step("FAIL-1.2/4: the worst stream's outage against the limit"):
+        lost = [(run, r) for run, r in results if r.lost_packets > 0]
+        if not lost and max(crossed.values(), default=0) < rate * 0.5:
+            _not_exercised(measure, event, f"none of the {len(results)} host streams was "
+                           "hashed onto it (its ports carried under half a stream's rate)")
+        labels = {"link": event.label, "device": event.device,
+                  "port": event.target if event.kind == "shut" else "", "carrier": "hosts"}
+        if not lost:
+            measure("failover.convergence_ms", 0.0, key="failover.convergence_ms",
+                    flows_on_path="0", **labels)
+            return
+        run, worst = max(lost, key=lambda x: x[1].loss_ms)
+        value = worst.loss_ms
+        why = {}
+        if value >= window_ms - 1000.0 / rate:
+            value, why = float("inf"), {"why": f"still losing when the streams ended "
+                                              f"{window_ms:.0f} ms after the event"}
+        measure("failover.convergence_ms", value, key="failover.convergence_ms",
+                flow=f"{run.client}>{run.server}:{worst.sport}", flows_on_path=str(len(lost)),
+                **labels, **why)
+
+
+@pytest.mark.plan("FAIL-1.3")
+@pytest.mark.judges("failover.convergence_ms")
+def test_every_switch_reroutes(lab: Lab, measure: Any) -> None:
+    """FAIL-1.3: every switch has a failure event of its own (a port it shuts under probe
+    traffic); a switch without one is not proven, with the reason (never a silent pass)."""
+    found = events(lab)
+    shut = {e.device for e in found if e.kind == "shut"}
+    admin = set(lab.names(capability="PortAdmin"))
+    missing = [s for s in FabricView.of(lab).switches if s not in shut]
+    for switch in missing:
+        why = (f"{switch} cannot shut a port (its driver offers no PortAdmin)"
+               if switch not in admin else
+               f"no probe traffic can cross a link of {switch}: no TG path, and no two hosts "
+               "on different leaves offering UdpStreams")
+        measure.not_proven("failover.convergence_ms", why, device=switch)
+    attach_json("failure events per switch",
+                {s: [e.id for e in found if e.device == s] for s in FabricView.of(lab).switches})

@@ -5,6 +5,7 @@ Importing this package registers every parser; each module covers one tool famil
 
 from labtest.drivers.linux.parsers import (
     ethtool,
+    iperf,
     iproute,
     nccl,
     pcie,
@@ -13,4 +14,4 @@ from labtest.drivers.linux.parsers import (
     traceroute,
 )
 
-__all__ = ["ethtool", "iproute", "nccl", "pcie", "perftest", "rdma", "traceroute"]
+__all__ = ["ethtool", "iperf", "iproute", "nccl", "pcie", "perftest", "rdma", "traceroute"]

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from labtest.emulation.lab import Served
 from labtest.emulation.model.fabric import Fabric
 from labtest.emulation.personalities._clock import date_output, epoch_s
+from labtest.emulation.personalities.linux import iperf, probe
 from labtest.emulation.personalities.linux import nic as nic_text
-from labtest.emulation.personalities.linux import probe
 from labtest.emulation.personalities.linux.bash import (
     Command,
     Ctx,
@@ -123,6 +123,7 @@ def _tool_paths() -> dict[str, str]:
             "which",
             "ibv_devinfo",
             "ibv_devices",
+            "iperf3",
             *TOOLS,
         )
     }
@@ -298,6 +299,10 @@ class Shell(ProcessTools, NicTools):
                 proc = start_server(self.host, opts, " ".join(core), sink)
                 self.last_bg = proc.pid if proc else self.host.new_pid()
                 return Output()
+        if tool == "iperf3" and self._available(core[0]) is None and iperf.is_server(core):
+            server = iperf.start_server(self.host, core, sink)
+            self.last_bg = server.pid if server else self.host.new_pid()
+            return Output()
         proc = self.host.spawn(tool, " ".join(core), sink)
         self.last_bg = proc.pid
         ctx = Ctx(stdin=stdin, env=dict(cmd.env))
@@ -493,6 +498,7 @@ class Shell(ProcessTools, NicTools):
             "show_counters": self._show_counters,
             "mpirun": self._mpirun,
             "traceroute": lambda a, c: probe.traceroute(self.host, a, self._rng),
+            "iperf3": lambda a, c: iperf.run(self.host, a),
         }
         table |= dict.fromkeys(TOOLS, self._perftest)
         table |= dict.fromkeys(COLLECTIVES, self._nccl_local)

@@ -74,6 +74,7 @@ class Proc:
     perftest: PerftestOptions | None = None
     listen_port: int | None = None  # a TCP listener ``ss -ltn`` shows
     claimed: bool = False  # a perftest server whose client connected
+    one_off: bool = False  # an iperf3 server that exits after one test (-1)
     killed: bool = False
     done: threading.Event = field(default_factory=threading.Event)
     started_s: float = 0.0
@@ -186,6 +187,12 @@ class HostState:
                  if _awaits_client(p, tool) and p.perftest is not None and p.perftest.port == port),
                 None,
             )
+
+    def listener_on(self, port: int) -> Proc | None:
+        """The unclaimed iperf3 server listening on TCP ``port`` (None: nothing there)."""
+        with self.lock:
+            return next((p for p in self.procs.values() if p.comm == "iperf3"
+                         and p.listen_port == port and not p.claimed), None)
 
     def awaits_bandwidth_client(self, tool: str) -> bool:
         """Whether a perftest bandwidth server of ``tool`` here still waits for its client."""
