@@ -5,11 +5,16 @@ each error can name ``file:line:column`` and the field path, and all errors
 of a file are reported at once. What YAML allows but a config file must not
 hold is a located error too, never a traceback: bytes that are not UTF-8, an
 alias that contains itself, a list or mapping used as a key, and a document
-whose aliases expand past ``MAX_NODES`` (an "alias bomb").
+whose aliases expand past ``MAX_ALIASED_NODES`` (an "alias bomb"), a document of
+more than ``MAX_NODES`` values, a file over ``MAX_BYTES`` (refused before it is
+parsed), and a tag that is not a plain YAML type (``!!python/object``, ``!!binary``,
+``!custom``): labtest never builds objects from a file, and a tag it ignored would
+make the file mean something else to another reader.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +36,14 @@ MAX_NODES = 1_000_000
 MAX_ALIASED_NODES = 100_000
 #: the deepest nesting a document may have (YAML and the builder recurse)
 MAX_DEPTH = 200
+#: the largest file read at all (checked before parsing: pure-Python YAML takes about a
+#: second per megabyte; a 2000-device testbed is well under 1 MB)
+MAX_BYTES = 8 * 1024 * 1024
+#: the tags a config file may carry, explicitly (``!!str 01``) or as YAML resolves them
+PLAIN_TAGS = frozenset(
+    f"tag:yaml.org,2002:{t}"
+    for t in ("str", "int", "float", "bool", "null", "timestamp", "map", "seq")
+)
 
 
 @dataclass
@@ -96,10 +109,18 @@ def decode_text(path: Path, data: bytes) -> str:
 def read(path: Path) -> Source:
     """Parse ``path``; syntax errors and duplicate keys raise ``ConfigError``."""
     try:
-        data = path.read_bytes()
+        with path.open("rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            data = b"" if size > MAX_BYTES else fh.read(MAX_BYTES + 1)  # +1: a pipe's size is 0
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise ConfigError(str(path), [f"{path}: cannot read: {reason}"]) from None
+    if size > MAX_BYTES or len(data) > MAX_BYTES:
+        shown = f"{size / 2**20:.1f} MB" if size > MAX_BYTES else "more than that"
+        raise ConfigError(str(path), [
+            f"{path}:1:1: the file is {shown}; a config file may be at most "
+            f"{MAX_BYTES // 2**20} MB (is this the file you meant?)"
+        ])
     text = decode_text(path, data)
     src = Source(path=path, data=None)
     try:
@@ -118,13 +139,23 @@ def read(path: Path) -> Source:
     if node is None:
         raise ConfigError(str(path), [f"{path}:1:1: the file is empty"])
     try:
+        nodes, distinct = _expanded_size(node, {}, set())
+        if nodes > MAX_NODES or nodes - distinct > MAX_ALIASED_NODES:  # before building any
+            src.nodes, src.aliased = nodes, nodes - distinct
+            raise _TooBig
         src.data = _build(node, (), src, ())
     except _TooBig:
-        src.problems.append(
-            f"{path}:{node.start_mark.line + 1}:{node.start_mark.column + 1}: the document "
-            f"expands to more than {MAX_ALIASED_NODES} values through its aliases "
-            "(an alias bomb?)"
-        )
+        where = f"{path}:{node.start_mark.line + 1}:{node.start_mark.column + 1}"
+        if src.aliased > MAX_ALIASED_NODES:
+            src.problems.append(
+                f"{where}: the document expands to more than {MAX_ALIASED_NODES} values "
+                "through its aliases (an alias bomb?)"
+            )
+        else:
+            src.problems.append(
+                f"{where}: the document holds more than {MAX_NODES} values; "
+                "a config file is not that big"
+            )
     src.raise_if_problems()
     return src
 
@@ -137,6 +168,37 @@ def load_data(path: str | Path) -> Any:
 def _position(text: str, offset: int) -> str:
     line = text.count("\n", 0, offset) + 1
     return f"{line}:{offset - (text.rfind(chr(10), 0, offset) + 1) + 1}"
+
+
+def _expanded_size(node: yaml.Node, sizes: dict[int, int], path: set[int]) -> tuple[int, int]:
+    """(values the builder would make, aliases counted at each use; distinct nodes), counted
+    once per distinct node: a billion laughs is measured in microseconds, never expanded.
+    Counts what :func:`_build` counts (mapping values, merge sources, list items); a node
+    that contains itself counts once (the builder reports it)."""
+    key = id(node)
+    if key in sizes:
+        return sizes[key], 0
+    if key in path or len(path) > MAX_DEPTH:
+        return 1, 0
+    path.add(key)
+    total, distinct = 1, 1
+    if isinstance(node, yaml.MappingNode):
+        children = [v for k, v in node.value if k.tag != MERGE]
+        for k, v in node.value:
+            if k.tag == MERGE:
+                children += v.value if isinstance(v, yaml.SequenceNode) else [v]
+    elif isinstance(node, yaml.SequenceNode):
+        children = node.value
+    else:
+        children = []
+    for child in children:
+        size, new = _expanded_size(child, sizes, path)
+        total, distinct = total + size, distinct + new
+        if total > MAX_NODES:  # enough to refuse; stop counting
+            break
+    path.discard(key)
+    sizes[key] = total
+    return total, distinct
 
 
 _scalars = yaml.SafeLoader("")
@@ -158,6 +220,13 @@ def _build(node: yaml.Node, loc: Loc, src: Source, parents: tuple[int, ...]) -> 
         return None
     if len(parents) > MAX_DEPTH:
         src.problem(loc, f"nested deeper than {MAX_DEPTH} levels")
+        return None
+    if node.tag not in PLAIN_TAGS:
+        tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+        src.problem(
+            loc, f"the tag {tag} is not allowed: a config file holds plain values only "
+            "(mappings, lists, strings, numbers, booleans, null, dates)",
+        )
         return None
     inner = (*parents, id(node))
     if isinstance(node, yaml.MappingNode):
@@ -192,6 +261,11 @@ def _build_mapping(
             src.problem(
                 (*loc, "<key>"), "a mapping key must be a plain value, not a list or mapping"
             )
+            continue
+        if key_node.tag not in PLAIN_TAGS:
+            src.marks[(*loc, "<key>")] = key_mark
+            tag = key_node.tag.replace("tag:yaml.org,2002:", "!!")
+            src.problem((*loc, "<key>"), f"the tag {tag} is not allowed on a key")
             continue
         try:
             key = _scalars.construct_object(key_node, deep=True)
