@@ -223,3 +223,132 @@ def test_path_delivery(fabric_link: Link, deliveries: Deliveries, measure: Any) 
             measure("delivered_ratio", hop.ratio, key=KEY, link=link, device=hop.device,
                     port=hop.port, peer=hop.peer, entered_frames=hop.entered_frames,
                     carried_frames=hop.carried_frames, path_pps=f"{hop.offered_pps:.0f}")
+
+
+# --- PATHS-2: hosts load every fabric link with many streams -----------------------------------
+
+LOSS_KEY, SPREAD_KEY = "paths.member_loss_ratio", "paths.ecmp_spread_max_mean"
+
+
+@dataclass
+class MemberLoads:
+    """Per direction of each fabric link: frames its sender sent and its receiver got while
+    the hosts' streams ran; per leaf, its uplinks' frames; and why nothing was loaded."""
+
+    sent: dict[tuple[str, str], int] = field(default_factory=dict)  # (link, sender end) ->
+    got: dict[tuple[str, str], int] = field(default_factory=dict)  # ... receiver's rx
+    peer: dict[tuple[str, str], str] = field(default_factory=dict)
+    uplinks: dict[str, dict[str, int]] = field(default_factory=dict)  # leaf -> port -> tx
+    pairs: list[tuple[str, str]] = field(default_factory=list)
+    unloaded: str = ""
+    min_frames: float = 0.0
+
+
+def _counts(lab: Lab, switches: list[str]) -> dict[str, dict[str, Any]]:
+    return {s: lab.device(s).counters() for s in switches}
+
+
+@pytest.fixture(scope="module")
+def member_loads(lab: Lab, fabric_view: FabricView) -> MemberLoads:
+    from labtest import labtime
+    from labtest.capabilities.probes import UdpStreams
+    from labtest.fixtures.cabling_plan import hosts_by_switch
+
+    cfg = SETTINGS["member_load"]
+    streaming = set(lab.names(capability="UdpStreams"))
+    by_leaf = hosts_by_switch({h: a for h, a in fabric_view.attachment.items()
+                               if h in streaming})
+    leaves = [lf for lf in fabric_view.switches if by_leaf.get(lf)]
+    out = MemberLoads()
+    if len(leaves) < 2:
+        out.unloaded = (f"{len(leaves)} leaf/leaves have a host offering UdpStreams (iperf3): "
+                        "no host pair on two leaves can load the fabric links")
+        return out
+    out.pairs = [(by_leaf[lf][0], by_leaf[leaves[(i + 1) % len(leaves)]][0])
+                 for i, lf in enumerate(leaves)]
+    streams, rate = int(cfg["streams"]), float(cfg["rate_pps_per_stream"])
+    duration = float(cfg["duration_s"])
+    out.min_frames = rate * duration * 0.5  # half a stream: the direction carried one
+    switches = fabric_view.switches
+    with allure.step(f"PATHS-2.1/1: {', '.join(f'{a}->{b}' for a, b in out.pairs)}: "
+                     f"{streams} UDP streams each, {rate:g} datagrams/s, {duration:g} s"):
+        before = _counts(lab, switches)
+        runs = []
+        for k, (a, b) in enumerate(out.pairs):
+            client, server = lab.device(a), lab.device(b)
+            assert isinstance(client, UdpStreams)
+            runs.append((client, client.udp_streams_start(
+                server, streams=streams, rate_pps=rate, payload_bytes=int(cfg["payload_bytes"]),
+                duration_s=duration, port=int(cfg["port"]) + k)))
+        results = {run.client: drv.udp_streams_result(run, timeout_s=float(SETTINGS["timeout_s"]))
+                   for drv, run in runs}
+        labtime.sleep(float(cfg["settle_s"]))
+        after = _counts(lab, switches)
+        attach_json("streams lost per source host",
+                    {h: sum(r.lost_packets for r in rs) for h, rs in results.items()})
+    for link in fabric_links(lab.testbed):
+        for snd, rcv in ((link.ends[0], link.ends[1]), (link.ends[1], link.ends[0])):
+            s_now, s_was = after[snd.device].get(snd.port), before[snd.device].get(snd.port)
+            r_now, r_was = after[rcv.device].get(rcv.port), before[rcv.device].get(rcv.port)
+            if s_now is None or s_was is None or r_now is None or r_was is None:
+                continue
+            key = (link.name, f"{snd.device}:{snd.port}")
+            out.sent[key] = int(s_now.tx_packets or 0) - int(s_was.tx_packets or 0)
+            out.got[key] = int(r_now.rx_packets or 0) - int(r_was.rx_packets or 0)
+            out.peer[key] = f"{rcv.device}:{rcv.port}"
+    for leaf in leaves:
+        ups = fabric_view.uplinks.get(leaf, [])
+        out.uplinks[leaf] = {u.port: out.sent.get((u.link, u.endpoint), 0) for u in ups}
+    attach_json("frames per link direction", {f"{k[1]} ({k[0]})": [out.sent[k], out.got[k]]
+                                              for k in out.sent})
+    return out
+
+
+@pytest.mark.plan("PATHS-2.1")
+@pytest.mark.judges(LOSS_KEY)
+def test_member_loss(fabric_link: Link, member_loads: MemberLoads, measure: Any) -> None:
+    """PATHS-2.1: each direction of the link loses none of the frames its sender sent while
+    the hosts' streams crossed it (sender tx against receiver rx): a lossy link, a one-way
+    silent drop or an ECMP member that blackholes some flows is named at its sending port."""
+    link = fabric_link.name
+    judged = 0
+    with allure.step("PATHS-2.1/2: frames lost per direction, sender tx against receiver rx"):
+        for (name, sender), sent in member_loads.sent.items():
+            if name != link or sent < member_loads.min_frames:
+                continue
+            device, _, port = sender.partition(":")
+            got = member_loads.got[(name, sender)]
+            measure("member_loss_ratio", max(sent - got, 0) / sent, key=LOSS_KEY, link=link,
+                    device=device, port=port, peer=member_loads.peer[(name, sender)],
+                    sent_frames=sent, received_frames=got)
+            judged += 1
+    if not judged:
+        pairs = ", ".join(f"{a}->{b}" for a, b in member_loads.pairs)
+        reason = member_loads.unloaded or (
+            f"{link}: none of the host streams ({pairs}) was hashed onto it in either direction")
+        measure.not_proven(LOSS_KEY, reason, link=link)
+        pytest.skip(reason)
+
+
+@pytest.mark.plan("PATHS-2.2")
+@pytest.mark.judges(SPREAD_KEY)
+def test_ecmp_spread(member_loads: MemberLoads, measure: Any) -> None:
+    """PATHS-2.2: each leaf spreads one host pair's many streams (one source port each) over
+    its uplinks: the heaviest member's frames over the mean; a switch that hashes on the IP
+    addresses only (polarised) puts them all on one member, named at that leaf and port."""
+    if member_loads.unloaded:
+        measure.not_proven(SPREAD_KEY, member_loads.unloaded)
+        pytest.skip(member_loads.unloaded)
+    judged = 0
+    for leaf, ports in member_loads.uplinks.items():
+        if len(ports) < 2 or sum(ports.values()) <= 0:
+            continue
+        mean = sum(ports.values()) / len(ports)
+        worst = max(ports, key=lambda p: ports[p])
+        measure("ecmp_spread_max_mean", ports[worst] / mean, key=SPREAD_KEY, device=leaf,
+                port=worst, shares=" ".join(f"{p}={n}" for p, n in ports.items()))
+        judged += 1
+    if not judged:
+        reason = "no leaf with a streaming host has two or more uplinks that carried frames"
+        measure.not_proven(SPREAD_KEY, reason)
+        pytest.skip(reason)

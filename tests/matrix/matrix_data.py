@@ -119,6 +119,19 @@ _CASES = [
                                                LEAF1_SPINE1),
          "leaf1-spine1 carries half its speed: the ring slows and the localiser names it",
          params={"rate_fraction": 0.5}),
+    # --- paths: gray failures ------------------------------------------------------------
+    case("lossy_link", "leaf3:Ethernet1/1--spine1:Ethernet16",
+         ("leaf3:Ethernet1/1", "spine1:Ethernet16", "leaf3:Ethernet1/1--spine1:Ethernet16"),
+         "leaf3-spine1 (EOS-SONiC, no TG path) loses 0.5% of its frames: PATHS-2.1 names it",
+         params={"loss": 0.005}),
+    case("silent_drop", "leaf2:Ethernet8--spine2:Ethernet2/1",
+         ("spine2:Ethernet2/1", "leaf2:Ethernet8", "leaf2:Ethernet8--spine2:Ethernet2/1"),
+         "spine2 -> leaf2 drops 1% silently: PATHS-2.1 names the sending port",
+         params={"loss": 0.01, "direction": "ba"}),
+    case("ecmp_blackhole", "leaf4:Ethernet8--spine2:Ethernet4/1",
+         ("leaf4:Ethernet8", "spine2:Ethernet4/1", "leaf4:Ethernet8--spine2:Ethernet4/1"),
+         "leaf4's member to spine2 blackholes 20% of the hash space: PATHS-2.1 names it",
+         params={"flow_fraction": 0.2}),
 ]
 
 #: fault kind -> case (every catalogue fault has exactly one)
@@ -331,19 +344,24 @@ _DOMAINS = [
         (Placement(("fabric",), {
             "seed": IntRange(0, 65535, "any hash seed: with IP-only fields every QP of a pair "
                              "hashes alike, whatever the seed"),
-        }, "every switch (the fault's own empty target)"),),
-        catches=("roce",), combinable=False,
+        }, "every switch (the fault's own empty target)"),
+         Placement(("leaf",), {
+            "seed": IntRange(0, 65535, "any hash seed: one host pair's streams hash alike"),
+        }, "one leaf, either vendor: PATHS-2.2 puts one host pair's 128 streams on its uplinks "
+           "(max/mean 2.0 against 1.25). Not a spine: in a two-tier fabric a spine reaches each "
+           "leaf over one link, nothing to polarise")),
+        catches=("roce", "paths"), catch_any=True, combinable=False,
         note="every switch is a culprit: combined, it would name the other fault's device"),
     # --- failover --------------------------------------------------------------------------
     Domain(
         "slow_convergence",
-        (Placement(("tg_leaf",), {
+        (Placement(("switch",), {
             "extra_ms": FloatRange(800.0, 5000.0, "the healthy lab loses ~650 ms (limit "
                                    "failover.convergence_ms 1000): +800 ms is 45% over the "
-                                   "limit at 0.1 ms probe resolution; 5 s stays well inside "
-                                   "the suite's 120 s recovery bound"),
-        }, "a leaf with a TG port: the failover suite fails the uplinks of the probe's "
-           "leaves, so only their rerouting is timed (in this lab both are SONiC)"),),
+                                   "limit at 0.1 ms probe resolution; 5 s stays inside the "
+                                   "host streams' 60 s (FAIL-1.2) and the 120 s recovery bound"),
+        }, "any switch, either vendor, leaves without a TG port included: every switch shuts "
+           "a port under traffic (FAIL-1.1 over the TG's paths, FAIL-1.2 carried by hosts)"),),
         catches=("failover",), also=("routing",)),
     # --- collective ------------------------------------------------------------------------
     Domain(
@@ -355,6 +373,42 @@ _DOMAINS = [
                                         "row's"),
         }, WHY_LINKS + " (issue 14 case 5: a host link)"),),
         catches=("collective",), also=("paths",)),
+    # --- paths: gray failures ------------------------------------------------------------
+    Domain(
+        "lossy_link",
+        (Placement(("fabric_link",), {
+            "loss": FloatRange(5e-4, 0.05, "paths.member_loss_ratio 1e-4: 5e-4 is 5x the limit "
+                               "(a 128-stream load puts ~64,000 frames a direction on a member: "
+                               "~30 lost); 5% is gross (go-back-N RoCE keeps ~0.2% of its rate)",
+                               digits=4),
+            "direction": Choice(("both", "ab", "ba"), "either way or one direction"),
+        }, "any leaf-spine link (SONiC-SONiC, SONiC-EOS, EOS-EOS), leaves with and without a TG "
+           "port: PATHS-2.1's host streams load every fabric link both ways. Host links: known "
+           "gap (no member loss is judged there)"),),
+        catches=("paths",), also=("roce", "collective", "latency", "congestion", "failover",
+                                  "link"),
+        note="every suite whose traffic crosses the link may lose throughput or frames there"),
+    Domain(
+        "silent_drop",
+        (Placement(("fabric_link",), {
+            "loss": FloatRange(5e-4, 1.0, "5x paths.member_loss_ratio 1e-4 up to a dead "
+                               "direction (link up, nothing forwarded)", digits=4),
+            "direction": Choice(("ab", "ba"), "one direction: the fault's definition"),
+        }, "any leaf-spine link, every vendor end, either direction (PATHS-2.1 judges both)"),),
+        catches=("paths",), also=("roce", "collective", "latency", "congestion", "failover"),
+        note="every suite whose traffic crosses that direction may lose frames there"),
+    Domain(
+        "ecmp_blackhole",
+        (Placement(("fabric_link",), {
+            "flow_fraction": FloatRange(0.05, 1.0, "5% of the hash space is ~3 of the ~64 "
+                                        "streams a member carries in PATHS-2.1 (a 5% member "
+                                        "loss, 500x paths.member_loss_ratio); 1.0 blackholes "
+                                        "every flow hashed onto the member"),
+            "direction": Choice(("ab", "ba", "both"), "the member as one end's next hop"),
+            "salt": IntRange(0, 65535, "which part of the hash space"),
+        }, "any leaf-spine link as an ECMP member, every vendor end"),),
+        catches=("paths",), also=("roce", "collective", "latency", "congestion", "failover"),
+        note="every suite with a flow hashed into the hole may lose it"),
 ]
 
 #: fault kind -> its domain (every catalogue fault has one)

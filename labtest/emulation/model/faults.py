@@ -112,10 +112,15 @@ def parse_params(kind: str, raw: dict[str, Any]) -> FaultParams:
 
 
 #: every fault family, the one place they are registered: ``load_catalogue`` imports each
-#: (their ``@fault`` effects add themselves to ``CATALOGUE``). The gray-failure faults of the
-#: doctor (``gray.register()``) stay opt-in: they are not part of the acceptance catalogue
-#: that the matrix and docs/faults.md cover.
-FAULT_MODULES = ("labtest.emulation.model.catalogue", "labtest.emulation.model.traffic.faults")
+#: (their ``@fault`` effects add themselves to ``CATALOGUE``). The gray failures' lossy link,
+#: silent drop and ECMP blackhole are acceptance faults (``gray.ACCEPTANCE``); the doctor's
+#: hourly flap (``gray.register()``) stays opt-in, outside the catalogue the matrix and
+#: docs/faults.md cover.
+FAULT_MODULES = (
+    "labtest.emulation.model.catalogue",
+    "labtest.emulation.model.traffic.faults",
+    "labtest.emulation.model.gray",
+)
 
 
 def load_catalogue() -> dict[str, FaultType]:

@@ -9,13 +9,19 @@ flow lost crossing a link in a direction? A probe simulator (the doctor's
 evaluation) asks it per hop; what no counter shows stays invisible to every
 reading the device emulators serve, as on a real fabric.
 
-Honest limits: the loss is not reflected in any interface or FEC counter (a
-real corrupting link would also raise FCS errors at its receiver; a silent drop
-and a blackhole would not), and the traffic model's flows do not lose rate.
+The same faults are physics of the traffic model too
+(``traffic/wireloss.py``): every flow crossing the link direction loses the
+fraction on the wire after the sending port counted it, so the receiver's
+``rx_packets`` falls short of the sender's ``tx_packets``, TG, iperf3 and probe
+streams lose frames, RoCE QPs fall to go-back-N goodput and the NICs' transport
+counters (``out_of_sequence``, ``packet_seq_err``, ``local_ack_timeout_err``)
+move. A lossy link corrupts what it loses (the receiver counts FCS errors); a
+silent drop and a blackhole leave no counter.
 
-The faults are not part of the default catalogue (``FAULT_MODULES``): no
-acceptance suite catches them, so the fault matrix could not expect one to.
-:func:`register` adds them for a run that wants them (the doctor's evaluation).
+``lossy_link``, ``silent_drop`` and ``ecmp_blackhole`` belong to the acceptance
+catalogue (``faults.FAULT_MODULES`` imports this module; the paths suite's
+member loss catches them, docs/faults.md); ``intermittent_flap`` (an hourly
+flap) stays the doctor's: :func:`register` adds it for a run that wants it.
 """
 
 from __future__ import annotations
@@ -100,9 +106,25 @@ class LossyLink(FaultParams):
     direction: Direction = "both"
 
 
+def _both(*undos: Any) -> Any:
+    def undo() -> None:
+        for u in undos:
+            u()
+
+    return undo
+
+
+def _traffic(fabric: Fabric) -> Any:
+    return getattr(fabric, "traffic", None)
+
+
 def lossy_link(fabric: Fabric, target: str, p: LossyLink) -> Any:
     li = fabric.resolve_link(target)
-    return _add(state(fabric).loss, [(li, d) for d in _dirs(p.direction)], p.loss)
+    undo = _add(state(fabric).loss, [(li, d) for d in _dirs(p.direction)], p.loss)
+    traffic = _traffic(fabric)
+    if traffic is None:
+        return undo
+    return _both(undo, traffic.add_wire_loss(fabric.link_names()[li], p.direction, p.loss, True))
 
 
 class SilentDrop(FaultParams):
@@ -112,7 +134,12 @@ class SilentDrop(FaultParams):
 
 def silent_drop(fabric: Fabric, target: str, p: SilentDrop) -> Any:
     li = fabric.resolve_link(target)
-    return _add(state(fabric).loss, [(li, p.direction)], p.loss)
+    undo = _add(state(fabric).loss, [(li, p.direction)], p.loss)
+    traffic = _traffic(fabric)
+    if traffic is None:
+        return undo
+    return _both(undo, traffic.add_wire_loss(fabric.link_names()[li], p.direction, p.loss,
+                                             False))
 
 
 class EcmpBlackhole(FaultParams):
@@ -124,7 +151,12 @@ class EcmpBlackhole(FaultParams):
 def ecmp_blackhole(fabric: Fabric, target: str, p: EcmpBlackhole) -> Any:
     li = fabric.resolve_link(target)
     hole = _Blackhole(p.flow_fraction, p.salt)
-    return _add(state(fabric).holes, [(li, d) for d in _dirs(p.direction)], hole)
+    undo = _add(state(fabric).holes, [(li, d) for d in _dirs(p.direction)], hole)
+    traffic = _traffic(fabric)
+    if traffic is None:
+        return undo
+    return _both(undo, traffic.add_wire_hole(fabric.link_names()[li], p.direction,
+                                             p.flow_fraction, p.salt))
 
 
 class IntermittentFlap(FaultParams):
@@ -142,31 +174,49 @@ def intermittent_flap(fabric: Fabric, target: str, p: IntermittentFlap) -> Any:
     return undo
 
 
-GRAY = (
+#: in the acceptance catalogue (imported by ``faults.load_catalogue``): the paths suite's
+#: member loss (PATHS-2.1) catches them at their link and sending port
+ACCEPTANCE = (
     FaultType("lossy_link", LossyLink, lossy_link,
               "frames crossing the link are lost with probability `loss` (both directions by "
-              "default); no counter of the model shows it", "doctor", ("link",)),
+              "default), corrupted: the receiver counts FCS errors, its rx_packets fall short of "
+              "the sender's tx_packets, streams lose frames, RoCE falls to go-back-N goodput "
+              "and the NICs' out_of_sequence/packet_seq_err/local_ack_timeout_err move",
+              "paths", ("link",)),
     FaultType("silent_drop", SilentDrop, silent_drop,
               "one direction of the link (`ab`: a end to b end) drops `loss` of its frames "
-              "silently: link up, counters clean", "doctor", ("link",)),
+              "silently: link up, no error counter; the receiver's rx_packets fall short of the "
+              "sender's tx_packets and the streams crossing it lose frames",
+              "paths", ("link",)),
     FaultType("ecmp_blackhole", EcmpBlackhole, ecmp_blackhole,
               "the link, as one ECMP member, drops every frame of the flows whose hash falls "
-              "in `flow_fraction` of the hash space; other flows pass", "doctor", ("link",)),
+              "in `flow_fraction` of the hash space, silently; other flows pass", "paths",
+              ("link",)),
+)
+#: the doctor's only (an hourly flap: no acceptance run lasts long enough)
+OPT_IN = (
     FaultType("intermittent_flap", IntermittentFlap, intermittent_flap,
               "the link goes dark for down_s once every period_s (an hourly flap by default), "
               "starting now", "doctor", ("link",)),
 )
+GRAY = ACCEPTANCE + OPT_IN
+
+for _ft in ACCEPTANCE:
+    if _ft.kind in CATALOGUE:
+        raise RuntimeError(f"fault {_ft.kind!r} registered twice")
+    CATALOGUE[_ft.kind] = _ft
 
 
 def register() -> list[str]:
-    """Add the gray faults to the catalogue (idempotent); returns their kinds."""
-    for ft in GRAY:
+    """Add the opt-in gray faults to the catalogue (idempotent); returns every gray kind."""
+    for ft in OPT_IN:
         CATALOGUE.setdefault(ft.kind, ft)
     return [ft.kind for ft in GRAY]
 
 
 def unregister() -> None:
-    for ft in GRAY:
+    """Remove the opt-in gray faults again (the acceptance ones stay)."""
+    for ft in OPT_IN:
         if CATALOGUE.get(ft.kind) is ft:
             del CATALOGUE[ft.kind]
 

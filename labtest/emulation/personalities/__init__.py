@@ -206,6 +206,8 @@ class SwitchState:
             totals["tx_octets"] += t.tx_bytes
             totals["rx_discards"] += t.rx_discards
             totals["tx_discards"] += t.tx_drops
+            totals["rx_errors"] += t.rx_fcs_errors  # frames the wire corrupted (gray faults)
+            totals["rx_fcs_errors"] += t.rx_fcs_errors
             totals["pfc_rx_frames"] = tuple(t.pfc_rx_frames)
             totals["pfc_tx_frames"] = tuple(t.pfc_tx_frames)
             totals["queues"] = tuple(t.queues)

@@ -111,6 +111,8 @@ class Counters:
         "np_cnp_sent",
         "rp_cnp_handled",
         "np_ecn_marked",
+        "wire_lost",  # frames lost on the wire after leaving the port (wireloss.py)
+        "wire_fcs",  # ... of them corrupted: the receiver's FCS errors
     )
     QUEUE = (
         "q_tx_pkts",

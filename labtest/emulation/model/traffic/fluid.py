@@ -33,7 +33,7 @@ import math
 
 import numpy as np
 
-from labtest.emulation.model.traffic import fluid_dcqcn, fluid_run
+from labtest.emulation.model.traffic import fluid_dcqcn, fluid_run, wireloss
 from labtest.emulation.model.traffic.congestion import (
     LOSSY_LIMIT_BYTES,
     XON_OFFSET_BYTES,
@@ -83,6 +83,7 @@ class FluidNet:
 
     def __init__(self, topo: Topology, dcqcn: DcqcnParams | None = None) -> None:
         self.topo = topo
+        self.wire = wireloss.WireTable()  # gray failures' wire loss (the faults fill it)
         self.dc = dcqcn or DcqcnParams()
         P = len(topo.ports)
         Q = P * PRIORITIES
@@ -268,6 +269,8 @@ class FluidNet:
         self.any_left = bool(np.isfinite(self.f_left).any())
         self.seg_wire = self.f_wire[self.seg_flow]
         self.seg_frame = self.f_frame[self.seg_flow]
+        self.seg_wloss, self.seg_wfcs = wireloss.segments(
+            topo, self.wire, fl, self.seg_flow, self.seg_port)
         fluid_dcqcn.restore(self)
         self.fc = np.zeros((n, 6))  # tx, rx, drop bytes; CE frames; latency x frames; ooo
         self.lat_min = np.full(n, np.inf)
@@ -297,6 +300,7 @@ class FluidNet:
         self.acc_out = np.zeros(S)
         self.acc_lost = np.zeros(S)
         self.acc_in_drop = np.zeros(S)
+        self.acc_wire = np.zeros(S)
         self.acc_lossy = np.zeros(S)
         self.acc_hr = np.zeros(S)
         self.acc_marked = np.zeros(S)
@@ -328,6 +332,7 @@ class FluidNet:
         self.seg_wd_rx[has] = storm_drop[self.seg_pg[has]]
         self.seg_in_drop = self.seg_mtu_drop | self.seg_wd_rx
         self.any_in_drop = bool(self.seg_in_drop.any())
+        self.any_wire = bool(self.seg_wloss.any())
         self.any_lost = bool(self.seg_lost.any())
         self.any_flush = bool(self.seg_flush.any())
         self.any_rx_drop = bool(self.f_rx_drop.any())
@@ -414,6 +419,9 @@ class FluidNet:
         )
         c["wd_rx_drop"][:] += np.bincount(pg, ind * self.seg_wd_rx, minlength=Q)
         c["q_ecn_marked"][:] += np.bincount(sq, self.acc_marked, minlength=Q)
+        wire = self.acc_wire / w
+        c["wire_lost"][:] += np.bincount(sport, wire, minlength=P)
+        c["wire_fcs"][:] += np.bincount(sport, wire * self.seg_wfcs, minlength=P)
         c["rx_discards"][:] += np.bincount(self.f_sink, self.acc_rxdrop / self.f_wire, minlength=P)
         c["np_ecn_marked"][:] += np.bincount(self.f_dst, self.acc_ce, minlength=P)
         c["np_cnp_sent"][:] += np.bincount(self.f_dst, self.acc_cnp_sent, minlength=P)
@@ -424,7 +432,7 @@ class FluidNet:
         np.add.at(c["pfc_rx"], self.ws, ext)
         np.add.at(c["pfc_tx"], self.peer_q[self.ws], ext)
         n = len(self.flows)
-        seg_drop = self.acc_lost + self.acc_lossy + self.acc_in_drop + self.acc_hr
+        seg_drop = self.acc_lost + self.acc_lossy + self.acc_in_drop + self.acc_hr + self.acc_wire
         self.fc[:, 0] += self.acc_tx
         self.fc[:, 1] += self.acc_rx
         self.fc[:, 2] += np.bincount(self.seg_flow, seg_drop, minlength=n) + self.acc_rxdrop
@@ -439,6 +447,7 @@ class FluidNet:
             self.acc_out,
             self.acc_lost,
             self.acc_in_drop,
+            self.acc_wire,
             self.acc_lossy,
             self.acc_hr,
             self.acc_marked,
@@ -569,6 +578,10 @@ class FluidNet:
             content -= flushed
             self.acc_lost += flushed
         self.acc_out += out
+        if self.any_wire:  # lost on the wire after the port counted it (wireloss.py)
+            wl = out * self.seg_wloss
+            self.acc_wire += wl
+            out = out - wl
 
         # 5. ECN marking, linear from Kmin to Pmax at Kmax, all above Kmax
         n = len(self.flows)

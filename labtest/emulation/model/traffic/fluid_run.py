@@ -136,6 +136,12 @@ def quiet_rates(net: FluidNet, now_s: float) -> np.ndarray | None:
             c["tx_octets"][port] += r / w * fr
             c["q_tx_pkts"][q] += r / w
             c["q_tx_octets"][q] += r / w * fr
+            if net.seg_wloss[s] > 0:  # lost on the wire after the port (wireloss.py)
+                gone = r * net.seg_wloss[s]
+                c["wire_lost"][port] += gone / w
+                c["wire_fcs"][port] += gone / w * net.seg_wfcs[s]
+                fc[i, 2] += gone
+                r -= gone
         if delivered and net.f_rx_drop[i]:
             c["rx_discards"][net.f_sink[i]] += r / w
             delivered = False
@@ -143,7 +149,7 @@ def quiet_rates(net: FluidNet, now_s: float) -> np.ndarray | None:
             fc[i, 1] = r
             fc[i, 4] = net.f_base_lat[i] * r / w
         else:
-            fc[i, 2] = r
+            fc[i, 2] += r
     if (load > net.cap * (1 + 1e-9) + 1.0)[~net.down].any():
         return None
     net.content[:] = 0.0
@@ -258,6 +264,7 @@ def scenario_key(net: FluidNet) -> str:
         net.wd_storm,
         net.pf_ext,
         net.ext_frames,
+        net.seg_wloss,
     ]
     digest = hashlib.blake2b(digest_size=16)
     for a in parts:

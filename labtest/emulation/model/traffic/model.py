@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from labtest.emulation.model.faults import FaultError
-from labtest.emulation.model.traffic import collectives, fluid_run, roce
+from labtest.emulation.model.traffic import collectives, fluid_run, roce, wireloss
 from labtest.emulation.model.traffic.flows import (
     FiveTuple,
     Flow,
@@ -121,7 +121,14 @@ class TrafficModel(TrafficCore):
                     qp_flows.append((k, self._roce_qp(a, b, msg_size_b, 3, self.now_s, stop, name)))
         others = [f for f in self._live.values() if f.kind == "roce" and f.active(self.now_s)]
         flows = [f for _, f in qp_flows] + others
-        goodput = self._max_min_with_fixed(flows, self._tg_load_bps())[: len(qp_flows)]
+        gbn = np.array([  # go-back-N over a lossy path (wireloss.go_back_n_goodput)
+            wireloss.go_back_n_goodput(wireloss.path_loss(self.topo, self.engine.wire, f))
+            for _, f in qp_flows
+        ])
+        goodput = self._max_min_with_fixed(flows, self._tg_load_bps())[: len(qp_flows)] * gbn
+        for (_, f), k, g in zip(qp_flows, gbn, goodput, strict=True):
+            if k < 1.0:  # the QP's model flow carries what go-back-N leaves
+                f.meta["cap_bps"] = min(float(f.meta["cap_bps"]), max(float(g), 1.0))
         results = []
         for k, (client, server) in enumerate(pairs):
             mine = [(f, g) for (kk, f), g in zip(qp_flows, goodput, strict=True) if kk == k]
@@ -222,6 +229,7 @@ class TrafficModel(TrafficCore):
             for k in range(PRIORITIES)
         )
         up, _, _ = self._link_sig[self.topo.ports[p].link]
+        sent = max(float(c["tx_pkts"][peer]), 1e-9)  # what the peer sent: the wire lost some
         return EndpointTraffic(
             endpoint=endpoint,
             oper_up=bool(up),
@@ -229,13 +237,14 @@ class TrafficModel(TrafficCore):
             mtu=int(self.mtu[p]),
             tx_packets=round(c["tx_pkts"][p]),
             tx_bytes=round(c["tx_octets"][p]),
-            rx_packets=round(c["tx_pkts"][peer]),
-            rx_bytes=round(c["tx_octets"][peer]),
+            rx_packets=round(c["tx_pkts"][peer] - c["wire_lost"][peer]),
+            rx_bytes=round(c["tx_octets"][peer] * (1.0 - c["wire_lost"][peer] / sent)),
             tx_drops=round(c["tx_drops"][p]),
             rx_discards=round(c["rx_discards"][p]),
             pfc_tx_frames=tuple(round(x) for x in c["pfc_tx"][q]),
             pfc_rx_frames=tuple(round(x) for x in c["pfc_rx"][q]),
             queues=queues,
+            rx_fcs_errors=round(c["wire_fcs"][peer]),
         )
 
     @locked
@@ -486,3 +495,70 @@ class TrafficModel(TrafficCore):
                 self._changed()
 
         return undo
+
+    # --- gray failures: frames lost on the wire (wireloss.py) -----------------------
+
+    def _directions(self, link: str, direction: str) -> tuple[int, tuple[int, ...]]:
+        li = self.topo.resolve_link(link)
+        dirs = {"ab": (0,), "ba": (1,), "both": (0, 1)}.get(direction)
+        if dirs is None:
+            raise FaultError(f"direction must be ab, ba or both, got {direction!r}")
+        return li, dirs
+
+    @locked
+    def add_wire_loss(self, link: str, direction: str, loss: float, corrupt: bool) -> Undo:
+        """``link`` (either way, or one direction: ``ab`` = a end to b end) loses ``loss`` of
+        its frames on the wire: corrupted (the receiver counts FCS errors) or silently."""
+        li, dirs = self._directions(link, direction)
+        item = self.engine.wire.add_loss(li, dirs, loss, corrupt)
+        self._changed()
+
+        def undo() -> None:
+            with self._lock:
+                self.engine.wire.remove_loss(li, dirs, item)
+                self._changed()
+
+        return undo
+
+    @locked
+    def add_wire_hole(self, link: str, direction: str, fraction: float, salt: int) -> Undo:
+        """``link`` as an ECMP member drops every frame of the flows whose hash falls in
+        ``fraction`` of the hash space, silently."""
+        li, dirs = self._directions(link, direction)
+        hole = self.engine.wire.add_hole(li, dirs, fraction, salt)
+        self._changed()
+
+        def undo() -> None:
+            with self._lock:
+                self.engine.wire.remove_hole(li, dirs, hole)
+                self._changed()
+
+        return undo
+
+    @locked
+    def roce_retransmissions(self, endpoint: str) -> dict[str, int]:
+        """The NIC's RoCE transport counters that frames lost on the wire move (mlx5 names):
+        as responder, ``out_of_sequence`` (the first packet after each loss arrives out of
+        sequence) for RoCE flows towards it; as requester, ``packet_seq_err`` (one NAK
+        sequence error per loss) and ``local_ack_timeout_err`` (a lost last packet of a
+        message draws no NAK: the ACK timer expires; one loss in packets-per-message) for
+        its own flows. Frames lost per flow: frames sent x the path's wire loss
+        (``wireloss.path_loss``), the loss in force now over the flow's life."""
+        p = self._host_port(endpoint)
+        out = {"out_of_sequence": 0.0, "packet_seq_err": 0.0, "local_ack_timeout_err": 0.0}
+        wire = self.engine.wire
+        if wire.empty():
+            return {k: 0 for k in out}
+        self.engine.flush()
+        for f in self.flows.values():
+            if f.kind != "roce" or p not in (f.src, f.dst):
+                continue
+            lost = f.tx_frames * wireloss.path_loss(self.topo, wire, f)
+            if f.dst == p:
+                out["out_of_sequence"] += lost
+            if f.src == p:
+                out["packet_seq_err"] += lost
+                per_msg = max(float(f.meta.get("msg_size_b", 0)) / max(f.payload_bytes, 1), 1.0)
+                out["local_ack_timeout_err"] += lost / per_msg
+        return {k: round(v) for k, v in out.items()}
+

@@ -33,6 +33,7 @@ class EndpointTraffic:
     pfc_tx_frames: tuple[int, ...]  # per priority 0..7
     pfc_rx_frames: tuple[int, ...]
     queues: tuple[QueueTraffic, ...]
+    rx_fcs_errors: int = 0  # frames corrupted on the wire into this port (wireloss.py)
 
 
 @dataclass(frozen=True)
