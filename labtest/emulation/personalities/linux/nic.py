@@ -410,6 +410,9 @@ def hw_counters(fabric: Fabric, now: PortNow) -> dict[str, int]:
     CNP and ECN counts come from the traffic model; ``out_of_sequence`` counts the
     RoCE packets dropped on their way to this receiver (the last-hop switch egress
     toward it, and its own buffer discards): every loss shows up as a gap there.
+    Frames the wire lost (lossy link, silent drop, blackhole) add to
+    ``out_of_sequence`` here as responder and to ``packet_seq_err`` and
+    ``local_ack_timeout_err`` as requester (``TrafficModel.roce_retransmissions``).
     """
     c = dict.fromkeys(HW_COUNTERS, 0)
     traffic = fabric.traffic
@@ -420,6 +423,9 @@ def hw_counters(fabric: Fabric, now: PortNow) -> dict[str, int]:
         lost = traffic.port_counters(peer.endpoint).queues[ROCE_PRIORITY].drop_packets
         c["rx_write_requests"] = traffic.port_counters(now.nic.endpoint).rx_packets
         c["out_of_sequence"] = lost + rc.rx_discards_phy
+        # frames the wire lost (gray faults, traffic/wireloss.py): go-back-N's traces
+        for name, n in traffic.roce_retransmissions(now.nic.endpoint).items():
+            c[name] += n
         c["rp_cnp_handled"] = rc.rp_cnp_handled
         c["np_cnp_sent"] = rc.np_cnp_sent
         c["np_ecn_marked_roce_packets"] = rc.np_ecn_marked_roce_packets
