@@ -175,3 +175,13 @@ class DataplaneFailed(CommandFailed):
     def __init__(self, device: str, message: str, raw: str | None = None, *, evidence: str) -> None:
         self.evidence = evidence
         super().__init__(device, message, raw)
+
+
+# --- the emulated lab --------------------------------------------------------
+
+
+class ModelStalled(InfraError):
+    """The emulated lab's model did not keep up: one advance outlived its wall budget (every
+    thread's stack was written to the file the message names). The lab could not be asked:
+    the test that waited on it is broken, not failed; the model skipped the span and goes on.
+    """

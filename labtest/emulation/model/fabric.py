@@ -103,6 +103,8 @@ class Fabric(FabricCore):
         rng = np.random.default_rng([self.seed, 0x7AF1C])  # its own stream: draws don't interleave
         self.traffic = TrafficModel(testbed=testbed, links=self, rng=rng)
         self.traffic.catch_up = self.now_s  # a read of traffic sees now (steps only if needed)
+        if realtime:  # a lab: readers wait on an advance, so it has a wall budget
+            self.traffic.wall_budget_s = self.traffic.ADVANCE_WALL_BUDGET_S
         self._changed()
         for i, spec in enumerate((testbed.emulation or Emulation()).faults):
             try:

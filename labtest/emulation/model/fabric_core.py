@@ -64,6 +64,7 @@ from labtest.emulation.model.optics import (
     TransceiverInventory,
 )
 from labtest.emulation.model.traffic import TrafficModel
+from labtest.errors import ModelStalled
 from labtest.testbed.model import Emulation, Link, Testbed
 
 #: every read steps the whole model, as before reads learnt to skip steps: the A/B
@@ -98,6 +99,7 @@ class FabricCore:
         self._seq = itertools.count()
         self._fault_ids = itertools.count(1)
         self._busy = False  # inside an integration or an event: nested syncs are no-ops
+        self._stall: ModelStalled | None = None  # the traffic model's, raised after the step
         self._view_t_s: float | None = None  # when set, link_up() answers for this instant
         self._ambient_c = {name: emu.ambient_c for name in testbed.devices}
         self._unreachable: set[str] = set()
@@ -171,6 +173,9 @@ class FabricCore:
             self._advance_to(now)
         finally:
             self._busy = False
+        if self._stall is not None:  # the model is at now: the reader that waited learns why
+            stall, self._stall = self._stall, None
+            raise stall
 
     def _light_now(self) -> float:
         """The time a read that needs no integration answers for: now, stepping only if it must.
@@ -426,6 +431,8 @@ class FabricCore:
         self._view_t_s = view_t_s
         try:
             self.traffic.advance_to(to_s)
+        except ModelStalled as exc:  # the traffic is at to_s: finish the step, then raise
+            self._stall = exc
         finally:
             self._view_t_s = None
             self._busy = was_busy

@@ -121,6 +121,7 @@ class FluidNet:
         self.wd_restored = np.zeros(Q)
         self.steady_paused = np.zeros(Q, dtype=bool)
         self.steady_unpaused = np.zeros(Q, dtype=bool)
+        self.watched = np.zeros(Q, dtype=bool)  # queues the slice loop watches (``_index``)
         self.ctr = Counters(P)
         self.slice_s = self.dt = 1e-6
         self.flows: list[Flow] = []
@@ -295,6 +296,7 @@ class FluidNet:
         self.sw = np.searchsorted(self.ws, self.seg_q)
         self.gw = np.searchsorted(self.ws, self.peer_q[self.gs])
         self.f_nic = self.sp[self.f_first]
+        self._release_unused(now_s)
         self.g_xoff = self.xoff_state[self.gs].copy()
         self.load_watch(now_s)
         self.acc_out = np.zeros(S)
@@ -316,6 +318,23 @@ class FluidNet:
         self.tick = 0
         self.q_trace = np.zeros((TRACE_SLICES, len(self.qs)))
         self.q_trace_n = self.q_trace_from = 0
+
+    def _release_unused(self, now_s: float) -> None:
+        """PGs no flow crosses hold no bytes: at XON, whatever they were when the flows that
+        filled them moved away (a reroute strands their bytes, see ``build``); and a queue
+        nothing watches is paused by nothing. Else a pause outlives its cause unwatched, and
+        the PFC watchdog detects and restores a storm on it at every poll (issue 36)."""
+        stale = self.xoff_state.copy()
+        stale[self.gs] = False
+        if stale.any():
+            self.xoff_state &= ~stale
+            self.ctr["pfc_tx"][stale] += 1.0  # the XON frame each sends
+            self.ctr["pfc_rx"][self.peer_q[stale]] += 1.0
+        self.watched = np.zeros(self.Q, dtype=bool)  # the watchdog acts on these only
+        self.watched[self.ws] = True
+        free = ~self.watched
+        self.paused_since[free] = np.nan
+        self.unpaused_since[free] = np.fmin(self.unpaused_since[free], now_s)
 
     def load_watch(self, t: float) -> None:
         self.w_paused_since = self.paused_since[self.ws].copy()

@@ -24,15 +24,17 @@ if TYPE_CHECKING:
 RATE_CACHE_SIZE = 64  # scenarios whose steady rates are kept (a flapping link cycles a few)
 TRACE_SLICES = 1024  # queue occupancy kept per slice, for latency under load
 TRACE_CHUNKS = 2  # the settled trace: the last chunks ``simulate`` stepped
+CHUNK_S = 1e-4  # a settling run's chunk: rates are compared chunk to chunk
+MAX_CHUNKS = 16  # chunks before a run gives up settling and answers the last one's rates
 
 
 def simulate(
     net: FluidNet,
     t0: float,
     span_s: float,
-    chunk_s: float = 1e-4,
+    chunk_s: float = CHUNK_S,
     min_chunks: int = 3,
-    max_chunks: int = 16,
+    max_chunks: int = MAX_CHUNKS,
     tol: float = 0.03,
 ) -> tuple[float, np.ndarray | None]:
     """Step slices from ``t0`` for at most ``span_s``, chunk by chunk, until steady.
@@ -202,7 +204,7 @@ def watchdog_poll(net: FluidNet, t: float) -> bool:
     """Detect and restore storms; True when something changed."""
     net.fold()
     since = np.nan_to_num(net.paused_since, nan=np.inf)
-    cand = net.wd_on & ~net.wd_storm & (t - since >= net.wd_detect - 1e-9)
+    cand = net.wd_on & ~net.wd_storm & net.watched & (t - since >= net.wd_detect - 1e-9)
     changed = False
     if cand.any():
         # the origin of a storm is paused first; queues upstream of it recover with it
@@ -222,9 +224,12 @@ def watchdog_poll(net: FluidNet, t: float) -> bool:
 
 
 def next_watchdog_event_s(net: FluidNet, now_s: float) -> float:
-    """When the next detection or restoration fires if the steady state holds."""
+    """When the next detection or restoration fires if the steady state holds: the first
+    poll instant (a multiple of the poll period, as a switch polls) at or after it and now.
+    An overdue one waits for that poll too: polled at every "now" instead, a settling run
+    between polls (a few hundred slices) would be followed by another poll at once."""
     due = []
-    idle = net.wd_on & ~net.wd_storm & net.steady_paused
+    idle = net.wd_on & ~net.wd_storm & net.watched & net.steady_paused
     if idle.any():
         due.append(float(np.min(net.paused_since[idle] + net.wd_detect[idle])))
     calm = net.wd_storm & net.steady_unpaused
@@ -233,7 +238,7 @@ def next_watchdog_event_s(net: FluidNet, now_s: float) -> float:
     if not due:
         return math.inf
     poll = net.wd_poll_s
-    return max(math.ceil(min(due) / poll - 1e-9) * poll, now_s)
+    return math.ceil(max(min(due), now_s) / poll - 1e-9) * poll
 
 
 # --- steady rates remembered per scenario -------------------------------------
@@ -273,7 +278,12 @@ def scenario_key(net: FluidNet) -> str:
 
 
 def cached_rates(net: FluidNet) -> np.ndarray | None:
-    """Steady rates seen before in this very scenario (flows, paths, configuration)."""
+    """Steady rates seen before in this very scenario (flows, paths, configuration).
+
+    Only pause-free steady states are kept (``remember``): none while a PG is at XOFF,
+    whose pause the rates would carry on unstepped (it clears only in a step)."""
+    if net.xoff_state.any():
+        return None
     rates = net.rate_cache.get(net.scenario_key)
     if rates is not None:
         net.steady_paused[:] = False

@@ -8,6 +8,12 @@ the model either knows the answer in closed form (nothing queues), or simulates
 a few milliseconds until the flows' rates settle and extrapolates the counters
 from there, so a 72-hour run costs a handful of simulated milliseconds per event.
 
+Work is bounded per virtual second (``STEP_BUDGET_PER_S``): a scenario that never
+settles, or that something unsettles again and again, falls back to its last
+settling run's rates instead of stepping every slice; and an advance that still
+outlives its wall budget in a lab (``ADVANCE_WALL_BUDGET_S``) writes every thread's
+stack and raises ``ModelStalled`` (a broken test) rather than hold the lock for good.
+
 All public methods are serialised by one lock (``locked``): emulator threads may
 read counters while the clock advances. ``TrafficModel`` (``model.py``) adds the
 views (perftest, nccl-tests, counters) and the settings faults change.
@@ -19,11 +25,13 @@ import functools
 import itertools
 import math
 import threading
+import time
 from collections.abc import Callable
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, NoReturn, ParamSpec, TypeVar
 
 import numpy as np
 
+from labtest import stackdump
 from labtest.emulation.model.faults import FaultError
 from labtest.emulation.model.traffic import fluid_run, roce
 from labtest.emulation.model.traffic.congestion import DeviceQos
@@ -44,6 +52,7 @@ from labtest.emulation.model.traffic.topology import (
     LinkView,
     Topology,
 )
+from labtest.errors import ModelStalled
 from labtest.testbed.model import Testbed
 
 SWITCH_MTU, HOST_MTU, TG_MTU = 9100, 9000, 16000
@@ -84,6 +93,15 @@ def locked(method: Callable[Concatenate[_T, _P], _R]) -> Callable[Concatenate[_T
 class TrafficCore:
     """Flows, routing and the fluid engine over one testbed, in virtual time."""
 
+    #: fine slices the engine may step per virtual second, on average: a settling run is
+    #: 1,600 at most, so a few events a second settle in full (a lab at time_scale 10
+    #: keeps pace with about a thousand a second on a busy core)
+    STEP_BUDGET_PER_S = 2_000
+    STEP_BURST = 32_000  # ... and this many at once: twenty settling runs back to back
+    #: wall seconds one advance may take in a lab before it gives up (under the transports'
+    #: 30 s command timeout, so the reader that waits gets the located error, not a timeout)
+    ADVANCE_WALL_BUDGET_S = 20.0
+
     def __init__(self, testbed: Testbed, links: LinkView, rng: np.random.Generator) -> None:
         self.topo = topo = Topology(testbed)
         self.links = links
@@ -115,6 +133,13 @@ class TrafficCore:
         self._pause_sig: frozenset[int] = frozenset()
         self._rates: np.ndarray | None = None
         self._wd_polled_s = -math.inf
+        self.steps = 0  # fine slices stepped so far (the work the step budget bounds)
+        #: wall seconds an advance may take: no limit off a lab (a slow computation is not
+        #: a hang); a lab's fabric, whose readers wait on it, sets ADVANCE_WALL_BUDGET_S
+        self.wall_budget_s = math.inf
+        self.coarse = 0  # settling runs the budget replaced by the last one's rates
+        self._credit = float(self.STEP_BURST)  # slices the budget allows now
+        self._settled: tuple[list[Flow], np.ndarray] | None = None  # last run's flows, rates
         self._sync_links(force=True)
 
     # --- time --------------------------------------------------------------
@@ -127,10 +152,16 @@ class TrafficCore:
 
     @locked
     def advance_to(self, t_s: float) -> None:
-        """Run the model up to virtual time ``t_s`` (no-op if already there)."""
+        """Run the model up to virtual time ``t_s`` (no-op if already there).
+
+        Raises ``ModelStalled`` (the model at ``t_s`` all the same) when it took longer
+        than ``wall_budget_s``."""
         self._sync_links()
         eng = self.engine
+        began, steps = time.monotonic(), self.steps
         while self.now_s < t_s - 1e-12:
+            if time.monotonic() - began > self.wall_budget_s:
+                self._stalled(t_s, began, self.steps - steps)
             self._fire()
             horizon = min(t_s, self._next_event_s())
             if self._rates is None:
@@ -138,8 +169,7 @@ class TrafficCore:
                 if rates is None:
                     rates = fluid_run.cached_rates(eng)
                 if rates is None:
-                    used, rates = fluid_run.simulate(eng, self.now_s, horizon - self.now_s)
-                    self.now_s += used
+                    rates = self._settle(horizon)
                     if rates is None:
                         continue
                 self._rates = rates
@@ -148,9 +178,64 @@ class TrafficCore:
             )
             t_next = max(t_next, self.now_s)
             fluid_run.extrapolate(eng, self._rates, t_next - self.now_s, t_next)
+            self._earn(t_next - self.now_s)
             self.now_s = t_next
         self._fire()
         eng.flush()
+
+    def _settle(self, horizon_s: float) -> np.ndarray | None:
+        """Step the engine towards steady rates (``fluid_run.simulate``) within the step
+        budget; ``None`` when the horizon came first.
+
+        Out of budget, the last settling run's rates stand while the flows are the same
+        (only the watchdog changed something since), else a single chunk is stepped and its
+        rates extrapolated: counters move along measured rates and the queues stay as they
+        were (no byte made or lost). A scenario that never settles, or that a watchdog
+        unsettles at every poll, then costs bounded work per virtual second, not every slice.
+        """
+        eng = self.engine
+        chunk = max(round(fluid_run.CHUNK_S / eng.slice_s), 1)
+        chunks = min(int(self._credit // chunk), fluid_run.MAX_CHUNKS)
+        if chunks < 1 and self._settled is not None and self._settled[0] is eng.flows:
+            self.coarse += 1
+            return self._settled[1]
+        chunks = max(chunks, 1)
+        used, rates = fluid_run.simulate(
+            eng, self.now_s, horizon_s - self.now_s, min_chunks=min(3, chunks), max_chunks=chunks
+        )
+        stepped = math.ceil(used / eng.slice_s - 1e-6)
+        self.steps += stepped
+        self._credit -= stepped
+        self._earn(used)
+        self.now_s += used
+        if rates is not None:
+            self._settled = (eng.flows, rates)
+        return rates
+
+    def _earn(self, dt_s: float) -> None:
+        """Virtual time passed: the step budget grows (up to its burst)."""
+        self._credit = min(self._credit + self.STEP_BUDGET_PER_S * dt_s, float(self.STEP_BURST))
+
+    def _stalled(self, t_s: float, began: float, steps: int) -> NoReturn:
+        """Out of wall time: write every thread's stack, skip to ``t_s`` with the counters
+        standing still (nothing measured, nothing made up), and raise. The reader that
+        waited is broken; the next one finds the model at now."""
+        t0, eng = self.now_s, self.engine
+        what = (
+            f"traffic model: advance to {t_s:.6f} s (virtual) still at {t0:.6f} s after "
+            f"{time.monotonic() - began:.1f} s wall (budget {self.wall_budget_s:g} s, "
+            f"{steps} fine slices stepped)"
+        )
+        path = stackdump.dump(what)
+        fluid_run.extrapolate(eng, np.zeros_like(eng.snapshot()), t_s - t0, t_s)
+        self.now_s = t_s
+        self._rates = None
+        self._fire()
+        eng.flush()
+        raise ModelStalled(
+            "emulated-lab",
+            f"{what}; skipped the rest with counters frozen; every thread's stack: {path}",
+        )
 
     def _next_event_s(self) -> float:
         now = self.now_s
