@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from labtest import stackdump
 from labtest.matrix_cases import Case, faulted_testbed
 from labtest.measure.rootcause import explained_by, root_causes
 from labtest.reports import results
@@ -25,6 +26,8 @@ from labtest.run import DEFAULT_TESTBED, REPO, SUITES_DIR, culprit
 
 CASE_TIMEOUT_S = 900.0
 STOP_GRACE_S = 30.0  # after a timeout: time for pytest's teardown before the kill
+#: the row's processes write every thread's stack to its folder on request (``stackdump``)
+STACKS_PLUGIN = ("-p", "labtest.stackdump")
 RUN_META = "run.json"  # per case directory: suites, exit status, error, wall time
 
 
@@ -142,6 +145,7 @@ def child_main(opts_json: str) -> int:
     """In the child: one ``labtest run`` (kept out of the parent so a hang can be killed)."""
     from labtest.run import RunOptions, run
 
+    stackdump.arm()  # $LABTEST_STACKS_DIR: the row's folder (``Runner._run_child``)
     raw = json.loads(opts_json)
     opts = RunOptions(
         testbed=Path(raw["testbed"]),
@@ -196,7 +200,7 @@ class Runner:
             "emulate": self.emulate,
             "suites": suites,
             "alluredir": str(alluredir),
-            "pytest_args": [*self.pytest_args, *case.pytest_args],
+            "pytest_args": [*self.pytest_args, *STACKS_PLUGIN, *case.pytest_args],
             "suites_dir": str(self.suites_dir),
         }
         start = time.monotonic()
@@ -216,21 +220,33 @@ class Runner:
     def _run_child(
         self, name: str, cmd: list[str], log: Path, timeout_s: float
     ) -> tuple[int | None, int | None, str | None, float | None]:
-        """(pid, exit status, error, CPU seconds) of one child in its own process group."""
+        """(pid, exit status, error, CPU seconds) of one child in its own process group.
+        At the timeout, its processes first write every thread's stack to the row's folder
+        (``log``'s): where it hung, which the kill would otherwise erase."""
+        env = {**os.environ, stackdump.ENV: str(log.parent)}
         with self._lock:
             if self._closed:
                 return None, None, "runner closed before the case started", None
             with log.open("wb") as out:
                 proc = subprocess.Popen(
-                    cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+                    cmd,
+                    cwd=REPO,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    env=env,
                 )
             self._procs[name] = proc
         try:
             returncode, cpu_s = _wait(proc, timeout_s)
             if returncode is not None:
                 return proc.pid, returncode, None, cpu_s
+            stacks = stackdump.request(log.parent, pgid=proc.pid)
             stop(proc)
-            return proc.pid, proc.returncode, f"timed out after {timeout_s:g} s", None
+            error = f"timed out after {timeout_s:g} s"
+            if stacks:
+                error += f"; thread stacks in {', '.join(str(p) for p in stacks)}"
+            return proc.pid, proc.returncode, error, None
         finally:
             with self._lock:
                 self._procs.pop(name, None)

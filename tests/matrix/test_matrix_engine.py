@@ -536,6 +536,10 @@ def test_engine_kills_a_hung_run_at_its_timeout(
         runner.close()
     assert time.monotonic() - began < 6 + 2 * matrix.STOP_GRACE_S
     assert run.error is not None and "timed out after 6 s" in run.error and run.cpu_s is None
+    # before the kill, the row's processes wrote every thread's stack to its folder
+    stacks = sorted((tmp_path / "runs" / "hang").glob("stacks-*.txt"))
+    assert stacks and "thread stacks in" in run.error, run.error
+    assert any("most recent call first" in p.read_text() for p in stacks), stacks
     verdict = judge(run)
     assert not verdict.ok and verdict.cells == {"alpha": matrix.Cell("ERROR", False)}
     assert run.pid is not None
