@@ -113,7 +113,11 @@ def _emulate(args: argparse.Namespace) -> int:
     done = threading.Event()
     previous = {s: signal.signal(s, lambda *_: done.set()) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        lab.start()
+        try:
+            lab.start()
+        except UnsafePath as exc:  # e.g. a known_hosts in the --out folder it did not write
+            print(f"labtest emulate: {exc}", file=sys.stderr)
+            return 1
         path = out or (lab._workdir() / "emulated.yaml")
         try:  # 0700 whatever the umask, before any secret is written into it; never a symlink
             private_dir(path.parent / "secrets", 0o700)

@@ -16,6 +16,7 @@ import logging
 import os
 import secrets as pysecrets
 import shutil
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -26,7 +27,7 @@ from typing import Any
 import yaml
 from pydantic import SecretStr
 
-from labtest import labtime, runs
+from labtest import labtime, runs, safefs
 from labtest.emulation.model.clock import serving
 from labtest.emulation.model.fabric import Fabric
 from labtest.emulation.scpiserver import ScpiServer
@@ -131,6 +132,8 @@ class EmulatedLab:
 
     def start(self) -> Testbed:
         began = time.monotonic()
+        if self.workdir is not None:  # a folder chosen for us: refuse before serving anything
+            _check_known_hosts(self.workdir / "known_hosts")
         runs.reap()
         self.fabric = Fabric(self.testbed, time_scale=self.time_scale, realtime=True)
         self.fabric.clock.set_elastic(self.elastic)
@@ -258,10 +261,14 @@ class EmulatedLab:
         return device.model_copy(update=update)
 
     def _known_hosts(self) -> Path:
+        """The lab's host keys, in a file that starts with :data:`KNOWN_HOSTS_HEADER`: one
+        there without it (``labtest emulate --out ~/.ssh/lab.yaml``) is never overwritten."""
         workdir = self._workdir()
         path = workdir / "known_hosts"
+        _check_known_hosts(path)
         lines = [d.ssh.known_hosts_line() for d in self._devices.values() if d.ssh is not None]
-        path.write_text("".join(line.rstrip("\n") + "\n" for line in lines))
+        text = KNOWN_HOSTS_HEADER + "".join(line.rstrip("\n") + "\n" for line in lines)
+        safefs.create_private(path, text.encode(), 0o644)  # never through a planted link
         return path
 
     def _workdir(self) -> Path:
@@ -302,8 +309,9 @@ class EmulatedLab:
                 if secret is None:
                     continue
                 secret_file = secret_dir / f"{name}.{section}.{key}"
-                secret_file.write_text(secret.get_secret_value() + "\n")
-                secret_file.chmod(0o600)
+                # 0600 from the first byte, never through a link
+                safefs.create_private(secret_file, (secret.get_secret_value() + "\n").encode(),
+                                      0o600)
                 data["devices"][name][section][key] = f"${{file:{secret_file.resolve()}}}"
         path.write_text(yaml.safe_dump(data, sort_keys=False))
         return path
@@ -344,3 +352,27 @@ class EmulatedLab:
 
 def _credential() -> str:
     return pysecrets.token_urlsafe(12)
+
+
+#: the first line of every known_hosts an emulated lab writes (how it knows the file is its own)
+KNOWN_HOSTS_HEADER = "# labtest emulated lab: SSH host keys of its servers (rewritten at start)\n"
+
+
+def _check_known_hosts(path: Path) -> None:
+    """Refuse to overwrite a known_hosts labtest did not write (a user's own, or a link)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise safefs.UnsafePath(path, "it is a symbolic link or cannot be read "
+                                f"({exc.strerror}); labtest will not overwrite it") from None
+    with os.fdopen(fd, "rb") as fh:
+        regular = stat.S_ISREG(os.fstat(fh.fileno()).st_mode)
+        first = fh.readline(len(KNOWN_HOSTS_HEADER) + 1).decode("utf-8", "replace") \
+            if regular else ""
+    if first != KNOWN_HOSTS_HEADER:
+        raise safefs.UnsafePath(
+            path, "labtest did not write this known_hosts and will not overwrite it; "
+            "choose an --out folder without one (the lab writes its host keys there)",
+        )

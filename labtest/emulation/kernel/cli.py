@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from labtest import safefs
 from labtest.emulation.kernel.lab import KernelLab, KernelLabUnavailable
 
 
@@ -16,8 +17,7 @@ def write_testbed(lab: KernelLab, path: Path) -> Path:
     """The lab's testbed as YAML; SNMP secrets go to 0600 files beside it (keys stay in the
     lab folder, which is removed when the lab stops)."""
     tb = lab.lab_testbed()
-    secret_dir = path.parent / "secrets"
-    secret_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    secret_dir = safefs.private_dir(path.parent / "secrets", 0o700)  # never a planted link
     data = tb.model_dump(mode="json", exclude_none=True)
     data.pop("emulation", None)  # the written file describes the running lab itself
     if lab.testbed.limits is not None and lab.testbed.source is not None:
@@ -30,8 +30,7 @@ def write_testbed(lab: KernelLab, path: Path) -> Path:
             if secret is None:
                 continue
             f = secret_dir / f"{name}.snmp.{key}"
-            f.write_text(secret.get_secret_value() + "\n")
-            f.chmod(0o600)
+            safefs.create_private(f, (secret.get_secret_value() + "\n").encode(), 0o600)
             data["devices"][name]["snmp"][key] = f"${{file:{f.resolve()}}}"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
@@ -52,7 +51,11 @@ def run(
         print(f"labtest emulate: {exc}", file=sys.stderr)
         return 1
     try:
-        path = write_testbed(lab, out or lab.workdir / "emulated.yaml")
+        try:
+            path = write_testbed(lab, out or lab.workdir / "emulated.yaml")
+        except safefs.UnsafePath as exc:  # a planted or foreign secrets/ beside --out
+            print(f"labtest emulate: {exc}", file=sys.stderr)
+            return 1
         print(f"kernel lab {testbed.name!r} is up in {lab.start_s:.1f} s; testbed: {path}")
         for name, node in lab.plan.nodes.items():
             dev = lab.lab_testbed().devices[name]

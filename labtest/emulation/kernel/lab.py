@@ -163,7 +163,9 @@ class KernelLab:
             time.sleep(LLDP_HOLD_S)
 
     def _keys(self) -> None:
-        key = self.workdir / "id_ed25519"
+        key = self.client_key()
+        key.parent.mkdir(mode=0o700)  # the lab folder is 0755 (FRR reads it): keys go apart
+        key.parent.chmod(0o700)
         _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "labtest", "-f", str(key)])
         shutil.copy(key.with_suffix(".pub"), self.workdir / "authorized_keys")
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation dir
@@ -264,7 +266,10 @@ class KernelLab:
             return
         _write(d / "login", pl.login_script(str(self.workdir), node.name), 0o755)
         _write(d / "sshd_config", pl.sshd_config(str(self.workdir), node.name))
-        _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / "ssh_host_ed25519_key")])
+        (d / "secret").mkdir(mode=0o700)  # host key, snmpd.conf: 0600 in a 0700 folder
+        (d / "secret").chmod(0o700)
+        _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f",
+              str(d / "secret" / "ssh_host_ed25519_key")])
         if node.kind == "switch":
             for daemon, text in pl.frr_configs(node, self.plan.bfd).items():
                 _write(d / f"{daemon}.conf", text)
@@ -272,13 +277,17 @@ class KernelLab:
             creds = (_secret(), f"lt-{node.name}", _secret(), _secret())
             self._snmp[node.name] = creds
             _write(
-                d / "snmpd.conf",
+                d / "secret" / "snmpd.conf",
                 pl.snmpd_config(node.name, *creds, agentx=str(d / "agentx.sock")),
                 0o600,
             )
 
     def node_dir(self, name: str) -> Path:
         return self.workdir / name
+
+    def client_key(self) -> Path:
+        """The lab's SSH client key (per run, 0600 in a 0700 folder: only its user reads it)."""
+        return self.workdir / "secret" / "id_ed25519"
 
     # --- daemons -------------------------------------------------------------------------
 
@@ -350,7 +359,7 @@ class KernelLab:
             "-f",
             "-C",
             "-c",
-            str(d / "snmpd.conf"),
+            str(d / "secret" / "snmpd.conf"),
             "-p",
             str(d / "snmpd.pid"),
             "-Lf",
@@ -528,7 +537,9 @@ class KernelLab:
             update: dict[str, Any] = {"address": "127.0.0.1"}
             fw = self._forwarders.get(name, {})
             if "ssh" in fw:
-                pub = (self.node_dir(name) / "ssh_host_ed25519_key.pub").read_text().split()
+                pub = (
+                    self.node_dir(name) / "secret" / "ssh_host_ed25519_key.pub"
+                ).read_text().split()
                 lines.append(f"[127.0.0.1]:{fw['ssh'].port} {pub[0]} {pub[1]}\n")
                 base = dev.ssh or SshSettings(username="root")
                 update["ssh"] = base.model_copy(
@@ -536,7 +547,7 @@ class KernelLab:
                         "port": fw["ssh"].port,
                         "username": "root",
                         "password": None,
-                        "key_file": self.workdir / "id_ed25519",
+                        "key_file": self.client_key(),
                         "known_hosts": known,
                         "host_key_policy": "reject",
                     }
@@ -642,8 +653,11 @@ def _secret() -> str:
 
 
 def _write(path: Path, text: str, mode: int = 0o644) -> None:
-    path.write_text(text)
-    path.chmod(mode)
+    """``mode`` from the first byte (a secret is never readable while written), no link followed."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    with os.fdopen(fd, "w") as fh:
+        os.fchmod(fh.fileno(), mode)  # the umask cut the open's mode; set it exactly
+        fh.write(text)
 
 
 def _run(argv: list[str], timeout_s: float = 30.0) -> subprocess.CompletedProcess[str]:

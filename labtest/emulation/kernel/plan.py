@@ -221,7 +221,7 @@ def sshd_config(workdir: str, node: str) -> str:
     return (
         "Port 22\n"
         "ListenAddress 127.0.0.1\n"
-        f"HostKey {d}/ssh_host_ed25519_key\n"
+        f"HostKey {d}/secret/ssh_host_ed25519_key\n"
         f"PidFile {d}/sshd.pid\n"
         f"AuthorizedKeysFile {workdir}/authorized_keys\n"
         "PermitRootLogin prohibit-password\n"
