@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shlex
 import sys
 from importlib import resources
 from pathlib import Path
@@ -116,7 +117,7 @@ def _init(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     for path in written:
         print(f"  wrote {path}")
-    print(f"labtest init: next: cd {args.dir} && labtest run --suite site_optics")
+    print(f"labtest init: next: cd {shlex.quote(str(args.dir))} && labtest run --suite site_optics")
     return EXIT_OK
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import signal
+import socket
 import sys
 from pathlib import Path
 from typing import IO, Any
@@ -53,7 +55,48 @@ def register(sub: Any) -> None:
     ap.set_defaults(handler=_doctor)
 
 
+class _Terminated(BaseException):
+    """SIGTERM: unwind like Ctrl-C, so the lab stops and its folder (known_hosts, keys) goes."""
+
+
+def _terminate(signum: int, _frame: object) -> None:
+    raise _Terminated(signum)
+
+
 def _doctor(args: argparse.Namespace) -> int:
+    if args.metrics_port is not None:  # before any lab starts: one line, exit 2
+        problem = _port_problem(args.metrics_port)
+        if problem is not None:
+            print(f"labtest doctor: --metrics-port {args.metrics_port}: {problem}",
+                  file=sys.stderr)
+            return EXIT_USAGE
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread: the caller owns the signals
+        return _doctor_body(args)
+    try:
+        return _doctor_body(args)
+    except _Terminated:
+        print("labtest doctor: stopped by SIGTERM", file=sys.stderr)
+        return 128 + signal.SIGTERM
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _port_problem(port: int) -> str | None:
+    """Why 127.0.0.1:``port`` cannot serve the metrics (None: it can, right now)."""
+    if not 0 < port < 65536:
+        return "not a TCP port (1-65535)"
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the HTTP server does
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            return f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}"
+    return None
+
+
+def _doctor_body(args: argparse.Namespace) -> int:
     from labtest.errors import ConfigError
     from labtest.measure import load_limits
     from labtest.run import default_testbed
@@ -119,7 +162,12 @@ def _watch(args: argparse.Namespace, testbed: Any, profile: Any, scale: float,
             return EXIT_USAGE
         metrics = DoctorMetrics(doctor.plan)
         if args.metrics_port is not None:
-            metrics.serve(args.metrics_port)
+            try:
+                metrics.serve(args.metrics_port)
+            except OSError as exc:  # taken since the check in _doctor
+                print(f"labtest doctor: --metrics-port {args.metrics_port}: cannot listen on "
+                      f"127.0.0.1:{args.metrics_port}: {exc.strerror or exc}", file=sys.stderr)
+                return EXIT_USAGE
 
     live = None
     if args.live:
