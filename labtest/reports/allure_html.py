@@ -7,13 +7,16 @@ rename so two runs never see half an install. The report is generated in
 spins forever from ``file://`` (stack-probe.md §5). Allure 3 takes categories
 from its config, not from ``categories.json``, so the run's categories are
 copied into the generated config. Its exit status is 0 even when tests failed:
-verdicts come from the sign-off, never from Allure.
+verdicts come from the sign-off, never from Allure. The generated page is made
+:func:`offline`: Allure's analytics script is stripped and a Content-Security-Policy
+keeps the page from calling any host.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -102,7 +105,51 @@ def build(results_dir: Path, out_dir: Path, *, name: str = "labtest") -> Path:
     index = out_dir / "index.html"
     if not index.is_file():
         raise AllureError(f"allure generate wrote no {index}")
+    index.write_text(offline(index.read_text(encoding="utf-8")), encoding="utf-8")
     return index
+
+
+#: what the single-file report may load once it is offline: its own inline code, styles,
+#: fonts and data (data: and blob: URLs), nothing from any host
+OFFLINE_CSP = (
+    "default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval' data: blob:; "
+    "style-src 'unsafe-inline' data: blob:; img-src data: blob:; font-src data:; "
+    "connect-src data: blob:; media-src data: blob:; worker-src data: blob:; "
+    "form-action 'none'"
+)
+_SCRIPT = re.compile(r"<script\b([^>]*)>(.*?)</script\s*>", re.IGNORECASE | re.DOTALL)
+_REMOTE = re.compile(r"""\b(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", re.IGNORECASE)
+_REMOTE_LINK = re.compile(r"<link\b[^>]*>", re.IGNORECASE)
+_TRACKING = ("gtag(", "googletagmanager", "google-analytics", "dataLayer")
+
+
+def offline(html: str) -> str:
+    """The report without what calls a third party when it is opened.
+
+    Allure 3's awesome report always embeds Google Analytics (``analyticsEnable`` is
+    hard-wired to true in 3.18; ``ALLURE_NO_ANALYTICS`` only reaches the allure2
+    plugin): a script from googletagmanager.com and its ``gtag`` configuration, which
+    sends the report's id to Google each time somebody opens a sign-off. Both go, as
+    does any other script or stylesheet from a host; a Content-Security-Policy then
+    lets the page load only what it holds inline, so a tracker added by a later
+    Allure release is blocked by the browser too. The bundle opens offline.
+    """
+
+    def script(match: re.Match[str]) -> str:
+        attrs, body = match.group(1), match.group(2)
+        if _REMOTE.search(attrs) or any(t in body for t in _TRACKING):
+            return ""
+        return match.group(0)
+
+    html = _SCRIPT.sub(script, html)
+    html = _REMOTE_LINK.sub(lambda m: "" if _REMOTE.search(m.group(0)) else m.group(0), html)
+    meta = f'<meta http-equiv="Content-Security-Policy" content="{OFFLINE_CSP}">'
+    if meta in html:
+        return html
+    head = re.search(r"<head\b[^>]*>", html, re.IGNORECASE)
+    if head is None:
+        return meta + html
+    return html[: head.end()] + meta + html[head.end():]
 
 
 def _categories(results_dir: Path) -> list[dict[str, object]]:
