@@ -123,6 +123,9 @@ class CliSwitch:
     """
 
     config_mode: tuple[str, str] = ("configure terminal", "end")
+    #: the device runs exec commands in a POSIX shell: a timed-out command's process group
+    #: is killed on the device (``connect.cli(posix_shell=True)``, docs/drivers.md)
+    posix_shell: bool = False
 
     def __init__(self, name: str, device: Device, testbed: Testbed) -> None:
         self.name = name
@@ -137,7 +140,7 @@ class CliSwitch:
     def cli(self) -> CommandRunner:
         """The device's command runner, opened on first use."""
         if self._cli is None:
-            self._cli = connect.cli(self.name, self.device)
+            self._cli = connect.cli(self.name, self.device, posix_shell=self.posix_shell)
         return self._cli
 
     def close(self) -> None:

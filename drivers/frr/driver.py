@@ -49,6 +49,8 @@ SPEEDS = f"echo '{p.SPEED_MARK}'; grep -Hs . /sys/class/net/*/speed; true"
 class FrrSwitch(FrrRouting):
     """A Linux + FRR router reached over SSH (a shell with ip, lldpcli and vtysh)."""
 
+    posix_shell = True  # every command is a shell line: a timed-out one is killed on the box
+
     def facts(self) -> Facts:
         command = "vtysh -c 'show version'"
         text = self.run(f"{command}; vtysh -c 'show running-config' | grep '^hostname '; true")

@@ -73,6 +73,9 @@ class Script:
         return ScriptedCli(self)
 
 
+_GROUP_MARKER = re.compile(r"^echo labtest-pgid-[0-9a-f]+:\$\$ >&2; ")
+
+
 class ScriptedCli:
     """One SSH channel's CLI: exec commands and shell lines, with a config mode."""
 
@@ -88,6 +91,9 @@ class ScriptedCli:
         return f"{self.script.hostname}({self.mode})# "
 
     def run(self, command: str) -> CliReply:
+        # a driver whose device is a POSIX shell (frr) sends each command after an
+        # 'echo <marker>$$ >&2; ' (transports/ssh.py); a shell prints it and runs the rest
+        command = _GROUP_MARKER.sub("", command)
         line = " ".join(command.split())
         self.script.log.append(line)
         if line in ("exit", "logout"):
