@@ -11,25 +11,27 @@ with probability at least ``1 - w (1 - 1/w)**n``. For coverage ``c``:
 round-robin over a known hash would need only ``w``; the random bound holds
 whatever hash the switches use.
 
-Blame (007, NSDI'18; NetBouncer, NSDI'19): every path that lost probes votes for
-its links; a link explains the loss when its paths' loss is far more likely under
-"this link loses at its own rate" than at the rate seen everywhere else (a Bayes
-factor, uniform prior on the rate), weighed against every other candidate and
-against "none of them". One lost probe on a four-link path leaves four equally
-good explanations and names none; losses that meet on one link name it. The
-best link is taken, the paths it explains are removed, and the rest is voted
-again, so two simultaneous faults are both named.
+Blame (after 007, NSDI'18, and NetBouncer, NSDI'19) is ``labtest run``'s inference
+engine (``labtest.measure.inference``) on the probe counts: each path is one flow
+observed on its links, each probe lost with the background rate or the own rate
+of a faulty link it crossed (binomial), or the whole flow lost in a link's hole
+(an ECMP blackhole, a dark moment); the fewest links that explain the losses are
+found greedily and refined. One lost probe on a four-link path names nothing;
+losses that meet on one link name it; two simultaneous faults are both named.
 """
 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import betaln
+
+from labtest.measure.inference import Observation, infer
+
+#: what probe observations measure (a count observation's aspect)
+ASPECT = "probe_loss"
 
 
 def probes_per_pair(ecmp_width: int, coverage: float = 0.99) -> int:
@@ -142,50 +144,44 @@ class Blame:
 
 
 def blame(paths: Sequence[ProbePath], min_confidence: float = 0.5) -> list[Blame]:
-    """Links that explain the lost probes, best first (greedy, removing explained paths)."""
-    left = {i: p for i, p in enumerate(paths) if p.sent > 0}
-    through: dict[str, set[int]] = defaultdict(set)
-    for i, p in left.items():
-        for lk in p.links:
-            through[lk].add(i)
-    total_sent = sum(p.sent for p in left.values())
-    total_lost = sum(p.lost for p in left.values())
-    out: list[Blame] = []
-    while total_lost > 0:
-        log_bf: dict[str, float] = {}
-        stats: dict[str, tuple[int, int, int, int]] = {}
-        # a link is judged on the probes sent beside a loss: a flap or a burst is dark for a
-        # moment, so a link's clean probes sent at another moment say nothing, while clean
-        # probes through it sent at the same moment (the same trace) clear it
-        lossy = {(p.src, p.dst) for p in left.values() if p.lost}
-        for lk in {lk for p in left.values() if p.lost for lk in p.links}:
-            mine = [left[i] for i in through[lk]]
-            beside = [p for p in mine if (p.src, p.dst) in lossy]
-            sent = sum(p.sent for p in beside)
-            lost = sum(p.lost for p in beside)
-            rest = (total_lost - lost + 1) / (
-                total_sent - sum(p.sent for p in mine) + 2)  # Laplace: never zero
-            # Bayes factor of "this link loses frames at its own rate" (uniform prior on the
-            # rate) against "it loses at the rate seen everywhere else"
-            log_bf[lk] = float(betaln(1 + lost, 1 + sent - lost)
-                               - lost * math.log(rest) - (sent - lost) * math.log1p(-rest))
-            stats[lk] = (lost, sent, sum(1 for p in beside if p.lost), len(beside))
-        if not log_bf:
-            break
-        # posterior of "this link is (one more) lossy link": a priori even odds that one of
-        # the N probed links is, each equally likely (prior 1/N each against N/N for none)
-        top = max(log_bf.values())
-        scale = sum(math.exp(v - top) for v in log_bf.values()) + math.exp(
-            math.log(len(through)) - top)
-        lk, v = max(log_bf.items(), key=lambda kv: (kv[1], kv[0]))
-        best = Blame(lk, math.exp(v - top) / scale, *stats[lk])
-        if best.confidence < min_confidence:
-            break
-        out.append(best)
-        for i in list(through[best.link]):  # its paths are explained: vote again without them
-            p = left.pop(i)
-            total_sent -= p.sent
-            total_lost -= p.lost
-            for lk in p.links:
-                through[lk].discard(i)
+    """Links that explain the lost probes, best first: ``labtest.measure.inference``, the
+    engine ``labtest run`` ranks root causes with, over the probe paths as count
+    observations (route: the path's links, as traced; one path is one flow).
+
+    A flap is dark for a moment, an ECMP hole drops whole flows: only the paths of
+    (src, dst) traces that lost anything (sent together) say whether a link did that, so
+    the other traces are ``apart`` observations: they clear a link of a steady loss rate,
+    which would have shown in them, not of a dark moment. Traces that crossed no link of
+    a lossy path count toward the background only (one observation with no route). Each
+    link has the prior ``1/N`` of the N links probed (even odds that one is faulty).
+
+    ``confidence`` is the engine's posterior of each cause: exp(gain) against its rivals
+    (the other links of the paths it explains, each in its place) and against no further
+    cause, gains net of the prior's and the fitted rate's price; a cause below
+    ``min_confidence`` is left out."""
+    live = [p for p in paths if p.sent > 0]
+    lossy = {(p.src, p.dst) for p in live if p.lost}
+    if not lossy:
+        return []
+    suspects = {lk for p in live if p.lost for lk in p.links}
+    obs, elsewhere = [], 0
+    for i, p in enumerate(live):
+        apart = (p.src, p.dst) not in lossy
+        if apart and suspects.isdisjoint(p.links):
+            elsewhere += p.sent
+            continue
+        obs.append(Observation(str(i), p.lost > 0, ((frozenset(p.links),),), aspect=ASPECT,
+                               sent=p.sent, lost=p.lost, apart=apart))
+    if elsewhere:
+        obs.append(Observation("elsewhere", False, aspect=ASPECT, sent=elsewhere, apart=True))
+    probed = {lk for p in live for lk in p.links}
+    priors = dict.fromkeys(probed, 1.0 / len(probed))
+    beside = [p for p in live if (p.src, p.dst) in lossy]
+    out = []
+    for cause in infer(obs, priors=priors).causes:
+        if cause.posterior < min_confidence:
+            continue
+        mine = [p for p in beside if cause.component in p.links]
+        out.append(Blame(cause.component, cause.posterior, sum(p.lost for p in mine),
+                         sum(p.sent for p in mine), sum(1 for p in mine if p.lost), len(mine)))
     return out

@@ -34,6 +34,30 @@ The model (docs/rootcause.md states it for users):
 * Each observation's log-likelihood ratio against "no fault" is weighted by its
   ``strength`` (0..1): a pair at 59 % of line rate against a 90 % limit says
   more than one at 89 %, a pass at 99 % clears more than one at 91 %.
+* A *count* observation (``sent`` probes, ``lost`` of them: a probe mesh's path)
+  is judged on its counts, not pass/fail: a gray link losing 1 % fails nothing
+  against a limit, yet 10 lost in 1,000 where the rest of the fabric loses 1 in
+  100,000 is plain. Each probe is lost with ``1 - (1 - background) * prod_{c in
+  H} (1 - hit_c * rate_c)`` (binomial). ``rate_c`` is the cause's own loss rate,
+  the posterior mean (uniform prior) over the probes it reached, so a clean
+  path clears it in proportion to its probes; ``background`` the
+  Laplace-smoothed rate of the probes no cause reaches (a profile likelihood:
+  "no fault" takes it over all probes), so a cause also gains by leaving the
+  rest clean. A count observation with no route feeds the background only. A
+  fitted rate fits the noise too (three chance losses where one was due), so a
+  cause also pays its rate's Occam factor, ``0.5 log(n / (2 pi r (1 - r)))``
+  nats over n probes (Laplace's approximation of the uniform prior's marginal
+  likelihood: what a Bayes factor charges); one lost probe names nothing.
+* Or a cause drops whole *flows* (mode ``flows``: an ECMP member blackholing the
+  flows hashed to it, a link dark for a moment): each count observation is one
+  flow, in the hole (every probe lost) with the cause's share of flows, else
+  lost probe by probe. Read per probe, a holed flow's probes would count as
+  independent losses, and every link whose few flows hashed into the hole would
+  look like a second fault. The better fitting mode is taken.
+* A count observation ``apart`` from every loss (sent at another moment: the
+  doctor's traces that lost nothing) clears a steady rate, which would have
+  shown in it, but not a hole or a dark moment: a share of flows is judged on
+  the observations beside the losses.
 * Each cause pays ``log(1 / prior)``. The search adds the component that most
   raises the penalised likelihood while that gain is positive, then drops and
   swaps causes while that helps (greedy maximum likelihood with local search):
@@ -44,7 +68,7 @@ The model (docs/rootcause.md states it for users):
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 #: P(fail) of a measurement whose path holds no fault (noise, a limit set tight)
@@ -81,6 +105,9 @@ class Observation:
     scope: str = ""  # what traffic it was ("bisection": all hosts at once across the fabric)
     nearby: frozenset[str] = frozenset()  # second suspects of the named place (who pauses it)
     stalls: bool = False  # a device's reading that a pause storm anywhere stops (ECN marks)
+    sent: int = 0  # a count observation: probes sent along it (failed should be lost > 0)
+    lost: int = 0  # ... and lost; judged binomially (see the module docstring)
+    apart: bool = False  # sent apart from every loss: clears a steady rate, not a hole
 
     def reach(self, component: str) -> float:
         """Probability that this observation's traffic crossed ``component``."""
@@ -113,6 +140,9 @@ class Cause:
     runner_up: str | None = None  # the best other component for the same failures
     runner_up_gain: float = 0.0
     cleared_by: tuple[str, ...] = ()  # passing observations that clear the runner-up
+    #: P(it, rather than one of its rivals or nothing, explains its failures | the other
+    #: causes): exp(gain) / (1 + exp(gain) + sum of the rivals' exp(gain)), gains priced
+    posterior: float = 0.0
 
 
 @dataclass
@@ -159,6 +189,8 @@ def _hit(o: Observation, c: str, mode: str, aspects: frozenset[str], scope: str 
         # a located pass looked at its own place (a queue, a port): it clears that place,
         # and what else its traffic crossed only weakly (a fault may spoil one direction)
         return o.reach(c) * LOCATED_ELSEWHERE
+    if mode == "flows" and o.apart:  # a hole or a dark moment says nothing of other moments
+        return 0.0
     return o.reach(c)
 
 
@@ -201,8 +233,106 @@ def _llr(o: Observation, hyp: Hypothesis) -> float:
 
 
 def log_likelihood(obs: Iterable[Observation], hyp: Hypothesis) -> float:
-    """Log-likelihood of ``obs`` under ``hyp``, relative to no fault at all."""
-    return sum(_llr(o, hyp) for o in obs)
+    """Log-likelihood of ``obs`` under ``hyp``, relative to no fault at all (count
+    observations: their background and rates from ``obs`` itself)."""
+    obs = list(obs)
+    counted = [o for o in obs if o.sent]
+    binary = sum(_llr(o, hyp) for o in obs if not o.sent)
+    return binary + sum(_count_llr(counted, _tally(counted), hyp,
+                                   lambda c, a, m: _own_rate(counted, c, a, m)).values())
+
+
+def _tally(obs: Iterable[Observation]) -> dict[str, tuple[float, float]]:
+    """aspect -> (lost, sent) probes of the count observations, weighed by strength."""
+    out: dict[str, tuple[float, float]] = {}
+    for o in obs:
+        if o.sent:
+            lost, sent = out.get(o.aspect, (0.0, 0.0))
+            out[o.aspect] = (lost + o.strength * o.lost, sent + o.strength * o.sent)
+    return out
+
+
+def _own_rate(obs: Iterable[Observation], component: str, aspect: str, mode: str) -> float:
+    """The component's own loss rate: the posterior mean (uniform prior) over the probes of
+    ``aspect`` that crossed it, each observation weighed by how surely it did; in ``flows``
+    mode the share of the flows it holed (every probe lost)."""
+    lost, sent = _crossing(obs, component, aspect, mode)
+    return (lost + 1.0) / (sent + 2.0)
+
+
+def _crossing(obs: Iterable[Observation], component: str, aspect: str, mode: str
+              ) -> tuple[float, float]:
+    """Probes (flows, in ``flows`` mode) of ``aspect`` that crossed ``component``: lost, sent."""
+    lost = sent = 0.0
+    for o in obs:
+        if o.sent and o.aspect == aspect and not (mode == "flows" and o.apart):
+            w = o.reach(component) * o.strength
+            if mode == "flows":
+                lost += w * (o.lost == o.sent)
+                sent += w
+            else:
+                lost += w * o.lost
+                sent += w * o.sent
+    return lost, sent
+
+
+def _occam(rate: float, sent: float) -> float:
+    """What fitting a rate to ``sent`` probes costs (nats): Laplace's approximation of the
+    uniform prior's marginal likelihood against the likelihood at the fitted rate."""
+    if sent <= 0:
+        return 0.0
+    return max(0.0, 0.5 * math.log(sent / (2.0 * math.pi * rate * (1.0 - rate))))
+
+
+def _count_llr(reached: Iterable[Observation], totals: Mapping[str, tuple[float, float]],
+               hyp: Hypothesis, rate: Callable[[str, str, str], float]) -> dict[str, float]:
+    """aspect -> log P(counts | hyp) - log P(counts | no fault) over every count observation
+    of it: ``reached`` are those a cause of ``hyp`` may hit, ``totals`` (lost, sent) all of
+    them; the rest only see the background fall to what no cause reaches. ``rate``:
+    (component, aspect, mode) -> its loss rate, or share of flows in ``flows`` mode."""
+    rows: dict[str, list[tuple[Observation, float, float]]] = {}
+    gone: dict[str, list[float]] = {}  # lost, sent: reached (by share); lost, sent: all
+    for o in reached:
+        if not o.sent:
+            continue
+        keep = unholed = missed = 1.0
+        for c, mode in hyp.modes.items():
+            hit = _hit(o, c, mode, hyp.aspects.get(c, frozenset()), hyp.scopes.get(c, ANY_SCOPE))
+            if hit > 0:
+                if mode == "flows":
+                    unholed *= 1.0 - hit * rate(c, o.aspect, mode)
+                else:
+                    keep *= 1.0 - hit * rate(c, o.aspect, mode)
+                missed *= 1.0 - hit
+        rows.setdefault(o.aspect, []).append((o, keep, unholed))
+        g = gone.setdefault(o.aspect, [0.0, 0.0, 0.0, 0.0])
+        g[0] += (1.0 - missed) * o.strength * o.lost
+        g[1] += (1.0 - missed) * o.strength * o.sent
+        g[2] += o.strength * o.lost
+        g[3] += o.strength * o.sent
+    out: dict[str, float] = {}
+    for aspect, items in rows.items():
+        lost, sent = totals[aspect]
+        g = gone[aspect]
+        b0 = (lost + 1.0) / (sent + 2.0)
+        bh = (lost - g[0] + 1.0) / (sent - g[1] + 2.0)
+        rest_lost = lost - g[2]
+        rest_kept = sent - g[3] - rest_lost
+        llr = rest_lost * math.log(bh / b0) + rest_kept * (math.log1p(-bh) - math.log1p(-b0))
+        for o, keep, unholed in items:
+            q = 1.0 - (1.0 - bh) * keep
+            probes = (o.lost * math.log(q) + (o.sent - o.lost) * (
+                math.log1p(-bh) + math.log(max(keep, 1e-12))))
+            if unholed < 1.0:  # in a hole (all lost) or not, then probe by probe
+                probes += math.log(unholed)
+                if o.lost == o.sent:
+                    holed = math.log(1.0 - unholed)
+                    top = max(holed, probes)
+                    probes = top + math.log(math.exp(holed - top) + math.exp(probes - top))
+            llr += o.strength * (probes - o.lost * math.log(b0)
+                                 - (o.sent - o.lost) * math.log1p(-b0))
+        out[aspect] = llr
+    return out
 
 
 @dataclass
@@ -214,15 +344,54 @@ class _Search:
     spread: dict[str, str]
     priors: Mapping[str, float]
     touching: dict[str, list[Observation]] = field(default_factory=dict)
+    totals: dict[str, tuple[float, float]] = field(default_factory=dict)  # count obs' probes
+    _rates: dict[tuple[str, str, bool], float] = field(default_factory=dict)
+    _fits: dict[tuple[str, str, bool], float] = field(default_factory=dict)
+    _counts: dict[tuple[object, ...], dict[str, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        comps = [o.components for o in self.observations]
         for c in self.pool:
             scope = self.spread.get(c)
-            self.touching[c] = [o for o in self.observations if c in o.components
-                                or (scope is not None and _spreads_to(o, scope))]
+            self.touching[c] = [o for o, k in zip(self.observations, comps, strict=True)
+                                if c in k or (scope is not None and _spreads_to(o, scope))]
+        self.totals = _tally(self.observations)
 
     def cost(self, c: str) -> float:
         return math.log(1.0 / self.priors.get(c, PRIOR))
+
+    def rate(self, c: str, aspect: str, mode: str) -> float:
+        key = (c, aspect, mode == "flows")
+        if key not in self._rates:
+            self._rates[key] = _own_rate(self.touching.get(c, ()), c, aspect, mode)
+        return self._rates[key]
+
+    def fit(self, c: str, aspect: str, mode: str) -> float:
+        """The Occam factor of ``c``'s own rate over the probes (flows) of ``aspect`` it
+        crossed."""
+        key = (c, aspect, mode == "flows")
+        if key not in self._fits:
+            sent = _crossing(self.touching.get(c, ()), c, aspect, mode)[1]
+            self._fits[key] = _occam(self.rate(c, aspect, mode), sent)
+        return self._fits[key]
+
+    def fitted(self, hyp: Hypothesis, c: str) -> float:
+        """What ``c``'s rates cost in ``hyp``: one per count aspect it spoils there."""
+        mode = hyp.modes.get(c, "local")
+        aspects = {o.aspect for o in self.touching.get(c, ()) if o.sent and (
+            mode == "spreading" or (mode in ("traffic", "flows")
+                                    and o.aspect in hyp.aspects.get(c, ())))}
+        return sum(self.fit(c, a, mode) for a in aspects)
+
+    def counts(self, hyp: Hypothesis) -> dict[str, float]:
+        """Per aspect, the count observations' log-likelihood ratio under ``hyp``."""
+        key = (tuple(sorted(hyp.modes.items())), tuple(sorted(
+            (k, tuple(sorted(v))) for k, v in hyp.aspects.items())),
+            tuple(sorted(hyp.scopes.items())))
+        if key not in self._counts:
+            reached = {id(o): o for c in hyp.modes for o in self.touching[c] if o.sent}
+            self._counts[key] = _count_llr(reached.values(), self.totals, hyp, self.rate)
+        return self._counts[key]
 
     def add(self, hyp: Hypothesis, c: str) -> tuple[float, Hypothesis]:
         """``c`` beside ``hyp`` at its best: (penalised gain, the new hypothesis).
@@ -231,9 +400,9 @@ class _Search:
         evidence, failing and passing, favours it: given the rest of ``hyp`` the likelihood
         splits by aspect, so taking each kind whose share gains is the maximum. Its own
         readings (what names it and moves no traffic) count whatever kinds it takes."""
-        relevant = self.touching[c]
+        relevant = [o for o in self.touching[c] if not o.sent]
         base = {o.id: _llr(o, hyp) for o in relevant}
-        every = frozenset(o.aspect for o in relevant if o.traffic and o.failed)
+        every = frozenset(o.aspect for o in self.touching[c] if o.traffic and o.failed)
         trial = hyp.with_(c, "traffic", every)
         by_aspect: dict[str, float] = {}
         own = 0.0
@@ -243,12 +412,27 @@ class _Search:
                 by_aspect[o.aspect] = by_aspect.get(o.aspect, 0.0) + delta
             else:
                 own += delta
-        spoils = frozenset(a for a, g in by_aspect.items() if g > 0)
-        gain = own + sum(by_aspect[a] for a in spoils)
-        best = hyp.with_(c, "traffic" if spoils else "local", spoils)
+        counted = self.counts(hyp)
+        options = [("traffic", by_aspect)]
+        if any(o.sent for o in self.touching[c]):  # counts split by aspect too (own background)
+            options = []
+            for mode in ("traffic", "flows"):  # lost probe by probe, or whole flows
+                per = dict(by_aspect)
+                for a, v in self.counts(hyp.with_(c, mode, every)).items():
+                    # each aspect spoiled pays for its rate
+                    per[a] = per.get(a, 0.0) + v - counted.get(a, 0.0) - self.fit(c, a, mode)
+                options.append((mode, per))
+        gain, best = -math.inf, hyp
+        for mode, per in options:
+            spoils = frozenset(a for a, g in per.items() if g > 0)
+            g = own + sum(per[a] for a in spoils)
+            if g > gain:
+                gain, best = g, hyp.with_(c, mode if spoils else "local", spoils)
         if c in self.spread:
             spreading = hyp.with_(c, "spreading", every, self.spread[c])
-            gain_s = sum(_llr(o, spreading) - base[o.id] for o in relevant)
+            gain_s = sum(_llr(o, spreading) - base[o.id] for o in relevant) + sum(
+                self.counts(spreading).values()) - sum(counted.values()) - self.fitted(
+                spreading, c)
             if gain_s > gain:
                 gain, best = gain_s, spreading
         return gain - self.cost(c), best
@@ -261,8 +445,11 @@ class _Search:
     def marginal(self, hyp: Hypothesis, c: str) -> float:
         """What ``c`` adds to the rest of ``hyp``, its price paid."""
         rest = self.without(hyp, c)
-        relevant = self.touching[c]
-        return log_likelihood(relevant, hyp) - log_likelihood(relevant, rest) - self.cost(c)
+        relevant = [o for o in self.touching[c] if not o.sent]
+        counted = (sum(self.counts(hyp).values()) - sum(self.counts(rest).values())
+                   - self.fitted(hyp, c))
+        return (log_likelihood(relevant, hyp) - log_likelihood(relevant, rest) + counted
+                - self.cost(c))
 
     def refine(self, hyp: Hypothesis, rounds: int = 4) -> Hypothesis:
         """Undo greedy's mistakes: drop a cause the others make redundant, swap one for a
@@ -346,7 +533,11 @@ def _cause(search: _Search, hyp: Hypothesis, c: str, failing: Sequence[Observati
         frozenset())
     cleared = (_clearing(search.observations, runner, runner_aspects | _failing_aspects(
         search, runner)) if runner is not None else ())
-    return Cause(c, hyp.modes[c], gain, explains, runner, runner_gain, cleared)
+    # one more cause among c and its rivals, or none (gain 0): each at its priced gain
+    top = max(0.0, gain, runner_gain)
+    norm = math.exp(-top) + math.exp(gain - top) + sum(math.exp(g - top) for g, _ in ranked)
+    posterior = math.exp(gain - top) / norm
+    return Cause(c, hyp.modes[c], gain, explains, runner, runner_gain, cleared, posterior)
 
 
 def _failing_aspects(search: _Search, c: str) -> frozenset[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import numpy as np
 import pytest
 
 from labtest.measure import inference
@@ -172,6 +173,130 @@ def test_a_failure_nothing_explains_stays_unexplained() -> None:
             for a, b in itertools.combinations(hosts, 2) if (a, b) != ("h11", "h12")]
     result = infer(obs)
     assert result.causes == [] and result.unexplained == ["h11--h12"]
+
+
+# --- count observations: probes sent and lost along known routes (the doctor's mesh) ----------
+
+
+def count_mesh(loss: dict[str, float], rng: np.random.Generator, leaves: int = 4,
+               spines: int = 4, sent: int = 50, background: float = 0.0,
+               hosts: bool = True) -> list[Observation]:
+    """One probe path per (ordered leaf pair, spine): the host's link (with ``hosts``), its
+    leaf's uplink to the spine, the spine's downlink to the far leaf, the far host's link;
+    each link losing its ``loss`` share and every probe ``background``."""
+    obs = []
+    for a, b in itertools.permutations(range(leaves), 2):
+        for s in range(spines):
+            links = [f"l{a}--s{s}", f"s{s}--l{b}"]
+            links = [f"h{a}--l{a}", *links, f"l{b}--h{b}"] if hosts else links
+            keep = 1.0 - background
+            for lk in links:
+                keep *= 1.0 - loss.get(lk, 0.0)
+            lost = int(rng.binomial(sent, 1.0 - keep))
+            obs.append(Observation(f"h{a}>h{b}@s{s}", lost > 0, ((frozenset(links),),),
+                                   aspect="loss", sent=sent, lost=lost))
+    return obs
+
+
+def test_counts_find_a_gray_link_a_pass_fail_limit_does_not_see() -> None:
+    # 8 leaves x 4 spines: 64 links (up and down), 224 paths of 1,000 probes, one loss in
+    # 10^4 anywhere; the gray link loses 1 % of the 7,000 probes crossing it
+    gray = "l3--s1"
+    obs = count_mesh({gray: 0.01}, np.random.default_rng(11), leaves=8, sent=1000,
+                     background=1e-4, hosts=False)
+    links = {c for o in obs for c in o.components}
+    assert len(links) == 64
+    result = infer(obs)
+    assert [c.component for c in result.causes] == [gray]
+    assert result.causes[0].posterior > 0.99
+    # the same paths judged against a 2 % loss limit: every one passes, nothing to explain
+    limited = [Observation(o.id, o.lost > 0.02 * o.sent, o.segments, aspect="loss")
+               for o in obs]
+    assert not any(o.failed for o in limited) and infer(limited).causes == []
+
+
+def test_counts_name_a_blackholed_ecmp_member() -> None:
+    obs = count_mesh({"l1--s2": 1.0}, np.random.default_rng(1))
+    result = infer(obs)
+    assert [c.component for c in result.causes] == ["l1--s2"]
+    cause = result.causes[0]
+    assert cause.posterior > 0.99 and result.unexplained == []
+    assert set(cause.explains) == {f"h1>h{b}@s2" for b in (0, 2, 3)}
+    # the host's link lost a quarter of its probes: its clean paths (via s0, s1, s3) clear it
+    assert cause.runner_up == "h1--l1"
+    assert "h1>h0@s0" in cause.cleared_by
+
+
+def test_counts_name_two_lossy_links_at_once() -> None:
+    obs = count_mesh({"l0--s1": 0.05, "s3--l2": 0.05}, np.random.default_rng(2))
+    result = infer(obs)
+    assert {c.component for c in result.causes} == {"l0--s1", "s3--l2"}
+    assert all(c.posterior > 0.9 for c in result.causes)
+
+
+def test_counts_of_a_healthy_mesh_name_nothing() -> None:
+    result = infer(count_mesh({}, np.random.default_rng(3)))
+    assert result.causes == [] and result.unexplained == []
+
+
+def test_one_lost_probe_is_left_unexplained() -> None:
+    # four links share it equally, and none is worth a fitted rate and the prior's price
+    obs = count_mesh({}, np.random.default_rng(3))
+    o = obs[5]
+    obs[5] = Observation(o.id, True, o.segments, aspect="loss", sent=o.sent, lost=1)
+    result = infer(obs)
+    assert result.causes == [] and result.unexplained == [o.id]
+
+
+def test_a_hole_drops_whole_flows_and_names_no_second_link() -> None:
+    # leaf 0's uplink to spine 1 holes half the flows (every probe of a holed flow lost):
+    # read probe by probe, a downlink whose few flows from leaf 0 hashed mostly into the
+    # hole looks lossier than the hole itself (4 probes a flow counted as 4 losses)
+    rng = np.random.default_rng(5)
+    obs = []
+    for b in range(1, 8):
+        for s in range(4):
+            for f in range(6):  # six flows (source ports) per (leaf pair, spine)
+                links = frozenset({f"l0--s{s}", f"s{s}--l{b}"})
+                lost = 4 if s == 1 and rng.random() < 0.5 else 0
+                obs.append(Observation(f"l{b}@s{s}#{f}", lost > 0, ((links,),), aspect="loss",
+                                       sent=4, lost=lost))
+    result = infer(obs)
+    assert [(c.component, c.mode) for c in result.causes] == [("l0--s1", "flows")]
+    assert result.unexplained == []
+
+
+def test_apart_observations_clear_a_steady_rate_not_a_dark_moment() -> None:
+    # one host's trace: four paths through its link h and link x, four through h and w;
+    # forty paths of other hosts through x, sent at other moments, lost nothing
+    def case(lost: list[int]) -> list[Observation]:
+        beside = [Observation(f"b{i}", n > 0, ((frozenset({"h", "x", f"y{i}"}),),),
+                              aspect="loss", sent=4, lost=n) for i, n in enumerate(lost)]
+        beside += [Observation(f"w{i}", False, ((frozenset({"h", "w", f"v{i}"}),),),
+                               aspect="loss", sent=4) for i in range(4)]
+        apart = [Observation(f"a{i}", False, ((frozenset({f"g{i}", "x", f"z{i}"}),),),
+                             aspect="loss", sent=4, apart=True) for i in range(40)]
+        return [*beside, *apart, Observation("elsewhere", False, aspect="loss", sent=20_000,
+                                             apart=True)]
+
+    # 4 of 16 lost through x: a steady 25 % would have lost ~40 of the other 160 probes
+    steady = infer(case([1, 1, 2, 0])).causes
+    assert "x" not in {c.component for c in steady}
+    # all 16 lost: x was dark while that trace ran, and the other moments say nothing of
+    # it; h, dark on half its paths in the same trace, is not the cause
+    dark = infer(case([4, 4, 4, 4])).causes
+    assert [(c.component, c.mode) for c in dark] == [("x", "flows")]
+
+
+def test_the_background_is_what_no_cause_reaches() -> None:
+    # 8 of 2,000 probes lost on one link: telling where the rest of the fabric loses
+    # nothing (a route-less observation: evidence of the background only), not where it
+    # loses as much
+    link = Observation("p", True, ((frozenset({"x"}),),), aspect="loss", sent=2000, lost=8)
+    quiet = Observation("elsewhere", False, aspect="loss", sent=200_000)
+    noisy = Observation("elsewhere", True, aspect="loss", sent=200_000, lost=800)
+    assert [c.component for c in infer([link, quiet]).causes] == ["x"]
+    assert infer([link, noisy]).causes == []
 
 
 # --- issue 32's examples, through the results document ----------------------------------------

@@ -1,7 +1,9 @@
-"""ECMP coverage arithmetic and 007-style blame over probe paths."""
+"""ECMP coverage arithmetic, and blame: probe paths read through the inference engine (the
+engine's own tests of count observations are in tests/core/test_inference.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import zlib
 
@@ -55,17 +57,24 @@ def _mesh(bad: set[str], loss: float, rng: np.random.Generator) -> list[ProbePat
     return paths
 
 
-def test_blame_names_a_blackholed_member_first() -> None:
+def test_blame_reads_the_engines_causes_back_as_links_and_their_probes() -> None:
     found = blame(_mesh({"l1--s2"}, 1.0, np.random.default_rng(1)))
     assert [b.link for b in found] == ["l1--s2"]
-    assert found[0].confidence > 0.99
-
-
-def test_blame_finds_two_lossy_links_and_nothing_on_a_healthy_mesh() -> None:
+    b = found[0]
+    assert b.confidence > 0.99
+    assert (b.lost, b.sent, b.bad_paths, b.paths) == (150, 150, 3, 3)
+    assert b.text().startswith("probes: 150 of 150 lost on the 3 probe paths through l1--s2")
     rng = np.random.default_rng(2)
     found = blame(_mesh({"l0--s1", "s3--l2"}, 0.05, rng))
-    assert {b.link for b in found[:2]} == {"l0--s1", "s3--l2"}
+    assert {b.link for b in found} == {"l0--s1", "s3--l2"}
+
+
+def test_one_lost_probe_names_no_link_and_a_healthy_mesh_nothing() -> None:
+    rng = np.random.default_rng(3)
     assert blame(_mesh(set(), 0.0, rng)) == []
+    paths = _mesh(set(), 0.0, rng)
+    paths[5] = dataclasses.replace(paths[5], lost=1)  # four links, each as likely
+    assert blame(paths, min_confidence=0.0) == []  # none is worth its price
 
 
 def test_plan_mesh_probes_the_tor_and_covers_the_ecmp_width() -> None:
