@@ -291,7 +291,8 @@ def _count_llr(reached: Iterable[Observation], totals: Mapping[str, tuple[float,
     them; the rest only see the background fall to what no cause reaches. ``rate``:
     (component, aspect, mode) -> its loss rate, or share of flows in ``flows`` mode."""
     rows: dict[str, list[tuple[Observation, float, float]]] = {}
-    gone: dict[str, list[float]] = {}  # lost, sent: reached (by share); lost, sent: all
+    # lost, sent: reached (by share); lost, sent: all; clean ones: sent, log(keep) part
+    gone: dict[str, list[float]] = {}
     for o in reached:
         if not o.sent:
             continue
@@ -304,22 +305,26 @@ def _count_llr(reached: Iterable[Observation], totals: Mapping[str, tuple[float,
                 else:
                     keep *= 1.0 - hit * rate(c, o.aspect, mode)
                 missed *= 1.0 - hit
-        rows.setdefault(o.aspect, []).append((o, keep, unholed))
-        g = gone.setdefault(o.aspect, [0.0, 0.0, 0.0, 0.0])
+        g = gone.setdefault(o.aspect, [0.0] * 6)
         g[0] += (1.0 - missed) * o.strength * o.lost
         g[1] += (1.0 - missed) * o.strength * o.sent
         g[2] += o.strength * o.lost
         g[3] += o.strength * o.sent
+        if o.lost:
+            rows.setdefault(o.aspect, []).append((o, keep, unholed))
+        else:  # a clean one's term is linear in log(1 - background): summed apart
+            g[4] += o.strength * o.sent
+            g[5] += o.strength * (o.sent * math.log(max(keep, 1e-12)) + math.log(unholed))
     out: dict[str, float] = {}
-    for aspect, items in rows.items():
+    for aspect, g in gone.items():
         lost, sent = totals[aspect]
-        g = gone[aspect]
         b0 = (lost + 1.0) / (sent + 2.0)
         bh = (lost - g[0] + 1.0) / (sent - g[1] + 2.0)
         rest_lost = lost - g[2]
-        rest_kept = sent - g[3] - rest_lost
+        rest_kept = sent - g[3] - rest_lost + g[4]
         llr = rest_lost * math.log(bh / b0) + rest_kept * (math.log1p(-bh) - math.log1p(-b0))
-        for o, keep, unholed in items:
+        llr += g[5]
+        for o, keep, unholed in rows.get(aspect, ()):
             q = 1.0 - (1.0 - bh) * keep
             probes = (o.lost * math.log(q) + (o.sent - o.lost) * (
                 math.log1p(-bh) + math.log(max(keep, 1e-12))))
