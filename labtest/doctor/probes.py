@@ -32,6 +32,8 @@ from labtest.measure.inference import Observation, infer
 
 #: what probe observations measure (a count observation's aspect)
 ASPECT = "probe_loss"
+#: a link component's direction: ``link>device`` it was crossed towards
+WAY = ">"
 
 
 def probes_per_pair(ecmp_width: int, coverage: float = 0.99) -> int:
@@ -146,14 +148,17 @@ class Blame:
 def blame(paths: Sequence[ProbePath], min_confidence: float = 0.5) -> list[Blame]:
     """Links that explain the lost probes, best first: ``labtest.measure.inference``, the
     engine ``labtest run`` ranks root causes with, over the probe paths as count
-    observations (route: the path's links, as traced; one path is one flow).
+    observations (route: the path's links, as traced, each in the direction crossed; one
+    path is one flow).
 
     A flap is dark for a moment, an ECMP hole drops whole flows: only the paths of
     (src, dst) traces that lost anything (sent together) say whether a link did that, so
     the other traces are ``apart`` observations: they clear a link of a steady loss rate,
     which would have shown in them, not of a dark moment. Traces that crossed no link of
     a lossy path count toward the background only (one observation with no route). Each
-    link has the prior ``1/N`` of the N links probed (even odds that one is faulty).
+    direction of a link is a component (a silent drop is one-way: the clean traces out of
+    the prober clear its own link, none clear the target's way in), with the prior ``1/N``
+    of the N probed (even odds that one is faulty); both directions blamed are one link.
 
     ``confidence`` is the engine's posterior of each cause: exp(gain) against its rivals
     (the other links of the paths it explains, each in its place) and against no further
@@ -163,25 +168,46 @@ def blame(paths: Sequence[ProbePath], min_confidence: float = 0.5) -> list[Blame
     lossy = {(p.src, p.dst) for p in live if p.lost}
     if not lossy:
         return []
-    suspects = {lk for p in live if p.lost for lk in p.links}
+    ways = [_directed(p) for p in live]
+    suspects = {w for p, d in zip(live, ways, strict=True) if p.lost for w in d}
     obs, elsewhere = [], 0
-    for i, p in enumerate(live):
+    for i, (p, d) in enumerate(zip(live, ways, strict=True)):
         apart = (p.src, p.dst) not in lossy
-        if apart and suspects.isdisjoint(p.links):
+        if apart and suspects.isdisjoint(d):
             elsewhere += p.sent
             continue
-        obs.append(Observation(str(i), p.lost > 0, ((frozenset(p.links),),), aspect=ASPECT,
+        obs.append(Observation(str(i), p.lost > 0, ((frozenset(d),),), aspect=ASPECT,
                                sent=p.sent, lost=p.lost, apart=apart))
     if elsewhere:
         obs.append(Observation("elsewhere", False, aspect=ASPECT, sent=elsewhere, apart=True))
-    probed = {lk for p in live for lk in p.links}
+    probed = {w for d in ways for w in d}
     priors = dict.fromkeys(probed, 1.0 / len(probed))
     beside = [p for p in live if (p.src, p.dst) in lossy]
-    out = []
+    out: dict[str, Blame] = {}
     for cause in infer(obs, priors=priors).causes:
-        if cause.posterior < min_confidence:
+        link = cause.component.rsplit(WAY, 1)[0]
+        if cause.posterior < min_confidence or link in out:
             continue
-        mine = [p for p in beside if cause.component in p.links]
-        out.append(Blame(cause.component, cause.posterior, sum(p.lost for p in mine),
-                         sum(p.sent for p in mine), sum(1 for p in mine if p.lost), len(mine)))
-    return out
+        mine = [p for p in beside if link in p.links]
+        out[link] = Blame(link, cause.posterior, sum(p.lost for p in mine),
+                          sum(p.sent for p in mine), sum(1 for p in mine if p.lost), len(mine))
+    return list(out.values())
+
+
+def _directed(p: ProbePath) -> tuple[str, ...]:
+    """The path's links as ``link>device``, the end each was crossed towards: a link leaves
+    the end reached first (a silent hop lists every candidate link, hop by hop); a link
+    neither end of which was reached keeps its bare name."""
+    order = {p.src: 0}
+    out = []
+    for lk in p.links:
+        a, _, b = lk.partition("--")
+        ends = (a.split(":")[0], b.split(":")[0])
+        first = [order.get(e, math.inf) for e in ends]
+        if min(first) == math.inf:
+            out.append(lk)
+            continue
+        to = ends[1] if first[0] <= first[1] else ends[0]
+        order.setdefault(to, len(order))
+        out.append(f"{lk}{WAY}{to}")
+    return tuple(out)

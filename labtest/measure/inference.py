@@ -57,7 +57,10 @@ The model (docs/rootcause.md states it for users):
 * A count observation ``apart`` from every loss (sent at another moment: the
   doctor's traces that lost nothing) clears a steady rate, which would have
   shown in it, but not a hole or a dark moment: a share of flows is judged on
-  the observations beside the losses.
+  the observations beside the losses, and pays ``log(flows crossing it / flows
+  beside)``, the odds that a moment dark on any of its flows fell on those. A
+  link dark while one host's traces ran is named; one whose other traces were
+  clean loses to one that has no other traces (the far end of a one-way drop).
 * Each cause pays ``log(1 / prior)``. The search adds the component that most
   raises the penalised likelihood while that gain is positive, then drops and
   swaps causes while that helps (greedy maximum likelihood with local search):
@@ -373,11 +376,17 @@ class _Search:
 
     def fit(self, c: str, aspect: str, mode: str) -> float:
         """The Occam factor of ``c``'s own rate over the probes (flows) of ``aspect`` it
-        crossed."""
+        crossed; in ``flows`` mode also the odds that its dark moment fell on the flows
+        beside the losses rather than on any of those crossing it."""
         key = (c, aspect, mode == "flows")
         if key not in self._fits:
-            sent = _crossing(self.touching.get(c, ()), c, aspect, mode)[1]
+            touching = self.touching.get(c, ())
+            sent = _crossing(touching, c, aspect, mode)[1]
             self._fits[key] = _occam(self.rate(c, aspect, mode), sent)
+            if mode == "flows" and sent > 0:
+                every = sum(o.reach(c) * o.strength for o in touching
+                            if o.sent and o.aspect == aspect)
+                self._fits[key] += math.log(every / sent)
         return self._fits[key]
 
     def fitted(self, hyp: Hypothesis, c: str) -> float:

@@ -288,6 +288,20 @@ def test_apart_observations_clear_a_steady_rate_not_a_dark_moment() -> None:
     assert [(c.component, c.mode) for c in dark] == [("x", "flows")]
 
 
+def test_a_dark_moment_pays_for_falling_on_the_flows_beside_the_losses() -> None:
+    # one trace of eight flows lost everything through both u and v; u carried 24 more
+    # flows at other moments, all clean, v none: a moment dark on any of u's flows fell
+    # on these with odds 1 in 4, v's explains them as well at no such price
+    trace = [Observation(f"t{i}", True, ((frozenset({"u", "v"}),),), aspect="loss", sent=4,
+                         lost=4) for i in range(8)]
+    other = [Observation(f"o{i}", False, ((frozenset({"u", f"w{i}"}),),), aspect="loss",
+                         sent=4, apart=True) for i in range(24)]
+    result = infer([*trace, *other, Observation("elsewhere", False, aspect="loss",
+                                                sent=20_000, apart=True)])
+    assert [c.component for c in result.causes] == ["v"]
+    assert result.causes[0].runner_up == "u" and result.causes[0].posterior > 0.7
+
+
 def test_the_background_is_what_no_cause_reaches() -> None:
     # 8 of 2,000 probes lost on one link: telling where the rest of the fabric loses
     # nothing (a route-less observation: evidence of the background only), not where it

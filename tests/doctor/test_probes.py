@@ -120,3 +120,21 @@ def test_a_flap_seen_only_by_one_hosts_traces_is_blamed_on_the_link_not_the_host
     found = blame(paths)
     assert [b.link for b in found][:1] == ["l1--s2"], found
     assert found[0].lost == 150 and found[0].bad_paths == 3
+
+
+def test_a_one_way_drop_seen_by_one_trace_is_blamed_on_the_targets_way_in() -> None:
+    # only h1 probed h2 this interval, and lost everything: both end links carried every
+    # lost probe; h1's clean traces to others left through its own link the same way, h2's
+    # clean traces left through h2's link the other way (a silent drop is one-way)
+    paths = []
+    for d, lost in (("h2", 4), ("h3", 0), ("h4", 0)):
+        for s in ("s1", "s2"):
+            leaf = {"h2": "l2", "h3": "l3", "h4": "l4"}[d]
+            links = ("h1--l1", f"l1--{s}", f"{leaf}--{s}", f"{d}--{leaf}")
+            paths.append(ProbePath("h1", d, links, 4, lost))
+    for d, leaf in (("h3", "l3"), ("h4", "l4")):
+        for s in ("s1", "s2"):
+            paths.append(ProbePath("h2", d, ("h2--l2", f"l2--{s}", f"{leaf}--{s}",
+                                             f"{d}--{leaf}"), 4, 0))
+    found = blame(paths)
+    assert [b.link for b in found] == ["h2--l2"], found
