@@ -239,6 +239,17 @@ class Placement:
     classes: tuple[str, ...]
     params: Mapping[str, Param] = field(default_factory=dict)
     why: str = ""  # why these targets (and not others)
+    #: strata (``class/vendor``) of these classes where no suite can see the fault, and
+    #: why (e.g. EOS reports no module firmware): never drawn, listed in the docs
+    unseen: Mapping[str, str] = field(default_factory=dict)
+
+    def strata(self, tb: Testbed) -> dict[str, list[str]]:
+        """This placement's strata in ``tb`` (``class/vendor`` -> targets), unseen left out."""
+        return {k: v for cls in self.classes for k, v in sorted(targets(tb, cls).items())
+                if v and k not in self.unseen}
+
+    def targets(self, tb: Testbed) -> list[str]:
+        return [t for ts in self.strata(tb).values() for t in ts]
 
 
 @dataclass(frozen=True)
@@ -291,10 +302,7 @@ def strata(domain: Domain, tb: Testbed) -> list[tuple[int, str, list[str]]]:
     """(placement index, stratum, targets) of every non-empty stratum of the domain."""
     out = []
     for i, placement in enumerate(domain.placements):
-        for cls in placement.classes:
-            for key, found in sorted(targets(tb, cls).items()):
-                if found:
-                    out.append((i, key, found))
+        out += [(i, key, found) for key, found in placement.strata(tb).items()]
     return out
 
 
@@ -325,7 +333,7 @@ def draw_kind(domain: Domain, tb: Testbed, rng: random.Random, n: int,
 def _peer(tb: Testbed, placement: Placement, target: str, rng: random.Random) -> str:
     """Another target of the placement's classes with the same optic (cables must fit)."""
     optic = getattr(_link_of(tb, target), "optic", None)
-    found = [t for cls in placement.classes for ts in targets(tb, cls).values() for t in ts
+    found = [t for t in placement.targets(tb)
              if t != target and getattr(_link_of(tb, t), "optic", None) == optic]
     if not found:
         raise ValueError(f"no second target like {target!r} in {tb.name}")
@@ -442,7 +450,7 @@ def in_domain(domain: Domain, tb: Testbed, fault: Mapping[str, Any]) -> list[str
     """What is wrong with ``fault`` for ``domain`` (empty: a valid draw)."""
     found: list[str] = [f"target {fault['target']!r} is in no placement of {domain.kind}"]
     for placement in domain.placements:
-        valid = {t for cls in placement.classes for ts in targets(tb, cls).values() for t in ts}
+        valid = set(placement.targets(tb))
         if fault["target"] not in valid:
             continue
         params = dict(fault.get("params") or {})
@@ -471,6 +479,8 @@ def describe_domains(domains: Mapping[str, Domain], tb: Testbed) -> list[str]:
                 f"{cls}: " + ", ".join(f"{k.split('/', 1)[1]} ({len(v)})"
                                        for k, v in sorted(targets(tb, cls).items()))
                 for cls in p.classes)
+            where += "".join(f"; not {k} (no suite can see it there: {why})"
+                             for k, why in p.unseen.items())
             params = "; ".join(f"`{k}` {v.text()}" for k, v in p.params.items()) or "—"
             whys = [f"targets: {p.why}."] + [f"`{k}`: {v.why}." for k, v in p.params.items()]
             if d.peer:

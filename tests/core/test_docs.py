@@ -19,7 +19,7 @@ def test_fault_catalogue_doc_lists_every_fault() -> None:
 
 def test_every_fault_names_a_suite_family() -> None:
     families = {"link", "transceiver", "cabling", "roce", "congestion", "failover", "collective"}
-    families |= {"latency"}
+    families |= {"latency", "paths"}
     odd = {k: f.caught_by for k, f in CATALOGUE.items() if f.caught_by not in families}
     assert not odd
 

@@ -235,11 +235,21 @@ _DOMAINS = [
         catches=("transceiver",)),
     Domain(
         "firmware_mismatch",
-        (Placement(PORTS, {
+        (Placement(("fabric_port", "host_facing_port"), {
             "version": Choice(("0.9.7", "3.1.9", "3.2.0", "3.3.0"),
                               "a module firmware other than the qualified 3.2.1 "
                               "(approved-optics.yaml): older, newer, a patch apart"),
-        }, WHY_PORTS),
+        }, "switch ports whose driver reads the module firmware", unseen={
+            f"{cls}/eos": "EOS answers carry no module firmware (transceiver deviation "
+                          "eos-no-optic-firmware): TRANSCEIVER-1.2 is not proven there"
+            for cls in ("fabric_port", "host_facing_port")}),
+         Placement(("host_port",), {
+             "version": Choice(("0.9.7", "3.1.9", "3.3.0"),
+                               "a module firmware whose major.minor differs from the "
+                               "qualified 3.2.1: ethtool -m prints CMIS firmware as "
+                               "major.minor (deviation ethtool-firmware-major-minor), so a "
+                               "build apart cannot be seen on a host"),
+         }, "host NIC ports (ethtool -m)"),
          Placement(("pair_group_switch", "switch"), {
              "version": Choice(("4.1.0", "4.2.0", "4.3.0"),
                                "a switch OS other than the fleet's 4.2.1 (testbed vars)"),

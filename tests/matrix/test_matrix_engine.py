@@ -126,7 +126,7 @@ def test_in_domain_rejects_what_the_domain_does_not_allow() -> None:
 
 def test_enough_draws_place_faults_on_every_vendor_and_on_host_links() -> None:
     testbed = load_testbed(LEAFSPINE)
-    cases = _draws(5, 4)
+    cases = _draws(5, 6)
     stratum = " ".join(c.note for c in cases)
     for want in ("/sonic", "/eos", "/eos+sonic", "host_link/", "fabric_link/", "host_port/",
                  "host_facing_port/eos", "fabric_port/eos", "pair_group_switch/eos", "leaf/eos"):
