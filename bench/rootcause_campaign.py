@@ -37,7 +37,9 @@ table again, without running a lab.
 Judged is only the run's own answer:
 
 - the verdict of the document's verdict record: a faulty case must be FAIL (PASS is a
-  *false PASS*, INCOMPLETE a miss), a healthy one PASS (anything else a *false FAIL*);
+  *false PASS*, INCOMPLETE a miss, except for a lone ``unreachable_device``, whose dead
+  management plane leaves its checks unproven: INCOMPLETE naming it is the right answer),
+  a healthy one PASS (anything else a *false FAIL*);
 - the FIRST root causes: one fault is *top-1 right* when the first cause's culprit (for an
   ``unreachable`` cause, also its one-line cause, which quotes the device) names one of
   the fault's blame names (``matrix_judge.names``); two faults are right when the first
@@ -289,7 +291,10 @@ def judge(rec: Mapping[str, Any], case_dir: Path) -> dict[str, Any]:
     if rec["healthy"]:
         row["verdict_ok"] = row["right"] = row["verdict"] == "PASS"
         return row
-    row["verdict_ok"] = row["verdict"] == "FAIL"
+    # a dead management plane leaves its device's checks unproven (broken, INCOMPLETE), as
+    # the matrix expects; with a second fault the run must still FAIL
+    want = ("FAIL", "INCOMPLETE") if rec.get("unreachable") and len(faults) == 1 else ("FAIL",)
+    row["verdict_ok"] = row["verdict"] in want
     top = causes[:len(faults)]
     if len(faults) == 1:
         row["right"] = bool(top) and _names_fault(top[0], faults[0])
@@ -329,6 +334,8 @@ def unseen_lines(domains: Mapping[str, Domain]) -> list[str]:
     """Placements the domains leave out because no suite sees the fault there."""
     out = []
     for kind, d in domains.items():
+        out += [f"- `{kind}` not on {stratum}: {why}"
+                for p in d.placements for stratum, why in p.unseen.items()]
         texts = [p.why for p in d.placements] + [d.note]
         for text in texts:
             for sentence in re.split(r"(?<=[.:;])\s+(?=[A-Z(])", text):
@@ -344,14 +351,15 @@ def render(rows: Sequence[Mapping[str, Any]], domains: Mapping[str, Domain],
     healthy = [r for r in done if r["healthy"]]
     lines = [*head, "", "## Top-1 root cause per fault kind", "",
              "Top-1 right: the first root cause names the fault (two faults: the first two "
-             "name one each), whatever the verdict. Verdict FAIL: as it must be; false PASS: "
-             "the faulty lab passed; INCOMPLETE or no results: missed.", "",
-             "| fault kind | cases | top-1 right | top-1 % | verdict FAIL | false PASS | "
-             "INCOMPLETE / no results |", "|---|---|---|---|---|---|---|"]
+             "name one each), whatever the verdict. Verdict right: FAIL (INCOMPLETE for a lone "
+             "unreachable device, whose checks cannot run); false PASS: the faulty lab "
+             "passed; other: INCOMPLETE or no results where FAIL was due.", "",
+             "| fault kind | cases | top-1 right | top-1 % | verdict right | false PASS | "
+             "other |", "|---|---|---|---|---|---|---|"]
 
     def line(label: str, group: Sequence[Mapping[str, Any]]) -> str:
         right = sum(r["right"] for r in group)
-        fails = sum(r["verdict"] == "FAIL" for r in group)
+        fails = sum(r["verdict_ok"] for r in group)
         passes = sum(r["verdict"] == "PASS" for r in group)
         other = len(group) - fails - passes
         return (f"| {label} | {len(group)} | {right} | {_pct(right, len(group))} | {fails} | "
