@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from labtest import connect, reservation_plugin, secrets, xdist_guard
+from labtest import connect, interrupt, reservation_plugin, secrets, xdist_guard
 from labtest.errors import CapabilityAbsent, ConfigError, LimitFailure
 from labtest.lab import Lab
 from labtest.measure import LimitsProfile, Measurement, NotProven, Recorder, load_limits
@@ -73,6 +73,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "`count` devices (of `role`) whose drivers offer every named capability",
     )
     secrets.install_log_redaction()
+    interrupt.take_interrupts_once()  # in labtest run's child: Ctrl-C + its parent's = one
     record = config.getoption("record", None)
     if record:
         connect.set_record_dir(Path(record))

@@ -11,12 +11,15 @@ missed a limit) / broken (the lab could not be asked) / skipped and coverage
 culprit, and what was not proven. The run is PASS only when every required
 cell is proven or waived; see ``labtest.measure.coverage``.
 
-An interrupted run (Ctrl-C, SIGTERM) is passed to pytest as SIGINT, so its
-teardown restores the devices destructive tests touched before it exits.
+An interrupted run (Ctrl-C, SIGTERM, ``kill -INT``) is passed to pytest as SIGINT, so its
+teardown restores the devices destructive tests touched before it exits; so is the death
+of ``labtest run`` itself, even by SIGKILL (``labtest.interrupt``): no orphan runs on.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 import signal
 import subprocess
 import sys
@@ -29,8 +32,9 @@ from typing import Any, TextIO
 
 import labtest.suites
 import labtest.testbeds
+from labtest import interrupt
 from labtest.outcome import culprit
-from labtest.reports import results
+from labtest.reports import RESULTS_FILE, results
 
 #: the source checkout (only meaningful there: the matrix and tests use it)
 REPO = Path(__file__).resolve().parent.parent
@@ -58,6 +62,8 @@ EXIT_INCOMPLETE = 6
 #: nothing could be judged: the testbed was refused (a fault the lab cannot inject, ...) or
 #: the emulated lab did not start; one located error, no verdict table
 EXIT_BROKEN = 7
+#: interrupted (Ctrl-C, SIGTERM, kill -INT): pytest's own status for it
+EXIT_INTERRUPTED = 2
 EXIT_BY_VERDICT = {"PASS": EXIT_OK, "FAIL": EXIT_VERDICT, "INCOMPLETE": EXIT_INCOMPLETE}
 
 
@@ -142,23 +148,45 @@ def run(opts: RunOptions, out: TextIO = sys.stdout) -> int:
         return EXIT_BROKEN
     print(f"labtest run: {' '.join(cmd[3:])}", file=out, flush=True)
     start = time.monotonic()
-    status = _run_child(cmd, cwd=Path.cwd())
+    written = _stamp(opts.alluredir / RESULTS_FILE)  # a previous run's, if any
+    status, interrupted = _run_child(cmd, cwd=Path.cwd())
     elapsed_s = time.monotonic() - start
+    if status < 0:  # pytest died of a signal, as a shell says it
+        status = 128 - status
     if status == EXIT_BROKEN:  # the child said why, located, in one line
         print("labtest run: BROKEN: the lab did not start; nothing was judged", file=out)
         return EXIT_BROKEN
+    stale = _stamp(opts.alluredir / RESULTS_FILE) in (None, written)
+    if interrupted and stale:
+        print(f"labtest run: interrupted after {elapsed_s:.0f} s, before any result; "
+              "nothing was judged", file=out)
+        return EXIT_INTERRUPTED
     try:
+        if stale:  # never a verdict from the results a previous run left in the folder
+            raise results.ResultsError(f"{opts.alluredir}: this run wrote no {RESULTS_FILE}")
         doc = results.load(opts.alluredir)
     except results.ResultsError as exc:
         print(f"labtest run: no results ({exc}); pytest exited with {status}", file=out)
         return EXIT_NO_RESULTS if status in (0, 1) else status
     table = verdict_table(doc.get("tests", []), results.verdict_of(doc))
     print(format_table(table, elapsed_s, color=_isatty(out)), file=out)
+    if interrupted:
+        print("labtest run: interrupted: the table judges only the tests that ran", file=out)
+        return EXIT_INTERRUPTED
     if status not in (0, 1):
         return status
     if not any(s.total for s in table.suites.values()):
         return EXIT_NO_RESULTS
     return EXIT_BY_VERDICT[table.verdict]
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    """Which file is there (inode, mtime): results are written whole, to a new inode."""
+    try:
+        st = path.lstat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns
 
 
 def testbed_problems(path: Path) -> list[str]:
@@ -181,26 +209,44 @@ def _isatty(out: TextIO) -> bool:
         return False
 
 
-def _run_child(cmd: list[str], cwd: Path) -> int:
-    """The pytest child; SIGTERM/SIGINT reach it as SIGINT so its teardown restores devices."""
-    child = subprocess.Popen(cmd, cwd=cwd)
+def _run_child(cmd: list[str], cwd: Path) -> tuple[int, bool]:
+    """The pytest child; SIGTERM/SIGINT reach it as SIGINT so its teardown restores devices.
+
+    Every interrupt is passed on (``kill -INT`` of this process alone must stop the run;
+    on Ctrl-C the child takes the terminal's and ours as one, see ``labtest.interrupt``),
+    and the child gets SIGTERM, taken as Ctrl-C, when this process dies, even by SIGKILL:
+    no orphan runs on. Returns pytest's status and whether the run was interrupted.
+    """
+    me = os.getpid()
+    child = subprocess.Popen(
+        cmd, cwd=cwd, env=interrupt.child_env(me),
+        preexec_fn=functools.partial(interrupt.die_with_parent, me),
+    )
     previous = signal.getsignal(signal.SIGTERM)
 
+    interrupted = False
+
     def forward(signum: int, frame: Any) -> None:
+        nonlocal interrupted
+        interrupted = True
         if child.poll() is None:
             child.send_signal(signal.SIGINT)
 
     signal.signal(signal.SIGTERM, forward)
+    deadline: float | None = None  # set by the first interrupt: the child's grace
     try:
         while True:
             try:
-                return child.wait()
-            except KeyboardInterrupt:  # the terminal sent SIGINT to both of us: let it finish
-                try:
-                    return child.wait(timeout=INTERRUPT_GRACE_S)
-                except subprocess.TimeoutExpired:
-                    child.kill()
-                    return child.wait()
+                if deadline is None:
+                    return child.wait(), interrupted
+                return child.wait(max(0.0, deadline - time.monotonic())), interrupted
+            except KeyboardInterrupt:
+                forward(signal.SIGINT, None)
+                if deadline is None:
+                    deadline = time.monotonic() + INTERRUPT_GRACE_S
+            except subprocess.TimeoutExpired:
+                child.kill()
+                return child.wait(), interrupted
     finally:
         signal.signal(signal.SIGTERM, previous)
 
