@@ -7,7 +7,7 @@
     python bench/rootcause_campaign.py --list [--seed S] [--cases N]
 
 From a seed (printed) it draws ``--cases`` cases from the fault-detection matrix's
-domains (``tests/matrix/matrix_data.py``, ``labtest/matrix_draws.py``):
+domains (``tests/matrix/matrix_data.py``, ``labtest/matrix/draws.py``):
 
 - single faults, every kind of the domains in turn (as even as the count allows); per
   kind the domain's strata (``class/vendor``: host and fabric links, every vendor at
@@ -20,17 +20,18 @@ domains (``tests/matrix/matrix_data.py``, ``labtest/matrix_draws.py``):
   combinable kinds, no device in common, seen by different suites);
 - ``--healthy-share`` of healthy labs, each on its own emulation seed (at least one).
 
-Each case runs as a child ``labtest run`` on its own emulated lab (``matrix_run.Runner``),
-``--jobs`` at a time, over the suites that catch its kind(s) plus ``--extra-suites``
-(default ``roce,collective``: traffic that crosses the fabric, which gives the path
-inference its evidence), or every suite with ``--all-suites``. A healthy case runs the
-suite set of a (seeded) random kind, as a faulty case would.
+Each case runs as a child ``labtest run`` on its own emulated lab
+(``labtest.matrix.runner.Runner``), ``--jobs`` at a time, over the suites that catch its
+kind(s) plus ``--extra-suites`` (default ``roce,collective``: traffic that crosses the
+fabric, which gives the path inference its evidence), or every suite with
+``--all-suites``. A healthy case runs the suite set of a (seeded) random kind, as a faulty
+case would.
 
 The campaign folder (default ``bench/out/rootcause-<seed>``, ignored by git) keeps per
 case its ``results/labtest-results.json``, ``run.json`` (wall, exit status) and ``run.log``
 (the allure files are pruned unless ``--keep-allure``), ``cases.json`` (every case's
 faults, strata, suites and the names a correct answer may give per fault:
-``matrix_draws.blame``) and ``campaign.json``. ``--rejudge DIR`` recomputes
+``labtest.matrix.draws.blame``) and ``campaign.json``. ``--rejudge DIR`` recomputes
 ``root_causes(doc)`` from every stored document with the current code and prints the
 table again, without running a lab.
 
@@ -42,7 +43,7 @@ Judged is only the run's own answer:
   a healthy one PASS (anything else a *false FAIL*);
 - the FIRST root causes: one fault is *top-1 right* when the first cause's culprit (for an
   ``unreachable`` cause, also its one-line cause, which quotes the device) names one of
-  the fault's blame names (``matrix_judge.names``); two faults are right when the first
+  the fault's blame names (``labtest.matrix.judge.names``); two faults are right when the first
   two causes name one fault each. An ``unexplained`` cause names nothing.
 """
 
@@ -67,8 +68,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from labtest.matrix_cases import DEFAULT_CASES, Case, load_data
-from labtest.matrix_draws import (
+from labtest.matrix.cases import DEFAULT_CASES, Case, load_data
+from labtest.matrix.draws import (
     SWITCH_ROLES,
     Domain,
     Draw,
@@ -81,8 +82,8 @@ from labtest.matrix_draws import (
     targets,
     to_case,
 )
-from labtest.matrix_judge import names
-from labtest.matrix_run import RUN_META, Runner
+from labtest.matrix.judge import names
+from labtest.matrix.runner import RUN_META, Runner
 from labtest.measure.rootcause import RootCause, root_causes
 from labtest.reports import RESULTS_FILE, results
 from labtest.run import DEFAULT_TESTBED, SUITE_ORDER

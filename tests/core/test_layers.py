@@ -17,8 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = ("labtest", "drivers", "fixtures", "suites")
 
-APPS = {"plugin", "reports", "run", "runner_cli", "matrix", "matrix_cases", "matrix_draws",
-        "matrix_run", "matrix_judge", "cli",
+APPS = {"plugin", "reports", "run", "runner_cli", "matrix", "cli",
         "burnin", "doctor", "db", "project", "reservation", "reservation_plugin",
         "project_template"}
 

@@ -1,10 +1,10 @@
 """What the fault-detection matrix injects into the emulated lab, and whom it blames.
 
 ``DOMAINS``: per fault kind of the catalogue, the valid domain the matrix draws from
-(``labtest.matrix_draws``): which targets (classes read from the testbed: switch ports of
+(``labtest.matrix.draws``): which targets (classes read from the testbed: switch ports of
 every vendor, host links, leaf-spine links, devices) and which parameter ranges the
 catching suite's limit can see, each bound with its reason. Whom a failure may blame is
-derived from the drawn target (``matrix_draws.blame``), not written here.
+derived from the drawn target (``labtest.matrix.draws.blame``), not written here.
 
 ``CI_PLAN``: the draws CI runs (a fixed seed: about one draw per kind, forced extras for
 the placements the issues name, two combined rows, healthy rows) — under ~35 min on two
@@ -20,7 +20,7 @@ from typing import Any
 
 from labtest.emulation.model.faults import load_catalogue
 from labtest.matrix import Case
-from labtest.matrix_draws import Choice, Domain, FloatRange, IntRange, Placement, Plan
+from labtest.matrix.draws import Choice, Domain, FloatRange, IntRange, Placement, Plan
 
 CATALOGUE = load_catalogue()
 

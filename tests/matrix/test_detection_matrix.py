@@ -25,8 +25,8 @@ import pytest
 from matrix_data import CI_PLAN, DOMAINS
 
 from labtest import matrix
-from labtest.matrix import Case, Runner
-from labtest.matrix_draws import draw_cases
+from labtest.matrix import Case, Runner, cli
+from labtest.matrix.draws import draw_cases
 from labtest.testbed import load_testbed
 
 REPO = Path(__file__).resolve().parents[2]
@@ -66,8 +66,8 @@ def runner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runner]:
         verdicts = [matrix.judge(runs.result(c.name)) for c in CASE_LIST]
         note = (f"Draws of CI_PLAN, seed {CI_PLAN.seed}; rows as CI runs them "
                 f"({'every suite' if FULL else 'reduced'}), {JOBS} at a time.\n\n"
-                f"{matrix.CI_NOTE}")
-        appendix = matrix.domains_appendix(matrix.load_data(), LEAFSPINE)
+                f"{cli.CI_NOTE}")
+        appendix = cli.domains_appendix(matrix.load_data(), LEAFSPINE)
         Path(out).write_text(matrix.render(verdicts, title_note=note, appendix=appendix),
                              encoding="utf-8")
     runs.close()

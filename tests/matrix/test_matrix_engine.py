@@ -16,8 +16,8 @@ from matrix_data import CASES, CI_PLAN, DOMAINS
 
 from labtest import matrix
 from labtest.emulation.model import Fabric, load_catalogue
-from labtest.matrix import Case, CaseRun, Expect, RedTest, SuiteResult, judge, names
-from labtest.matrix_draws import Plan, blame, draw_cases, in_domain, strata, targets
+from labtest.matrix import Case, CaseRun, Expect, RedTest, SuiteResult, cli, judge, names
+from labtest.matrix.draws import Plan, blame, draw_cases, in_domain, strata, targets
 from labtest.testbed import load_testbed
 
 REPO = Path(__file__).resolve().parents[2]
@@ -486,7 +486,7 @@ def test_engine_runs_labtest_run_children_and_judges_them(
              unreachable="leaf1"),
         matrix.healthy_case(2),
     ]
-    verdicts = {v.run.case.name: v for v in matrix.run_matrix(
+    verdicts = {v.run.case.name: v for v in cli.run_matrix(
         cases, tmp_path / "runs", jobs=3, timeout_s=120, base=base, suites_dir=suites,
         emulate=False, pytest_args=("-q", "-p", "no:randomly", "--no-inventory"))}
     caught = verdicts["caught"]
@@ -508,7 +508,7 @@ def test_engine_runs_labtest_run_children_and_judges_them(
     module.write_text("from labtest.matrix import Case\n"
                       f"CASES = {{'caught': Case(**{_fields(cases[0])!r})}}\n")
     out = tmp_path / "matrix.md"
-    status = matrix.main(["--rejudge", "--fixed", "--workdir", str(tmp_path / "runs"),
+    status = cli.main(["--rejudge", "--fixed", "--workdir", str(tmp_path / "runs"),
                           "--cases", str(module), "--seeds", "2", "--out", str(out)])
     assert status == 0
     rows = _rows(out.read_text())

@@ -1,31 +1,9 @@
-"""The fault-detection matrix: each catalogued fault injected into the emulated lab, the
-suites run, and a judgement on whether the suite meant to catch it did, for the right reason.
+"""``python -m labtest.matrix``: the detection matrix's command line.
 
-A case is one faulted copy of a testbed (or a healthy one with another seed).
-It runs through ``labtest run`` in a child process bounded by a timeout, and
-its ``labtest-results.json`` is judged per suite family:
-
-- a suite meant to catch the fault must fail, and every failure must name the
-  culprit (a ``device:port``, a link, a device) — a red suite that blames the
-  wrong port would pass an operator's eye but not this check;
-- every other suite must pass: a failure there is a false failure;
-- *broken* is allowed only where the fault makes a device unreachable, and
-  then every broken result must name that device; such a case expects no
-  failure at all (the lab could not be asked, so nothing was judged).
-
-Faults are placed by seeded random draws from each fault kind's domain
-(``labtest.matrix_draws``; the domains are ``tests/matrix/matrix_data.py``), so the
-suites cannot be tuned to fixed placements; a row may carry two faults at once, and
-each is judged on its own (caught, culprit named). Per fault kind the run reports the
-detection and culprit-naming rates.
-
-``python -m labtest.matrix`` runs CI's draws (``--random --seed N --draws K`` others,
-``--list`` prints them, ``--only ROW`` runs a few) and writes the markdown
-(``docs/detection-matrix.md``); ``tests/matrix`` runs CI's draws as a test.
-
-The parts: ``matrix_cases`` (what a row is), ``matrix_draws`` (where its faults go),
-``matrix_run`` (running a row in a child), ``matrix_judge`` (the verdict and the markdown);
-this module is the command line and names them all for callers.
+It runs CI's draws (``--random --seed N --draws K`` others, ``--list`` prints them,
+``--only ROW`` runs a few) and writes the markdown (``docs/detection-matrix.md``);
+``tests/matrix`` runs CI's draws as a test. What a row is, where its faults go, how it
+runs and how it is judged are the package's other modules (see ``labtest.matrix``).
 """
 
 from __future__ import annotations
@@ -42,95 +20,25 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from labtest.matrix_cases import (
-    BYSTANDERS,
+from labtest.matrix.cases import (
     DEFAULT_CASES,
     DEFAULT_SEEDS,
     Case,
-    Expect,
-    faulted_testbed,
     healthy_case,
-    load_cases,
     load_data,
     reduced_suites,
 )
-from labtest.matrix_judge import (
-    BROKEN_NAMED,
-    CAUGHT,
-    CONSEQUENCE,
-    EVIDENCE_LINES,
-    PASS,
+from labtest.matrix.judge import (
     CaseVerdict,
-    Cell,
-    FaultOutcome,
-    Rate,
     judge,
-    names,
-    rates,
     render,
-    render_rates,
 )
-from labtest.matrix_run import (
+from labtest.matrix.runner import (
     CASE_TIMEOUT_S,
-    RUN_META,
-    STOP_GRACE_S,
-    CaseRun,
-    RedTest,
     Runner,
-    SuiteResult,
-    case_suites,
-    child_main,
     load_run,
-    root_causes_of,
-    stop,
 )
 from labtest.run import DEFAULT_TESTBED, REPO
-
-__all__ = [
-    "BROKEN_NAMED",
-    "BYSTANDERS",
-    "CASE_TIMEOUT_S",
-    "CAUGHT",
-    "CI_NOTE",
-    "CONSEQUENCE",
-    "DEFAULT_CASES",
-    "DEFAULT_OUT",
-    "DEFAULT_SEEDS",
-    "EVIDENCE_LINES",
-    "PASS",
-    "RUN_META",
-    "STOP_GRACE_S",
-    "Case",
-    "CaseRun",
-    "CaseVerdict",
-    "Cell",
-    "Expect",
-    "FaultOutcome",
-    "Rate",
-    "RedTest",
-    "Runner",
-    "SuiteResult",
-    "case_suites",
-    "child_main",
-    "domains_appendix",
-    "drawn_cases",
-    "faulted_testbed",
-    "healthy_case",
-    "judge",
-    "load_cases",
-    "load_data",
-    "load_run",
-    "main",
-    "names",
-    "rates",
-    "reduced_suites",
-    "render",
-    "render_rates",
-    "root_causes_of",
-    "run_matrix",
-    "stop",
-]
-
 
 DEFAULT_OUT = REPO / "docs" / "detection-matrix.md"
 CI_NOTE = (
@@ -174,7 +82,7 @@ def run_matrix(
 
 
 def drawn_cases(data: Any, testbed: Path, plan: Any) -> list[Case]:
-    from labtest.matrix_draws import draw_cases
+    from labtest.matrix.draws import draw_cases
     from labtest.testbed import load_testbed
 
     return draw_cases(plan, data.DOMAINS, load_testbed(testbed))
@@ -182,7 +90,7 @@ def drawn_cases(data: Any, testbed: Path, plan: Any) -> list[Case]:
 
 def domains_appendix(data: Any, testbed: Path) -> list[str]:
     """The doc's closing section: the domains every draw comes from, with the reasons."""
-    from labtest.matrix_draws import describe_domains
+    from labtest.matrix.draws import describe_domains
     from labtest.testbed import load_testbed
 
     plan = data.CI_PLAN
@@ -223,7 +131,7 @@ DRAWS_DOC = [
     "  `unreachable_device`, `ecmp_polarisation`, `pfc_storm`, `miswired`, `flapping_link`,",
     "  are not combined: they would mask the other fault). Each must be caught and named.",
     "- **Culprits** a correct failure may name are derived from the drawn target by",
-    "  `matrix_draws.blame`: a port, its far end and its link (plus the host, for a host's",
+    "  `draws.blame`: a port, its far end and its link (plus the host, for a host's",
     "  own port); a link's two ends and the link; a host with its ports, their far ends",
     "  and links; a switch (which names its ports); every switch for the fabric-wide fault.",
     "- **Judging** per fault: *detected* when its catching suite fails (for a fault with",
@@ -333,7 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cases = [table[k] for k in kinds] + [healthy_case(s) for s in args.seeds]
         drawn = "the fixed placements of tests/matrix/matrix_data.py (CASES)"
     else:
-        from labtest.matrix_draws import Plan
+        from labtest.matrix.draws import Plan
 
         if args.random:
             seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(3), "big")

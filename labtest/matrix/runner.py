@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from labtest import stackdump
-from labtest.matrix_cases import Case, faulted_testbed
+from labtest.matrix.cases import Case, faulted_testbed
 from labtest.measure.rootcause import explained_by, root_causes
 from labtest.reports import results
 from labtest.run import DEFAULT_TESTBED, REPO, SUITES_DIR, culprit
@@ -136,7 +136,8 @@ def load_run(case: Case, workdir: Path, pid: int | None = None) -> CaseRun:
 
 def _child_command(opts: dict[str, Any]) -> list[str]:
     code = (
-        "import sys; from labtest.matrix_run import child_main; sys.exit(child_main(sys.argv[1]))"
+        "import sys; from labtest.matrix.runner import child_main; "
+        "sys.exit(child_main(sys.argv[1]))"
     )
     return [sys.executable, "-c", code, json.dumps(opts)]
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from labtest.matrix_cases import Case, Expect
+from labtest.matrix.cases import Case, Expect
 from labtest.registry import capabilities_of, driver_class
 from labtest.testbed.model import Testbed
 
