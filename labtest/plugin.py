@@ -9,6 +9,8 @@ installs the run's circuit breakers, so a dead device costs one timeout, not one
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -120,6 +122,7 @@ class _State:
         return self._testbed
 
     def _start_emulation(self, testbed: Testbed) -> Testbed:
+        self._reap()
         if testbed.emulation is not None and testbed.emulation.backend == "kernel":
             from labtest.emulation.kernel import KernelLab
 
@@ -129,6 +132,18 @@ class _State:
 
         self._emulated = EmulatedLab(testbed)
         return self._emulated.start()
+
+    def _reap(self) -> None:
+        """Leftovers of dead runs go before a lab starts (each lab reaps too); their one
+        line is said past pytest's capture: the lab starts inside a fixture."""
+        from labtest import runs
+
+        line = runs.reap(report=False).line()
+        if line is None:
+            return
+        capman = self.config.pluginmanager.getplugin("capturemanager")
+        with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
+            print(line, file=sys.stderr, flush=True)
 
     def lab(self) -> Lab:
         tb = self.testbed()

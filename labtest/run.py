@@ -153,6 +153,8 @@ def run(opts: RunOptions, out: TextIO = sys.stdout) -> int:
     elapsed_s = time.monotonic() - start
     if status < 0:  # pytest died of a signal, as a shell says it
         status = 128 - status
+    if status in (0, 1):  # pytest ran to its end: an interrupt came after it
+        interrupted = False
     if status == EXIT_BROKEN:  # the child said why, located, in one line
         print("labtest run: BROKEN: the lab did not start; nothing was judged", file=out)
         return EXIT_BROKEN

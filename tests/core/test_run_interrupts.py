@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from labtest import interrupt
+from labtest import interrupt, runs
 from labtest import run as runner
 
 CHILD = textwrap.dedent(
@@ -136,7 +136,7 @@ def test_a_child_not_of_labtest_run_keeps_plain_interrupts(monkeypatch: pytest.M
 
 
 def _previous_run(results: Path) -> None:
-    results.mkdir(parents=True)
+    results.mkdir(parents=True, exist_ok=True)
     doc = {"tests": [], "verdict": {"verdict": "PASS"}}
     (results / "labtest-results.json").write_text(json.dumps(doc))
 
@@ -157,9 +157,52 @@ def test_a_run_that_wrote_no_results_never_shows_the_previous_runs_verdict(
     _previous_run(results)
     monkeypatch.setattr(runner, "_run_child", lambda cmd, cwd: child)
     monkeypatch.setattr(runner, "testbed_problems", lambda path: [])
-    opts = runner.RunOptions(alluredir=results, suites=["cabling"])
+    opts = runner.RunOptions(alluredir=results, suites=["cabling"], suites_dir=runner.SUITES_DIR)
     buf = io.StringIO()
     assert runner.run(opts, out=buf) == status
     out = buf.getvalue()
     assert said in out
     assert "verdict:" not in out
+
+
+def test_the_reaped_line_reaches_the_terminal_past_pytests_capture(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lab starts inside a fixture, under pytest's capture: its one line about the
+    leftovers it removed was swallowed (the chaos bench's next runs said nothing)."""
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    monkeypatch.setenv(runs.STATE_ENV, str(state))
+    rid = runs.new_id()
+    folder = tmp_path / f"labtest-emulate-{rid}"
+    folder.mkdir()
+    dead = runs.Run(rid, 999_999_999, 1, runs.boot_id(), [], [str(folder)])  # no such PID
+    dead.save()
+    pytester.makepyfile("def test_lab(testbed):\n    assert testbed.devices\n")
+    res = pytester.runpytest_subprocess(
+        "--testbed", str(runner.DEFAULT_TESTBED), "--emulate", "-p", "no:cacheprovider"
+    )
+    assert res.ret == 0
+    res.stderr.fnmatch_lines(
+        ["labtest: removed leftovers of 1 dead run (pid 999999999): 0 namespaces, "
+         "0 processes, 1 folder"]
+    )
+    assert not folder.exists()
+
+
+def test_an_interrupt_after_pytest_ended_leaves_the_verdict_alone(tmp_path: Path) -> None:
+    """Ctrl-C in the moment between pytest's end and the table: the run ran whole."""
+    results = tmp_path / "allure-results"
+
+    def child(cmd: list[str], cwd: Path) -> tuple[int, bool]:
+        _previous_run(results)  # written by this run
+        return 0, True
+
+    opts = runner.RunOptions(alluredir=results, suites=["cabling"], suites_dir=runner.SUITES_DIR)
+    buf = io.StringIO()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(runner, "_run_child", child)
+        mp.setattr(runner, "testbed_problems", lambda path: [])
+        status = runner.run(opts, out=buf)
+    assert "interrupted" not in buf.getvalue()
+    assert status == runner.EXIT_NO_RESULTS  # judged as any run: this one held no test
