@@ -2,7 +2,7 @@
 
 Each of ``--writers`` processes plays a station: one run of ``--hours`` of virtual
 time, 8 optics x 4 lanes x 3 DOM metrics (96 samples) every ``--period`` seconds,
-written through the real store (``labtest.db.burnin.PgSampleStore``: one
+written through the real store (``labtest.burnin.postgres.PgSampleStore``: one
 transaction per reading, one multi-row insert). Halfway (at 60 %) every station
 "dies"; then every station resumes its *neighbour's* run from 40 % -- another
 process, another connection -- so a fifth of each run is written twice. Checks
@@ -22,8 +22,8 @@ import multiprocessing
 import sys
 import time
 
+from labtest.burnin.postgres import PgSampleStore
 from labtest.burnin.store import Reading, Run, Sample
-from labtest.db.burnin import PgSampleStore
 
 PORTS, LANES, METRICS = 8, 4, ("tx_power_dbm", "rx_power_dbm", "tx_bias_ma")
 PER_READING = PORTS * LANES * len(METRICS)

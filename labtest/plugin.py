@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from labtest import connect, interrupt, reservation_plugin, secrets, xdist_guard
+from labtest import connect, interrupt, secrets, xdist_guard
 from labtest.errors import CapabilityAbsent, ConfigError, LimitFailure
 from labtest.lab import Lab
 from labtest.measure import LimitsProfile, Measurement, NotProven, Recorder, load_limits
@@ -29,6 +29,7 @@ from labtest.outcome import (
     error_record,
     raw_evidence,
 )
+from labtest.reservation import plugin as reservation_plugin
 from labtest.testbed import Testbed, load_testbed
 from labtest.transports import breaker
 
@@ -360,7 +361,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     xdist_guard.check_groups_honoured(item)
-    reservation_plugin.before_test(item)  # hold the lab's devices; stop if the lease was lost
+    reservation_plugin.before_test(item, testbed_of)  # hold the lab's devices; stop if lost
     for mark in item.iter_markers("needs"):
         reason = _unmet_needs(item.config, mark)
         if reason:

@@ -11,9 +11,10 @@ Python API (what ``labtest burnin`` does)::
 """
 
 from labtest.burnin.analysis import Report, analyse
+from labtest.burnin.backends import open_store
 from labtest.burnin.runner import Options, Outcome, RunError, resume, start
 from labtest.burnin.station import Station, load_station
-from labtest.burnin.store import SampleStore, SqliteStore, open_store
+from labtest.burnin.store import SampleStore, SqliteStore
 
 __all__ = [
     "Options",

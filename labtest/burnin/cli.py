@@ -166,9 +166,10 @@ def _run(args: argparse.Namespace, resume: str | None) -> int:
 def _finish(args: argparse.Namespace, run_id: str, db: str | Path | None) -> int:
     from labtest.burnin import outputs
     from labtest.burnin.analysis import analyse
+    from labtest.burnin.backends import database, open_store
     from labtest.burnin.runner import output_dir
     from labtest.burnin.station import load_station
-    from labtest.burnin.store import StoreError, database, open_store
+    from labtest.burnin.store import StoreError
     from labtest.measure import load_limits
     from labtest.testbed import load_testbed
 
@@ -213,7 +214,7 @@ def stored_verdicts(run_id: str, report: Any) -> list[Any]:
 
 
 def _serial(args: argparse.Namespace) -> int:
-    from labtest.burnin.store import database, open_store
+    from labtest.burnin.backends import database, open_store
 
     store = open_store(database(args.db), create=False)
     try:
@@ -231,7 +232,7 @@ def _serial(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from labtest.burnin.store import database, open_store
+    from labtest.burnin.backends import database, open_store
 
     store = open_store(database(args.db), create=False)  # a typo creates nothing
     try:

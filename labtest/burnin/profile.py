@@ -5,14 +5,65 @@ The chamber itself ramps its air at the commanded rate (ESPEC operating model,
 rate r and setpoint T": no polling loop waits for a temperature, and the same
 timeline works on wall time, on a scaled virtual clock and on a stepped one.
 A ramp's duration is the temperature change over the rate, starting from where
-the previous segment left the air.
+the previous segment left the air. The profile's schema (the ``chamber:`` part of a
+station file) is here too, so the station file's loader reads it from below.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated, Literal
 
-from labtest.burnin.station import Chamber, Cycles, Ramp, Soak
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class Strict(BaseModel):
+    """A part of a station file: unknown keys refused, frozen (every model of the file)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --- the schema (a station file's ``chamber:``) ------------------------------------------
+
+
+class Soak(Strict):
+    kind: Literal["soak"]
+    temperature_c: float = Field(ge=-70, le=180)
+    duration_h: float = Field(gt=0)
+
+
+class Ramp(Strict):
+    kind: Literal["ramp"]
+    to_c: float = Field(ge=-70, le=180)
+    rate_c_per_min: float = Field(gt=0, le=30)
+
+
+class Cycles(Strict):
+    kind: Literal["cycles"]
+    count: int = Field(ge=1, le=1000)
+    low_c: float = Field(ge=-70, le=180)
+    high_c: float = Field(ge=-70, le=180)
+    rate_c_per_min: float = Field(gt=0, le=30)
+    dwell_min: float = Field(0.0, ge=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Cycles:
+        if self.low_c >= self.high_c:
+            raise ValueError(f"low_c {self.low_c} must be below high_c {self.high_c}")
+        return self
+
+
+Segment = Annotated[Soak | Ramp | Cycles, Field(discriminator="kind")]
+
+
+class Chamber(Strict):
+    device: str
+    start_c: float = Field(25.0, description="air temperature when the run starts")
+    profile: list[Segment] = Field(min_length=1)
+    at_end: Literal["standby", "hold"] = "standby"
+
+
+# --- the timeline ------------------------------------------------------------------------
 
 #: the rate a soak is commanded with (it starts where the air already is; any rate works)
 SOAK_RATE_C_PER_MIN = 1.0

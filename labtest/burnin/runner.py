@@ -36,21 +36,12 @@ from typing import Any
 
 from labtest import reservation
 from labtest.burnin import monitors as mon
+from labtest.burnin.backends import database, open_store
 from labtest.burnin.live import LiveChecks, Progress, Status
 from labtest.burnin.profile import Step, active, timeline
 from labtest.burnin.schedule import Series, Slot, merged, rounds, total
 from labtest.burnin.station import PrbsLoad, Station, load_station
-from labtest.burnin.store import (
-    Event,
-    Reading,
-    Run,
-    SampleStore,
-    StoreError,
-    StoreFull,
-    Unit,
-    database,
-    open_store,
-)
+from labtest.burnin.store import Event, Reading, Run, SampleStore, StoreError, StoreFull, Unit
 from labtest.burnin.timebase import FabricTimebase, Timebase, WallTimebase
 from labtest.burnin.units import Plan, discover
 from labtest.errors import ConfigError, LabtestError

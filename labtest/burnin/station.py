@@ -15,8 +15,9 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr
 
+from labtest.burnin.profile import Chamber, Strict, profile_duration_s
 from labtest.errors import ConfigError
 from labtest.yamlsource import Loc, Source, read, validate
 
@@ -46,8 +47,6 @@ REQUIRED_LIMITS = (
 )
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 # --- units -----------------------------------------------------------------------
@@ -85,46 +84,6 @@ class NoLoad(Strict):
 
 
 Load = Annotated[PrbsLoad | NoLoad, Field(discriminator="kind")]
-
-
-# --- chamber profile ---------------------------------------------------------------------
-
-
-class Soak(Strict):
-    kind: Literal["soak"]
-    temperature_c: float = Field(ge=-70, le=180)
-    duration_h: float = Field(gt=0)
-
-
-class Ramp(Strict):
-    kind: Literal["ramp"]
-    to_c: float = Field(ge=-70, le=180)
-    rate_c_per_min: float = Field(gt=0, le=30)
-
-
-class Cycles(Strict):
-    kind: Literal["cycles"]
-    count: int = Field(ge=1, le=1000)
-    low_c: float = Field(ge=-70, le=180)
-    high_c: float = Field(ge=-70, le=180)
-    rate_c_per_min: float = Field(gt=0, le=30)
-    dwell_min: float = Field(0.0, ge=0)
-
-    @model_validator(mode="after")
-    def _ordered(self) -> Cycles:
-        if self.low_c >= self.high_c:
-            raise ValueError(f"low_c {self.low_c} must be below high_c {self.high_c}")
-        return self
-
-
-Segment = Annotated[Soak | Ramp | Cycles, Field(discriminator="kind")]
-
-
-class Chamber(Strict):
-    device: str
-    start_c: float = Field(25.0, description="air temperature when the run starts")
-    profile: list[Segment] = Field(min_length=1)
-    at_end: Literal["standby", "hold"] = "standby"
 
 
 # --- monitors and storage -------------------------------------------------------------------
@@ -335,8 +294,6 @@ def _check_chamber(chamber: Any, testbed: Any, src: Source) -> None:
 
 
 def _check_durations(data: dict[str, Any], src: Source) -> None:
-    from labtest.burnin.profile import profile_duration_s
-
     duration_h = data.get("duration_h")
     if not isinstance(duration_h, int | float) or duration_h <= 0:
         return

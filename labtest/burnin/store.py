@@ -4,7 +4,7 @@ The interface (``SampleStore``) is deliberately narrow — runs, units, readings
 events, and series read back one at a time — so a server database stands in
 for SQLite without touching the runner or the analysis: a ``postgresql://``
 URL (``--db``, ``storage.url`` or ``$LABTEST_DB``) opens
-:class:`labtest.db.burnin.PgSampleStore`, one database for a floor of stations.
+:class:`labtest.burnin.postgres.PgSampleStore`, one database for a floor of stations.
 
 SQLite layout (WAL journal, one writer):
 
@@ -635,31 +635,3 @@ class _transaction:
 
     def __exit__(self, exc_type: object, *_: object) -> None:
         self.db.execute("ROLLBACK" if exc_type else "COMMIT")
-
-
-def open_store(path: str | Path, synchronous: str = "full", create: bool = True) -> SampleStore:
-    """The store for ``path``: a SQLite file, or a ``postgresql://`` URL (a server shared by
-    many stations); ``create=False``: it must exist (a file) or hold runs (a server)."""
-    from labtest import db
-
-    if db.is_postgres(str(path)):
-        from labtest.db.burnin import PgSampleStore
-
-        return PgSampleStore(str(path), create=create)
-    return SqliteStore(path, synchronous, create)
-
-
-def database(given: str | Path | None, station_url: str | None = None,
-             station_path: Path | None = None) -> str | Path:
-    """Where a run's samples go: ``--db``, the station's ``storage.url``, a PostgreSQL
-    ``$LABTEST_DB``, the station's ``storage.path``, else ``reports/burnin/burnin.db``."""
-    from labtest import db
-
-    env = db.env_url()
-    return (given or station_url or (env if db.is_postgres(env) else None) or station_path
-            or DEFAULT_DB)
-
-
-#: the SQLite file when nothing else is said (relative to where the command runs)
-DEFAULT_DB = Path("reports/burnin/burnin.db")
-

@@ -9,7 +9,8 @@ import pytest
 from burnin_helpers import LIMITS
 
 from labtest.burnin.analysis import analyse, flaps, increments, trend
-from labtest.burnin.store import Reading, Run, Sample, Unit, open_store
+from labtest.burnin.backends import open_store
+from labtest.burnin.store import Reading, Run, Sample, Unit
 from labtest.measure import load_limits
 
 HOURS = 24

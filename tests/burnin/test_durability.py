@@ -24,8 +24,9 @@ from burnin_helpers import MINI_TESTBED, station_variant
 from labtest import reservation
 from labtest.burnin import cli, runner, store
 from labtest.burnin.__main__ import main
+from labtest.burnin.backends import open_store
 from labtest.burnin.live import Status
-from labtest.burnin.store import Event, open_store
+from labtest.burnin.store import Event
 from labtest.testbed import load_testbed
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from burnin_helpers import LIMITS, MINI_STATION, MINI_TESTBED
 
-from labtest.burnin.profile import active, profile_duration_s, timeline
-from labtest.burnin.station import Chamber, load_station
+from labtest.burnin.profile import Chamber, active, profile_duration_s, timeline
+from labtest.burnin.station import load_station
 from labtest.errors import ConfigError
 
 

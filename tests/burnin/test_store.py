@@ -11,16 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from labtest.burnin.backends import open_store
 from labtest.burnin.schedule import Series, merged, rounds, total
-from labtest.burnin.store import (
-    Event,
-    Reading,
-    Run,
-    Sample,
-    StoreError,
-    Unit,
-    open_store,
-)
+from labtest.burnin.store import Event, Reading, Run, Sample, StoreError, Unit
 
 
 def test_sqlite_keeps_a_wal_journal_and_the_unique_key_in_its_schema(tmp_path: Path) -> None:

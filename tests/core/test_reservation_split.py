@@ -1,4 +1,4 @@
-"""Leases are a library; their pytest side is the plugin's (labtest.reservation_plugin)."""
+"""Leases are a library; their pytest side is the plugin's (labtest.reservation.plugin)."""
 
 from __future__ import annotations
 

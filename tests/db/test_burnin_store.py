@@ -9,16 +9,8 @@ from pathlib import Path
 import pytest
 
 from labtest.burnin.__main__ import main
-from labtest.burnin.store import (
-    Event,
-    Reading,
-    Run,
-    Sample,
-    StoreError,
-    Unit,
-    Verdict,
-    open_store,
-)
+from labtest.burnin.backends import open_store
+from labtest.burnin.store import Event, Reading, Run, Sample, StoreError, Unit, Verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -126,7 +118,7 @@ def test_twenty_stations_write_an_hour_each_none_lost_none_duplicated(
 
 
 def test_where_samples_go_option_station_url_floor_setting_station_path(monkeypatch) -> None:
-    from labtest.burnin.store import DEFAULT_DB, database
+    from labtest.burnin.backends import DEFAULT_DB, database
 
     floor, station_url = "postgresql://floordb/labtest", "postgresql://rackdb/labtest"
     monkeypatch.delenv("LABTEST_DB", raising=False)

@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 from labtest.burnin.__main__ import main as burnin_main
-from labtest.burnin.store import Event, Reading, Run, Sample, Unit, open_store
+from labtest.burnin.backends import open_store
+from labtest.burnin.store import Event, Reading, Run, Sample, Unit
 from labtest.cli import main
 from labtest.db import history
 

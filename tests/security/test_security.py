@@ -289,7 +289,8 @@ def test_the_example_lab_checks_host_keys_strictly() -> None:
 
 
 def test_a_planted_symlink_at_the_burnin_db_is_refused(tmp_path: Path) -> None:
-    from labtest.burnin.store import StoreError, open_store
+    from labtest.burnin.backends import open_store
+    from labtest.burnin.store import StoreError
 
     victim = tmp_path / "victim"
     victim.write_text("keep")
@@ -300,7 +301,8 @@ def test_a_planted_symlink_at_the_burnin_db_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_burnin_db_in_a_world_writable_directory_is_refused(tmp_path: Path) -> None:
-    from labtest.burnin.store import StoreError, open_store
+    from labtest.burnin.backends import open_store
+    from labtest.burnin.store import StoreError
 
     shared = tmp_path / "shared"
     shared.mkdir()
@@ -311,7 +313,7 @@ def test_a_burnin_db_in_a_world_writable_directory_is_refused(tmp_path: Path) ->
 
 
 def test_a_new_burnin_db_and_its_directories_are_private(tmp_path: Path) -> None:
-    from labtest.burnin.store import open_store
+    from labtest.burnin.backends import open_store
 
     old = os.umask(0)
     try:

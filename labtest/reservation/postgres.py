@@ -28,14 +28,14 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from labtest import db as dbm
-from labtest.reservation import (
-    _MEMBER_ID,
+from labtest.reservation.store import (
+    MEMBER_ID,
     Holder,
     LeaseRow,
     Member,
     StoreUnavailable,
-    _lock_abandoned,
     describe,
+    lock_abandoned,
     member_lock_path,
 )
 
@@ -209,7 +209,7 @@ class PgLeaseStore:
         conn.execute("DELETE FROM members WHERE expires < clock_timestamp()")
         local = conn.execute("SELECT member_id FROM members WHERE host = %s", (self.host,))
         for (member_id,) in local.fetchall():
-            if _MEMBER_ID.match(str(member_id)) and _lock_abandoned(member_lock_path(member_id)):
+            if MEMBER_ID.match(str(member_id)) and lock_abandoned(member_lock_path(member_id)):
                 conn.execute("DELETE FROM members WHERE member_id = %s", (member_id,))
         conn.execute("DELETE FROM holds WHERE run_id NOT IN (SELECT run_id FROM members)")
 

@@ -1,35 +1,39 @@
 """The reservation's pytest side: one option group and one call before each test.
 
-The core plugin (``labtest.plugin``) adds the options and calls ``before_test``; the
-leases themselves (stores, expiry, waiting) are ``labtest.reservation``, which knows
-nothing of pytest.
+The core plugin (``labtest.plugin``) adds the options and calls ``before_test`` with a
+way to read the session's testbed; the leases themselves (stores, expiry, waiting) are
+``labtest.reservation.leases``, which knows nothing of pytest. This module imports
+nothing of the core plugin: the testbed comes in as a callable.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from labtest.errors import InfraError
-from labtest.reservation import (
+from labtest.reservation.leases import Lease, open_store, reserve
+from labtest.reservation.store import (
     DEFAULT_TTL_S,
     DEFAULT_WAIT_S,
     ENV_STORE,
     ENV_TTL,
     Holder,
-    Lease,
     LeaseLost,
     StoreUnavailable,
     StoreUnusable,
     default_store_path,
     describe,
-    open_store,
-    reserve,
     testbed_keys,
 )
+from labtest.testbed.model import Testbed
+
+#: the session's testbed, as the core plugin reads it (None: no --testbed)
+TestbedOf = Callable[[pytest.Config], Testbed | None]
 
 
 def add_options(group: Any) -> None:
@@ -60,8 +64,9 @@ def add_options(group: Any) -> None:
 class _RunReservation:
     """This process's reservation: taken before its first test, checked before each."""
 
-    def __init__(self, config: pytest.Config) -> None:
+    def __init__(self, config: pytest.Config, testbed_of: TestbedOf) -> None:
         self.config = config
+        self.testbed_of = testbed_of
         self.lease: Lease | None = None
         self.error: InfraError | None = None
 
@@ -80,9 +85,7 @@ class _RunReservation:
 
     def _reserve(self) -> Lease:
         __tracebackhide__ = True  # a busy lab is one line, not a traceback
-        from labtest.plugin import testbed_of  # the plugin imports this module
-
-        testbed = testbed_of(self.config)
+        testbed = self.testbed_of(self.config)
         if testbed is None:
             raise LeaseLost("testbed", "cannot reserve: no --testbed")
         workerinput = getattr(self.config, "workerinput", None)
@@ -131,8 +134,11 @@ def _say(config: pytest.Config, line: str) -> None:
 _STASH = pytest.StashKey[_RunReservation]()
 
 
-def before_test(item: pytest.Item) -> None:
+def before_test(item: pytest.Item, testbed_of: TestbedOf) -> None:
     """Reserve on the first test of this process, confirm the lease before every other.
+
+    ``testbed_of(config)`` reads the session's testbed (the core plugin's), once, when
+    the first test reserves.
 
     On a busy lab (after the wait) or a lost lease, the test errors as *broken*
     and the session stops after it, so no later test touches a device.
@@ -143,7 +149,7 @@ def before_test(item: pytest.Item) -> None:
         return
     state = config.stash.get(_STASH, None)
     if state is None:
-        state = config.stash[_STASH] = _RunReservation(config)
+        state = config.stash[_STASH] = _RunReservation(config, testbed_of)
         config.add_cleanup(state.release)
     try:
         state.check()
