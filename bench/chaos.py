@@ -261,8 +261,8 @@ def _verdict(kind: str, rc: int, out: str) -> str:
     return m.group(1) if m and rc == 0 else f"{m.group(1) if m else 'none'} (exit {rc})"
 
 
-def victim(kind: str, sig: str, moment: float, work: Path, log) -> tuple[Tracker, str, float]:
-    with open(work / "victim.log", "wb") as out:
+def victim(n: int, kind: str, sig: str, moment: float, work: Path) -> tuple[Tracker, str, float]:
+    with open(work / f"victim-{n}.log", "wb") as out:
         p = subprocess.Popen(
             command(kind, work), cwd=work, stdout=out, stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -337,7 +337,7 @@ def main() -> int:
         sig = rng.choice(SIGNALS)
         moment = round(rng.uniform(0, typical[kind]), 2)
         r = Round(i, kind, sig, moment)
-        vt, r.exit, r.unwind_s = victim(kind, sig, moment, work, None)
+        vt, r.exit, r.unwind_s = victim(i, kind, sig, moment, work)
         r.left = leftovers([vt])
         nt, r.reaped, r.verdict, r.next_wall_s, out = next_run(kind, work)
         vt.stop()
