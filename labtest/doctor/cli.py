@@ -10,7 +10,10 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
-EXIT_HEALTHY, EXIT_SUSPECTS, EXIT_USAGE, EXIT_UNREAD = 0, 1, 2, 3
+EXIT_HEALTHY, EXIT_SUSPECTS, EXIT_USAGE, EXIT_UNREAD, EXIT_UNDECIDED = 0, 1, 2, 3, 4
+#: --once: device seconds per round (the default interval of a real lab); rounds repeat
+#: until a decision or --max-s
+ONCE_ROUND_S = 10.0
 
 
 def register(sub: Any) -> None:
@@ -19,12 +22,18 @@ def register(sub: Any) -> None:
         help="watch a running fabric and name the sick link, port or NIC",
         description="Each interval: read every switch and host through the drivers, judge the "
                     "readings against the limits profile, detect drifts, rank suspects. Exit "
-                    "(with --once): 0 no suspect, 1 suspects named, 2 usage, 3 nothing readable.",
+                    "(with --once): 0 decided healthy, 1 suspects paged, 2 usage, 3 nothing "
+                    "readable, 4 undecided at --max-s.",
     )
     ap.add_argument("--testbed", type=Path, default=None, metavar="FILE",
                     help="testbed YAML (default: the built-in emulated leaf-spine lab)")
     ap.add_argument("--once", action="store_true",
-                    help="one baseline read, one interval, one report, then exit")
+                    help="a baseline read, then rounds until a unit is paged or the fabric is "
+                         "cleared (each probed link rules out 1%% loss at 99%%), or --max-s; "
+                         "one report saying which, then exit")
+    ap.add_argument("--max-s", type=float, default=60.0, metavar="S",
+                    help="with --once: give up undecided after S seconds of device time "
+                         "(default 60)")
     ap.add_argument("--interval", type=float, default=10.0, metavar="S",
                     help="seconds per interval (wall clock; link state is watched all along)")
     ap.add_argument("--intervals", type=int, default=0, metavar="N",
@@ -194,13 +203,7 @@ def _watch(args: argparse.Namespace, testbed: Any, profile: Any, scale: float,
                 metrics.write(args.metrics_file)
     poll_wall_s = args.poll_s / scale  # device seconds -> wall seconds on a faster lab
     if args.once:
-        doctor.interval(lab, watch_s=0.0, poll_s=poll_wall_s)  # baseline: counters to diff
-        report = doctor.interval(lab, watch_s=args.interval, poll_s=poll_wall_s)
-        report.interval = 1
-        emit(report)
-        if report.ports_read == 0:
-            return EXIT_UNREAD
-        return EXIT_SUSPECTS if report.suspects else EXIT_HEALTHY
+        return _once(args, doctor, lab, scale, poll_wall_s, emit)
     n = 0
     try:
         while args.intervals <= 0 or n < args.intervals:
@@ -211,6 +214,43 @@ def _watch(args: argparse.Namespace, testbed: Any, profile: Any, scale: float,
     except KeyboardInterrupt:
         pass
     return EXIT_HEALTHY
+
+
+def _once(args: argparse.Namespace, doctor: Any, lab: Any, scale: float, poll_wall_s: float,
+          emit: Any) -> int:
+    """Rounds of at most ONCE_ROUND_S device seconds until a page, a healthy decision or
+    ``--max-s`` of device time; one report, the last round's, saying which."""
+    from labtest.doctor.pager import PAGE_POSTERIOR
+    from labtest.doctor.probes import ALPHA, DETECT_LOSS
+
+    doctor.interval(lab, watch_s=0.0, poll_s=poll_wall_s)  # baseline: counters to diff
+    doctor.count = 0  # the rounds are intervals 1, 2, ...
+    watch = min(args.interval, ONCE_ROUND_S / scale)
+    rounds = 0
+    while True:
+        report = doctor.interval(lab, watch_s=watch, poll_s=poll_wall_s)
+        rounds += 1
+        spent = f"{rounds} round(s), {report.device_s:.0f} s of device time"
+        cleared = doctor.healthy()
+        if report.ports_read == 0:
+            report.decision = f"undecided: nothing could be read ({spent})"
+            code = EXIT_UNREAD
+        elif report.suspects:
+            report.decision = (f"decided: paged ({spent}; probe pages at posterior >= "
+                               f"{PAGE_POSTERIOR:g})")
+            code = EXIT_SUSPECTS
+        elif cleared is not None and not report.watched:
+            report.decision = (f"decided: healthy ({spent}; each of the {cleared} links probed "
+                               f"ruled out a loss of {DETECT_LOSS:.0%} at {1 - ALPHA:.0%})")
+            code = EXIT_HEALTHY
+        elif report.device_s >= args.max_s:
+            report.decision = (f"undecided at the bound --max-s {args.max_s:g} ({spent}): "
+                               "nothing paged, not every link cleared")
+            code = EXIT_UNDECIDED
+        else:
+            continue
+        emit(report)
+        return code
 
 
 def _emit(report: Any, out: IO[str] | None, write_event: Any, echo: bool = True) -> None:

@@ -29,14 +29,19 @@ class Suspect:
     kind: str  # link | port | nic
     confidence: float
     evidence: list[Evidence] = field(default_factory=list)
+    paged_interval: int | None = None  # the interval it was first paged in (pager.Pager)
+    ttd_s: float | None = None  # device seconds from its first evidence to its page
+    held: int = 0  # > 0: paged earlier, clean for this many intervals, not yet cleared
 
     @property
     def seen_at(self) -> list[str]:
         return sorted({e.where for e in self.evidence})
 
     def as_dict(self) -> dict[str, Any]:
-        return {"unit": self.unit, "kind": self.kind, "confidence": round(self.confidence, 3),
-                "seen_at": self.seen_at, "evidence": [e.as_dict() for e in self.evidence]}
+        return {"unit": self.unit, "kind": self.kind, "confidence": round(self.confidence, 4),
+                "seen_at": self.seen_at, "paged_interval": self.paged_interval,
+                "ttd_s": None if self.ttd_s is None else round(self.ttd_s, 1),
+                "held": self.held, "evidence": [e.as_dict() for e in self.evidence]}
 
 
 def rank(evidence: Iterable[Evidence], hosts: Collection[str] = ()) -> list[Suspect]:

@@ -22,13 +22,16 @@ losses that meet on one link name it; two simultaneous faults are both named.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from labtest.measure.inference import Observation, infer
+from labtest.stats import ber_upper_bound
 
 #: what probe observations measure (a count observation's aspect)
 ASPECT = "probe_loss"
@@ -138,8 +141,14 @@ class Blame:
     sent: int  # probes through the link in the traces that lost any (see blame)
     bad_paths: int
     paths: int
+    window: int = 0  # intervals of evidence judged together (0: this interval's traces)
 
     def text(self) -> str:
+        if self.window:
+            return (f"probes over the last {self.window} interval(s): {self.lost} of "
+                    f"{self.sent} lost through {self.link} ({self.bad_paths} of its "
+                    f"{self.paths} routes lossy); posterior {self.confidence:.4f}, no other "
+                    "link explains them as well")
         return (f"probes: {self.lost} of {self.sent} lost on the {self.paths} probe paths "
                 f"through {self.link} traced beside a loss ({self.bad_paths} of them lossy); "
                 "no other link explains them as well")
@@ -168,21 +177,29 @@ def blame(paths: Sequence[ProbePath], min_confidence: float = 0.5) -> list[Blame
     lossy = {(p.src, p.dst) for p in live if p.lost}
     if not lossy:
         return []
-    ways = [_directed(p) for p in live]
-    suspects = {w for p, d in zip(live, ways, strict=True) if p.lost for w in d}
+    rows = [(_directed(p), p.sent, p.lost, (p.src, p.dst) not in lossy) for p in live]
+    beside = [p for p in live if (p.src, p.dst) in lossy]
+    return _blame(rows, beside, min_confidence)
+
+
+Row = tuple[tuple[str, ...], int, int, bool]  # directed route, sent, lost, apart
+
+
+def _blame(rows: Sequence[Row], beside: Sequence[ProbePath], min_confidence: float
+           ) -> list[Blame]:
+    """The engine over ``rows``; each cause's probes counted over ``beside``."""
+    suspects = {w for route, _, lost, _ in rows if lost for w in route}
     obs, elsewhere = [], 0
-    for i, (p, d) in enumerate(zip(live, ways, strict=True)):
-        apart = (p.src, p.dst) not in lossy
-        if apart and suspects.isdisjoint(d):
-            elsewhere += p.sent
+    for i, (route, sent, lost, apart) in enumerate(rows):
+        if apart and suspects.isdisjoint(route):
+            elsewhere += sent
             continue
-        obs.append(Observation(str(i), p.lost > 0, ((frozenset(d),),), aspect=ASPECT,
-                               sent=p.sent, lost=p.lost, apart=apart))
+        obs.append(Observation(str(i), lost > 0, ((frozenset(route),),), aspect=ASPECT,
+                               sent=sent, lost=lost, apart=apart))
     if elsewhere:
         obs.append(Observation("elsewhere", False, aspect=ASPECT, sent=elsewhere, apart=True))
-    probed = {w for d in ways for w in d}
+    probed = {w for route, *_ in rows for w in route}
     priors = dict.fromkeys(probed, 1.0 / len(probed))
-    beside = [p for p in live if (p.src, p.dst) in lossy]
     out: dict[str, Blame] = {}
     for cause in infer(obs, priors=priors).causes:
         link = cause.component.rsplit(WAY, 1)[0]
@@ -192,6 +209,90 @@ def blame(paths: Sequence[ProbePath], min_confidence: float = 0.5) -> list[Blame
         out[link] = Blame(link, cause.posterior, sum(p.lost for p in mine),
                           sum(p.sent for p in mine), sum(1 for p in mine if p.lost), len(mine))
     return list(out.values())
+
+
+#: the false-alarm rate of the probe test: a page at posterior >= 1 - ALPHA, a clear at 1 - ALPHA
+ALPHA = 0.01
+#: the smallest steady loss rate the probe test is sized for: a clean run clears a link of it
+#: (a design choice like the CUSUM's k, not a limit: the paths suite's member-loss limit,
+#: 1e-4, would need 46,000 clean probes per link, hours of this mesh)
+DETECT_LOSS = 0.01
+
+
+@dataclass
+class Ledger:
+    """Probe evidence kept across intervals: a steady loss too thin to name in one interval
+    (a 2 % link loses 3 of the 150 probes an access link carried per interval on the
+    default lab, while the interval's own background estimate takes them in) adds up.
+
+    Each interval's paths are tallied per directed route (sent, lost: the sufficient
+    statistics of a steady rate, so merging intervals loses nothing of it); the last
+    ``window`` intervals are judged together by the same engine, as observations sent
+    together (a hole or a dark moment is the interval's own blame's to name). A link's
+    *clean run* is its probes since its last lost one; once it rules out a loss rate of
+    ``DETECT_LOSS`` at ``1 - ALPHA`` (``ber_upper_bound``: 459 clean probes) the link is
+    *cleared*. A link the window blamed that is then cleared has its routes from before its
+    clean run dropped from the window: a fault that ended is not judged on what it did while
+    it lasted. (Only a blamed link's: a healthy link beside a lossy one carries some of its
+    losses, and its clean runs are long enough to clear it now and then.)"""
+
+    window: int = 12
+    intervals: deque[tuple[int, dict[tuple[str, ...], tuple[int, int]]]] = field(
+        default_factory=deque)
+    #: link -> probes through it since its last lost probe (its clean run)
+    clean: dict[str, int] = field(default_factory=dict)
+    last_loss: dict[str, int] = field(default_factory=dict)  # link -> interval of its last loss
+    added: int = 0
+    blamed: set[str] = field(default_factory=set)  # what the last blame() named
+
+    def add(self, paths: Sequence[ProbePath], named: Collection[str] = ()) -> None:
+        """This interval's paths; those through a link the interval's own blame ``named``
+        stay out of the window (a hole or a one-way drop is not a steady rate, and merged
+        with the clean intervals before it would smear onto the links beside it)."""
+        self.added += 1
+        tally: dict[tuple[str, ...], tuple[int, int]] = {}
+        for p in paths:
+            if p.sent <= 0:
+                continue
+            if named and not set(named).isdisjoint(p.links):
+                continue
+            route = _directed(p)
+            sent, lost = tally.get(route, (0, 0))
+            tally[route] = (sent + p.sent, lost + p.lost)
+            for lk in p.links:  # a silent hop's candidates: each may have carried it
+                if p.lost:
+                    self.clean[lk], self.last_loss[lk] = 0, self.added
+                else:
+                    self.clean[lk] = self.clean.get(lk, 0) + p.sent
+        self.intervals.append((self.added, tally))
+        while len(self.intervals) > self.window:
+            self.intervals.popleft()
+
+    def blame(self, min_confidence: float = 0.5) -> list[Blame]:
+        """The engine over the window's tallies (``Blame.paths``: routes through the link,
+        ``sent``/``lost`` its probes over the window)."""
+        stale = {lk: self.last_loss.get(lk, 0) for lk in self.blamed if self.cleared(lk)}
+        merged: dict[tuple[str, ...], tuple[int, int]] = {}
+        for n, tally in self.intervals:
+            for route, (sent, lost) in tally.items():
+                if any(n <= stale.get(w.rsplit(WAY, 1)[0], 0) for w in route):
+                    continue
+                s, k = merged.get(route, (0, 0))
+                merged[route] = (s + sent, k + lost)
+        if not any(lost for _, lost in merged.values()):
+            self.blamed = set()
+            return []
+        rows = [(route, sent, lost, False) for route, (sent, lost) in merged.items()]
+        as_paths = [ProbePath("", "", tuple(w.rsplit(WAY, 1)[0] for w in route), sent, lost)
+                    for route, sent, lost, _ in rows]
+        found = _blame(rows, as_paths, min_confidence)
+        self.blamed = {b.link for b in found}
+        return [dataclasses.replace(b, window=len(self.intervals)) for b in found]
+
+    def cleared(self, link: str) -> bool:
+        """Its clean run rules out a loss rate of DETECT_LOSS at confidence 1 - ALPHA."""
+        run = self.clean.get(link, 0)
+        return run > 0 and ber_upper_bound(run, 0, 1.0 - ALPHA) < DETECT_LOSS
 
 
 def _directed(p: ProbePath) -> tuple[str, ...]:

@@ -20,7 +20,8 @@ from labtest.doctor.evidence import PortReading, Snapshot, collect
 from labtest.doctor.judge import WEIGHTS, Evidence, Judge, Plan, limit_for, rates
 from labtest.doctor.localise import REPORT_CONFIDENCE, Suspect, rank
 from labtest.doctor.mesh import LiveMesh
-from labtest.doctor.probes import ProbePath, blame
+from labtest.doctor.pager import PAGE_POSTERIOR, Pager, probe_weight
+from labtest.doctor.probes import Blame, Ledger, ProbePath, blame
 from labtest.measure.limits import LimitsProfile
 
 #: metric -> (how it is read from a port, its limit key, the reading's resolution)
@@ -51,6 +52,8 @@ class Report:
     cpu_s: float  # the doctor's own CPU for this interval (collection parsing included)
     #: "device:port" -> counter -> per device-second over the interval (non-zero ones only)
     rates: dict[str, dict[str, float]] = field(default_factory=dict)
+    device_s: float = 0.0  # device seconds since the doctor's first reading
+    decision: str = ""  # --once: what it decided (paged, healthy, or undecided at its bound)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -62,6 +65,7 @@ class Report:
             "not_observed": self.not_observed, "failed": self.failed,
             "ports_read": self.ports_read, "probe_paths": self.probe_paths,
             "collect_s": round(self.collect_s, 3), "cpu_s": round(self.cpu_s, 4),
+            "device_s": round(self.device_s, 1), "decision": self.decision,
             "rates": self.rates,
         }
 
@@ -72,7 +76,11 @@ class Report:
             lines.append("  no suspect at or above confidence "
                          f"{REPORT_CONFIDENCE:g}")
         for i, s in enumerate(self.suspects, 1):
-            lines.append(f"  {i}. {s.kind} {s.unit}  confidence {s.confidence:.2f}")
+            since = "" if s.paged_interval is None else (
+                f"  paged since interval {s.paged_interval} ({s.ttd_s or 0:.0f} s after its "
+                "first evidence)")
+            held = f"; held: clean for {s.held} interval(s), not yet cleared" if s.held else ""
+            lines.append(f"  {i}. {s.kind} {s.unit}  confidence {s.confidence:.4g}{since}{held}")
             lines += [f"       - {e.text}" for e in s.evidence[:4]]
         for s in self.watched[:3]:
             first = s.evidence[0].text if s.evidence else ""
@@ -81,6 +89,8 @@ class Report:
             lines.append(f"  drift: {d.text(where)}")
         for name, err in self.failed.items():
             lines.append(f"  not read: {name}: {err}")
+        if self.decision:
+            lines.append(f"  {self.decision}")
         if self.not_observed:
             lines.append(f"  not observed ({len(self.not_observed)}): "
                          + "; ".join(f"{k} ({v})" for k, v in list(self.not_observed.items())[:6])
@@ -104,6 +114,9 @@ class Doctor:
     mesh: LiveMesh | None = None  # the live probe mesh, made on the first interval
     detectors: dict[tuple[str, str], Cusum] = field(default_factory=dict)
     count: int = 0
+    ledger: Ledger = field(default_factory=Ledger)  # probe evidence across intervals
+    pager: Pager = field(default_factory=Pager)  # pages that hold until cleared
+    _t0: dict[str, float] = field(default_factory=dict)  # each port's first reading time
 
     def step(self, snap: Snapshot, probes: Sequence[ProbePath] = ()) -> Report:
         cpu0 = time.process_time()
@@ -112,24 +125,47 @@ class Doctor:
         drifts = self._drifts(snap)
         evidence += [Evidence(self.plan.unit(where), where, d.metric, d.value, "CHANGE",
                               d.text(where), None, WEIGHTS["CHANGE"]) for where, d in drifts]
-        for b in blame(probes):
-            evidence.append(Evidence(b.link, b.link, "probe_loss", b.lost / b.sent, "PROBE",
-                                     b.text(), None, b.confidence))
+        # this interval's traces (holes, dark moments, a drop) and the window's (a thin
+        # steady loss; what the interval's blame pages is kept out of it)
+        now = blame(probes)
+        self.ledger.add(probes, [b.link for b in now if b.confidence >= PAGE_POSTERIOR])
+        for b in [*now, *self.ledger.blame()]:
+            evidence.append(_probe_evidence(b))
         hosts = {n for n, d in self.plan.testbed.devices.items() if d.role == "host"}
         ranked = rank(evidence, hosts)
         counter_rates = {n: {k: v for k, v in r.items() if v}
                          for n, r in self.rates_of(snap).items()}
         self.prev = snap
         self.count += 1
+        now_s = self._device_s(snap)
+        paged, watched = self.pager.update(
+            ranked, self.count, now_s,
+            self.ledger.cleared)
         return Report(
-            interval=self.count, time_s=time.time(),
-            suspects=[s for s in ranked if s.confidence >= REPORT_CONFIDENCE],
-            watched=[s for s in ranked if s.confidence < REPORT_CONFIDENCE],
+            interval=self.count, time_s=time.time(), suspects=paged, watched=watched,
             drifts=drifts, not_observed=dict(snap.not_observed), failed=dict(snap.failed),
             ports_read=len(snap.ports), probe_paths=len(probes), collect_s=snap.wall_s,
             cpu_s=time.process_time() - cpu0,
-            rates={n: r for n, r in counter_rates.items() if r},
+            rates={n: r for n, r in counter_rates.items() if r}, device_s=now_s,
         )
+
+    def healthy(self) -> int | None:
+        """Links the probes cleared (each ruled out a loss of DETECT_LOSS at 1 - ALPHA),
+        when nothing is paged and every link probed so far is cleared; else None."""
+        if self.pager.pages or not self.ledger.clean:
+            return None
+        cleared = [lk for lk in self.ledger.clean if self.ledger.cleared(lk)]
+        return len(cleared) if len(cleared) == len(self.ledger.clean) else None
+
+    def _device_s(self, snap: Snapshot) -> float:
+        """Device seconds since the first reading: the median over ports of their own clock's
+        advance (clocks differ in origin; the median shrugs off one that jumped)."""
+        ticks = []
+        for name, r in snap.ports.items():
+            t0 = self._t0.setdefault(name, r.time_s)
+            ticks.append(r.time_s - t0)
+        ticks.sort()
+        return ticks[len(ticks) // 2] if ticks else 0.0
 
     def interval(self, lab: Any, *, watch_s: float, poll_s: float) -> Report:
         cpu0 = time.process_time()
@@ -180,6 +216,13 @@ class Doctor:
                         and drift.hours_to_limit <= self.drift_horizon_h:
                     out.append((name, drift))
         return out
+
+
+def _probe_evidence(b: Blame) -> Evidence:
+    watched = "" if b.confidence >= PAGE_POSTERIOR else (
+        f" (below the paging posterior {PAGE_POSTERIOR:g}: watched)")
+    return Evidence(b.link, b.link, "probe_loss", b.lost / b.sent if b.sent else 0.0, "PROBE",
+                    b.text() + watched, None, probe_weight(b.confidence))
 
 
 def write_event(out: IO[str] | None, event: dict[str, Any]) -> None:

@@ -1,0 +1,97 @@
+"""Evidence that accumulates (issue 34 item 1): a thin steady loss adds up across intervals
+in the probe ledger, a page holds until clean evidence clears it, a healthy mesh pages
+nothing."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from labtest.doctor.judge import Evidence
+from labtest.doctor.localise import Suspect, rank
+from labtest.doctor.pager import CLEAR_INTERVALS, PAGE_POSTERIOR, Pager, probe_weight
+from labtest.doctor.probes import Ledger, ProbePath, blame
+
+LINK = "h1--l0"
+
+
+def _mesh(loss: float, rng: np.random.Generator, bad: str = LINK) -> list[ProbePath]:
+    """4 leaves x 2 spines, two hosts per leaf; each host probes every other-leaf host on
+    both spines, 10 probes a path (as the live mesh's traceroute -q 10)."""
+    hosts = {f"h{i}": f"l{i // 2}" for i in range(8)}
+    paths = []
+    for a, la in hosts.items():
+        for b, lb in hosts.items():
+            if la == lb:
+                continue
+            for s in ("s0", "s1"):
+                links = (f"{a}--{la}", f"{la}--{s}", f"{lb}--{s}", f"{b}--{lb}")
+                lost = int(rng.binomial(10, loss)) if bad in links else 0
+                paths.append(ProbePath(a, b, links, 10, lost))
+    return paths
+
+
+def test_a_thin_loss_no_interval_names_adds_up_in_the_ledger() -> None:
+    rng = np.random.default_rng(4)
+    ledger = Ledger()
+    posts = []
+    for _ in range(6):
+        paths = _mesh(0.01, rng)
+        assert all(b.confidence < PAGE_POSTERIOR for b in blame(paths))  # never alone
+        ledger.add(paths)
+        posts.append(max((b.confidence for b in ledger.blame() if b.link == LINK), default=0.0))
+    assert posts[-1] >= PAGE_POSTERIOR, posts
+    (b,) = [b for b in ledger.blame() if b.confidence >= PAGE_POSTERIOR]
+    assert b.link == LINK and b.window == 6 and b.text().startswith("probes over the last 6")
+
+
+def test_a_healthy_mesh_pages_nothing_and_clears_every_link() -> None:
+    rng = np.random.default_rng(5)
+    ledger = Ledger()
+    for _ in range(3):
+        ledger.add(_mesh(0.0, rng))
+        assert ledger.blame() == []
+    assert all(ledger.cleared(lk) for lk in ledger.clean)
+    assert not Ledger().cleared(LINK)  # no probe yet: not cleared
+
+
+def test_a_probe_page_holds_until_the_links_clean_run_clears_it() -> None:
+    rng = np.random.default_rng(6)
+    ledger, pager = Ledger(), Pager()
+    pages: list[list[str]] = []
+    for i in range(14):
+        loss = 0.03 if i < 6 else 0.0  # the fault ends after six intervals
+        paths = _mesh(loss, rng)
+        now = blame(paths)
+        ledger.add(paths, [b.link for b in now if b.confidence >= PAGE_POSTERIOR])
+        evidence = [Evidence(b.link, b.link, "probe_loss", 0.0, "PROBE", b.text(), None,
+                             probe_weight(b.confidence)) for b in [*now, *ledger.blame()]]
+        paged, _ = pager.update(rank(evidence), i + 1, 10.0 * i, ledger.cleared)
+        pages.append([s.unit for s in paged])
+    first = next(i for i, p in enumerate(pages) if p)
+    assert first < 6 and all(p == [LINK] for p in pages[first:6]), pages  # no flicker
+    assert pages[-1] == []  # cleared once the fault was gone
+    gone = next(i for i in range(6, 14) if not pages[i])
+    assert ledger.clean[LINK] > 0 and gone <= 12, pages
+
+
+def test_a_page_on_readings_holds_for_clear_intervals() -> None:
+    pager = Pager()
+    fail = Suspect("a:p--b:q", "link", 0.9, [Evidence("a:p--b:q", "a:p", "pre_fec_ber", 1e-4,
+                                                      "FAIL", "pre-FEC BER", None, 0.9)])
+    paged, _ = pager.update([fail], 1, 0.0, lambda _: True)
+    assert [(s.unit, s.paged_interval, s.held) for s in paged] == [("a:p--b:q", 1, 0)]
+    for i in range(CLEAR_INTERVALS - 1):
+        paged, _ = pager.update([], 2 + i, 10.0, lambda _: True)
+        assert [(s.unit, s.held) for s in paged] == [("a:p--b:q", i + 1)]
+    paged, _ = pager.update([], CLEAR_INTERVALS + 1, 30.0, lambda _: True)
+    assert paged == [] and pager.pages == {}
+
+
+def test_time_to_detect_runs_from_the_first_evidence() -> None:
+    pager = Pager()
+    watched = Suspect("x", "link", 0.3, [Evidence("x", "x", "drift", 0, "CHANGE", "", None, 0.3)])
+    _, w = pager.update([watched], 1, 5.0, lambda _: True)
+    assert [s.unit for s in w] == ["x"]
+    paged, _ = pager.update([Suspect("x", "link", 0.9, watched.evidence)], 2, 17.0,
+                            lambda _: True)
+    assert paged[0].ttd_s == 12.0 and paged[0].paged_interval == 2
