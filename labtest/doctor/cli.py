@@ -220,7 +220,6 @@ def _once(args: argparse.Namespace, doctor: Any, lab: Any, scale: float, poll_wa
           emit: Any) -> int:
     """Rounds of at most ONCE_ROUND_S device seconds until a page, a healthy decision or
     ``--max-s`` of device time; one report, the last round's, saying which."""
-    from labtest.doctor.pager import PAGE_POSTERIOR
     from labtest.doctor.probes import ALPHA, DETECT_LOSS
 
     doctor.interval(lab, watch_s=0.0, poll_s=poll_wall_s)  # baseline: counters to diff
@@ -236,8 +235,7 @@ def _once(args: argparse.Namespace, doctor: Any, lab: Any, scale: float, poll_wa
             report.decision = f"undecided: nothing could be read ({spent})"
             code = EXIT_UNREAD
         elif report.suspects:
-            report.decision = (f"decided: paged ({spent}; probe pages at posterior >= "
-                               f"{PAGE_POSTERIOR:g})")
+            report.decision = f"decided: paged ({spent})"
             code = EXIT_SUSPECTS
         elif cleared is not None and not report.watched:
             report.decision = (f"decided: healthy ({spent}; each of the {cleared} links probed "

@@ -93,3 +93,32 @@ def test_error_counters_without_a_limit_are_an_anomaly_not_a_verdict(judge: Judg
     assert e.verdict == "ANOMALY" and e.limit_key is None
     (s,) = rank([e])
     assert s.confidence < 0.5  # watched, not paged
+
+
+def test_one_bad_lane_fails_the_per_lane_target_the_port_mean_hides(judge: Judge) -> None:
+    # issue 34: marginal_lane@host3:eth0 at 0.3 dB: the NIC's lane at 9.5e-5, the port's
+    # mean over four lanes 2.38e-5, under link.fec_pre_fec_ber's 2.4e-5 (watched only);
+    # the acceptance link suite judges each lane against link.prbs_target_ber (5e-7)
+    bits, lane_bits = 4_000_000_000, 1_000_000_000
+    lanes = (100, 95_200, 100, 100)
+    counters = {"phy_rx_bits": bits, "phy_corrected_bits": sum(lanes)}
+    counters |= {f"phy_lane{n}_corrected_bits": v for n, v in enumerate(lanes)}
+    zero = {k: 0 for k in counters}
+    before = PortReading("host3", "eth0", 0.0, counters=zero)
+    after = PortReading("host3", "eth0", 10.0, counters=counters)
+    ev = {e.metric: e for e in judge.judge(_snap(after), _snap(before))}
+    assert ev["pre_fec_ber"].verdict == "MARGINAL"  # the port mean: 2.39e-5
+    lane = ev["lane_pre_fec_ber"]
+    assert (lane.limit_key, lane.verdict) == ("link.prbs_target_ber", "FAIL")
+    assert lane.value == pytest.approx(95_200 / lane_bits) and "lane 1, from 0" in lane.text
+    (s,) = rank(list(ev.values()))
+    assert s.confidence >= 0.5  # paged, as acceptance fails it
+
+
+def test_a_switch_ports_mean_over_the_lane_target_fails_it(judge: Judge) -> None:
+    # no per-lane counts: the port's BER is the mean over its lanes, so some lane is worse
+    r = PortReading("spine1", "Ethernet0", 0.0, pre_fec_ber=1e-6)
+    ev = {e.metric: e for e in judge.judge(_snap(r), None)}
+    assert ev["lane_pre_fec_ber"].verdict == "FAIL" and "pre_fec_ber" not in ev  # under 2.4e-6
+    ok = PortReading("spine1", "Ethernet0", 0.0, pre_fec_ber=1e-10)
+    assert judge.judge(_snap(ok), None) == []
