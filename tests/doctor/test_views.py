@@ -23,7 +23,8 @@ def _report() -> tuple[Doctor, Report, Snapshot]:
     doctor = Doctor(Plan.of(tb), load_limits(tb.limits))  # type: ignore[arg-type]
     snap = Snapshot(ports={
         "spine1:Ethernet0": PortReading("spine1", "Ethernet0", 0.0, pre_fec_ber=3e-4),
-        "leaf2:Ethernet0": PortReading("leaf2", "Ethernet0", 0.0, pre_fec_ber=5e-6),  # marginal
+        # marginal Rx power (a marginal port BER now fails the per-lane target it bounds)
+        "leaf2:Ethernet0": PortReading("leaf2", "Ethernet0", 0.0, rx_power_dbm=(-5.2,) * 4),
         "leaf1:Ethernet8": PortReading("leaf1", "Ethernet8", 0.0, pre_fec_ber=1e-11),
     }, not_observed={"leaf3 PFC": "driver offers no PfcQueues"})
     return doctor, doctor.step(snap), snap

@@ -56,8 +56,9 @@ def test_the_healthy_lab_passes_with_the_links_off_the_tg_paths_waived(tmp_path:
     code, out = _run(tmp_path, [])
     assert code == 0 and "verdict: PASS" in out, out[-3000:]
     row = next(ln.split() for ln in out.splitlines() if ln.startswith("paths "))
-    assert row[1:5] == ["4", "0", "0", "4"], out[-3000:]  # 4 loaded links pass, 4 not loaded
-    assert "8/8" in row, out[-3000:]  # 4 proven + 4 waived
+    # delivery: 4 loaded links pass, 4 not loaded; member loss: all 8 links; one ECMP spread
+    assert row[1:5] == ["13", "0", "0", "4"], out[-3000:]
+    assert "17/17" in row, out[-3000:]  # 13 proven + 4 waived
 
 
 def test_a_straggler_at_a_random_placement_is_named(tmp_path: Path) -> None:
