@@ -13,7 +13,8 @@ as if it were data:
   not found`` (bash, exit 127);
 - ``PermissionDenied``: ``Permission denied``, ``% Authorization denied``, SONiC's
   ``Root privileges are required``, sudo's ``not in the sudoers file``;
-- ``CommandFailed``: any other non-zero exit status.
+- ``CommandFailed``: any other non-zero exit status, with every line of the answer's
+  head (not only the first: a warning often comes before the cause).
 
 Only the first lines of stdout (and all of stderr) are searched: a device
 prints its refusal first, and a long legitimate output (a running config, an
@@ -51,6 +52,7 @@ from labtest.transports.ssh import CommandResult
 T = TypeVar("T")
 
 HEAD_LINES = 5  # how many non-empty stdout lines may hold a refusal
+TELLING_CHARS = 400  # how much of a failed command's answer its error message carries
 
 NOT_SUPPORTED = re.compile(
     r"^\s*% ?(?:Invalid (?:input|command)|Unrecognized command|Unavailable command"
@@ -85,8 +87,31 @@ def check_answer(device: str, command: str, result: CommandResult) -> None:
         reason = _line_of(head, m) if m else "exit status 127"
         raise CommandNotSupported(device, f"{command!r} is not supported: {reason}", raw=raw)
     if status not in (0, None):
-        first = next((ln.strip() for ln in head.splitlines() if ln.strip()), "no output")
-        raise CommandFailed(device, f"{command!r} exited with status {status}: {first}", raw=raw)
+        raise CommandFailed(device, f"{command!r} exited with status {status}: {telling(head)}",
+                            raw=raw)
+
+
+def telling(text: str, budget: int = TELLING_CHARS) -> str:
+    """The lines of a failed command's answer, in order and once each, within ``budget``
+    characters: a harmless first line (vtysh's "Can't open configuration file") must not
+    hide the one that says why ("bgpd is not running"), which tools often print last. Past
+    the budget the first line and the last ones that fit are kept (the raw output is
+    attached to the error)."""
+    lines = list(dict.fromkeys(ln.strip() for ln in text.splitlines() if ln.strip()))
+    if not lines:
+        return "no output"
+    joined = " / ".join(lines)
+    if len(joined) <= budget:
+        return joined
+    tail: list[str] = []
+    room = budget - len(lines[0])
+    for ln in reversed(lines[1:]):
+        if len(ln) + 3 > room:
+            break
+        tail.insert(0, ln)
+        room -= len(ln) + 3
+    skipped = len(lines) - 1 - len(tail)
+    return " / ".join([lines[0][:budget], f"[{skipped} line(s)]", *tail])
 
 
 def _line_of(text: str, match: re.Match[str]) -> str:

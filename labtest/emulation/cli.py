@@ -82,8 +82,9 @@ def _emulate(args: argparse.Namespace) -> int:
         print("labtest emulate: a testbed file is required", file=sys.stderr)
         return 2
     from labtest.emulation.lab import EmulatedLab
+    from labtest.emulation.written import OutError, out_file
     from labtest.errors import ConfigError
-    from labtest.safefs import UnsafePath, private_dir
+    from labtest.safefs import UnsafePath
     from labtest.testbed import load_testbed
 
     try:
@@ -92,7 +93,11 @@ def _emulate(args: argparse.Namespace) -> int:
         print("\n".join(exc.problems), file=sys.stderr)
         return 1
     faults = [parse_fault(f) for f in args.fault]
-    out = args.out
+    try:
+        out = out_file(args.out)
+    except OutError as exc:
+        print(f"labtest emulate: {exc}", file=sys.stderr)
+        return 2
     if testbed.emulation is not None and testbed.emulation.backend == "kernel":
         from labtest.emulation.kernel import cli as kernel_cli
 
@@ -119,12 +124,11 @@ def _emulate(args: argparse.Namespace) -> int:
             print(f"labtest emulate: {exc}", file=sys.stderr)
             return 1
         path = out or (lab._workdir() / "emulated.yaml")
-        try:  # 0700 whatever the umask, before any secret is written into it; never a symlink
-            private_dir(path.parent / "secrets", 0o700)
+        try:  # the secrets/ beside it: 0700 whatever the umask, never a symlink
+            path = lab.write_testbed(path)
         except UnsafePath as exc:
             print(f"labtest emulate: {exc}", file=sys.stderr)
             return 1
-        path = lab.write_testbed(path)
         _print_summary(lab, path)
         _wait(done, args.duration_s)
     finally:

@@ -33,6 +33,7 @@ from labtest.emulation.model.fabric import Fabric
 from labtest.emulation.scpiserver import ScpiServer
 from labtest.emulation.snmpagent import SnmpAgent, V3User
 from labtest.emulation.sshserver import HandlerFactory, SshServer
+from labtest.emulation.written import Secrets, absolute_paths
 from labtest.secrets import register
 from labtest.testbed.model import Device, SnmpSettings, SshSettings, Testbed, VisaSettings
 
@@ -129,6 +130,7 @@ class EmulatedLab:
     _devices: dict[str, _Device] = field(default_factory=dict, init=False)
     _watch: threading.Thread | None = field(default=None, init=False)
     _stop: threading.Event = field(default_factory=threading.Event, init=False)
+    _secrets: list[Secrets] = field(default_factory=list, init=False)  # beside written files
 
     def start(self) -> Testbed:
         began = time.monotonic()
@@ -289,14 +291,13 @@ class EmulatedLab:
         return self.workdir
 
     def write_testbed(self, path: Path) -> Path:
-        """Write the emulated testbed as YAML; secrets go to files beside it."""
+        """Write the emulated testbed as YAML with absolute paths; secrets go to files
+        beside it (:meth:`remove_secrets` takes them back)."""
         tb = self.emulated_testbed()
-        secret_dir = path.parent / "secrets"
-        secret_dir.mkdir(parents=True, exist_ok=True)
+        secrets = Secrets(path)
+        self._secrets.append(secrets)
         data = tb.model_dump(mode="json", exclude_none=True)
-        data.pop("limits", None)
-        if self.testbed.limits is not None:
-            data["limits"] = str(Path(self.testbed.limits).resolve())
+        absolute_paths(data)
         for name, device in tb.devices.items():
             for section, key in (
                 ("ssh", "password"),
@@ -306,15 +307,17 @@ class EmulatedLab:
             ):
                 settings = getattr(device, section)
                 secret = getattr(settings, key, None) if settings is not None else None
-                if secret is None:
-                    continue
-                secret_file = secret_dir / f"{name}.{section}.{key}"
-                # 0600 from the first byte, never through a link
-                safefs.create_private(secret_file, (secret.get_secret_value() + "\n").encode(),
-                                      0o600)
-                data["devices"][name][section][key] = f"${{file:{secret_file.resolve()}}}"
+                if secret is not None:
+                    data["devices"][name][section][key] = secrets.put(
+                        f"{name}.{section}.{key}", secret.get_secret_value())
         path.write_text(yaml.safe_dump(data, sort_keys=False))
         return path
+
+    def remove_secrets(self) -> None:
+        """The secret files of every testbed written: they name a lab that stopped."""
+        for secrets in self._secrets:
+            secrets.remove()
+        self._secrets.clear()
 
     def stop(self) -> None:
         self._stop.set()
@@ -333,6 +336,7 @@ class EmulatedLab:
                     dev.served.stop()
             self._devices.clear()
         finally:  # keys and generated secrets go even if a server would not stop
+            self.remove_secrets()
             if self._own_workdir and self.workdir is not None:
                 shutil.rmtree(self.workdir, ignore_errors=True)
             if self._run is not None and not (self.workdir and self.workdir.exists()):

@@ -11,29 +11,27 @@ import yaml
 
 from labtest import safefs
 from labtest.emulation.kernel.lab import KernelLab, KernelLabUnavailable
+from labtest.emulation.written import Secrets, absolute_paths
 
 
-def write_testbed(lab: KernelLab, path: Path) -> Path:
-    """The lab's testbed as YAML; SNMP secrets go to 0600 files beside it (keys stay in the
-    lab folder, which is removed when the lab stops)."""
+def write_testbed(lab: KernelLab, path: Path) -> tuple[Path, Secrets]:
+    """The lab's testbed as YAML with absolute paths; SNMP secrets go to 0600 files beside
+    it (keys stay in the lab folder, which is removed when the lab stops)."""
     tb = lab.lab_testbed()
-    secret_dir = safefs.private_dir(path.parent / "secrets", 0o700)  # never a planted link
+    secrets = Secrets(path)
     data = tb.model_dump(mode="json", exclude_none=True)
     data.pop("emulation", None)  # the written file describes the running lab itself
-    if lab.testbed.limits is not None and lab.testbed.source is not None:
-        data["limits"] = str((lab.testbed.source.parent / lab.testbed.limits).resolve())
+    absolute_paths(data)
     for name, device in tb.devices.items():
         if device.snmp is None:
             continue
         for key in ("community", "auth_key", "priv_key"):
             secret = getattr(device.snmp, key)
-            if secret is None:
-                continue
-            f = secret_dir / f"{name}.snmp.{key}"
-            safefs.create_private(f, (secret.get_secret_value() + "\n").encode(), 0o600)
-            data["devices"][name]["snmp"][key] = f"${{file:{f.resolve()}}}"
+            if secret is not None:
+                data["devices"][name]["snmp"][key] = secrets.put(
+                    f"{name}.snmp.{key}", secret.get_secret_value())
     path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
+    return path, secrets
 
 
 def run(
@@ -50,9 +48,10 @@ def run(
     except KernelLabUnavailable as exc:
         print(f"labtest emulate: {exc}", file=sys.stderr)
         return 1
+    secrets: Secrets | None = None
     try:
         try:
-            path = write_testbed(lab, out or lab.workdir / "emulated.yaml")
+            path, secrets = write_testbed(lab, out or lab.workdir / "emulated.yaml")
         except safefs.UnsafePath as exc:  # a planted or foreign secrets/ beside --out
             print(f"labtest emulate: {exc}", file=sys.stderr)
             return 1
@@ -68,5 +67,7 @@ def run(
         wait(done, duration_s)
     finally:
         lab.stop()
+        if secrets is not None:
+            secrets.remove()
     print("kernel lab stopped", flush=True)
     return 0
