@@ -1,5 +1,6 @@
-"""Routing suite: the BGP and BFD sessions of every fabric link (ROUTING-1) and how fast a
-silent failure of the link is detected (ROUTING-2).
+"""Routing suite: the BGP and BFD sessions of every fabric link, up and staying up over an
+observation window (ROUTING-1), and how fast a silent failure of the link is detected
+(ROUTING-2).
 
 A link that is up but drops every packet (a silent drop) passes link state and may pass
 LLDP; its routing sessions do not. One test result per fabric link; the test plan is
@@ -43,6 +44,10 @@ class Sessions:
     bgp: dict[str, BgpSession] = field(default_factory=dict)
     bfd: dict[str, BfdSession] = field(default_factory=dict)
     errors: dict[str, InfraError] = field(default_factory=dict)  # device -> error
+    #: the read one observation window before this one (None: not watched) and the
+    #: window's length: lab seconds from the end of that read to the start of this one
+    before: Sessions | None = None
+    window_s: float = 0.0
 
     def raise_for(self, *devices: str) -> None:
         for name in devices:
@@ -92,8 +97,12 @@ def _settled(sessions: Sessions, ends: list[str], bfd_ends: list[str]) -> bool:
 
 @pytest.fixture(scope="module")
 def sessions(lab: Lab, testbed: Testbed) -> Sessions:
-    """Read once for the suite; a session found down is read again until it is up or the
-    settle time (settings) runs out: a link another suite just flapped is not yet failed."""
+    """Read for the suite; a session found down is read again until it is up or the settle
+    time (settings) runs out: a link another suite just flapped is not yet failed. Then
+    the sessions are watched for ``observe.window_s`` and read again: a session that drops
+    and comes back (a lossy link takes BFD, and BFD the session, down every few seconds)
+    looks Established at any one read, but its uptime at the second read is shorter than
+    the window."""
     bgp_devices = lab.names(capability=BgpSessions)
     bfd_devices = lab.names(capability=BfdSessions)
     ends = [e for lk in fabric_links(testbed) for e in lk.ends]
@@ -106,7 +115,29 @@ def sessions(lab: Lab, testbed: Testbed) -> Sessions:
     while not _settled(found, bgp_ends, bfd_ends) and labtime.monotonic() < deadline:
         labtime.sleep(float(settle["poll_s"]))
         found = _read(lab, bgp_devices, bfd_devices, errors)
-    return found
+    read_end = labtime.monotonic()
+    labtime.sleep(float(SETTINGS["observe"]["window_s"]))
+    window_s = labtime.monotonic() - read_end
+    last = _read(lab, bgp_devices, bfd_devices, errors)
+    last.before, last.window_s = found, window_s
+    return last
+
+
+def _unsteady(end: str, sessions: Sessions) -> tuple[int | None, str]:
+    """1 when the session at ``end`` was not Established through the whole observation
+    window (down at either read, or younger than the window: it dropped and came back),
+    0 when it was; None when the device reports no uptime to tell (with why)."""
+    now, then = sessions.bgp.get(end), sessions.before.bgp.get(end) if sessions.before else None
+    window = f"{sessions.window_s:.1f} s window"
+    if then is None or not then.established or now is None or not now.established:
+        states = [s.state if s else "no session" for s in (then, now)]
+        return 1, f"{states[0]} at the start of the {window}, {states[1]} at its end"
+    if now.uptime_s is None:
+        return None, f"{end}: the device reports no session uptime to tell a drop in the window"
+    slack_s = float(SETTINGS["observe"]["uptime_slack_s"])
+    if now.uptime_s + slack_s < sessions.window_s:
+        return 1, f"up {now.uptime_s:.1f} s at the end of the {window}: it dropped and came back"
+    return 0, f"up {now.uptime_s:.1f} s, the whole {window}"
 
 
 def _labels(link: Link, end: Endpoint, testbed: Testbed) -> dict[str, str]:
@@ -140,14 +171,16 @@ def _ends_or_hole(
 
 
 @pytest.mark.plan("ROUTING-1.1")
-@pytest.mark.judges("routing.bgp_session_down", "routing.bgp_prefixes_received")
+@pytest.mark.judges("routing.bgp_session_down", "routing.bgp_prefixes_received",
+                    "routing.bgp_session_flaps")
 def test_bgp_session(
     fabric_link: Link, sessions: Sessions, testbed: Testbed, lab: Lab, measure: Any
 ) -> None:
     link = fabric_link
     with allure.step("ROUTING-1.1/1: read the BGP sessions at both ends of the link"):
         ends = _ends_or_hole(link, lab, testbed, measure, BgpSessions, "BGP sessions",
-                             ("routing.bgp_session_down", "routing.bgp_prefixes_received"))
+                             ("routing.bgp_session_down", "routing.bgp_prefixes_received",
+                              "routing.bgp_session_flaps"))
         sessions.raise_for(*(e.device for e in ends))
         found = {str(e): sessions.bgp.get(str(e)) for e in ends}
         allure.attach(json.dumps({e: s and vars(s) for e, s in found.items()}, indent=2),
@@ -159,6 +192,12 @@ def test_bgp_session(
             state = "no BGP session on this port" if s is None else s.state
             measure("bgp_session_down", 0 if s is not None and s.established else 1,
                     key="routing.bgp_session_down", state=state, **labels)
+            unsteady, how = _unsteady(str(end), sessions)
+            if unsteady is None:
+                measure.not_proven("routing.bgp_session_flaps", how, **labels)
+            else:
+                measure("bgp_session_flaps", unsteady, key="routing.bgp_session_flaps",
+                        seen=how, **labels)
             if s is None or not s.established:
                 continue  # a session that is down has no routes to count
             if s.prefixes_received is None:

@@ -11,6 +11,9 @@ kind                   what happens
 link_down              ``ip link set PORT down`` at both ends (carrier loss)
 silent_drop            nft netdev ingress drop at both ends: the link stays up,
                        only BFD notices (the catalogue's blackhole)
+lossy_link             nft netdev ingress drop of a random fraction (``loss``) of what
+                       crosses the link, one or both ways (``direction``), of every
+                       protocol or one (``proto``: udp, tcp)
 miswired               the ``b`` ends of the target link and ``other`` swap places
                        (veth pairs re-created crossed between namespaces)
 slow_convergence       BFD timers raised (``params``: detect_multiplier,
@@ -25,7 +28,7 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -76,6 +79,38 @@ def silent_drop(lab: KernelLab, target: str) -> Undo:
             ns.run_in_netns(netns, ["nft", "delete", "table", "netdev", NFT_TABLE], check=False)
 
     return undo
+
+
+def lossy_link(lab: KernelLab, target: str, loss: float = 0.3, direction: str = "both",
+               proto: str = "any") -> Undo:
+    """``nft``'s ``numgen random`` drops ``loss`` of the frames arriving at the receiving
+    end(s): ``ab`` what the target's end sends, ``ba`` what it receives. A table per end
+    and fault, so undoing it leaves other faults' rules alone."""
+    near, far = _ends(lab, target)
+    receivers = {"ab": [far], "ba": [near], "both": [near, far]}[direction]
+    match = "" if proto == "any" else f"ip protocol {proto} "
+    per_mille = round(loss * 1000)
+    tables: list[tuple[str, str]] = []
+    try:
+        for netns, port in receivers:
+            table = f"labtest_loss_{port}".replace("/", "_").replace("-", "_")
+            tables.append((netns, table))
+            _nft(netns, (
+                f"add table netdev {table}\n"
+                f"add chain netdev {table} loss {{ type filter hook ingress device "
+                f'"{port}" priority 0; policy accept; }}\n'
+                f"add rule netdev {table} loss {match}numgen random mod 1000 < {per_mille} "
+                "counter drop\n"
+            ))
+    except BaseException:
+        _delete_tables(tables)
+        raise
+    return lambda: _delete_tables(tables)
+
+
+def _delete_tables(tables: list[tuple[str, str]]) -> None:
+    for netns, table in tables:
+        ns.run_in_netns(netns, ["nft", "delete", "table", "netdev", table], check=False)
 
 
 def _nft(netns: str, rules: str) -> None:
@@ -257,6 +292,12 @@ class SlowConvergenceParams(_Params):
     interval_ms: int = Field(SLOW_BFD_INTERVAL_MS, ge=10, le=60_000)  # as emulation.bfd allows
 
 
+class LossyParams(_Params):
+    loss: float = Field(0.3, gt=0.0, le=1.0)  # fraction of the frames dropped
+    direction: Literal["ab", "ba", "both"] = "both"  # ab: what the target's end sends
+    proto: Literal["any", "udp", "tcp"] = "any"
+
+
 class MiswiredParams(_Params):
     other: str  # the second link (name or either end)
 
@@ -274,6 +315,7 @@ class KernelFault:
 FAULTS: dict[str, KernelFault] = {
     "link_down": KernelFault(link_down, ("link",)),
     "silent_drop": KernelFault(silent_drop, ("link",)),
+    "lossy_link": KernelFault(lossy_link, ("link",), LossyParams),
     "straggler_link": KernelFault(straggler_link, ("link",), StragglerParams),
     # BFD timers of both switches of the link: FRR runs on switches only
     "slow_convergence": KernelFault(slow_convergence, ("fabric_link",), SlowConvergenceParams),
