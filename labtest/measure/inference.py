@@ -111,16 +111,20 @@ class Observation:
     sent: int = 0  # a count observation: probes sent along it (failed should be lost > 0)
     lost: int = 0  # ... and lost; judged binomially (see the module docstring)
     apart: bool = False  # sent apart from every loss: clears a steady rate, not a hole
+    #: independently hashed streams the traffic was spread over (a perftest pair's queue
+    #: pairs times its directions): each picks its own ECMP alternative
+    streams: int = 1
 
     def reach(self, component: str) -> float:
-        """Probability that this observation's traffic crossed ``component``."""
+        """Probability that this observation's traffic crossed ``component`` (some stream
+        of it, each stream on one alternative per segment, drawn alike)."""
         if component in self.named or component in self.nearby:
             return 1.0
         missed = 1.0
         for alternatives in self.segments:
             if alternatives:
                 share = sum(component in r for r in alternatives) / len(alternatives)
-                missed *= 1.0 - share
+                missed *= (1.0 - share) ** max(self.streams, 1)
         return 1.0 - missed
 
     @property

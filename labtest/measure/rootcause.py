@@ -28,6 +28,7 @@ anywhere, so it may explain every traffic failure.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import math
 import re
@@ -77,6 +78,9 @@ PLACE_LABELS = ("ecn_port", "queue", "port")
 #: hashing spoils aggregate cross-fabric traffic wherever it goes (polarisation repeats
 #: the same choice tier after tier)
 ECMP_KEYS = ("roce.ecmp_share_deviation",)
+#: an ECMP member below this fraction of its fair share carries next to nothing: a hash
+#: that avoids it, or a link that lost its routes or collapses its flows
+STARVED_SHARE = 0.25
 #: how a failover names a device taken down whole (a reboot) instead of one link
 ALL_LINKS = " (all links)"
 #: cabling faults are the cables': they name the link (and the far end seen instead)
@@ -244,6 +248,30 @@ def _named(labels: Mapping[str, Any], key: str, fabric: Fabric
     return frozenset(out), frozenset(nearby - out), named_port
 
 
+def _streams(labels: Mapping[str, Any]) -> int:
+    """How many independently hashed streams the traffic was (its ``flows`` label; 1)."""
+    try:
+        return max(int(str(labels.get("flows") or 1)), 1)
+    except ValueError:
+        return 1
+
+
+def _starved_links(labels: Mapping[str, Any], fabric: Fabric) -> frozenset[str]:
+    """The links of the ECMP members (``shares``: ``port=share ...``) that carried less than
+    ``STARVED_SHARE`` of their fair share."""
+    device = str(labels.get("device") or "")
+    shares: dict[str, float] = {}
+    for item in str(labels.get("shares") or "").split():
+        port, _, value = item.rpartition("=")
+        with contextlib.suppress(ValueError):
+            shares[port] = float(value)
+    if len(shares) < 2:
+        return frozenset()
+    fair = sum(shares.values()) / len(shares)
+    return frozenset(lk for port, share in shares.items() if share < STARVED_SHARE * fair
+                     and (lk := fabric.link_of(device, port)) is not None)
+
+
 def _many_ports(labels: Mapping[str, Any]) -> bool:
     """A device-wide finding: its ``queues``/``ports`` label lists more than one port (the
     ``port`` label then only says where the list starts)."""
@@ -295,6 +323,9 @@ def evidence_of(doc: Mapping[str, Any], fabric: Fabric
                 named, port = frozenset({str(labels.get("device"))}) & set(fabric.kind), None
                 if failed:
                     uneven |= named
+                    # a member carrying next to nothing may be the link's doing (its routes
+                    # withdrawn, its flows collapsed by loss): the link explains it too
+                    named |= _starved_links(labels, fabric)
             segments = _segments(labels, key, fabric) if traffic else ()
             aspect = key
             if matches(key, STIMULUS_KEYS) and str(labels.get("link") or "").endswith(ALL_LINKS):
@@ -311,7 +342,8 @@ def evidence_of(doc: Mapping[str, Any], fabric: Fabric
                 spread_ports |= from_port
             obs = Observation(f"{nodeid}#{i}", failed, segments, named, strength(m),
                               traffic=traffic, aspect=aspect, scope=str(labels.get("scope") or ""),
-                              nearby=nearby, stalls=matches(key, STALL_KEYS))
+                              nearby=nearby, stalls=matches(key, STALL_KEYS),
+                              streams=_streams(labels))
             out.append(Evidence(obs, nodeid, m, message(m), port))
     spreading = dict.fromkeys(sources or spread_ports, inference.ANY_SCOPE)
     return _one_fact_each(out), spreading | dict.fromkeys(uneven, CROSS_FABRIC_SCOPE)

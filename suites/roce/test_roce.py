@@ -301,7 +301,8 @@ def test_pair_bandwidth(
             attach_json(f"ib_write_bw {outcome.pair}", outcome.bandwidth)
     with allure.step("ROCE-1.1/3: bandwidth and the run's RoCE MTU against the limits"):
         directions = 2 if spec.bidirectional else 1
-        _judge_pair(measure, outcome, line, directions, fabric_view, client=client, server=server)
+        _judge_pair(measure, outcome, line, directions, fabric_view, client=client, server=server,
+                    flows=str(spec.qps * directions))
 
 
 @pytest.mark.plan("ROCE-1.2")
@@ -358,7 +359,8 @@ def test_bisection_bandwidth(fabric_view: FabricView, measure: Any) -> None:
     with allure.step("ROCE-2.1/3: each pair's bandwidth against line rate"):
         directions = 2 if spec.bidirectional else 1
         for outcome, pair in zip(outcomes, pairs, strict=True):
-            _judge_pair(measure, outcome, lines[pair], directions, view, scope="bisection")
+            _judge_pair(measure, outcome, lines[pair], directions, view, scope="bisection",
+                        flows=str(spec.qps * directions))
     with allure.step("ROCE-2.1/4: no switch port dropped frames during the run"):
         _judge_drops(measure, before, after, scope="bisection")  # every host's traffic
         line = min(lines.values()) * directions

@@ -397,3 +397,12 @@ def test_no_culprit_is_an_exception_text(lab_record: dict[str, Any]) -> None:
     assert causes and all("Error" not in c.culprit and "Failure" not in c.culprit
                           for c in causes)
     assert {c.kind for c in causes} == {"unexplained"}
+
+
+def test_a_measurement_of_many_streams_reaches_each_ecmp_member_almost_surely() -> None:
+    # a perftest pair of 2 QPs both ways is 4 streams, each hashed on its own
+    two_ways = ((frozenset({"up1"}), frozenset({"up2"})),)
+    assert Observation("one", True, two_ways).reach("up1") == 0.5
+    assert Observation("four", True, two_ways, streams=4).reach("up1") == 1 - 0.5 ** 4
+    assert Observation("named", True, two_ways, named=frozenset({"leaf"}),
+                       streams=4).reach("leaf") == 1.0

@@ -377,3 +377,62 @@ def test_uneven_ecmp_explains_the_bisection_shortfall_but_not_a_slow_pair(
     assert ecmp_cause.consequences == [bisection["nodeid"]]
     assert any(c.kind == "fault" and c.culprit in ("host5", "host5:eth0--leaf3:Ethernet3/1")
                for c in causes), causes
+
+
+def _member_loss(link: str, device: str, port: str, ratio: float) -> dict[str, Any]:
+    verdict = "FAIL" if ratio > 1e-4 else "PASS"
+    return t("paths", f"test_member_loss[{link}]", [
+        m("paths.member_loss_ratio", ratio, verdict, {"high": 1e-4, "unit": "", "source": "x"},
+          link=link, device=device, port=port)])
+
+
+def test_a_lossy_member_its_leaf_stopped_using_is_the_link_not_the_leaf(
+    testbed_record: dict[str, Any],
+) -> None:
+    """Campaign seed 3204 case 013: a 3 % lossy leaf4--spine2 link collapses the RoCE flows
+    hashed onto it, so leaf4's uplink shares read 1.00/0.00 and every pair of leaf4's hosts
+    falls short. The starved member's link explains the ECMP finding as well as the leaf
+    does, and each pair's 4 streams (2 QPs, both ways) almost surely crossed it; the pair
+    of leaf4's own hosts, which crosses no uplink, passed: that clears the leaf."""
+    link = "leaf4:Ethernet8--spine2:Ethernet4/1"
+    ecmp = t("roce", "test_ecmp_balance", [
+        m("roce.ecmp_share_deviation", 1.0, "FAIL", device="leaf4", port="Ethernet0",
+          shares="Ethernet0=1.00 Ethernet8=0.00")])
+    pairs = []
+    for a, b in itertools.combinations(HOSTS, 2):
+        crosses = (a in ("host7", "host8")) != (b in ("host7", "host8"))
+        value = 0.49 if crosses else 0.98
+        pairs.append(t("roce", f"test_pair_bandwidth[{a}--{b}]", [
+            m("roce.bw_fraction_of_line", value, "FAIL" if value < 0.9 else "PASS", FRACTION,
+              pair=f"{a}--{b}", client=a, server=b, flows="4")]))
+    loss = _member_loss(link, "leaf4", "Ethernet8", 0.034)
+    causes = root_causes(doc_of(testbed_record, [ecmp, loss, *pairs]))
+    assert causes[0].culprit in (link, "leaf4:Ethernet8"), [c.culprit for c in causes]
+    assert "not leaf4" in causes[0].not_runner_up, causes[0].not_runner_up
+    # one stream a pair: each crossed the lossy member with odds 1/2, the leaf surely
+    for p in pairs:
+        for x in p["measurements"]:
+            x["labels"].pop("flows")
+    one = root_causes(doc_of(testbed_record, [ecmp, loss, *pairs]))
+    assert one[0].culprit == "leaf4", [c.culprit for c in one]
+
+
+def test_polarised_hashing_stays_the_switch_when_its_starved_member_carries_load(
+    testbed_record: dict[str, Any],
+) -> None:
+    """The starved member's link is a rival only: every pair's streams crossed it (some
+    of them surely) and passed, and the switch's uneven hash is what is left."""
+    link = "leaf1:Ethernet0--spine1:Ethernet0"
+    ecmp = t("roce", "test_ecmp_balance", [
+        m("roce.ecmp_share_deviation", 1.0, "FAIL", device="leaf1", port="Ethernet8",
+          shares="Ethernet0=0.00 Ethernet8=1.00")])
+    bisection = t("roce", "test_bisection_bandwidth", [
+        m("roce.bw_fraction_of_line", 0.49, "FAIL", FRACTION, pair=f"{a}--{b}",
+          scope="bisection", flows="32") for a, b in (("host1", "host7"), ("host2", "host8"))])
+    pairs = pair_tests(None)
+    for p in pairs:
+        p["measurements"][0]["labels"]["flows"] = "4"
+    causes = root_causes(doc_of(testbed_record, [
+        ecmp, bisection, _member_loss(link, "leaf1", "Ethernet0", 0.0), *pairs]))
+    assert causes[0].kind == "ecmp" and causes[0].culprit == "leaf1", causes
+    assert f"not {link}" in causes[0].not_runner_up, causes[0].not_runner_up
