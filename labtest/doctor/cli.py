@@ -61,6 +61,10 @@ def register(sub: Any) -> None:
     ap.add_argument("--fault", action="append", default=[], metavar="KIND@TARGET[:k=v,...]",
                     help="with --emulate: inject a fault, e.g. dirty_connector@leaf1:Ethernet0 "
                          "or silent_drop@leaf1:Ethernet0:direction=ab (gray faults too)")
+    ap.add_argument("--load", action="store_true",
+                    help="with --emulate: carry a training job's traffic (each host sends RoCE "
+                         "to three others, two queue pairs each): a link running below its "
+                         "rate shows only where it is the bottleneck")
     ap.set_defaults(handler=_doctor)
 
 
@@ -90,6 +94,18 @@ def _doctor(args: argparse.Namespace) -> int:
         return 128 + signal.SIGTERM
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _load(lab: Any) -> None:
+    """The emulated fabric carries a job: host i sends to hosts i+2, i+4, i+6 (in the
+    testbed's order; with two hosts a leaf, every one on another leaf), two RoCE queue
+    pairs each, until the lab stops."""
+    hosts = [n for n, d in lab.testbed.devices.items() if d.role == "host"]
+    for i, h in enumerate(hosts):
+        for step in (2, 4, 6):
+            peer = hosts[(i + step) % len(hosts)]
+            if peer != h:
+                lab.fabric.traffic.start_roce(h, peer, qps=2)
 
 
 def _port_problem(port: int) -> str | None:
@@ -124,8 +140,8 @@ def _doctor_body(args: argparse.Namespace) -> int:
         print("\n".join(exc.problems), file=sys.stderr)
         return EXIT_USAGE
     emulate = tb.emulation is not None if args.emulate is None else args.emulate
-    if args.fault and not emulate:
-        print("labtest doctor: --fault needs the emulated lab", file=sys.stderr)
+    if (args.fault or args.load) and not emulate:
+        print("labtest doctor: --fault and --load need the emulated lab", file=sys.stderr)
         return EXIT_USAGE
     with contextlib.ExitStack() as stack:
         scale = 1.0
@@ -144,6 +160,8 @@ def _doctor_body(args: argparse.Namespace) -> int:
             running = lab_em.start()
             stack.callback(lab_em.stop)
             scale = tb.emulation.time_scale
+            if args.load:
+                _load(lab_em)
         else:
             running = tb
         out: IO[str] | None = None

@@ -47,6 +47,9 @@ COUNTERS = (
     "fec_uncorrectable_cw",
     "phy_rx_bits",  # a host NIC's PHY: bits received, bits RS-FEC corrected (and per lane,
     "phy_corrected_bits",  # phy_lane<n>_corrected_bits): their growth is its pre-FEC BER
+    "queue_tx_bytes",  # a switch port's egress queues: bytes sent, packets ECN-marked (the
+    "queue_ecn_marked",  # queue was the bottleneck): its rate where it is the bottleneck
+    "tx_bytes",  # the port's own count of bytes sent (EOS, FRR; SONiC counts them per queue)
 )
 
 
@@ -123,6 +126,8 @@ def _switch_counters(c: Any) -> dict[str, int]:
         v = _int(getattr(c, key, None))
         if v is not None:
             out[key] = v
+    if (octets := _int(getattr(c, "tx_octets", None))) is not None:
+        out["tx_bytes"] = octets
     return out
 
 
@@ -135,6 +140,18 @@ def _pfc_totals(p: Any) -> dict[str, int]:
             total = sum(per) if per else None
         if total is not None:
             out[f"pfc_{side}_frames"] = int(total)
+    return out
+
+
+def _queue_totals(qc: Any) -> dict[str, int]:
+    """A port's egress queues summed: bytes sent and packets ECN-marked (unicast queues;
+    SONiC also prints multicast ones, EOS 'all' ones: the same bytes once)."""
+    queues = [q for q in qc.queues if q.kind == "unicast"] or list(qc.queues)
+    out = {}
+    for key, attr in (("queue_tx_bytes", "tx_bytes"), ("queue_ecn_marked", "ecn_marked_packets")):
+        values = [getattr(q, attr) for q in queues if getattr(q, attr) is not None]
+        if values:
+            out[key] = int(sum(values))
     return out
 
 
@@ -232,6 +249,8 @@ def read_switch(driver: Any, name: str, watch_s: float, poll_s: float,
     if _offers(driver, "PfcQueues"):
         for p, pfc in driver.pfc_counters().items():
             port(p)["counters"].update(_pfc_totals(pfc))
+        for p, qc in driver.queue_counters().items():
+            port(p)["counters"].update(_queue_totals(qc))
     else:
         missing[f"{name} PFC"] = "driver offers no PfcQueues"
     now = _clock(driver)

@@ -23,6 +23,10 @@ from labtest.testbed.model import Link, Testbed
 #: a drift alone (CHANGE) or an unjudged counter alone (ANOMALY) never pages; with a
 #: MARGINAL reading it does (1 - 0.7 * 0.6 = 0.58 >= localise.REPORT_CONFIDENCE)
 WEIGHTS = {"FAIL": 0.9, "MARGINAL": 0.4, "CHANGE": 0.3, "ANOMALY": 0.3, "PROBE": 0.0}
+#: a standing bottleneck's queue marks a steady share of what it sends (DCQCN holds it
+#: between Kmin and Kmax, marking up to Pmax); a burst that met the queue once marks a
+#: sliver: below this share of the packets sent, the port was not the bottleneck
+BOTTLENECK_MARKED = 1e-3
 
 
 @dataclass(frozen=True)
@@ -159,6 +163,7 @@ class Judge:
                            "module temperature")
         out += self._cabling(r)
         out += self._loss(r, snap)
+        out += self._bottleneck_rate(r, before, grew)
         for metric, peers, what in (("bgp_session_down", r.bgp_down, "BGP sessions not "
                                      "Established"), ("bfd_session_down", r.bfd_down,
                                                       "BFD sessions not up")):
@@ -211,6 +216,30 @@ class Judge:
             return None, ""
         return port_ber, ("worst lane's pre-FEC BER, at least the port's (the mean over its "
                           "lanes)")
+
+    def _bottleneck_rate(self, r: PortReading, before: PortReading | None,
+                         grew: dict[str, int]) -> list[Evidence]:
+        """A port whose egress queue marked ECN in the interval was the bottleneck of what
+        it sent (DCQCN marks a queue that builds up: the offered load exceeded what the
+        link drained); a healthy bottleneck drains at its speed. One that drained less
+        runs below its rate (a straggler link: a degraded lane, a shaper, a bad retimer),
+        judged against the acceptance bandwidth criterion ``roce.bw_fraction_of_line``
+        (a pair certifies at 90 % of its link speed). Idle or uncongested, a slow link is
+        invisible here: it slows nothing yet. A port whose marks are a sliver of what it sent
+        (below ``BOTTLENECK_MARKED``: a burst met a queue for a moment) was not one."""
+        marks = grew.get("queue_ecn_marked", 0)
+        sent = grew.get("queue_tx_bytes", grew.get("tx_bytes"))  # per queue (SONiC), per port
+        if marks <= 0 or sent is None or before is None or not r.speed_gbps \
+                or r.time_s <= before.time_s or r.oper_up is False:
+            return []
+        packets = grew.get("tx_packets")
+        if packets and marks < BOTTLENECK_MARKED * packets:
+            return []
+        gbps = sent * 8.0 / (r.time_s - before.time_s) / 1e9
+        return self._check(r, "bottleneck_rate", gbps / r.speed_gbps, "roce.bw_fraction_of_line",
+                           f"egress {gbps:.0f} Gb/s of its {r.speed_gbps:g} Gb/s while its queue "
+                           f"marked {marks} packets ECN (the bottleneck drains below its speed): "
+                           "fraction of line rate")
 
     def _cabling(self, r: PortReading) -> list[Evidence]:
         out: list[Evidence] = []

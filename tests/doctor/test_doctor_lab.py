@@ -162,3 +162,13 @@ def test_a_lossy_link_stays_paged_interval_after_interval(lab: Any) -> None:
         gray.unregister()
     first = next(i for i, t in enumerate(tops) if t)
     assert first <= 2 and all(t == ["host6:eth0--leaf3:Ethernet4/1"] for t in tops[first:]), tops
+
+
+def test_cli_once_pages_a_straggler_link_where_it_is_the_bottleneck(capsys: Any) -> None:
+    # issue 34: a link at half its rate gave no signal on an idle lab; under a job's load
+    # its egress queue marks ECN while draining 50 % of its speed
+    rc = main(["doctor", "--once", "--interval", "1", "--load", "--fault",
+               "straggler_link@leaf2:Ethernet0:rate_fraction=0.5"])
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    assert "  1. link leaf2:Ethernet0--spine1:Ethernet8" in out and "ECN" in out, out

@@ -122,3 +122,33 @@ def test_a_switch_ports_mean_over_the_lane_target_fails_it(judge: Judge) -> None
     assert ev["lane_pre_fec_ber"].verdict == "FAIL" and "pre_fec_ber" not in ev  # under 2.4e-6
     ok = PortReading("spine1", "Ethernet0", 0.0, pre_fec_ber=1e-10)
     assert judge.judge(_snap(ok), None) == []
+
+
+def _queues(t: float, sent_b: int, marked: int, speed: float = 400.0,
+            port_bytes: bool = False) -> PortReading:
+    counters = {"tx_bytes" if port_bytes else "queue_tx_bytes": sent_b,
+                "queue_ecn_marked": marked, "tx_packets": sent_b // 4096}
+    return PortReading("spine1", "Ethernet8", t, oper_up=True, speed_gbps=speed,
+                       counters=counters)
+
+
+def test_a_bottleneck_draining_below_its_speed_fails_the_line_rate_criterion(
+        judge: Judge) -> None:
+    # issue 34's straggler_link at rate_fraction 0.5 under load: 198 Gb/s of 400, marking
+    before, after = _queues(0.0, 0, 0), _queues(10.0, 250_000_000_000, 27_000_000)
+    (e,) = judge.judge(_snap(after), _snap(before))
+    assert (e.metric, e.limit_key, e.verdict) == ("bottleneck_rate", "roce.bw_fraction_of_line",
+                                                  "FAIL")
+    assert e.value == pytest.approx(0.5) and e.unit == "leaf2:Ethernet0--spine1:Ethernet8"
+    # a healthy bottleneck drains at its speed; a slow port that marks nothing is not one
+    at_speed = _queues(10.0, 490_000_000_000, 5_000_000)
+    assert judge.judge(_snap(at_speed), _snap(before)) == []
+    quiet = _queues(10.0, 250_000_000_000, 0)
+    assert judge.judge(_snap(quiet), _snap(before)) == []
+    # a burst that met the queue once: 1,000 marks of 61 million packets
+    burst = _queues(10.0, 250_000_000_000, 1_000)
+    assert judge.judge(_snap(burst), _snap(before)) == []
+    # EOS counts no bytes per queue: the port's own octets
+    (eos,) = judge.judge(_snap(_queues(10.0, 250_000_000_000, 27_000_000, port_bytes=True)),
+                         _snap(_queues(0.0, 0, 0, port_bytes=True)))
+    assert eos.value == pytest.approx(0.5)
