@@ -20,10 +20,14 @@ daemons). Two ways it used to outlive what the user asked for (``bench/chaos.py`
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
+import sys
+import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 #: the child is started by ``labtest run`` with this set to the parent's PID
@@ -67,3 +71,34 @@ def take_interrupts_once() -> bool:
         signal.signal(signal.SIGINT, on_interrupt)
     signal.signal(signal.SIGTERM, on_interrupt)
     return True
+
+
+@contextlib.contextmanager
+def held(what: str) -> Iterator[list[int]]:
+    """SIGINT and SIGTERM wait while ``what`` runs (a lab stopping: an interrupt in the
+    middle of it left namespaces and daemons behind, bench/chaos.py); the list yields the
+    signals that came. Outside the main thread signals cannot be caught there: nothing
+    is held. A stop that hangs is still bounded by ``kill -9``, whose leftovers the next
+    run reaps."""
+    came: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield came
+        return
+    said = [False]
+
+    def hold(signum: int, frame: Any) -> None:
+        came.append(signum)
+        if not said[0]:
+            said[0] = True
+            print(f"labtest: {what}; the interrupt waits until it is done "
+                  "(kill -9 abandons it: the next run removes what is left)",
+                  file=sys.stderr, flush=True)
+
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for s in previous:
+        signal.signal(s, hold)
+    try:
+        yield came
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)

@@ -166,7 +166,8 @@ class _State:
                 self._lab.close()
         finally:  # the emulated lab's servers, keys and secrets go even if a session hung
             if self._emulated is not None:
-                self._emulated.stop()
+                with interrupt.held("stopping the lab"):
+                    self._emulated.stop()
 
 
 _state_key = pytest.StashKey[_State]()
@@ -210,6 +211,14 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
     message = getattr(node, "workeroutput", {}).get("labtest_broken")
     if message:
         _stop_broken(node.config, message)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> Any:
+    """The run's results are written whole: an interrupt in the middle of it (a second
+    Ctrl-C) waits, as it does while the lab stops, instead of a traceback and no results."""
+    with interrupt.held("writing the run's results"):
+        return (yield)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

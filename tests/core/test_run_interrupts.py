@@ -206,3 +206,17 @@ def test_an_interrupt_after_pytest_ended_leaves_the_verdict_alone(tmp_path: Path
         status = runner.run(opts, out=buf)
     assert "interrupted" not in buf.getvalue()
     assert status == runner.EXIT_NO_RESULTS  # judged as any run: this one held no test
+
+
+def test_an_interrupt_while_the_lab_stops_waits_for_the_stop() -> None:
+    # a second Ctrl-C during the kernel lab's shutdown aborted it and left namespaces and
+    # daemons behind (bench/chaos.py): the stop now runs to its end, then the handler is back
+    before = signal.getsignal(signal.SIGINT)
+    done = []
+    with interrupt.held("stopping the lab") as came:
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)  # the handlers run between bytecodes of this thread
+        done.append("stopped")
+    assert done == ["stopped"] and came == [signal.SIGINT, signal.SIGTERM]
+    assert signal.getsignal(signal.SIGINT) is before

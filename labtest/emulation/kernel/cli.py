@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from labtest import safefs
+from labtest import interrupt, safefs
 from labtest.emulation.kernel.lab import KernelLab, KernelLabUnavailable
 from labtest.emulation.written import Secrets, absolute_paths
 
@@ -66,8 +66,9 @@ def run(
         print("Ctrl-C stops the lab.", flush=True)
         wait(done, duration_s)
     finally:
-        lab.stop()
-        if secrets is not None:
-            secrets.remove()
+        with interrupt.held("stopping the kernel lab"):
+            lab.stop()
+            if secrets is not None:
+                secrets.remove()
     print("kernel lab stopped", flush=True)
     return 0
