@@ -70,6 +70,21 @@ def run_in_netns(
     return _run(["ip", "netns", "exec", netns, *argv], netns, timeout_s, check)
 
 
+#: net.ipv4.fib_multipath_hash_fields: source and destination address, IP protocol, source
+#: and destination port (Linux Documentation/networking/ip-sysctl.rst)
+FIVE_TUPLE_FIELDS = 0x0037
+
+
+def ensure_l4_multipath_hash(netns: str) -> None:
+    """ECMP on the 5-tuple in ``netns``: policy 3 with the fields named where the kernel
+    has it (>= 5.12), else policy 1."""
+    custom = run_in_netns(netns, ["sysctl", "-q", "-w", "net.ipv4.fib_multipath_hash_policy=3",
+                                  f"net.ipv4.fib_multipath_hash_fields={FIVE_TUPLE_FIELDS}"],
+                          check=False)
+    if custom.returncode != 0:
+        run_in_netns(netns, ["sysctl", "-q", "-w", "net.ipv4.fib_multipath_hash_policy=1"])
+
+
 def call_in_netns(netns: str | None, fn: Callable[[], T], timeout_s: float = 10.0) -> T:
     """Call ``fn`` in a fresh thread that has joined ``netns`` (see the module docstring).
 

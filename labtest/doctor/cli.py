@@ -145,9 +145,24 @@ def _doctor_body(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     with contextlib.ExitStack() as stack:
         scale = 1.0
-        if emulate:
-            if tb.emulation is None or tb.emulation.backend == "kernel":
-                print("labtest doctor: --emulate needs a testbed with emulation: (model backend)",
+        if emulate and tb.emulation is not None and tb.emulation.backend == "kernel":
+            if args.load:
+                print("labtest doctor: --load needs the model lab (the kernel lab's software "
+                      "forwarding carries no training job)", file=sys.stderr)
+                return EXIT_USAGE
+            from labtest.emulation.cli import parse_fault
+            from labtest.emulation.kernel import KernelLab, KernelLabUnavailable
+
+            kernel = KernelLab(tb, faults=[parse_fault(f) for f in args.fault])
+            try:
+                running = kernel.start()
+            except KernelLabUnavailable as exc:
+                print(f"labtest doctor: {exc}", file=sys.stderr)
+                return EXIT_USAGE
+            stack.callback(kernel.stop)
+        elif emulate:
+            if tb.emulation is None:
+                print("labtest doctor: --emulate needs a testbed with emulation:",
                       file=sys.stderr)
                 return EXIT_USAGE
             from labtest.emulation.cli import parse_fault

@@ -13,7 +13,8 @@ silent_drop            nft netdev ingress drop at both ends: the link stays up,
                        only BFD notices (the catalogue's blackhole)
 lossy_link             nft netdev ingress drop of a random fraction (``loss``) of what
                        crosses the link, one or both ways (``direction``), of every
-                       protocol or one (``proto``: udp, tcp)
+                       protocol or one (``proto``: udp, tcp), BFD spared or not
+                       (``spare_bfd``)
 miswired               the ``b`` ends of the target link and ``other`` swap places
                        (veth pairs re-created crossed between namespaces)
 slow_convergence       BFD timers raised (``params``: detect_multiplier,
@@ -82,13 +83,15 @@ def silent_drop(lab: KernelLab, target: str) -> Undo:
 
 
 def lossy_link(lab: KernelLab, target: str, loss: float = 0.3, direction: str = "both",
-               proto: str = "any") -> Undo:
+               proto: str = "any", spare_bfd: bool = False) -> Undo:
     """``nft``'s ``numgen random`` drops ``loss`` of the frames arriving at the receiving
     end(s): ``ab`` what the target's end sends, ``ba`` what it receives. A table per end
     and fault, so undoing it leaves other faults' rules alone."""
     near, far = _ends(lab, target)
     receivers = {"ab": [far], "ba": [near], "both": [near, far]}[direction]
     match = "" if proto == "any" else f"ip protocol {proto} "
+    if spare_bfd:  # BFD control and echo (RFC 5881 s.4) pass: sessions stay up
+        match += "udp dport != { 3784, 3785 } "
     per_mille = round(loss * 1000)
     tables: list[tuple[str, str]] = []
     try:
@@ -296,6 +299,7 @@ class LossyParams(_Params):
     loss: float = Field(0.3, gt=0.0, le=1.0)  # fraction of the frames dropped
     direction: Literal["ab", "ba", "both"] = "both"  # ab: what the target's end sends
     proto: Literal["any", "udp", "tcp"] = "any"
+    spare_bfd: bool = False  # BFD's UDP ports pass (the sessions stay up; only data suffers)
 
 
 class MiswiredParams(_Params):
