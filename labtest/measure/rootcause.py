@@ -78,9 +78,10 @@ PLACE_LABELS = ("ecn_port", "queue", "port")
 #: hashing spoils aggregate cross-fabric traffic wherever it goes (polarisation repeats
 #: the same choice tier after tier)
 ECMP_KEYS = ("roce.ecmp_share_deviation",)
-#: an ECMP member below this fraction of its fair share carries next to nothing: a hash
-#: that avoids it, or a link that lost its routes or collapses its flows
-STARVED_SHARE = 0.25
+#: an ECMP member below this fraction of its fair share (outside the balancing range, 25 %
+#: under the mean) is short of flows: a hash that avoids it, or a link that lost its routes,
+#: collapses its flows by loss or blackholes some (campaign 3204 case 049: 0.31/0.69)
+STARVED_SHARE = 0.75
 #: how a failover names a device taken down whole (a reboot) instead of one link
 ALL_LINKS = " (all links)"
 #: cabling faults are the cables': they name the link (and the far end seen instead)
