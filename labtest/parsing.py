@@ -196,14 +196,31 @@ def check_damage(text: str) -> None:
         )
 
 
-def check_cut(text: str, record: Any, again: Callable[[str], Any]) -> None:
+#: per (driver, command): the form of a last line that is whole even without its line
+#: end (a value followed by its unit cannot have been cut inside the value)
+_complete: dict[tuple[str, str], re.Pattern[str]] = {}
+
+
+def complete_line(driver: str, pattern: str, *commands: str) -> None:
+    """Declare that a last line matching ``pattern`` is whole (``ethtool -m``'s
+    ``... : 0.2042 mW / -6.90 dBm``), so a capture saved without a final newline is read."""
+    for command in commands:
+        _complete[(driver, normalise(command))] = re.compile(pattern)
+
+
+def check_cut(text: str, record: Any, again: Callable[[str], Any],
+              key: tuple[str, str] | None = None) -> None:
     """A capture whose last line has no line end may be cut mid-line: that line
-    must not have contributed anything (a cut ``out_octets: 5834192580`` reads 5)."""
+    must not have contributed anything (a cut ``out_octets: 5834192580`` reads 5),
+    unless it has the command's whole form (:func:`complete_line`)."""
     if not text or text.endswith(("\n", "\r")):
         return
     start = max(text.rfind("\n"), text.rfind("\r")) + 1
     last = text[start:]
     if not last.strip():
+        return
+    whole = _complete.get(key) if key is not None else None
+    if whole is not None and whole.search(last):
         return
     try:
         without = again(text[:start])
@@ -249,7 +266,8 @@ def checked(
                     before(command, text)
                 record = fn(text, *args, **kwargs)
                 if cut is True or (callable(cut) and cut(text)):
-                    check_cut(text, record, lambda rest: fn(rest, *args, **kwargs))
+                    check_cut(text, record, lambda rest: fn(rest, *args, **kwargs),
+                              (driver, normalise(command)))
                 return record
             except _READ_ERRORS as exc:
                 raise parse_error(device, command, exc, text) from exc
@@ -287,7 +305,7 @@ def guarded(driver: str, command: str, fn: Parser) -> Parser:
                 ) from None
 
         record = call(text)
-        _refuse_as_parse_error(command, text, check_cut, text, record, call)
+        _refuse_as_parse_error(command, text, check_cut, text, record, call, key)
         return record
 
     return run

@@ -164,3 +164,14 @@ def test_many_small_tables_parse_in_one_pass():
     text = "".join(block.format(n=n) for n in range(20_000))
     config = lookup("sonic", "show pfcwd config")(text)
     assert len(config) == 20_000 and config["Ethernet19999"].restoration_time_ms == 200
+
+
+def test_ethtool_m_saved_without_its_last_newline_is_read_when_the_line_ends_in_its_unit():
+    # issue 35 item 5: a capture a tool saved without the final newline was refused as
+    # "cut mid-line" although its last line ends in its unit and cannot be cut in its value
+    text = linux("ethtool_module/sff8636_mellanox_sr4_cumulus.txt")
+    parse = lookup("linux", "ethtool -m")
+    whole = text[: text.index("\tModule voltage")] + "\tModule voltage : 3.2350 V"
+    assert parse(whole).voltage_v == pytest.approx(3.235)
+    with pytest.raises(ParseError, match="cut mid-line"):
+        parse(whole[:-4])  # "3.23": a value cut before its unit is still refused

@@ -17,7 +17,7 @@ import re
 
 from labtest.capabilities.transceiver import NEG_INF_DBM, LaneDom, Threshold, Transceiver
 from labtest.drivers.linux.parsers._common import parse_error
-from labtest.parsing import fingerprint, parser
+from labtest.parsing import complete_line, fingerprint, parser
 
 # --- ethtool -S --------------------------------------------------------------
 
@@ -235,3 +235,6 @@ fingerprint(
     "ethtool -S",
     "ethtool --statistics",
 )
+#: a last line that ends in its unit is whole, newline or not (a capture saved by a tool)
+complete_line("linux", r"\d\s*(?:dBm|mW|mA|V|degrees [CF]|dB|nm|m|km|[GM]Bd)\s*$", "ethtool -m",
+              "ethtool --module-info", "ethtool --dump-module-eeprom")
