@@ -77,7 +77,9 @@ PLACE_LABELS = ("ecn_port", "queue", "port")
 #: measurements that show a switch spreading flows unevenly over its ECMP members: its
 #: hashing spoils aggregate cross-fabric traffic wherever it goes (polarisation repeats
 #: the same choice tier after tier)
-ECMP_KEYS = ("roce.ecmp_share_deviation",)
+ECMP_KEYS = ("roce.ecmp_share_deviation", "paths.ecmp_spread_max_mean")
+#: ECMP findings in bytes of RDMA flows, which a lossy or blackholing member also makes short
+SHARE_KEYS = ("roce.ecmp_share_deviation",)
 #: an ECMP member below this fraction of its fair share (outside the balancing range, 25 %
 #: under the mean) is short of flows: a hash that avoids it, or a link that lost its routes,
 #: collapses its flows by loss or blackholes some (campaign 3204 case 049: 0.31/0.69)
@@ -324,9 +326,12 @@ def evidence_of(doc: Mapping[str, Any], fabric: Fabric
                 named, port = frozenset({str(labels.get("device"))}) & set(fabric.kind), None
                 if failed:
                     uneven |= named
-                    # a member carrying next to nothing may be the link's doing (its routes
-                    # withdrawn, its flows collapsed by loss): the link explains it too
-                    named |= _starved_links(labels, fabric)
+                    # RoCE bytes short on a member may be the link's doing (its routes
+                    # withdrawn, its flows collapsed by loss): the link explains it too. The
+                    # paths suite counts its streams' frames per member, and judges each
+                    # member's loss apart (PATHS-2): its short member is the hash's
+                    if matches(key, SHARE_KEYS):
+                        named |= _starved_links(labels, fabric)
             segments = _segments(labels, key, fabric) if traffic else ()
             aspect = key
             if matches(key, STIMULUS_KEYS) and str(labels.get("link") or "").endswith(ALL_LINKS):
