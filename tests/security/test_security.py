@@ -251,17 +251,27 @@ def emulate(tmp_path: Path, out: Path) -> int:
     return main(["emulate", str(tb), "--out", str(out), "--duration-s", "0"])
 
 
-def test_emulate_out_writes_its_secrets_into_a_0700_folder_under_umask_000(tmp_path) -> None:
+def test_emulate_out_writes_its_secrets_into_a_0700_folder_under_umask_000(
+        tmp_path, monkeypatch) -> None:
+    from labtest.emulation import written
+
+    seen: dict[str, int] = {}
+    remove = written.Secrets.remove
+
+    def modes_then_remove(self: written.Secrets) -> None:  # read while the lab still runs
+        seen.update({p.name: mode(p) for p in [self.folder, *self.folder.iterdir()]})
+        remove(self)
+
+    monkeypatch.setattr(written.Secrets, "remove", modes_then_remove)
     out = tmp_path / "emu" / "emulated.yaml"
     old = os.umask(0)
     try:
         assert emulate(tmp_path, out) == 0
     finally:
         os.umask(old)
-    secrets_dir = out.parent / "secrets"
-    assert mode(secrets_dir) == 0o700
-    files = list(secrets_dir.iterdir())
-    assert files and all(mode(f) == 0o600 for f in files)
+    assert seen.pop("secrets") == 0o700
+    assert seen and set(seen.values()) == {0o600}, seen
+    assert not (out.parent / "secrets").exists()  # a stopped lab's secrets are gone
 
 
 def test_emulate_out_refuses_a_planted_secrets_symlink(tmp_path, capsys) -> None:
