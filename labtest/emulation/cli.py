@@ -82,7 +82,7 @@ def _emulate(args: argparse.Namespace) -> int:
         print("labtest emulate: a testbed file is required", file=sys.stderr)
         return 2
     from labtest.emulation.lab import EmulatedLab
-    from labtest.emulation.written import OutError, out_file
+    from labtest.emulation.written import FILE_NAME, OutError, out_file
     from labtest.errors import ConfigError
     from labtest.safefs import UnsafePath
     from labtest.testbed import load_testbed
@@ -123,7 +123,7 @@ def _emulate(args: argparse.Namespace) -> int:
         except UnsafePath as exc:  # e.g. a known_hosts in the --out folder it did not write
             print(f"labtest emulate: {exc}", file=sys.stderr)
             return 1
-        path = out or (lab._workdir() / "emulated.yaml")
+        path = out or (lab._workdir() / FILE_NAME)
         try:  # the secrets/ beside it: 0700 whatever the umask, never a symlink
             path = lab.write_testbed(path)
         except UnsafePath as exc:

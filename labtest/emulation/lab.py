@@ -298,18 +298,7 @@ class EmulatedLab:
         self._secrets.append(secrets)
         data = tb.model_dump(mode="json", exclude_none=True)
         absolute_paths(data)
-        for name, device in tb.devices.items():
-            for section, key in (
-                ("ssh", "password"),
-                ("snmp", "community"),
-                ("snmp", "auth_key"),
-                ("snmp", "priv_key"),
-            ):
-                settings = getattr(device, section)
-                secret = getattr(settings, key, None) if settings is not None else None
-                if secret is not None:
-                    data["devices"][name][section][key] = secrets.put(
-                        f"{name}.{section}.{key}", secret.get_secret_value())
+        secrets.put_all(tb, data)
         path.write_text(yaml.safe_dump(data, sort_keys=False))
         return path
 

@@ -17,6 +17,9 @@ from labtest import safefs
 from labtest.testbed.loader import PATH_KEYS
 
 FILE_NAME = "emulated.yaml"
+#: (settings section, field) of each device secret a written testbed refers to by file
+SECRET_FIELDS = (("ssh", "password"), ("snmp", "community"), ("snmp", "auth_key"),
+                 ("snmp", "priv_key"))
 
 
 class OutError(ValueError):
@@ -68,6 +71,17 @@ class Secrets:
         safefs.create_private(path, (value + "\n").encode(), 0o600)
         self.files.append(path)
         return f"${{file:{path.resolve()}}}"
+
+    def put_all(self, testbed: Any, data: dict[str, Any]) -> None:
+        """Every device secret of ``testbed`` (SSH password, SNMP community and keys) into
+        its file, its place in the dumped ``data`` replaced by the file's reference."""
+        for name, device in testbed.devices.items():
+            for section, key in SECRET_FIELDS:
+                settings = getattr(device, section)
+                secret = getattr(settings, key, None) if settings is not None else None
+                if secret is not None:
+                    data["devices"][name][section][key] = self.put(
+                        f"{name}.{section}.{key}", secret.get_secret_value())
 
     def remove(self) -> None:
         for path in self.files:

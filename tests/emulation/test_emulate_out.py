@@ -46,7 +46,7 @@ def test_secrets_removed_are_only_the_ones_written(tmp_path: Path) -> None:
     assert [p.name for p in (tmp_path / "secrets").iterdir()] == ["mine.txt"]
 
 
-def test_out_may_be_a_folder_and_must_have_one(tmp_path: Path) -> None:
+def test_out_may_be_a_file_or_a_folder_never_under_a_file(tmp_path: Path) -> None:
     assert out_file(tmp_path) == tmp_path / "emulated.yaml"
     assert out_file(tmp_path / "lab.yaml") == tmp_path / "lab.yaml"
     assert out_file(None) is None

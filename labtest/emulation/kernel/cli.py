@@ -11,25 +11,18 @@ import yaml
 
 from labtest import interrupt, safefs
 from labtest.emulation.kernel.lab import KernelLab, KernelLabUnavailable
-from labtest.emulation.written import Secrets, absolute_paths
+from labtest.emulation.written import FILE_NAME, Secrets, absolute_paths
 
 
 def write_testbed(lab: KernelLab, path: Path) -> tuple[Path, Secrets]:
-    """The lab's testbed as YAML with absolute paths; SNMP secrets go to 0600 files beside
+    """The lab's testbed as YAML with absolute paths; its secrets go to 0600 files beside
     it (keys stay in the lab folder, which is removed when the lab stops)."""
     tb = lab.lab_testbed()
     secrets = Secrets(path)
     data = tb.model_dump(mode="json", exclude_none=True)
     data.pop("emulation", None)  # the written file describes the running lab itself
     absolute_paths(data)
-    for name, device in tb.devices.items():
-        if device.snmp is None:
-            continue
-        for key in ("community", "auth_key", "priv_key"):
-            secret = getattr(device.snmp, key)
-            if secret is not None:
-                data["devices"][name]["snmp"][key] = secrets.put(
-                    f"{name}.snmp.{key}", secret.get_secret_value())
+    secrets.put_all(tb, data)
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path, secrets
 
@@ -51,7 +44,7 @@ def run(
     secrets: Secrets | None = None
     try:
         try:
-            path, secrets = write_testbed(lab, out or lab.workdir / "emulated.yaml")
+            path, secrets = write_testbed(lab, out or lab.workdir / FILE_NAME)
         except safefs.UnsafePath as exc:  # a planted or foreign secrets/ beside --out
             print(f"labtest emulate: {exc}", file=sys.stderr)
             return 1
