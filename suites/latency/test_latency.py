@@ -30,7 +30,7 @@ from latency_lib import (
 
 from labtest import labtime, plugin
 from labtest.capabilities.host import PerftestLatRow, PerftestSpec
-from labtest.capabilities.switch import Interfaces, PortAdmin
+from labtest.capabilities.switch import InterfaceCounters, Interfaces, PortAdmin
 from labtest.errors import InfraError
 from labtest.fixtures.perftest_pairs import PairOutcome, run_bandwidth_pairs, run_latency_pair
 from labtest.fixtures.polling import poll_until
@@ -98,12 +98,18 @@ def _hole(measure: Any, requirements: tuple[str, ...], why: str, **labels: Any) 
     pytest.skip(why)
 
 
-def _tx_packets(view: FabricView, switch: str, port: str) -> int | None:
-    driver = view.lab.device(switch)
-    if not isinstance(driver, Interfaces):
-        return None
-    counters = driver.counters().get(port)
-    return None if counters is None else counters.tx_packets
+def _packets(view: FabricView, ports: list[tuple[str, str, str]]) -> list[int | None]:
+    """Packets counted at each (switch, port, "tx" or "rx"), one counters read per switch;
+    None where the switch or the port has no such counter."""
+    read: dict[str, dict[str, InterfaceCounters]] = {}
+    out: list[int | None] = []
+    for switch, port, direction in ports:
+        if switch not in read:
+            driver = view.lab.device(switch)
+            read[switch] = driver.counters() if isinstance(driver, Interfaces) else {}
+        c = read[switch].get(port)
+        out.append(None if c is None else c.tx_packets if direction == "tx" else c.rx_packets)
+    return out
 
 
 def _under_incast(
@@ -195,8 +201,14 @@ def _one_attempt(
     """Start the load, wait until its port carries it, run the latency pairs; the third
     value is True when the load ended before the latency runs did."""
     cfg = SETTINGS["load"]
-    start = _tx_packets(view, load.switch, load.port)
-    if start is None:
+    # the load's port, then each sender's leaf port: the senders start one by one over SSH,
+    # and the first alone would load the port without queueing anything
+    ports = [(load.switch, load.port, "tx")]
+    senders = [view.attachment.get(c) for c in dict.fromkeys(c for c, _ in load.pairs)]
+    ports += [(a.switch, a.switch_port, "rx") for a in senders if a is not None]
+    needed = [int(cfg["started_packets"])] + [int(cfg["sender_packets"])] * (len(ports) - 1)
+    start = _packets(view, ports)
+    if start[0] is None:
         raise InfraError(load.switch, f"no tx packet counter on {load.port}")
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="load") as pool:
         background: Future[list[PairOutcome]] = pool.submit(
@@ -204,19 +216,44 @@ def _one_attempt(
         )
 
         def loaded() -> bool:
-            now = _tx_packets(view, load.switch, load.port) or 0
-            return now - start >= int(cfg["started_packets"]) or background.done()
+            now = _packets(view, ports)
+            on = all(n is None or s is None or n - s >= need
+                     for n, s, need in zip(now, start, needed, strict=True))  # fmt: skip
+            return on or background.done()
 
         _, waited = poll_until(loaded, timeout_s=float(cfg["timeout_s"]), interval_s=0.05)
         if background.done():  # the load ended before it was seen on its port
             return [], background.result(), True
         if waited == float("inf"):
-            raise InfraError(load.switch, f"{load.what} never loaded {load.endpoint}")
+            raise InfraError(load.switch, f"{load.what} never loaded {load.endpoint} "
+                             "from every sender")  # fmt: skip
         if during is not None:
             during()
         runs = _latency_runs(view, pairs)
-        outlived = background.done()
+        outlived = not _still_on(view, load, background)
         return runs, background.result(), outlived
+
+
+def _still_on(view: FabricView, load: Load, background: Future[list[PairOutcome]]) -> bool:
+    """Whether the load's port still carried it after the latency runs came back. Its
+    commands not having returned yet says little: a host slow to answer (a loaded runner)
+    can report a load that already ended on the devices, so only the port moving on says
+    the runs met it."""
+    need = int(SETTINGS["load"]["started_packets"])
+    ports = [(load.switch, load.port, "tx")]
+    (start,) = _packets(view, ports)
+    said: list[bool] = []
+
+    def decided() -> bool:
+        (now,) = _packets(view, ports)
+        if start is not None and now is not None and now - start >= need:
+            said.append(True)
+        elif background.done():
+            said.append(False)
+        return bool(said)
+
+    poll_until(decided, timeout_s=float(SETTINGS["load"]["timeout_s"]), interval_s=0.05)
+    return said == [True]
 
 
 def _latency_runs(view: FabricView, pairs: list[tuple[str, str]]) -> list[PairOutcome]:
