@@ -26,7 +26,11 @@ class Visit:
     text: str = ""  # document.body.innerText once the page settled
 
 
-def visit(url: str, settle_s: float = 3.0, timeout_s: float = 90.0) -> Visit:
+def visit(url: str, settle_s: float = 3.0, timeout_s: float = 90.0,
+          shows: str | None = None) -> Visit:
+    """Open ``url``; its text is read ``settle_s`` after the load event, or once the text
+    ``shows`` appeared (a script-built page renders late on a loaded runner), within
+    ``timeout_s``."""
     exe = browser()
     if exe is None:
         raise RuntimeError("no chromium on PATH")
@@ -64,9 +68,10 @@ def visit(url: str, settle_s: float = 3.0, timeout_s: float = 90.0) -> Visit:
             end = time.monotonic() + settle_s
             while time.monotonic() < end:
                 session.pump(0.2)
-            text = session.call("Runtime.evaluate", {
-                "expression": "document.body ? document.body.innerText : ''",
-                "returnByValue": True}, sid=sid)["result"].get("value", "")
+            text = _text(session, sid)
+            while shows is not None and shows not in text and time.monotonic() < deadline:
+                session.pump(0.2)
+                text = _text(session, sid)
             requests = [e["params"]["request"]["url"] for e in session.events
                         if e.get("method") == "Network.requestWillBeSent"
                         and e.get("sessionId") == sid]
@@ -80,6 +85,12 @@ def visit(url: str, settle_s: float = 3.0, timeout_s: float = 90.0) -> Visit:
                 proc.wait()
             os.close(to_child)
             os.close(from_child)
+
+
+def _text(session: _Session, sid: str) -> str:
+    return str(session.call("Runtime.evaluate", {
+        "expression": "document.body ? document.body.innerText : ''",
+        "returnByValue": True}, sid=sid)["result"].get("value", ""))
 
 
 class _Session:

@@ -108,6 +108,6 @@ def test_the_real_allure_report_opens_offline_and_calls_nobody(
 
     before = visit(raw.as_uri())
     assert any("googletagmanager.com" in u for u in before.requests), before.requests
-    after = visit(shipped.as_uri())
+    after = visit(shipped.as_uri(), shows="test_optics")
     assert _left_the_bundle(after.requests) == [], after.requests
     assert "Results" in after.text and "test_optics" in after.text, after.text[:500]  # rendered
