@@ -58,7 +58,13 @@ def rank(evidence: Iterable[Evidence], hosts: Collection[str] = ()) -> list[Susp
         for e in evs:
             miss *= 1.0 - e.weight
         out.append(Suspect(_unit_of(unit, evs, hosts), _kind(evs, hosts), 1.0 - miss, evs))
-    return sorted(out, key=lambda s: (-s.confidence, s.unit))
+    return sorted(out, key=order)
+
+
+def order(s: Suspect) -> tuple[float, float, str]:
+    """Most confident first; at the same confidence (two links the probes cannot tell
+    apart, both near 1) the one with more evidence beside it, then by name."""
+    return -s.confidence, -sum(e.weight for e in s.evidence), s.unit
 
 
 def _kind(evs: list[Evidence], hosts: Collection[str]) -> str:

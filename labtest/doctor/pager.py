@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from labtest.doctor.localise import REPORT_CONFIDENCE, Suspect
+from labtest.doctor.localise import REPORT_CONFIDENCE, Suspect, order
 from labtest.doctor.probes import ALPHA
 
 #: a probe page is stated at the false-alarm rate ALPHA: the engine's posterior must reach it
@@ -90,7 +90,7 @@ class Pager:
                     watched.append(now)
                 continue
             paged.append(self._stamp(page.last, page, held=True))
-        paged.sort(key=lambda s: (s.held > 0, -s.confidence, s.unit))
+        paged.sort(key=lambda s: (s.held > 0, *order(s)))
         return paged, watched
 
     @staticmethod

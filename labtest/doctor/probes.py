@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from labtest.measure.inference import Observation, infer
+from labtest.measure.inference import Cause, Observation, infer
 from labtest.stats import ber_upper_bound
 
 #: what probe observations measure (a count observation's aspect)
@@ -142,16 +142,21 @@ class Blame:
     bad_paths: int
     paths: int
     window: int = 0  # intervals of evidence judged together (0: this interval's traces)
+    #: a link whose probes were exactly this one's (every route through one crossed the
+    #: other): the probes cannot separate them, ``confidence`` is that one of them is it
+    twin: str | None = None
 
     def text(self) -> str:
+        rivals = (f"it or {self.twin}: every probe through one crossed the other, so the "
+                  "probes cannot tell them apart" if self.twin else
+                  "no other link explains them as well")
         if self.window:
             return (f"probes over the last {self.window} interval(s): {self.lost} of "
                     f"{self.sent} lost through {self.link} ({self.bad_paths} of its "
-                    f"{self.paths} routes lossy); posterior {self.confidence:.4f}, no other "
-                    "link explains them as well")
+                    f"{self.paths} routes lossy); posterior {self.confidence:.4f}, {rivals}")
         return (f"probes: {self.lost} of {self.sent} lost on the {self.paths} probe paths "
                 f"through {self.link} traced beside a loss ({self.bad_paths} of them lossy); "
-                "no other link explains them as well")
+                f"{rivals}")
 
 
 def blame(paths: Sequence[ProbePath], min_confidence: float = 0.5) -> list[Blame]:
@@ -203,12 +208,34 @@ def _blame(rows: Sequence[Row], beside: Sequence[ProbePath], min_confidence: flo
     out: dict[str, Blame] = {}
     for cause in infer(obs, priors=priors).causes:
         link = cause.component.rsplit(WAY, 1)[0]
-        if cause.posterior < min_confidence or link in out:
+        twin, confidence = _twin(cause)
+        if confidence < min_confidence:
             continue
-        mine = [p for p in beside if link in p.links]
-        out[link] = Blame(link, cause.posterior, sum(p.lost for p in mine),
-                          sum(p.sent for p in mine), sum(1 for p in mine if p.lost), len(mine))
+        for lk, other in ((link, twin), (twin, link)):
+            if lk is None or lk in out:
+                continue
+            mine = [p for p in beside if lk in p.links]
+            out[lk] = Blame(lk, confidence, sum(p.lost for p in mine), sum(p.sent for p in mine),
+                            sum(1 for p in mine if p.lost), len(mine), twin=other)
     return list(out.values())
+
+
+#: gains this close (nats) are the same explanation: the engine then picks by name alone
+TIE_NATS = 1e-6
+
+
+def _twin(cause: Cause) -> tuple[str | None, float]:
+    """The link that explains the cause's probes exactly as well (its runner-up at the same
+    gain: every probe through one crossed the other, as a two-leaf fabric's probes cross
+    both fabric links of their spine), and the posterior that one of the two is the cause.
+    The engine breaks such a tie by name; each link alone then sits below an even chance,
+    and a 30 % loss would go unnamed. Both are blamed, the other evidence ranks them."""
+    if cause.runner_up is None or cause.runner_up_gain < cause.gain - TIE_NATS:
+        return None, cause.posterior
+    twin = cause.runner_up.rsplit(WAY, 1)[0]
+    if twin == cause.component.rsplit(WAY, 1)[0]:
+        return None, cause.posterior
+    return twin, cause.posterior * (1.0 + math.exp(cause.runner_up_gain - cause.gain))
 
 
 #: the false-alarm rate of the probe test: a page at posterior >= 1 - ALPHA, a clear at 1 - ALPHA

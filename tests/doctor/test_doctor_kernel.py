@@ -79,8 +79,10 @@ def test_once_names_a_udp_only_drop_with_bfd_spared(capsys: pytest.CaptureFixtur
     stay up and only the probes see it. It named nothing: Linux's ICMP rate limit lost 4 to
     7 of 10 probes a path on a healthy lab, and policy 1 sprayed one 5-tuple over both
     spines. The kernel lab now answers every probe and hashes on the 5-tuple; the doctor
-    starts the kernel lab itself and names the link first (its peer link on the same
-    two-host routes is a tie the probes cannot break)."""
+    starts the kernel lab itself and names the link first. Its spine's other fabric link
+    carried every probe it did (two leaves): the engine split the odds between the two, and
+    under CI's load neither reached an even chance, so nothing was paged. Both are paged as
+    twins now; the discards the drop leaves on its own port rank the link first."""
     from labtest.cli import main
 
     rc = main(["doctor", "--once", "--testbed", str(KERNEL_TESTBED), "--fault",
@@ -88,3 +90,4 @@ def test_once_names_a_udp_only_drop_with_bfd_spared(capsys: pytest.CaptureFixtur
     out = capsys.readouterr().out
     assert rc == 1, out
     assert "  1. link leaf1:Ethernet0--spine1:Ethernet0" in out and "probes" in out, out
+    assert "it or leaf2:Ethernet0--spine1:Ethernet4" in out, out
