@@ -85,8 +85,12 @@ PRIOR = 0.1
 LOCATED_ELSEWHERE = 0.2
 #: ... | the fault is a second suspect of the named place (the far end pausing a queue)
 LOCATED_NEARBY = 0.5
+#: P(pass) of a measurement that crossed an *intermittent* fault (a link that flaps, an ECMP
+#: member holing some of the flows hashed to it): whether it fails depends on the moment or
+#: the hash, so a pass across it clears it of little, a failure says a little less
+INTERMITTENT_MISS = 0.5
 #: the modes a fault may take (the better fitting one is taken: the prior's price covers it)
-MODES = ("local", "traffic")
+MODES = ("local", "traffic", "intermittent")
 #: the scope of a spreading fault that reaches every traffic observation
 ANY_SCOPE = "*"
 
@@ -141,7 +145,7 @@ class Cause:
     """One inferred fault: the component, its mode, and what it explains."""
 
     component: str
-    mode: str  # traffic | local | spreading
+    mode: str  # traffic | intermittent | local | spreading | flows
     gain: float  # log-likelihood it added to the explanation (nats)
     explains: tuple[str, ...]  # ids of the failing observations it accounts for
     runner_up: str | None = None  # the best other component for the same failures
@@ -187,7 +191,11 @@ def _hit(o: Observation, c: str, mode: str, aspects: frozenset[str], scope: str 
     if mode == "spreading":
         if _spreads_to(o, scope):
             return 1.0 if o.failed else 0.0
-        return 1.0 if c in o.named else 0.0
+        # beyond its scope, what names it, of the kinds it spoils: a switch hashing unevenly
+        # is not cleared by the latency its queues showed or the CNPs its ports passed
+        if c not in o.named or (o.traffic and o.aspect not in aspects):
+            return 0.0
+        return 1.0
     if not o.traffic:  # its own readings
         return 1.0 if c in o.named else 0.0
     if mode == "local":  # a fault of the component's own readings, not of its traffic
@@ -205,7 +213,7 @@ def p_fail(o: Observation, hyp: Hypothesis) -> float:
     healthy = 1.0 - FALSE_ALARM
     for c, mode in hyp.modes.items():
         hit = _hit(o, c, mode, hyp.aspects.get(c, frozenset()), hyp.scopes.get(c, ANY_SCOPE))
-        healthy *= 1.0 - hit * (1.0 - MISS)
+        healthy *= 1.0 - hit * (1.0 - (INTERMITTENT_MISS if mode == "intermittent" else MISS))
     return 1.0 - healthy
 
 
@@ -355,6 +363,7 @@ class _Search:
     pool: list[str]
     spread: dict[str, str]
     priors: Mapping[str, float]
+    intermittent: frozenset[str] = frozenset()  # may take the intermittent mode
     touching: dict[str, list[Observation]] = field(default_factory=dict)
     totals: dict[str, tuple[float, float]] = field(default_factory=dict)  # count obs' probes
     _rates: dict[tuple[str, str, bool], float] = field(default_factory=dict)
@@ -396,9 +405,13 @@ class _Search:
     def fitted(self, hyp: Hypothesis, c: str) -> float:
         """What ``c``'s rates cost in ``hyp``: one per count aspect it spoils there."""
         mode = hyp.modes.get(c, "local")
+        scope = hyp.scopes.get(c, ANY_SCOPE)
+        # only what it reaches: a switch hashing unevenly spoils the bisection runs, and
+        # pays no rate for the probe streams that merely crossed it
         aspects = {o.aspect for o in self.touching.get(c, ()) if o.sent and (
-            mode == "spreading" or (mode in ("traffic", "flows")
-                                    and o.aspect in hyp.aspects.get(c, ())))}
+            (mode == "spreading" and (_spreads_to(o, scope) or c in o.named))
+            or (mode in ("traffic", "flows", "intermittent")
+                and o.aspect in hyp.aspects.get(c, ())))}
         return sum(self.fit(c, a, mode) for a in aspects)
 
     def counts(self, hyp: Hypothesis) -> dict[str, float]:
@@ -421,30 +434,25 @@ class _Search:
         relevant = [o for o in self.touching[c] if not o.sent]
         base = {o.id: _llr(o, hyp) for o in relevant}
         every = frozenset(o.aspect for o in self.touching[c] if o.traffic and o.failed)
-        trial = hyp.with_(c, "traffic", every)
-        by_aspect: dict[str, float] = {}
-        own = 0.0
-        for o in relevant:
-            delta = _llr(o, trial) - base[o.id]
-            if o.traffic:
-                by_aspect[o.aspect] = by_aspect.get(o.aspect, 0.0) + delta
-            else:
-                own += delta
+        modes = ("traffic", "intermittent") if c in self.intermittent else ("traffic",)
+        binary = {mode: self._per_aspect(relevant, base, hyp.with_(c, mode, every))
+                  for mode in modes}
         counted = self.counts(hyp)
-        options = [("traffic", by_aspect)]
+        options = [(mode, own, by_aspect) for mode, (own, by_aspect) in binary.items()]
         if any(o.sent for o in self.touching[c]):  # counts split by aspect too (own background)
             options = []
+            own, by_aspect = binary["traffic"]
             for mode in ("traffic", "flows"):  # lost probe by probe, or whole flows
                 per = dict(by_aspect)
                 for a, v in self.counts(hyp.with_(c, mode, every)).items():
                     # each aspect spoiled pays for its rate
                     per[a] = per.get(a, 0.0) + v - counted.get(a, 0.0) - self.fit(c, a, mode)
-                options.append((mode, per))
+                options.append((mode, own, per))
         gain, best = -math.inf, hyp
-        for mode, per in options:
+        for mode, own, per in options:
             spoils = frozenset(a for a, g in per.items() if g > 0)
             g = own + sum(per[a] for a in spoils)
-            if g > gain:
+            if g > gain + 1e-9:  # a tie keeps the steadier mode (listed first)
                 gain, best = g, hyp.with_(c, mode if spoils else "local", spoils)
         if c in self.spread:
             spreading = hyp.with_(c, "spreading", every, self.spread[c])
@@ -454,6 +462,21 @@ class _Search:
             if gain_s > gain:
                 gain, best = gain_s, spreading
         return gain - self.cost(c), best
+
+    @staticmethod
+    def _per_aspect(relevant: Sequence[Observation], base: Mapping[str, float],
+                    trial: Hypothesis) -> tuple[float, dict[str, float]]:
+        """What ``trial`` adds over ``base``: on the component's own readings, and per kind
+        of traffic (the likelihood splits by aspect given the rest of the hypothesis)."""
+        by_aspect: dict[str, float] = {}
+        own = 0.0
+        for o in relevant:
+            delta = _llr(o, trial) - base[o.id]
+            if o.traffic:
+                by_aspect[o.aspect] = by_aspect.get(o.aspect, 0.0) + delta
+            else:
+                own += delta
+        return own, by_aspect
 
     def without(self, hyp: Hypothesis, c: str) -> Hypothesis:
         return Hypothesis({k: v for k, v in hyp.modes.items() if k != c},
@@ -499,6 +522,7 @@ def infer(
     spreading: Mapping[str, str] | None = None,
     priors: Mapping[str, float] | None = None,
     max_causes: int = 8,
+    intermittent: Iterable[str] = (),
 ) -> Inference:
     """The fewest components that explain the failing observations (maximum likelihood,
     each cause paying ``log 1/prior``: greedy, then refined by dropping and swapping),
@@ -506,11 +530,14 @@ def infer(
 
     ``spreading``: component -> the scope of traffic it may spoil anywhere (``ANY_SCOPE``:
     all of it, as a pause storm does; "bisection": aggregate cross-fabric runs, as
-    polarised hashing does), wherever its routes go."""
+    polarised hashing does), wherever its routes go. ``intermittent``: components seen to
+    come and go themselves (a link that flapped, an ECMP member that lost part of its
+    flows), which may take the intermittent mode: only such evidence earns the leniency,
+    else any component crossed by passes would explain failures beside them."""
     spread = dict(spreading or {})
     pool = sorted(set(candidates) if candidates is not None else
                   {c for o in observations if o.failed for c in o.components} | set(spread))
-    search = _Search(observations, pool, spread, priors or {})
+    search = _Search(observations, pool, spread, priors or {}, frozenset(intermittent))
     failing = [o for o in observations if o.failed]
     hyp = NONE
     singles: dict[str, float] = {}

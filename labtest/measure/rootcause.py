@@ -47,6 +47,9 @@ from labtest.measure.paths import Fabric
 STORM_KEYS = ("congestion.idle_pfc_rx_frames", "congestion.stormed_queues")
 #: measurements that show a link going down or flapping
 LINK_DOWN_KEYS = ("link.flaps", "link.oper_down*", "link.down_*")
+#: a link seen coming and going (down some moments) or holing part of its flows: what
+#: crossed it failed or passed by the moment or the hash (the engine's intermittent mode)
+INTERMITTENT_KEYS = (*LINK_DOWN_KEYS, "paths.member_loss_ratio")
 #: measurements of traffic: a fault anywhere on their path can spoil them
 SYMPTOM_KEYS = (
     "roce.bw_*",
@@ -93,6 +96,8 @@ CABLE_KEYS = ("cabling.*",)
 STALL_KEYS = ("congestion.ecn_*", "congestion.receiver_ecn_*")
 #: measurements whose ``link``/``device``/``port`` is the stimulus (what the test shut)
 STIMULUS_KEYS = ("failover.*",)
+#: measurements taken while a test held a link shut: their ``link`` label is that link
+SHUT_LINK_KEYS = ("latency.failover_*",)
 #: the label value of aggregate traffic across the spine layer (bisection runs)
 CROSS_FABRIC_SCOPE = "bisection"
 MAX_EVIDENCE = 8
@@ -183,7 +188,9 @@ def _segments(labels: Mapping[str, Any], key: str, fabric: Fabric
         stim = str(labels.get("link") or "")
         ends = fabric.link_ends(stim)
         if ends:
-            return ((frozenset(d for d in ends if fabric.is_switch(d) or fabric.is_host(d)),),)
+            event = (frozenset(d for d in ends if fabric.is_switch(d) or fabric.is_host(d)),)
+            after = _rerouted(labels, stim, fabric)
+            return (event, after) if after else (event,)
         whole = re.fullmatch(r"(\S+)" + re.escape(ALL_LINKS), stim)
         if whole and fabric.neighbours(whole.group(1)):
             return ((frozenset(fabric.neighbours(whole.group(1))),),)
@@ -205,6 +212,23 @@ def _segments(labels: Mapping[str, Any], key: str, fabric: Fabric
     if fabric.is_host(receiver):
         return ((frozenset({receiver, *fabric.host_links(receiver)}),),)
     return ()
+
+
+def _stimulus_link(labels: Mapping[str, Any], key: str) -> bool:
+    """Whether the ``link`` label is the link a test shut (latency during a failover, or
+    after its link came back: ``phase``), not where the measurement located a fault."""
+    return matches(key, SHUT_LINK_KEYS) or bool(labels.get("phase"))
+
+
+def _rerouted(labels: Mapping[str, Any], stim: str, fabric: Fabric) -> tuple[Route, ...]:
+    """The routes a failover's host flow (``flow``: ``src>dst:sport``) could take once
+    ``stim`` was down: a reroute that kept losing is the surviving members' doing as much
+    as the ends' (an ECMP member blackholing what the shut sent onto it). () when the
+    flow's hosts are unknown (a TG flow) or no route avoids the link."""
+    found = re.fullmatch(r"([^>\s]+)>([^:\s]+)(?::\d+)?", str(labels.get("flow") or ""))
+    if not found or not (fabric.is_host(found[1]) and fabric.is_host(found[2])):
+        return ()
+    return tuple(r for r in fabric.routes(found[1], found[2]) if stim not in r)
 
 
 def _named(labels: Mapping[str, Any], key: str, fabric: Fabric
@@ -241,7 +265,7 @@ def _named(labels: Mapping[str, Any], key: str, fabric: Fabric
                               if d != device and (fabric.is_switch(d) or fabric.is_host(d)))
     elif device in fabric.kind:
         out.add(device)
-    if link and fabric.link_ends(link):
+    if link and fabric.link_ends(link) and not _stimulus_link(labels, key):
         out.add(link)
     if matches(key, CABLE_KEYS):  # a switch does not swap its cables
         out.discard(device)
@@ -399,7 +423,8 @@ def root_causes(doc: Mapping[str, Any]) -> list[RootCause]:
     by_id = {e.obs.id: e for e in found}
     priors = {c: PRIOR.get(_component_kind(c, fabric), inference.PRIOR)
               for c in {*(c for e in found for c in e.obs.components), *spreading}}
-    result = inference.infer([e.obs for e in found], spreading=spreading, priors=priors)
+    result = inference.infer([e.obs for e in found], spreading=spreading, priors=priors,
+                             intermittent=_intermittent(found, fabric))
     failed_tests = [t for t in doc.get("tests") or [] if t.get("outcome") in ("failed", "broken")]
     owner: dict[str, int] = {}  # nodeid -> index of the cause that claims it
     causes = result.causes
@@ -419,6 +444,22 @@ def root_causes(doc: Mapping[str, Any]) -> list[RootCause]:
         nodeid = str(t.get("nodeid") or "")
         if nodeid not in claimed:
             out.append(_unexplained(t))
+    return out
+
+
+def _intermittent(found: Iterable[Evidence], fabric: Fabric) -> set[str]:
+    """The links a failing reading shows flapping, or losing part (not all) of a member's
+    frames: each may have spoiled only what crossed it at the wrong moment or hash."""
+    out: set[str] = set()
+    for e in found:
+        m = e.measurement or {}
+        if not e.obs.failed or not matches(str(m.get("limit_key") or ""), INTERMITTENT_KEYS):
+            continue
+        value = m.get("value")
+        if matches(str(m.get("limit_key")), ("paths.member_loss_ratio",)) and not (
+                isinstance(value, int | float) and 0.0 < value < 1.0):
+            continue  # a member that lost everything is dark, not intermittent
+        out |= {c for c in e.obs.named if fabric.link_ends(c)}
     return out
 
 

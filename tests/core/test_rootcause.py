@@ -436,3 +436,94 @@ def test_polarised_hashing_stays_the_switch_when_its_starved_member_carries_load
         ecmp, bisection, _member_loss(link, "leaf1", "Ethernet0", 0.0), *pairs]))
     assert causes[0].kind == "ecmp" and causes[0].culprit == "leaf1", causes
     assert f"not {link}" in causes[0].not_runner_up, causes[0].not_runner_up
+
+
+# --- the CI matrix's red rows (seed 1423) --------------------------------------------------------
+
+
+def test_every_leaf_hashing_unevenly_explains_the_bisection_beside_its_passing_queues(
+    testbed_record: dict[str, Any],
+) -> None:
+    """ecmp_polarisation.1: the paths suite found all four leaves' spreads uneven and the
+    bisection failed, claimed by none. A spreading switch was cleared by what passed at its
+    own ports (CNPs, queue latency: kinds it was never seen to spoil) and paid a rate for
+    every probe stream that merely crossed it."""
+    spread = t("paths", "test_ecmp_spread", [
+        m("paths.ecmp_spread_max_mean", 2.0, "FAIL", {"high": 1.25, "source": "x"},
+          device=leaf, port=port, shares=f"{port}=256001 other=2")
+        for leaf, port in (("leaf1", "Ethernet8"), ("leaf2", "Ethernet8"),
+                           ("leaf3", "Ethernet2/1"), ("leaf4", "Ethernet0"))])
+    bisection = t("roce", "test_bisection_bandwidth", [
+        m("roce.bw_fraction_of_line", 0.74, "FAIL" if a in ("host1", "host2") else "PASS",
+          FRACTION, pair=f"{a}--{b}", scope="bisection", flows="32")
+        for a, b in (("host1", "host5"), ("host2", "host6"), ("host3", "host7"),
+                     ("host4", "host8"))])
+    cnps = [t("congestion", f"test_incast[{h}]", [
+        m("congestion.cnp_handled", 1e6, "PASS", {"low": 1, "source": "x"}, host=s,
+          role="sender", receiver=h, ecn_port=":".join(LEAF_PORT[h]))
+        for s in HOSTS if s != h]) for h in HOSTS]
+    pairs = pair_tests(None)  # every leaf's pairs ran at line rate: no leaf spoils traffic
+    causes = root_causes(doc_of(testbed_record, [spread, bisection, *cnps, *pairs]))
+    claimers = [c.culprit for c in causes if bisection["nodeid"] in (*c.tests, *c.consequences)]
+    assert claimers and set(claimers) <= {"leaf1", "leaf2", "leaf3", "leaf4"}, causes
+    assert {c.culprit for c in causes} <= {"leaf1", "leaf2", "leaf3", "leaf4"}, causes
+
+
+def test_a_reroute_that_kept_losing_names_the_member_it_was_sent_onto(
+    testbed_record: dict[str, Any],
+) -> None:
+    """ecmp_blackhole.1: with leaf2's spine1 uplink shut, host3's flow could only leave by
+    leaf2--spine2, whose member holed it; the failover's evidence was the shut link's ends
+    alone, so leaf2 out-explained the link. A host flow's measurement now crossed the
+    routes that survived the shut too."""
+    link = "leaf2:Ethernet8--spine2:Ethernet2/1"
+    failover = t("failover", "test_failover[shut:leaf2:Ethernet0]", [
+        m("failover.convergence_ms", float("inf"), "FAIL", {"high": 1000, "source": "x"},
+          flow="host3>host1:47211", link="leaf2:Ethernet0--spine1:Ethernet8", device="leaf2",
+          port="Ethernet0", carrier="hosts")])
+    passed = [t("failover", f"test_failover[shut:{d}:{p}]", [
+        m("failover.convergence_ms", 650.0, "PASS", {"high": 1000, "source": "x"},
+          flow=f"{a}>{b}:40000", link=lk, device=d, port=p, carrier="hosts")])
+        for d, p, lk, a, b in (("leaf1", "Ethernet0", "leaf1:Ethernet0--spine1:Ethernet0",
+                                "host1", "host7"),
+                               ("leaf4", "Ethernet8", "leaf4:Ethernet8--spine2:Ethernet4/1",
+                                "host7", "host3"))]
+    loss = t("paths", f"test_member_loss[{link}]", [
+        m("paths.member_loss_ratio", 0.62, "FAIL", {"high": 1e-4, "source": "x"}, link=link,
+          device="leaf2", port="Ethernet8", peer="spine2:Ethernet2/1")])
+    pairs = pair_tests(None)
+    for p in pairs:
+        p["measurements"][0]["labels"]["flows"] = "4"
+    causes = root_causes(doc_of(testbed_record, [failover, *passed, loss, *pairs]))
+    assert causes[0].culprit in (link, "leaf2:Ethernet8"), [c.culprit for c in causes]
+    assert failover["nodeid"] in (*causes[0].tests, *causes[0].consequences), causes[0]
+
+
+def test_a_flapping_link_is_not_cleared_by_what_crossed_it_while_up(
+    testbed_record: dict[str, Any],
+) -> None:
+    """flapping_link.2: the latency runs into host5 that met its link down failed, the ones
+    that met it up passed; the passes cleared the link, and its failures went to the
+    switches. A link seen flapping spoils what crosses it by the moment: the failures are
+    its consequences, the passes clear it of little."""
+    link = "host5:eth0--leaf3:Ethernet3/1"
+    flaps = t("link", f"test_link_stability[{link}]", [
+        m("link.flaps", 3, "FAIL", {"high": 0, "source": "x"}, device="leaf3", port="Ethernet3/1",
+          link=link)])
+    idle = {"high": 10, "unit": "us", "source": "x"}
+    runs = []
+    others = ["host1", "host2", "host3", "host4", "host6", "host7", "host8"]
+    for i, (a, b) in enumerate([*(("host5", o) for o in others), *((o, "host5") for o in others)]):
+        pair = "--".join(sorted((a, b)))
+        if i in (1, 9, 12):  # met the link down: no latency at all (the run's QP errored)
+            ms = [m("latency.idle_p99_us", None, "FAIL", idle, pair=pair,  # type: ignore[arg-type]
+                    error=f"{a}: Completion with error at client")]
+            if i == 1:  # after the failover's shut link came back: that link is the stimulus
+                ms[0]["labels"].update(link="leaf2:Ethernet0--spine1:Ethernet8", phase="restored")
+        else:
+            ms = [m("latency.idle_p99_us", 3.2, "PASS", idle, pair=pair)]
+        runs.append(t("latency", f"test_latency_during_failover[{a}->{b}]", ms))
+    causes = root_causes(doc_of(testbed_record, [flaps, *runs, *pair_tests(None)]))
+    assert [c.culprit for c in causes] == [link], causes
+    failed = {r["nodeid"] for r in runs if r["outcome"] == "failed"}
+    assert failed <= set(causes[0].tests) | set(causes[0].consequences), causes[0]
