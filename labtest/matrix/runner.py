@@ -103,12 +103,15 @@ def case_suites(
 
 
 def root_causes_of(doc: Mapping[str, Any]) -> dict[str, str]:
-    """nodeid -> "consequence of <culprit>: <cause>", from the verdict's root-cause analysis
-    (``labtest.measure.rootcause``)."""
-    return {
-        nodeid: f"consequence of {c.culprit}: {c.cause}"
-        for nodeid, c in explained_by(root_causes(doc)).items()
-    }
+    """nodeid -> what the verdict's root-cause analysis (``labtest.measure.rootcause``)
+    explains it by: "consequence of <culprit>: <cause>", or "evidence of <culprit>: <cause>"
+    for a test whose own measurements name the culprit (an ECMP share that names the switch
+    by its label, and the starved member's link through the analysis)."""
+    causes = root_causes(doc)
+    direct = {n: f"evidence of {c.culprit}: {c.cause}" for c in causes if c.culprit
+              for n in c.tests}
+    return direct | {n: f"consequence of {c.culprit}: {c.cause}"
+                     for n, c in explained_by(causes).items()}
 
 
 def load_run(case: Case, workdir: Path, pid: int | None = None) -> CaseRun:

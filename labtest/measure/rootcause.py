@@ -184,6 +184,9 @@ def _ring_hosts(text: str) -> list[str]:
 def _segments(labels: Mapping[str, Any], key: str, fabric: Fabric
               ) -> tuple[tuple[Route, ...], ...]:
     """What the measurement's traffic crossed, per segment (each: its ECMP routes)."""
+    crossed = _crossed(labels, fabric) if labels.get("flow") else frozenset()
+    if crossed:  # a flow whose path was mapped: one route, every link of it crossed
+        return ((crossed,),)
     if matches(key, STIMULUS_KEYS):
         stim = str(labels.get("link") or "")
         ends = fabric.link_ends(stim)
@@ -212,6 +215,16 @@ def _segments(labels: Mapping[str, Any], key: str, fabric: Fabric
     if fabric.is_host(receiver):
         return ((frozenset({receiver, *fabric.host_links(receiver)}),),)
     return ()
+
+
+def _crossed(labels: Mapping[str, Any], fabric: Fabric) -> Route:
+    """The links a ``flow``'s ``links`` label lists (its mapped path: a TG probe flow's)
+    and their ends; empty when the label is absent or names a link the testbed lacks."""
+    links = [lk for lk in str(labels.get("links") or "").split(",") if lk]
+    ends = [fabric.link_ends(lk) for lk in links]
+    if not links or any(e is None for e in ends):
+        return frozenset()
+    return frozenset({*links, *(d for e in ends if e for d in e)})
 
 
 def _stimulus_link(labels: Mapping[str, Any], key: str) -> bool:

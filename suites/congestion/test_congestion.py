@@ -186,7 +186,10 @@ def _judge_ecn(
                 host=sender,
                 role="sender",
                 receiver=receiver,
-                ecn_port=where_marked,  # CNPs answer the marks of that port
+                # CNPs answer the marks of that port; but one sender short of CNPs where the
+                # others got theirs from the same port differs from them on its own path (a
+                # member holing its flows, its NIC): the port is not where it is located
+                marked_at=where_marked,
             )
 
 

@@ -316,9 +316,13 @@ def test_failover(
     with allure.step(f"FAIL-1.1/1: start {len(probe.paths)} probe flows; wait for loss-free flow"):
         tg.start_traffic()
         in_use_before = _members_in_use(lab, probe)
-        loss0 = wait_loss_settled(tg, timeout_s=timeout)
+        loss0 = wait_loss_settled(tg, timeout_s=float(SETTINGS["baseline_timeout_s"]))
         if loss0 is None:
-            raise InfraError(probe.a.tg, "the probe flows never ran loss-free before the event")
+            try:
+                _baseline_loss(measure, probe)
+            finally:
+                tg.stop_traffic()
+            return
     try:
         with allure.step(f"FAIL-1.1/2: {event.id} (links {', '.join(event.links)})"):
             undo = _inject(lab, event, config_guard)
@@ -373,6 +377,29 @@ def test_failover(
         problems = [a for m in tg.metrics() for a in m.anomalies]
         if problems:
             raise InfraError(probe.a.tg, "; ".join(problems))
+
+
+def _baseline_loss(measure: Any, probe: Probe) -> None:
+    """The flows did not settle loss-free before any event. Flows that kept losing frames
+    while sending over a second window are the fabric's loss, not the lab's: each flow is
+    recorded with the links it crosses (the lossy one is what the losing flows share and
+    the clean ones clear) and the test fails; none losing means the TG stopped sending."""
+    tg = probe.tg
+    before = tg.metrics()
+    labtime.sleep(float(SETTINGS["baseline_timeout_s"]) / 4)
+    after = tg.metrics()
+    sent = {m.name: m.frames_tx for m in before}
+    sending = [m.name for m in after if m.frames_tx > sent.get(m.name, m.frames_tx)]
+    lost0, lost1 = frames_lost(before), frames_lost(after)
+    grew = {f: lost1[f] - lost0.get(f, 0) for f in sending if f in probe.paths}
+    if not any(v > 0 for v in grew.values()):
+        raise InfraError(probe.a.tg, "the probe flows never ran loss-free before the event, "
+                         f"and {len(probe.paths) - len(sending)} of them stopped sending")
+    attach_json("frames lost per flow before any event", grew)
+    for flow, lost in sorted(grew.items()):
+        measure("failover.unaffected_flow_loss_frames", lost,
+                key="failover.unaffected_flow_loss_frames", flow=flow,
+                links=",".join(sorted(probe.paths[flow])), phase="before the event")
 
 
 def _judge_failure(

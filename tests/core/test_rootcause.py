@@ -527,3 +527,41 @@ def test_a_flapping_link_is_not_cleared_by_what_crossed_it_while_up(
     assert [c.culprit for c in causes] == [link], causes
     failed = {r["nodeid"] for r in runs if r["outcome"] == "failed"}
     assert failed <= set(causes[0].tests) | set(causes[0].consequences), causes[0]
+
+
+def test_flows_losing_before_any_failover_event_name_the_link_they_share(
+    testbed_record: dict[str, Any],
+) -> None:
+    """silent_drop.1: a fabric link dropping 64 % one way; the failover suite's probe flows
+    never settled loss-free, and each event waited out 120 s to be called broken. Now each
+    flow's loss before the event is recorded with its mapped path: the dropping link is what
+    the losing flows share and the clean ones clear."""
+    bad = "leaf4:Ethernet0--spine1:Ethernet24"
+    paths = {
+        "p1-to-p2-0": ["tg1:p1--leaf1:Ethernet32", "leaf1:Ethernet0--spine1:Ethernet0", bad,
+                       "tg1:p2--leaf4:Ethernet32"],
+        "p1-to-p2-1": ["tg1:p1--leaf1:Ethernet32", "leaf1:Ethernet8--spine2:Ethernet1/1",
+                       "leaf4:Ethernet8--spine2:Ethernet4/1", "tg1:p2--leaf4:Ethernet32"],
+        "p2-to-p1-0": ["tg1:p2--leaf4:Ethernet32", bad, "leaf1:Ethernet0--spine1:Ethernet0",
+                       "tg1:p1--leaf1:Ethernet32"],
+        "p2-to-p1-1": ["tg1:p2--leaf4:Ethernet32", "leaf4:Ethernet8--spine2:Ethernet4/1",
+                       "leaf1:Ethernet8--spine2:Ethernet1/1", "tg1:p1--leaf1:Ethernet32"],
+    }
+    losing = {"p1-to-p2-0": 6400, "p2-to-p1-0": 0, "p1-to-p2-1": 0, "p2-to-p1-1": 0}
+    tests = [t("failover", f"test_failover[shut:{d}]", [
+        m("failover.unaffected_flow_loss_frames", losing[f], "FAIL" if losing[f] else "PASS",
+          {"high": 0, "source": "x"}, flow=f, links=",".join(paths[f]),
+          phase="before the event") for f in paths])
+        for d in ("leaf1:Ethernet0", "leaf4:Ethernet8")]
+    causes = root_causes(doc_of(testbed_record, tests))
+    # one direction lost, the other came back clean: the clean flows clear the spine2 side,
+    # and the two links of the spine1 path are a tie the TG's two ports cannot break
+    # (the paths suite's member loss names the link itself)
+    assert causes[0].culprit in (bad, "leaf1:Ethernet0--spine1:Ethernet0"), causes
+    assert causes[0].kind != "unexplained" and len(causes) == 1, causes
+    member = t("paths", f"test_member_loss[{bad}]", [
+        m("paths.member_loss_ratio", 0.64, "FAIL", {"high": 1e-4, "source": "x"}, link=bad,
+          device="leaf4", port="Ethernet0", peer="spine1:Ethernet24")])
+    causes = root_causes(doc_of(testbed_record, [*tests, member]))
+    assert causes[0].culprit in (bad, "leaf4:Ethernet0"), causes
+    assert {n for c in causes[1:] for n in c.tests} == set(), causes
