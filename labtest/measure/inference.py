@@ -566,8 +566,10 @@ def _cause(search: _Search, hyp: Hypothesis, c: str, failing: Sequence[Observati
                    hyp.scopes.get(k, ANY_SCOPE))
         return hit * (_place_weight(o, k, hyp.modes[k]) if o.named else 1.0)
 
-    explains = tuple(o.id for o in failing
-                     if share(o, c) > 0 and share(o, c) >= max(share(o, k) for k in hyp.modes))
+    # a reach of 1 - (1/2)^32 is 1 to the question (a bisection's 32 streams surely crossed
+    # the member): equal within rounding, both causes explain it
+    explains = tuple(o.id for o in failing if share(o, c) > 0
+                     and share(o, c) >= max(share(o, k) for k in hyp.modes) - 1e-6)
     rest = search.without(hyp, c)
     rivals = {r for o in search.touching[c] if o.failed for r in o.components} - set(hyp.modes)
     ranked = sorted(((search.add(rest, r)[0], r) for r in rivals if r in search.touching),

@@ -312,6 +312,21 @@ def _starved_links(labels: Mapping[str, Any], fabric: Fabric) -> frozenset[str]:
                      and (lk := fabric.link_of(device, port)) is not None)
 
 
+def _onward(labels: Mapping[str, Any], starved: frozenset[str], fabric: Fabric
+            ) -> frozenset[str]:
+    """What the flows a short member carried crossed after it (``source`` host to each of
+    ``towards``, on the routes through a starved member): RoCE collapsing on a lossy link
+    further on leaves that member short too, so those are its second suspects."""
+    src = str(labels.get("source") or "")
+    out: set[str] = set()
+    for dst in str(labels.get("towards") or "").split():
+        for route in fabric.routes(src, dst) if src and starved else ():
+            if starved & route:
+                out |= {c for c in route if fabric.link_ends(c) or fabric.is_switch(c)}
+    return frozenset(out - {c for h in (src, *str(labels.get("towards") or "").split())
+                            if fabric.is_host(h) for c in (h, *fabric.host_links(h))})
+
+
 def _many_ports(labels: Mapping[str, Any]) -> bool:
     """A device-wide finding: its ``queues``/``ports`` label lists more than one port (the
     ``port`` label then only says where the list starts)."""
@@ -368,7 +383,9 @@ def evidence_of(doc: Mapping[str, Any], fabric: Fabric
                     # paths suite counts its streams' frames per member, and judges each
                     # member's loss apart (PATHS-2): its short member is the hash's
                     if matches(key, SHARE_KEYS):
-                        named |= _starved_links(labels, fabric)
+                        starved = _starved_links(labels, fabric)
+                        named |= starved
+                        nearby |= _onward(labels, starved, fabric) - named
             segments = _segments(labels, key, fabric) if traffic else ()
             aspect = key
             if matches(key, STIMULUS_KEYS) and str(labels.get("link") or "").endswith(ALL_LINKS):

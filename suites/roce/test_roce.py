@@ -436,12 +436,16 @@ def test_ecmp_balance(fabric_view: FabricView, measure: Any) -> None:
             deviation = share_deviation(list(loads.values()))
             mean = sum(loads.values()) / len(loads)
             worst = max(loads, key=lambda e: abs(loads[e] - mean))
+            host = first[leaf]  # -b: its uplinks carried its host's data to each partner
+            partners = [b for a, b in pairs if a == host] + [a for a, b in pairs if b == host]
             measure(
                 "roce.ecmp_share_deviation",
                 deviation,
                 key="roce.ecmp_share_deviation",
                 device=leaf,
                 port=worst.partition(":")[2],
+                source=host,
+                towards=" ".join(dict.fromkeys(partners)),
                 shares=" ".join(
                     f"{e.partition(':')[2]}={fraction(v, sum(loads.values())):.2f}"
                     for e, v in loads.items()

@@ -565,3 +565,32 @@ def test_flows_losing_before_any_failover_event_name_the_link_they_share(
     causes = root_causes(doc_of(testbed_record, [*tests, member]))
     assert causes[0].culprit in (bad, "leaf4:Ethernet0"), causes
     assert {n for c in causes[1:] for n in c.tests} == set(), causes
+
+
+def test_a_member_short_because_its_flows_collapse_further_on_names_the_lossy_link(
+    testbed_record: dict[str, Any],
+) -> None:
+    """silent_drop.1: leaf1's spine1 member carried 37 % of its bytes because host1's RoCE
+    flows to host7 that hashed onto it collapsed on spine1 -> leaf4 (64 % dropped). The share
+    finding named leaf1 and its member link only, and left a second cause. What the short
+    member's flows crossed after it (source host1 towards host3 and host7) are its second
+    suspects now, and the lossy link explains the imbalance with its other failures."""
+    bad = "leaf4:Ethernet0--spine1:Ethernet24"
+    ecmp = t("roce", "test_ecmp_balance", [
+        m("roce.ecmp_share_deviation", 0.26, "FAIL", {"high": 0.25, "source": "x"},
+          device="leaf1", port="Ethernet0", source="host1", towards="host3 host7",
+          shares="Ethernet0=0.37 Ethernet8=0.63")])
+    loss = t("paths", f"test_member_loss[{bad}]", [
+        m("paths.member_loss_ratio", 0.64, "FAIL", {"high": 1e-4, "source": "x"}, link=bad,
+          device="leaf4", port="Ethernet0", peer="spine1:Ethernet24")])
+    pairs = []
+    for a, b in itertools.combinations(HOSTS, 2):
+        crosses = (a in ("host7", "host8")) != (b in ("host7", "host8"))  # into leaf4
+        value = 0.74 if crosses else 0.97
+        pairs.append(t("roce", f"test_pair_bandwidth[{a}--{b}]", [
+            m("roce.bw_fraction_of_line", value, "FAIL" if value < 0.9 else "PASS", FRACTION,
+              pair=f"{a}--{b}", client=a, server=b, flows="4")]))
+    causes = root_causes(doc_of(testbed_record, [ecmp, loss, *pairs]))
+    assert causes[0].culprit in (bad, "leaf4:Ethernet0", "spine1:Ethernet24"), causes
+    assert ecmp["nodeid"] in (*causes[0].tests, *causes[0].consequences), causes[0]
+    assert len(causes) == 1, causes
