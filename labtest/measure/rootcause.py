@@ -212,6 +212,9 @@ def _segments(labels: Mapping[str, Any], key: str, fabric: Fabric
         routes = fabric.routes(a, b)
         return (routes,) if routes else ()
     receiver = str(labels.get("receiver") or labels.get("host") or "")
+    senders = [h for h in str(labels.get("senders") or "").split() if fabric.is_host(h)]
+    if fabric.is_host(receiver) and senders:  # an incast's aggregate: every sender's routes
+        return tuple(r for h in senders if h != receiver and (r := fabric.routes(h, receiver)))
     if fabric.is_host(receiver):
         return ((frozenset({receiver, *fabric.host_links(receiver)}),),)
     return ()

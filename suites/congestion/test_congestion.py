@@ -310,6 +310,7 @@ def test_incast(receiver: str, fabric_view: FabricView, measure: Any) -> None:
                 key="congestion.incast_goodput_fraction",
                 receiver=receiver,
                 goodput_gbps=f"{goodput:.1f}",
+                senders=" ".join(senders),  # the aggregate crossed every sender's routes
             )
         for o in outcomes:
             if o.error:

@@ -215,18 +215,19 @@ def _one_attempt(
             run_bandwidth_pairs, view.lab, load.pairs, load.spec
         )
 
-        port_on_at: list[float] = []  # lab time the load's port first carried it
+        port_on_at: list[int] = []  # the load port's count when it first carried the load
 
         def loaded() -> bool:
             now = _packets(view, ports)
             on = [n is None or s is None or n - s >= need
                   for n, s, need in zip(now, start, needed, strict=True)]  # fmt: skip
             if on[0] and not port_on_at:
-                port_on_at.append(labtime.monotonic())
-            # every sender started, or the grace for the late ones is over (a sender the
-            # fabric stalls, RoCE over a lossy link, is the fault's effect: judged, not awaited)
+                port_on_at.append(now[0] or 0)
+            # every sender started, or the late ones had their grace, counted in the load's
+            # own packets (device time in any lab): a sender the fabric stalls (RoCE over a
+            # lossy link) is the fault's effect, judged, not awaited
             late = bool(port_on_at) and (
-                labtime.monotonic() - port_on_at[0] >= float(cfg["sender_grace_s"]))
+                (now[0] or 0) - port_on_at[0] >= int(cfg["sender_grace_packets"]))
             return (on[0] and (all(on) or late)) or background.done()
 
         _, waited = poll_until(loaded, timeout_s=float(cfg["timeout_s"]), interval_s=0.05)
