@@ -594,3 +594,27 @@ def test_a_member_short_because_its_flows_collapse_further_on_names_the_lossy_li
     assert causes[0].culprit in (bad, "leaf4:Ethernet0", "spine1:Ethernet24"), causes
     assert ecmp["nodeid"] in (*causes[0].tests, *causes[0].consequences), causes[0]
     assert len(causes) == 1, causes
+
+
+def test_an_incasts_goodput_crossed_every_senders_routes(testbed_record: dict[str, Any]) -> None:
+    """lossy_link.1: every incast with a leaf2 sender fell short of its goodput; read as the
+    receiver's link alone, each named its own host link (seven causes). The aggregate crossed
+    every sender's routes: the lossy link they share explains them."""
+    bad = "leaf2:Ethernet0--spine1:Ethernet8"
+    incasts = []
+    for r in HOSTS:
+        senders = [h for h in HOSTS if h != r]
+        short = r not in ("host3", "host4")  # leaf2's own hosts receive without its uplinks
+        incasts.append(t("congestion", f"test_incast[{r}]", [
+            m("congestion.incast_goodput_fraction", 0.71 if short else 0.95,
+              "FAIL" if short else "PASS", {"low": 0.9, "source": "x"}, receiver=r,
+              senders=" ".join(senders))]))
+    loss = t("paths", f"test_member_loss[{bad}]", [
+        m("paths.member_loss_ratio", 0.02, "FAIL", {"high": 1e-4, "source": "x"}, link=bad,
+          device="leaf2", port="Ethernet0", peer="spine1:Ethernet8")])
+    causes = root_causes(doc_of(testbed_record, [*incasts, loss, *pair_tests(None)]))
+    # the counts alone cannot split leaf2 from its lossy member (every leaf2 sender crossed
+    # the leaf, half its streams the member): one cause there, no receiver's link
+    assert len(causes) == 1 and causes[0].culprit in (bad, "leaf2:Ethernet0", "leaf2"), causes
+    claimed = set(causes[0].tests) | set(causes[0].consequences)
+    assert {i["nodeid"] for i in incasts if i["outcome"] == "failed"} <= claimed, causes[0]
