@@ -450,7 +450,10 @@ class _Search:
                 options.append((mode, own, per))
         gain, best = -math.inf, hyp
         for mode, own, per in options:
-            spoils = frozenset(a for a, g in per.items() if g > 0)
+            # a link down now and then spoils whatever crossed it then, of any kind: an
+            # intermittent cause takes every kind its failures show, not the ones that gain
+            spoils = frozenset(a for a, g in per.items()
+                               if (a in every if mode == "intermittent" else g > 0))
             g = own + sum(per[a] for a in spoils)
             if g > gain + 1e-9:  # a tie keeps the steadier mode (listed first)
                 gain, best = g, hyp.with_(c, mode if spoils else "local", spoils)

@@ -277,8 +277,13 @@ def _named(labels: Mapping[str, Any], key: str, fabric: Fabric
             if labels.get("queue"):
                 # a queue standing at an egress port: its owner's marking or buffers, the
                 # link, or the far end pausing it (PFC from the device downstream)
-                nearby.update(d for d in fabric.link_ends(lk) or ()
-                              if d != device and (fabric.is_switch(d) or fabric.is_host(d)))
+                far = [d for d in fabric.link_ends(lk) or ()
+                       if d != device and (fabric.is_switch(d) or fabric.is_host(d))]
+                nearby.update(far)
+                # and on a fabric link, its ECMP siblings into the same switch: one losing
+                # (RoCE collapsing over it) or gone shifts the load onto this member
+                nearby.update(s for d in far if fabric.is_switch(d) and fabric.is_switch(device)
+                              for s in _siblings(lk, d, fabric))
     elif device in fabric.kind:
         out.add(device)
     if link and fabric.link_ends(link) and not _stimulus_link(labels, key):
@@ -328,6 +333,12 @@ def _onward(labels: Mapping[str, Any], starved: frozenset[str], fabric: Fabric
                 out |= {c for c in route if fabric.link_ends(c) or fabric.is_switch(c)}
     return frozenset(out - {c for h in (src, *str(labels.get("towards") or "").split())
                             if fabric.is_host(h) for c in (h, *fabric.host_links(h))})
+
+
+def _siblings(link: str, into: str, fabric: Fabric) -> set[str]:
+    """The other links from switches into switch ``into`` (``link``'s ECMP siblings)."""
+    return {lk for nbr, links in fabric.adjacency.get(into, {}).items() if fabric.is_switch(nbr)
+            for lk in links if lk != link}
 
 
 def _many_ports(labels: Mapping[str, Any]) -> bool:

@@ -618,3 +618,29 @@ def test_an_incasts_goodput_crossed_every_senders_routes(testbed_record: dict[st
     assert len(causes) == 1 and causes[0].culprit in (bad, "leaf2:Ethernet0", "leaf2"), causes
     claimed = set(causes[0].tests) | set(causes[0].consequences)
     assert {i["nodeid"] for i in incasts if i["outcome"] == "failed"} <= claimed, causes[0]
+
+
+def test_a_queue_on_the_member_beside_a_lossy_one_is_the_lossy_ones_consequence(
+    testbed_record: dict[str, Any],
+) -> None:
+    """lossy_link.1: with leaf2--spine1 losing, the RoCE flows over it collapsed and their
+    load went to spine2's downlink into leaf2, where a queue raised the latency beside the
+    incast; the queue named spine2:Ethernet2/1 and made it a second cause. A fabric link's
+    ECMP siblings into the same switch are second suspects of a queue on it."""
+    bad = "leaf2:Ethernet0--spine1:Ethernet8"
+    queue = t("latency", "test_latency_beside_upstream_pause[host5->host3]", [
+        m("latency.hol_p99_us", 29.4, "FAIL", {"high": 26, "source": "x"}, pair="host3--host5",
+          device="spine2", port="Ethernet2/1", priority="3", queue="spine2:Ethernet2/1:3")])
+    loss = t("paths", f"test_member_loss[{bad}]", [
+        m("paths.member_loss_ratio", 0.02, "FAIL", {"high": 1e-4, "source": "x"}, link=bad,
+          device="leaf2", port="Ethernet0", peer="spine1:Ethernet8")])
+    pairs = pair_tests(None)
+    for p in pairs:
+        x = p["measurements"][0]
+        x["labels"]["flows"] = "4"
+        if (x["labels"]["client"] in ("host3", "host4")) != (x["labels"]["server"] in ("host3",
+                                                                                      "host4")):
+            x["value"], x["verdict"], p["outcome"] = 0.74, "FAIL", "failed"
+    causes = root_causes(doc_of(testbed_record, [queue, loss, *pairs]))
+    assert len(causes) == 1 and causes[0].culprit in (bad, "leaf2:Ethernet0"), causes
+    assert queue["nodeid"] in causes[0].consequences + causes[0].tests, causes[0]
