@@ -65,8 +65,9 @@ def test_healthy_lab_passes_cabling_failover_paths_and_routing(tmp_path: Path) -
     rows = {line.split()[0]: line.split()[1:5] for line in out.splitlines()
             if line.split()[:1] in (["cabling"], ["failover"], ["paths"], ["routing"])}
     assert rows["cabling"][1:] == ["0", "0", "0"], out[-3000:]  # nothing failed/broken/skipped
-    # every fabric link loaded on the TG's paths (both spines carry flows) and carried it
-    assert rows["paths"] == ["4", "0", "0", "0"], out[-3000:]
+    # every fabric link loaded on the TG's paths (both spines carry flows) and carried it:
+    # 4 links x (delivery, member loss) + the ECMP spread
+    assert rows["paths"] == ["9", "0", "0", "0"], out[-3000:]
     # every session re-established after failover's link events, every BFD detect in time
     assert rows["routing"] == ["12", "0", "0", "0"], out[-3000:]
     assert rows["failover"][2] == "0", out[-3000:]  # never broken: the lab could be asked
@@ -226,5 +227,5 @@ def test_routing_and_paths_pass_on_an_unnumbered_lab(tmp_path: Path) -> None:
     rows = {line.split()[0]: line.split()[1:5] for line in out.splitlines()
             if line.split()[:1] in (["paths"], ["routing"])}
     assert rows.get("routing") == ["12", "0", "0", "0"], out[-3000:]
-    assert rows.get("paths") == ["4", "0", "0", "0"], out[-3000:]
+    assert rows.get("paths") == ["9", "0", "0", "0"], out[-3000:]  # as on the numbered lab
     assert code == 0 and "verdict: PASS" in out, out[-3000:]
