@@ -26,7 +26,7 @@ from kernel_helpers import KERNEL_TESTBED, NEEDS_KERNEL_LAB
 #: on the machine (software forwarding must not share its cores), so in the README's test
 #: command it would hold the other workers idle for minutes; CI runs it after the matrix
 pytestmark = [pytest.mark.netns, NEEDS_KERNEL_LAB,
-              pytest.mark.matrix_stage("the kernel-lab detection matrix", "about 4 min")]
+              pytest.mark.matrix_stage("the kernel-lab detection matrix", "about 7 min")]
 
 RUN_TIMEOUT_S = 300  # the bound on a healthy cabling + failover run
 
