@@ -49,7 +49,8 @@ STORM_KEYS = ("congestion.idle_pfc_rx_frames", "congestion.stormed_queues")
 LINK_DOWN_KEYS = ("link.flaps", "link.oper_down*", "link.down_*")
 #: a link seen coming and going (down some moments) or holing part of its flows: what
 #: crossed it failed or passed by the moment or the hash (the engine's intermittent mode)
-INTERMITTENT_KEYS = (*LINK_DOWN_KEYS, "paths.member_loss_ratio")
+PARTIAL_LOSS_KEYS = ("paths.member_loss_ratio",)  # intermittent only below a total loss
+INTERMITTENT_KEYS = (*LINK_DOWN_KEYS, *PARTIAL_LOSS_KEYS)
 #: measurements of traffic: a fault anywhere on their path can spoil them
 SYMPTOM_KEYS = (
     "roce.bw_*",
@@ -325,14 +326,13 @@ def _onward(labels: Mapping[str, Any], starved: frozenset[str], fabric: Fabric
     """What the flows a short member carried crossed after it (``source`` host to each of
     ``towards``, on the routes through a starved member): RoCE collapsing on a lossy link
     further on leaves that member short too, so those are its second suspects."""
-    src = str(labels.get("source") or "")
-    out: set[str] = set()
-    for dst in str(labels.get("towards") or "").split():
-        for route in fabric.routes(src, dst) if src and starved else ():
-            if starved & route:
-                out |= {c for c in route if fabric.link_ends(c) or fabric.is_switch(c)}
-    return frozenset(out - {c for h in (src, *str(labels.get("towards") or "").split())
-                            if fabric.is_host(h) for c in (h, *fabric.host_links(h))})
+    src, towards = str(labels.get("source") or ""), str(labels.get("towards") or "").split()
+    if not (src and starved):
+        return frozenset()
+    routes = [r for dst in towards for r in fabric.routes(src, dst) if starved & r]
+    crossed = {c for r in routes for c in r if fabric.link_ends(c) or fabric.is_switch(c)}
+    ends = {c for h in (src, *towards) if fabric.is_host(h) for c in (h, *fabric.host_links(h))}
+    return frozenset(crossed - ends)
 
 
 def _siblings(link: str, into: str, fabric: Fabric) -> set[str]:
@@ -497,10 +497,10 @@ def _intermittent(found: Iterable[Evidence], fabric: Fabric) -> set[str]:
     out: set[str] = set()
     for e in found:
         m = e.measurement or {}
-        if not e.obs.failed or not matches(str(m.get("limit_key") or ""), INTERMITTENT_KEYS):
+        key, value = str(m.get("limit_key") or ""), m.get("value")
+        if not e.obs.failed or not matches(key, INTERMITTENT_KEYS):
             continue
-        value = m.get("value")
-        if matches(str(m.get("limit_key")), ("paths.member_loss_ratio",)) and not (
+        if matches(key, PARTIAL_LOSS_KEYS) and not (
                 isinstance(value, int | float) and 0.0 < value < 1.0):
             continue  # a member that lost everything is dark, not intermittent
         out |= {c for c in e.obs.named if fabric.link_ends(c)}

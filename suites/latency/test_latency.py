@@ -234,8 +234,7 @@ def _one_attempt(
         if background.done():  # the load ended before it was seen on its port
             return [], background.result(), True
         if waited == float("inf"):
-            raise InfraError(load.switch, f"{load.what} never loaded {load.endpoint} "
-                             "from every sender")  # fmt: skip
+            raise InfraError(load.switch, f"{load.what} never loaded {load.endpoint}")
         if during is not None:
             during()
         runs = _latency_runs(view, pairs)
@@ -251,18 +250,16 @@ def _still_on(view: FabricView, load: Load, background: Future[list[PairOutcome]
     need = int(SETTINGS["load"]["started_packets"])
     ports = [(load.switch, load.port, "tx")]
     (start,) = _packets(view, ports)
-    said: list[bool] = []
 
-    def decided() -> bool:
+    def decided() -> str:  # "on", "ended", or "" (not yet: poll again)
         (now,) = _packets(view, ports)
         if start is not None and now is not None and now - start >= need:
-            said.append(True)
-        elif background.done():
-            said.append(False)
-        return bool(said)
+            return "on"
+        return "ended" if background.done() else ""
 
-    poll_until(decided, timeout_s=float(SETTINGS["load"]["timeout_s"]), interval_s=0.05)
-    return said == [True]
+    said, _ = poll_until(decided, timeout_s=float(SETTINGS["load"]["timeout_s"]),
+                         interval_s=0.05)  # fmt: skip
+    return bool(said == "on")
 
 
 def _latency_runs(view: FabricView, pairs: list[tuple[str, str]]) -> list[PairOutcome]:
