@@ -334,8 +334,10 @@ def test_stop_and_close_leave_no_thread_or_socket() -> None:
     snmp.close()
     agent.stop()
     assert time.monotonic() - started < 2.0
-    assert set(threading.enumerate()) == threads
-    assert _fds() == fds
+    # what it started is gone (a thread of an earlier test ending meanwhile is not a leak:
+    # the CI-like run saw a finished Timer of another test make the sets differ)
+    assert set(threading.enumerate()) - threads == set()
+    assert _fds() <= fds  # no descriptor more than before
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as again:
         again.bind(("127.0.0.1", port))  # the agent's port is free again
 
