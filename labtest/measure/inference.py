@@ -118,26 +118,46 @@ class Observation:
     #: independently hashed streams the traffic was spread over (a perftest pair's queue
     #: pairs times its directions): each picks its own ECMP alternative
     streams: int = 1
+    #: an aggregate's parts (an incast's senders, each its own routes), each carrying an
+    #: equal part of it: ``segments`` holds what all of it crossed (the receiver's side).
+    #: A failure may be any part's doing; a pass clears a part only by its share
+    parts: tuple[Segment, ...] = ()
 
     def reach(self, component: str) -> float:
         """Probability that this observation's traffic crossed ``component`` (some stream
-        of it, each stream on one alternative per segment, drawn alike)."""
+        of it, each stream on one alternative per segment, drawn alike; an aggregate's
+        parts as segments: a sender's loss collapses the goodput of all)."""
         if component in self.named or component in self.nearby:
             return 1.0
+        return 1.0 - self._missed(component, (*self.segments, *self.parts))
+
+    def cleared(self, component: str) -> float:
+        """How surely a pass of this observation tested ``component``: its reach, but on an
+        aggregate's part only that part's share of it, since a sender's link at 70 % of its
+        rate does not show in an incast of seven."""
+        if not self.parts or component in self.named or component in self.nearby:
+            return self.reach(component)
+        part = sum(_share(component, p) for p in self.parts) / len(self.parts)
+        return 1.0 - self._missed(component, self.segments) * (1.0 - part)
+
+    def _missed(self, component: str, segments: Iterable[Segment]) -> float:
         missed = 1.0
-        for alternatives in self.segments:
+        for alternatives in segments:
             if alternatives:
-                share = sum(component in r for r in alternatives) / len(alternatives)
-                missed *= (1.0 - share) ** max(self.streams, 1)
-        return 1.0 - missed
+                missed *= (1.0 - _share(component, alternatives)) ** max(self.streams, 1)
+        return missed
 
     @property
     def components(self) -> frozenset[str]:
         out = set(self.named | self.nearby)
-        for alternatives in self.segments:
+        for alternatives in (*self.segments, *self.parts):
             for r in alternatives:
                 out |= r
         return frozenset(out)
+
+
+def _share(component: str, alternatives: Segment) -> float:
+    return sum(component in r for r in alternatives) / len(alternatives) if alternatives else 0.0
 
 
 @dataclass(frozen=True)
@@ -203,10 +223,10 @@ def _hit(o: Observation, c: str, mode: str, aspects: frozenset[str], scope: str 
     if not o.failed and o.named and c not in o.named:
         # a located pass looked at its own place (a queue, a port): it clears that place,
         # and what else its traffic crossed only weakly (a fault may spoil one direction)
-        return o.reach(c) * LOCATED_ELSEWHERE
+        return o.cleared(c) * LOCATED_ELSEWHERE
     if mode == "flows" and o.apart:  # a hole or a dark moment says nothing of other moments
         return 0.0
-    return o.reach(c)
+    return o.reach(c) if o.failed else o.cleared(c)
 
 
 def p_fail(o: Observation, hyp: Hypothesis) -> float:
@@ -599,6 +619,6 @@ def _clearing(observations: Sequence[Observation], component: str,
     """Passing traffic of the failing kinds that surely crossed ``component``, the
     strongest first."""
     passed = [o for o in observations if not o.failed and o.traffic and o.aspect in aspects
-              and o.reach(component) >= 0.999]
+              and o.cleared(component) >= 0.999]
     passed.sort(key=lambda o: -o.strength)
     return tuple(o.id for o in passed)

@@ -13,7 +13,10 @@ What a measurement crossed comes from its labels and the testbed:
 * ``pair=a--b`` (and ``client``/``server``, ``receiver`` with ``host``): every
   shortest route between the two hosts (the ECMP set, :mod:`labtest.measure.paths`);
 * ``ring=h1 -> h2 -> ...``: each step's routes, the ring crossing all steps;
-* ``receiver`` alone (an incast): the receiver and its link;
+* ``receiver`` with ``senders`` (an incast): what every sender's routes share (the
+  receiver's side) fully, each sender's own routes as a *part* carrying its share of
+  the aggregate (a slow sender's link does not show in an incast of seven);
+* ``receiver`` alone: the receiver and its link;
 * a failover's ``link`` (the one the test shut): the devices at its ends, which must
   reroute (``X (all links)``: X's neighbours); the shut link itself is the stimulus,
   not a suspect;
@@ -198,7 +201,8 @@ def _segments(labels: Mapping[str, Any], key: str, fabric: Fabric
         whole = re.fullmatch(r"(\S+)" + re.escape(ALL_LINKS), stim)
         if whole and fabric.neighbours(whole.group(1)):
             return ((frozenset(fabric.neighbours(whole.group(1))),),)
-        return ()
+        routes = _flow_routes(labels, fabric)  # a host stream losing before any event
+        return (routes,) if routes and not stim else ()
     ring = str(labels.get("ring") or "")
     if ring:
         hosts = _ring_hosts(ring)
@@ -212,13 +216,23 @@ def _segments(labels: Mapping[str, Any], key: str, fabric: Fabric
     if a and b and fabric.is_host(a) and fabric.is_host(b):
         routes = fabric.routes(a, b)
         return (routes,) if routes else ()
+    every = [r for seg in _parts(labels, fabric) for r in seg]
+    if every:  # an incast: what all of it crossed (each sender's own routes: its parts)
+        return ((frozenset.intersection(*every),),)
     receiver = str(labels.get("receiver") or labels.get("host") or "")
-    senders = [h for h in str(labels.get("senders") or "").split() if fabric.is_host(h)]
-    if fabric.is_host(receiver) and senders:  # an incast's aggregate: every sender's routes
-        return tuple(r for h in senders if h != receiver and (r := fabric.routes(h, receiver)))
     if fabric.is_host(receiver):
         return ((frozenset({receiver, *fabric.host_links(receiver)}),),)
     return ()
+
+
+def _parts(labels: Mapping[str, Any], fabric: Fabric) -> tuple[tuple[Route, ...], ...]:
+    """An incast's aggregate (``receiver`` and its ``senders``): each sender's routes."""
+    receiver = str(labels.get("receiver") or labels.get("host") or "")
+    senders = [h for h in str(labels.get("senders") or "").split()
+               if fabric.is_host(h) and h != receiver]
+    if not fabric.is_host(receiver):
+        return ()
+    return tuple(r for h in senders if (r := fabric.routes(h, receiver)))
 
 
 def _crossed(labels: Mapping[str, Any], fabric: Fabric) -> Route:
@@ -242,10 +256,15 @@ def _rerouted(labels: Mapping[str, Any], stim: str, fabric: Fabric) -> tuple[Rou
     ``stim`` was down: a reroute that kept losing is the surviving members' doing as much
     as the ends' (an ECMP member blackholing what the shut sent onto it). () when the
     flow's hosts are unknown (a TG flow) or no route avoids the link."""
+    return tuple(r for r in _flow_routes(labels, fabric) if stim not in r)
+
+
+def _flow_routes(labels: Mapping[str, Any], fabric: Fabric) -> tuple[Route, ...]:
+    """The routes of a host flow (``flow``: ``src>dst:sport``); () for a TG flow."""
     found = re.fullmatch(r"([^>\s]+)>([^:\s]+)(?::\d+)?", str(labels.get("flow") or ""))
     if not found or not (fabric.is_host(found[1]) and fabric.is_host(found[2])):
         return ()
-    return tuple(r for r in fabric.routes(found[1], found[2]) if stim not in r)
+    return tuple(fabric.routes(found[1], found[2]))
 
 
 def _named(labels: Mapping[str, Any], key: str, fabric: Fabric
@@ -401,12 +420,14 @@ def evidence_of(doc: Mapping[str, Any], fabric: Fabric
                         named |= starved
                         nearby |= _onward(labels, starved, fabric) - named
             segments = _segments(labels, key, fabric) if traffic else ()
+            parts = _parts(labels, fabric) if traffic and segments else ()
             aspect = key
             if matches(key, STIMULUS_KEYS) and str(labels.get("link") or "").endswith(ALL_LINKS):
                 aspect = f"{key}@reboot"  # a reboot withdraws its routes first: not a failure
             if not failed and not (traffic and segments):
                 continue  # a device's own reading that passed clears nothing else
-            signature = (nodeid, failed, named, nearby, segments, key if not failed else "")
+            signature = (nodeid, failed, named, nearby, segments, parts,
+                         key if not failed else "")
             if not failed and signature in seen:
                 continue
             seen.add(signature)
@@ -417,7 +438,7 @@ def evidence_of(doc: Mapping[str, Any], fabric: Fabric
             obs = Observation(f"{nodeid}#{i}", failed, segments, named, strength(m),
                               traffic=traffic, aspect=aspect, scope=str(labels.get("scope") or ""),
                               nearby=nearby, stalls=matches(key, STALL_KEYS),
-                              streams=_streams(labels))
+                              streams=_streams(labels), parts=parts)
             out.append(Evidence(obs, nodeid, m, message(m), port))
     spreading = dict.fromkeys(sources or spread_ports, inference.ANY_SCOPE)
     return _one_fact_each(out), spreading | dict.fromkeys(uneven, CROSS_FABRIC_SCOPE)
@@ -430,7 +451,8 @@ def _one_fact_each(found: list[Evidence]) -> list[Evidence]:
     groups: dict[tuple[Any, ...], list[int]] = {}
     for i, e in enumerate(found):
         o = e.obs
-        groups.setdefault((e.test, o.failed, o.named, o.nearby, o.segments), []).append(i)
+        groups.setdefault((e.test, o.failed, o.named, o.nearby, o.segments, o.parts),
+                          []).append(i)
     out = list(found)
     for members in groups.values():
         total = sum(found[i].obs.strength for i in members)
@@ -625,7 +647,8 @@ def _impact(mine: Sequence[Evidence], fabric: Fabric) -> tuple[list[str], list[s
     if added:
         out.append(f"p99 latency +{max(added):.1f} us under load")
     hosts = sorted({c for e in mine if e.obs.failed and e.obs.traffic
-                    for seg in e.obs.segments for r in seg for c in r if fabric.is_host(c)})
+                    for seg in (*e.obs.segments, *e.obs.parts) for r in seg for c in r
+                    if fabric.is_host(c)})
     if hosts:
         out.append(f"{len(hosts)} host(s) wait on it: {', '.join(hosts)}")
     return out, hosts

@@ -485,6 +485,10 @@ def _failover_by_hosts(event: Event, lab: Lab, measure: Any, config_guard: Any) 
     size, duration = int(cfg["payload_bytes"]), float(cfg["duration_s"])
     port = int(cfg["port"])
     ends = _ports_of(lab, event.links)
+    with allure.step(f"FAIL-1.2/0: {near} <-> {far}: {streams} UDP streams each way for "
+                     f"{float(cfg['baseline_s']):g} s, before any event"):
+        if not _hosts_loss_free(measure, a, b, cfg, timeout):
+            return
     undo: Callable[[], None] | None = None
     try:
         with allure.step(f"FAIL-1.2/1: {near} <-> {far}: {streams} UDP streams each way, "
@@ -521,6 +525,35 @@ def _failover_by_hosts(event: Event, lab: Lab, measure: Any, config_guard: Any) 
             if event.kind != "reboot":
                 poll_until(lambda: all(_oper(lab, ends).values()), timeout_s=timeout)
     _judge_by_hosts(measure, event, results, crossed, rate, window_ms)
+
+
+def _hosts_loss_free(measure: Any, a: Any, b: Any, cfg: dict[str, Any], timeout: float
+                     ) -> bool:
+    """The streams' loss is the event's only if they lose nothing without it: a stream
+    hashed onto a lossy member would add that member's loss to its outage. Streams that
+    lose frames before any event are the fabric's loss: each is recorded (its hosts and
+    source port give its routes) and the test fails with no event."""
+    port = int(cfg["port"])
+    runs = [(a, a.udp_streams_start(
+                b, streams=int(cfg["streams"]), rate_pps=float(cfg["rate_pps_per_stream"]),
+                payload_bytes=int(cfg["payload_bytes"]), duration_s=float(cfg["baseline_s"]),
+                port=port)),
+            (b, b.udp_streams_start(
+                a, streams=int(cfg["streams"]), rate_pps=float(cfg["rate_pps_per_stream"]),
+                payload_bytes=int(cfg["payload_bytes"]), duration_s=float(cfg["baseline_s"]),
+                port=port + 1))]
+    losing = [(run, r) for drv, run in runs for r in drv.udp_streams_result(run, timeout_s=timeout)
+              if r.lost_packets > 0]
+    if not losing:
+        return True
+    attach_json("datagrams lost per stream before any event",
+                {f"{run.client}>{run.server}:{r.sport}": r.lost_packets for run, r in losing})
+    for run, r in losing:
+        measure("failover.unaffected_flow_loss_frames", r.lost_packets,
+                key="failover.unaffected_flow_loss_frames",
+                flow=f"{run.client}>{run.server}:{r.sport}", phase="before the event",
+                carrier="hosts")
+    return False
 
 
 def _limit_ms(measure: Any) -> float:

@@ -13,6 +13,7 @@ Pass criteria: ``paths.*``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,7 @@ if TYPE_CHECKING:  # names pytest must not collect
     from labtest.fixtures.cabling_plan import Uplink
     from labtest.fixtures.traffic import FabricView
     from labtest.lab import Lab
+    from labtest.measure.limits import LimitsProfile
     from labtest.testbed.model import Link
 
 SETTINGS = load_settings("paths")
@@ -248,8 +250,26 @@ def _counts(lab: Lab, switches: list[str]) -> dict[str, dict[str, Any]]:
     return {s: lab.device(s).counters() for s in switches}
 
 
+def spread_rounds(limits: LimitsProfile | None, members: int, streams: int) -> int:
+    """Rounds of ``streams`` a leaf's uplinks need so that a fair hash stays ``spread_sigma``
+    standard deviations inside the spread limit by chance alone. Each member's share of N
+    flows is binomial (p = 1/m), so the heaviest over the mean, 1 + t, is z sigma away when
+    N = z^2 (m - 1) / t^2: 400 flows for two members at 5 sigma and t = 0.25, where one
+    round of 128 is 2.8 sigma (a healthy leaf over the limit once in 200)."""
+    cfg = SETTINGS["member_load"]
+    if limits is None or members < 2 or SPREAD_KEY not in limits.limits:
+        return 1
+    high = limits.get(SPREAD_KEY).high
+    if high is None or high <= 1.0:
+        return 1
+    z, t = float(cfg["spread_sigma"]), high - 1.0
+    need = z * z * (members - 1) / (t * t)
+    return max(1, min(int(cfg["max_rounds"]), math.ceil(need / streams)))
+
+
 @pytest.fixture(scope="module")
-def member_loads(lab: Lab, fabric_view: FabricView) -> MemberLoads:
+def member_loads(lab: Lab, fabric_view: FabricView,
+                 limits: LimitsProfile | None) -> MemberLoads:
     from labtest import labtime
     from labtest.capabilities.probes import UdpStreams
     from labtest.fixtures.cabling_plan import hosts_by_switch
@@ -270,22 +290,28 @@ def member_loads(lab: Lab, fabric_view: FabricView) -> MemberLoads:
     duration = float(cfg["duration_s"])
     out.min_frames = rate * duration * 0.5  # half a stream: the direction carried one
     switches = fabric_view.switches
+    members = max(len(fabric_view.uplinks.get(lf, [])) for lf in leaves)
+    rounds = spread_rounds(limits, members, streams)
+    lost: dict[str, int] = {}
     with allure.step(f"PATHS-2.1/1: {', '.join(f'{a}->{b}' for a, b in out.pairs)}: "
-                     f"{streams} UDP streams each, {rate:g} datagrams/s, {duration:g} s"):
+                     f"{rounds} x {streams} UDP streams each, {rate:g} datagrams/s, "
+                     f"{duration:g} s a round"):
         before = _counts(lab, switches)
-        runs = []
-        for k, (a, b) in enumerate(out.pairs):
-            client, server = lab.device(a), lab.device(b)
-            assert isinstance(client, UdpStreams)
-            runs.append((client, client.udp_streams_start(
-                server, streams=streams, rate_pps=rate, payload_bytes=int(cfg["payload_bytes"]),
-                duration_s=duration, port=int(cfg["port"]) + k)))
-        results = {run.client: drv.udp_streams_result(run, timeout_s=float(SETTINGS["timeout_s"]))
-                   for drv, run in runs}
+        for _ in range(rounds):  # each round's streams take new source ports
+            runs = []
+            for k, (a, b) in enumerate(out.pairs):
+                client, server = lab.device(a), lab.device(b)
+                assert isinstance(client, UdpStreams)
+                runs.append((client, client.udp_streams_start(
+                    server, streams=streams, rate_pps=rate,
+                    payload_bytes=int(cfg["payload_bytes"]), duration_s=duration,
+                    port=int(cfg["port"]) + k)))
+            for drv, run in runs:
+                done = drv.udp_streams_result(run, timeout_s=float(SETTINGS["timeout_s"]))
+                lost[run.client] = lost.get(run.client, 0) + sum(r.lost_packets for r in done)
         labtime.sleep(float(cfg["settle_s"]))
         after = _counts(lab, switches)
-        attach_json("streams lost per source host",
-                    {h: sum(r.lost_packets for r in rs) for h, rs in results.items()})
+        attach_json("streams lost per source host", lost)
     for link in fabric_links(lab.testbed):
         for snd, rcv in ((link.ends[0], link.ends[1]), (link.ends[1], link.ends[0])):
             s_now, s_was = after[snd.device].get(snd.port), before[snd.device].get(snd.port)

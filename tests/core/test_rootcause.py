@@ -620,6 +620,27 @@ def test_an_incasts_goodput_crossed_every_senders_routes(testbed_record: dict[st
     assert {i["nodeid"] for i in incasts if i["outcome"] == "failed"} <= claimed, causes[0]
 
 
+@pytest.mark.parametrize("slow", ["host1", "host3", "host6"])
+def test_a_slow_host_link_explains_the_incast_into_it_not_cleared_by_those_it_sent_to(
+    testbed_record: dict[str, Any], slow: str,
+) -> None:
+    """straggler_link.1 (CI): a host link at 71 % of its rate slowed every pair and ring of
+    its host and the incast into it; the incasts it sent into (one of seven senders) ran at
+    line rate. Read as a whole sender's route, each of those seven passes cleared the link
+    of incasts, leaving the one into it unexplained."""
+    leaf, port = LEAF_PORT[slow]
+    link = f"{slow}:eth0--{leaf}:{port}"
+    incasts = [t("congestion", f"test_incast[{r}]", [
+        m("congestion.incast_goodput_fraction", 0.70 if r == slow else 0.98,
+          "FAIL" if r == slow else "PASS", {"low": 0.85, "source": "x"}, receiver=r,
+          senders=" ".join(h for h in HOSTS if h != r))]) for r in HOSTS]
+    tests = [*pair_tests(slow, 0.7), *rings(link, leaf, port), *incasts]
+    cause = only(root_causes(doc_of(testbed_record, tests)))
+    assert cause.culprit in (link, f"{leaf}:{port}", f"{slow}:eth0"), cause
+    claimed = set(cause.tests) | set(cause.consequences)
+    assert f"suites/congestion/test_congestion.py::test_incast[{slow}]" in claimed, cause
+
+
 def test_a_queue_on_the_member_beside_a_lossy_one_is_the_lossy_ones_consequence(
     testbed_record: dict[str, Any],
 ) -> None:

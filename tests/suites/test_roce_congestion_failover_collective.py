@@ -68,6 +68,14 @@ SCENARIOS: dict[str, tuple[float, list[dict[str, Any]], list[str], str]] = {
         "allreduce or pull:osw1 or pfcwd_armed",
     ),
     "healthy_failover": (25, [], ["failover"], "not reboot and not shut:leaf4"),
+    # CI's lossy_link.1: the link a host-carried event shuts loses 2 % before the shut; its
+    # streams' loss then is the fabric's, not outage (it read 1,062 ms against 1,000)
+    "lossy_shut_link": (
+        25,
+        [_fault("lossy_link", "leaf2:Ethernet0--spine1:Ethernet8", loss=0.02)],
+        ["failover"],
+        "shut:leaf2:Ethernet0",
+    ),
     "nic_watchdog_convergence": (
         25,
         [
@@ -285,6 +293,22 @@ def test_healthy_lab_passes_failover(runs):
         "test_failover[pull:osw1:1]",
         "test_failover[pull:voa1:1]",
     )
+
+
+@uses("lossy_shut_link")
+def test_streams_losing_before_a_host_carried_event_fail_it_with_no_event(runs):
+    run = runs("lossy_shut_link")
+    test = run.tests.get("test_failover[shut:leaf2:Ethernet0]")
+    assert test is not None and test["outcome"] == "failed", run.context()
+    before = [m for m in test["measurements"]
+              if m["labels"].get("phase") == "before the event"]
+    assert before and all(m["name"] == "failover.unaffected_flow_loss_frames"
+                          and m["verdict"] == "FAIL" and m["value"] > 0
+                          and m["labels"]["carrier"] == "hosts"
+                          and m["labels"]["flow"].startswith(("host3>host1:", "host1>host3:"))
+                          for m in before), before
+    # no event was made: its loss is not read as the reroute's outage
+    assert not [m for m in test["measurements"] if m["name"] == "failover.convergence_ms"]
 
 
 @uses("healthy_incast")
