@@ -333,6 +333,9 @@ def format_table(table: VerdictTable, elapsed_s: float, color: bool = False) -> 
                 lines.append(f"       evidence: {ev}")
             if c.get("not_runner_up"):
                 lines.append(f"       {c['not_runner_up']}")
+            if c.get("downstream_of"):
+                lines.append(f"       perhaps a consequence of {c['downstream_of']}: every "
+                             "traffic failure it explains crossed it")
             for cost in c.get("impact", []):
                 lines.append(f"       costs: {cost}")
             if c.get("consequences"):

@@ -131,6 +131,8 @@ class RootCause:
     impact: list[str] = field(default_factory=list)  # what it costs, in the seeds' terms
     waiting_hosts: list[str] = field(default_factory=list)  # hosts whose traffic it slows
     score: float = 0.0  # log-likelihood gain (nats) of the explanation
+    #: an earlier cause every traffic failure of this one crossed: perhaps its consequence
+    downstream_of: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -144,6 +146,7 @@ class RootCause:
             "impact": list(self.impact),
             "waiting_hosts": list(self.waiting_hosts),
             "score": round(self.score, 2),
+            "downstream_of": self.downstream_of,
         }
 
 
@@ -493,7 +496,8 @@ def root_causes(doc: Mapping[str, Any]) -> list[RootCause]:
                              intermittent=_intermittent(found, fabric))
     failed_tests = [t for t in doc.get("tests") or [] if t.get("outcome") in ("failed", "broken")]
     owner: dict[str, int] = {}  # nodeid -> index of the cause that claims it
-    causes = result.causes
+    ordered = _independent_first(result.causes, by_id)
+    causes = [c for c, _ in ordered]
     for i, cause in enumerate(causes):
         for oid in cause.explains:
             owner.setdefault(by_id[oid].test, i)
@@ -504,13 +508,45 @@ def root_causes(doc: Mapping[str, Any]) -> list[RootCause]:
         tests = list(dict.fromkeys(e.test for e in direct if owner.get(e.test) == i))
         consequences = [n for n in dict.fromkeys(e.test for e in mine)
                         if owner.get(n) == i and n not in tests]
-        out.append(_describe(cause, mine, direct, tests, consequences, by_id, fabric))
+        found_as = _describe(cause, mine, direct, tests, consequences, by_id, fabric)
+        upstream = ordered[i][1]
+        out.append(replace(found_as, downstream_of=_culprit_of(upstream, by_id, fabric))
+                   if upstream is not None else found_as)
     claimed = set(owner)
     for t in failed_tests:
         nodeid = str(t.get("nodeid") or "")
         if nodeid not in claimed:
             out.append(_unexplained(t))
     return out
+
+
+def _independent_first(causes: Sequence[inference.Cause], by_id: Mapping[str, Evidence]
+                       ) -> list[tuple[inference.Cause, inference.Cause | None]]:
+    """The causes by gain, but one whose failures all moved traffic across an earlier,
+    independent cause after the independent ones, with that cause: flows collapsing on a
+    lossy link look like uneven hashing at their leaf, a flapping host link stalls the
+    incasts it sent into; the model has no mechanism for such knock-on effects, and they
+    must not push a second fault's own reading out of the first places."""
+    lead: list[tuple[inference.Cause, None]] = []
+    after: list[tuple[inference.Cause, inference.Cause | None]] = []
+    for cause in causes:
+        seen = [by_id[i].obs for i in cause.explains]
+        upstream = next((a for a, _ in lead if seen and all(
+            o.traffic and a.component in o.components for o in seen)), None)
+        if upstream is None:
+            lead.append((cause, None))
+        else:
+            after.append((cause, upstream))
+    return [*lead, *after]
+
+
+def _culprit_of(cause: inference.Cause, by_id: Mapping[str, Evidence], fabric: Fabric
+                      ) -> str:
+    """The culprit an upstream cause is shown as (its port where its readings name one)."""
+    direct = [by_id[i] for i in cause.explains if cause.component in by_id[i].obs.named]
+    ports = {e.port for e in direct
+             if e.port and fabric.link_of(*e.port.split(":", 1)) == cause.component}
+    return ports.pop() if len(ports) == 1 else cause.component
 
 
 def _intermittent(found: Iterable[Evidence], fabric: Fabric) -> set[str]:
@@ -539,8 +575,7 @@ def _describe(cause: inference.Cause, mine: Sequence[Evidence], direct: Sequence
               tests: list[str], consequences: list[str], by_id: Mapping[str, Evidence],
               fabric: Fabric) -> RootCause:
     comp = cause.component
-    ports = {e.port for e in direct if e.port and fabric.link_of(*e.port.split(":", 1)) == comp}
-    culprit = ports.pop() if len(ports) == 1 else comp
+    culprit = _culprit_of(cause, by_id, fabric)
     if cause.mode == "spreading" and comp in fabric.kind and fabric.is_switch(comp) and any(
             matches(str((e.measurement or {}).get("limit_key")), ECMP_KEYS) for e in direct):
         kind, what = "ecmp", ""

@@ -172,6 +172,8 @@ def _root_causes(doc: dict[str, Any]) -> str:
             + (f"<div>evidence:</div><ul>{evidence}</ul>" if evidence else "")
             + (f"<div class='muted'>{_e(c['not_runner_up'])}</div>"
                if c.get("not_runner_up") else "")
+            + (f"<div class='muted'>perhaps a consequence of {_e(c['downstream_of'])}: every "
+               "traffic failure it explains crossed it</div>" if c.get("downstream_of") else "")
             + (f"<div>what it costs:</div><ul>{impact}</ul>" if impact else "")
             + (f"<div>failures that show it:</div><ul>{shown}</ul>" if shown else "")
             + (f"<div class='consequence'>explains {len(c['consequences'])} other failure(s) "

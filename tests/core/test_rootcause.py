@@ -337,7 +337,7 @@ def test_the_results_document_carries_the_root_causes(testbed_record: dict[str, 
     assert record["root_causes"][0]["kind"] == "storm"
     assert set(record["root_causes"][0]) == {
         "cause", "kind", "culprit", "evidence", "tests", "consequences", "not_runner_up",
-        "impact", "waiting_hosts", "score"}
+        "impact", "waiting_hosts", "score", "downstream_of"}
 
 
 # --- issue 23 case 3: a switch port's MTU -----------------------------------------------------
@@ -665,3 +665,42 @@ def test_a_queue_on_the_member_beside_a_lossy_one_is_the_lossy_ones_consequence(
     causes = root_causes(doc_of(testbed_record, [queue, loss, *pairs]))
     assert len(causes) == 1 and causes[0].culprit in (bad, "leaf2:Ethernet0"), causes
     assert queue["nodeid"] in causes[0].consequences + causes[0].tests, causes[0]
+
+
+def test_a_knock_on_finding_of_one_fault_does_not_push_a_second_faults_reading_down(
+    testbed_record: dict[str, Any],
+) -> None:
+    """Campaign seed 3204 case 089: a lossy leaf3--spine2 link and an unapproved optic at
+    leaf1:Ethernet24. leaf2's flows to leaf3 collapse on the lossy link, so leaf2's uplink
+    shares read uneven: a finding the engine may take as a cause of its own, and it ranked
+    above the optic. Every failure it explains crossed the lossy link: it is listed after
+    the independent causes, as perhaps that link's consequence."""
+    lossy = "leaf3:Ethernet2/1--spine2:Ethernet3/1"
+    pairs = []
+    for a, b in itertools.combinations(HOSTS, 2):
+        crosses = (a in ("host5", "host6")) != (b in ("host5", "host6"))
+        value = 0.3 if crosses else 0.98
+        pairs.append(t("roce", f"test_pair_bandwidth[{a}--{b}]", [
+            m("roce.bw_fraction_of_line", value, "FAIL" if value < 0.9 else "PASS", FRACTION,
+              pair=f"{a}--{b}", client=a, server=b, flows="4")]))
+    ecmp = t("roce", "test_ecmp_balance", [
+        m("roce.ecmp_share_deviation", 0.9, "FAIL", {"high": 0.25, "source": "x"},
+          device="leaf2", port="Ethernet0", source="host3", towards="host5 host6",
+          shares="Ethernet0=0.95 Ethernet8=0.05")] * 3)
+    # a queue standing at spine2's port towards leaf4 while host5's flows retransmit across
+    # the lossy link: named at a place the lossy link is not, on a path it is
+    queue = [t("latency", f"test_latency_under_incast[{a}->{b}]", [
+        m(key, value, "FAIL", {"high": 1.0, "source": "x"}, pair=f"{a}--{b}",
+          device="spine2", port="Ethernet4/1", queue="spine2:Ethernet4/1:3")
+        for key, value in (("latency.hol_p99_us", 40.0), ("latency.hol_p99_inflation", 9.0))])
+        for a, b in itertools.product(("host5", "host6"), ("host7", "host8"))]
+    optic = t("transceiver", "test_optic_approved[leaf1:Ethernet24]", [
+        m("transceiver.approved", 0, "FAIL", {"low": 1, "source": "x"}, device="leaf1",
+          port="Ethernet24")])
+    causes = root_causes(doc_of(testbed_record, [
+        *pairs, ecmp, *queue, optic, _member_loss(lossy, "leaf3", "Ethernet2/1", 0.014)]))
+    culprits = [c.culprit for c in causes]
+    assert culprits[0] in (lossy, "leaf3:Ethernet2/1"), culprits
+    assert culprits[1] == "leaf1:Ethernet24", culprits
+    for later in causes[2:]:
+        assert later.downstream_of in (lossy, "leaf3:Ethernet2/1"), later
