@@ -53,7 +53,10 @@ LINK_DOWN_KEYS = ("link.flaps", "link.oper_down*", "link.down_*")
 #: a link seen coming and going (down some moments) or holing part of its flows: what
 #: crossed it failed or passed by the moment or the hash (the engine's intermittent mode)
 PARTIAL_LOSS_KEYS = ("paths.member_loss_ratio",)  # intermittent only below a total loss
-INTERMITTENT_KEYS = (*LINK_DOWN_KEYS, *PARTIAL_LOSS_KEYS)
+#: a NIC a ring found down: its link was down at that moment (a laser dying mid-run), while
+#: what crossed it earlier passed
+NIC_DOWN_KEYS = ("collective.ring_nics_down",)
+INTERMITTENT_KEYS = (*LINK_DOWN_KEYS, *NIC_DOWN_KEYS, *PARTIAL_LOSS_KEYS)
 #: measurements of traffic: a fault anywhere on their path can spoil them
 SYMPTOM_KEYS = (
     "roce.bw_*",
@@ -70,7 +73,9 @@ SYMPTOM_KEYS = (
     "congestion.cnp_*",
     "congestion.other_priority_loss_frames",
     "congestion.pfcwd_*_excess_ms",
-    "collective.*",
+    "collective.busbw_*",  # not ring_nics_down: a NIC's own state, read at the ring's start
+    "collective.wrong_elements",
+    "collective.network_errors",
     "failover.*",
     "latency.*_us",
     "latency.*inflation",
