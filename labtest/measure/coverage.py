@@ -400,6 +400,9 @@ class _Evidence:
     notes: dict[str, list[tuple[str, str]]]  # unit -> (nodeid, reason)
     instances: dict[str, list[Mapping[str, Any]]]  # unit -> the requirement's test for it
     everywhere: list[Mapping[str, Any]]  # unparametrised instances: they judge every unit
+    #: instances whose parameter is no unit (a failover event): they reach a unit only by
+    #: the measurements they record
+    unplaced: list[Mapping[str, Any]] = field(default_factory=list)
 
     @classmethod
     def gather(
@@ -435,6 +438,8 @@ class _Evidence:
             unit = unit_of(req.unit, {}, units, param)
             if unit is not None:
                 ev.instances.setdefault(unit, []).append(t)
+            else:
+                ev.unplaced.append(t)
         return ev
 
     def cell(self, unit: str) -> Cell:
@@ -473,6 +478,16 @@ class _Evidence:
             return Cell(req.id, unit, NOT_PROVEN,
                         f"{req.test} recorded no measurement of {req.id}",
                         tuple(str(t["nodeid"]) for t in runs))
+        stopped = [t for t in self.unplaced if t.get("outcome") in ("failed", "broken")
+                   and not any(proves(str(m.get("limit_key") or ""), req.id)
+                               for m in t.get("measurements") or [])]
+        if stopped:  # e.g. every failover event failed on loss before the event was made
+            first = stopped[0]
+            return Cell(req.id, unit, NOT_PROVEN,
+                        f"no measurement of {req.id}: {len(stopped)} run(s) of {req.test} "
+                        f"{first.get('outcome')} before measuring it (first: "
+                        f"{test_param(first)}: {_first_line(first.get('message'))})",
+                        tuple(str(t["nodeid"]) for t in stopped))
         return Cell(req.id, unit, NOT_PROVEN, f"no measurement of {req.id} ({req.test} did not run "
                     "for it)")
 

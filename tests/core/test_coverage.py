@@ -153,6 +153,28 @@ def test_a_unit_no_test_ran_for_is_a_hole_not_a_silent_drop() -> None:
     assert run_verdict(doc).verdict == "INCOMPLETE"
 
 
+def test_a_unit_whose_runs_all_failed_before_measuring_says_so() -> None:
+    """Failover events are parametrised by event, not switch: every event failing on loss
+    before it was made left each switch 'not run for it', though its tests ran and failed."""
+    req = {"id": "failover.convergence_ms", "unit": "switch", "test": "test_failover",
+           "suite": "failover"}
+    before = measurement("failover.unaffected_flow_loss_frames", "FAIL", 7.5e4,
+                         flow="f1", phase="before the event")
+    tests = [test_doc("test_failover[shut:leaf1:Ethernet0]", "failed", "failover",
+                      message="LimitFailure: 1 measurement(s) outside limits",
+                      measurements=[before]),
+             test_doc("test_failover[shut:spine1:Ethernet0]", "passed", "failover",
+                      measurements=[measurement("failover.convergence_ms", device="spine1")])]
+    doc = {"testbed": make_testbed(), "tests": tests, "requirements": [req],
+           "limits": {"waivers": []}}
+    leaf1 = cell(doc, "leaf1")
+    assert leaf1.status == NOT_PROVEN and leaf1.reason == (
+        "no measurement of failover.convergence_ms: 1 run(s) of test_failover failed before "
+        "measuring it (first: shut:leaf1:Ethernet0: LimitFailure: 1 measurement(s) outside "
+        "limits)"), leaf1
+    assert cell(doc, "spine1").status == PROVEN
+
+
 def test_an_explicit_not_proven_beats_a_pass_on_the_same_cell() -> None:
     doc = healthy_doc()
     doc["tests"][1]["not_proven"] = [
