@@ -386,6 +386,18 @@ def _member_loss(link: str, device: str, port: str, ratio: float) -> dict[str, A
           link=link, device=device, port=port)])
 
 
+def leaf_pairs(leaf_hosts: tuple[str, ...], short: float) -> list[dict[str, Any]]:
+    """Every pair (2 QPs both ways: 4 streams); those between ``leaf_hosts`` and the rest
+    at ``short`` of line rate, the others at 0.98."""
+    out = []
+    for a, b in itertools.combinations(HOSTS, 2):
+        value = short if (a in leaf_hosts) != (b in leaf_hosts) else 0.98
+        out.append(t("roce", f"test_pair_bandwidth[{a}--{b}]", [
+            m("roce.bw_fraction_of_line", value, "FAIL" if value < 0.9 else "PASS", FRACTION,
+              pair=f"{a}--{b}", client=a, server=b, flows="4")]))
+    return out
+
+
 def test_a_lossy_member_its_leaf_stopped_using_is_the_link_not_the_leaf(
     testbed_record: dict[str, Any],
 ) -> None:
@@ -398,13 +410,7 @@ def test_a_lossy_member_its_leaf_stopped_using_is_the_link_not_the_leaf(
     ecmp = t("roce", "test_ecmp_balance", [
         m("roce.ecmp_share_deviation", 1.0, "FAIL", device="leaf4", port="Ethernet0",
           shares="Ethernet0=1.00 Ethernet8=0.00")])
-    pairs = []
-    for a, b in itertools.combinations(HOSTS, 2):
-        crosses = (a in ("host7", "host8")) != (b in ("host7", "host8"))
-        value = 0.49 if crosses else 0.98
-        pairs.append(t("roce", f"test_pair_bandwidth[{a}--{b}]", [
-            m("roce.bw_fraction_of_line", value, "FAIL" if value < 0.9 else "PASS", FRACTION,
-              pair=f"{a}--{b}", client=a, server=b, flows="4")]))
+    pairs = leaf_pairs(("host7", "host8"), 0.49)
     loss = _member_loss(link, "leaf4", "Ethernet8", 0.034)
     causes = root_causes(doc_of(testbed_record, [ecmp, loss, *pairs]))
     assert causes[0].culprit in (link, "leaf4:Ethernet8"), [c.culprit for c in causes]
@@ -681,13 +687,7 @@ def test_a_knock_on_finding_of_one_fault_does_not_push_a_second_faults_reading_d
     above the optic. Every failure it explains crossed the lossy link: it is listed after
     the independent causes, as perhaps that link's consequence."""
     lossy = "leaf3:Ethernet2/1--spine2:Ethernet3/1"
-    pairs = []
-    for a, b in itertools.combinations(HOSTS, 2):
-        crosses = (a in ("host5", "host6")) != (b in ("host5", "host6"))
-        value = 0.3 if crosses else 0.98
-        pairs.append(t("roce", f"test_pair_bandwidth[{a}--{b}]", [
-            m("roce.bw_fraction_of_line", value, "FAIL" if value < 0.9 else "PASS", FRACTION,
-              pair=f"{a}--{b}", client=a, server=b, flows="4")]))
+    pairs = leaf_pairs(("host5", "host6"), 0.3)
     ecmp = t("roce", "test_ecmp_balance", [
         m("roce.ecmp_share_deviation", 0.9, "FAIL", {"high": 0.25, "source": "x"},
           device="leaf2", port="Ethernet0", source="host3", towards="host5 host6",
