@@ -531,8 +531,9 @@ def _hosts_loss_free(measure: Any, a: Any, b: Any, cfg: dict[str, Any], timeout:
                      ) -> bool:
     """The streams' loss is the event's only if they lose nothing without it: a stream
     hashed onto a lossy member would add that member's loss to its outage. Streams that
-    lose frames before any event are the fabric's loss: each is recorded (its hosts and
-    source port give its routes) and the test fails with no event."""
+    lose frames before any event are the fabric's loss: every stream is recorded (its hosts
+    give its routes; the clean ones clear what they may have crossed) and the test fails
+    with no event."""
     port = int(cfg["port"])
     runs = [(a, a.udp_streams_start(
                 b, streams=int(cfg["streams"]), rate_pps=float(cfg["rate_pps_per_stream"]),
@@ -542,13 +543,13 @@ def _hosts_loss_free(measure: Any, a: Any, b: Any, cfg: dict[str, Any], timeout:
                 a, streams=int(cfg["streams"]), rate_pps=float(cfg["rate_pps_per_stream"]),
                 payload_bytes=int(cfg["payload_bytes"]), duration_s=float(cfg["baseline_s"]),
                 port=port + 1))]
-    losing = [(run, r) for drv, run in runs for r in drv.udp_streams_result(run, timeout_s=timeout)
-              if r.lost_packets > 0]
-    if not losing:
+    streams = [(run, r) for drv, run in runs
+               for r in drv.udp_streams_result(run, timeout_s=timeout)]
+    if not any(r.lost_packets > 0 for _, r in streams):
         return True
     attach_json("datagrams lost per stream before any event",
-                {f"{run.client}>{run.server}:{r.sport}": r.lost_packets for run, r in losing})
-    for run, r in losing:
+                {f"{run.client}>{run.server}:{r.sport}": r.lost_packets for run, r in streams})
+    for run, r in streams:  # the clean ones clear the members they may have crossed
         measure("failover.unaffected_flow_loss_frames", r.lost_packets,
                 key="failover.unaffected_flow_loss_frames",
                 flow=f"{run.client}>{run.server}:{r.sport}", phase="before the event",

@@ -157,6 +157,11 @@ def _load_spine(
             raise InfraError(a.tg, f"the traffic generator sent no frame of flows {names} "
                                    f"(paths over {spine})")
         for k, h in enumerate(path):
+            if entered == 0:  # the hop before it carried nothing: no ratio to take here
+                out.holes.setdefault(h.link, f"nothing entered it on the paths over {spine}: "
+                                     f"the hop before it ({path[k - 1].endpoint}) carried "
+                                     "none of their frames")
+                break
             end = (h.peer, h.peer_port)
             now, was = _rx(after, end), _rx(before, end)
             if now is None or was is None:

@@ -120,13 +120,24 @@ def test_every_flow_is_mapped_onto_its_spine(mode: str) -> None:
         assert hops[1].peer == (B.switch if flow.startswith("p1") else A.switch)
 
 
-def test_flow_by_flow_mapping_survives_a_lossy_burst_that_binary_weights_cannot() -> None:
+@pytest.mark.parametrize("mode", ["per_flow", "binary"])
+def test_flow_by_flow_mapping_survives_a_lossy_burst_that_binary_weights_cannot(mode: str
+                                                                              ) -> None:
+    """A lossy uplink is the DUT's fault, not the lab's: binary weights that no longer
+    decode fall back to one flow at a time (issue 39: the kernel lab's 30 % drop called the
+    whole failover and paths runs broken)."""
     lossy = {"leaf1:Ethernet0": 0.6}  # 40% of what leaf1 sends to spine1 is lost
-    paths = map_probe_paths(*[Fabric(lossy)] * 3, A, B, _how("per_flow"), _keep)  # type: ignore[misc]
+    seen: list[str] = []
+
+    def keep(title: str, value: object) -> None:
+        _keep(title, value)
+        seen.append(title)
+
+    paths = map_probe_paths(*[Fabric(lossy)] * 3, A, B, _how(mode), keep)  # type: ignore[misc]
     assert {f: h[0].peer for f, h in paths.items() if f.startswith("p1")} == {
         f"p1-to-p2-{i}": Fabric.spine_of(f"p1-to-p2-{i}") for i in range(8)}
-    with pytest.raises(InfraError, match="do not decode"):
-        map_probe_paths(*[Fabric(lossy)] * 3, A, B, _how("binary"), _keep)  # type: ignore[misc]
+    fell_back = "path mapping: binary weights did not decode, mapped flow by flow"
+    assert (fell_back in seen) == (mode == "binary"), seen
 
 
 def test_a_flow_split_over_two_uplinks_is_broken_not_guessed() -> None:
