@@ -205,7 +205,9 @@ def _segments(labels: Mapping[str, Any], key: str, fabric: Fabric
         if ends:
             event = (frozenset(d for d in ends if fabric.is_switch(d) or fabric.is_host(d)),)
             after = _rerouted(labels, stim, fabric)
-            return (event, after) if after else (event,)
+            # flows off the failed path that lost frames anyway: what they crossed (``links``)
+            hit = _crossed(labels, fabric) if not labels.get("flow") else frozenset()
+            return (event, *((after,) if after else ()), *(((hit,),) if hit else ()))
         whole = re.fullmatch(r"(\S+)" + re.escape(ALL_LINKS), stim)
         if whole and fabric.neighbours(whole.group(1)):
             return ((frozenset(fabric.neighbours(whole.group(1))),),)

@@ -438,6 +438,9 @@ def _judge_failure(
     else:
         measure("failover.flows_on_failed_path", 0, unit="flows", link=link)
     hit = sorted(f for f in off_path if lost[f] > 0)
+    # what the losing flows crossed: a lossy member on their own path explains them as well
+    # as the event's rehash does
+    crossed = sorted({lk for f in hit for lk in probe.paths[f]})
     measure(
         "failover.unaffected_flow_loss_frames",
         sum(lost[f] for f in off_path),
@@ -446,6 +449,7 @@ def _judge_failure(
         device=device,
         port=port,
         flows=" ".join(hit[:6]),
+        **({"links": ",".join(crossed)} if crossed else {}),
     )
 
 

@@ -578,6 +578,31 @@ def test_flows_losing_before_any_failover_event_name_the_link_they_share(
     assert {n for c in causes[1:] for n in c.tests} == set(), causes
 
 
+def test_flows_off_the_failed_path_that_lost_name_the_lossy_link_they_crossed(
+    testbed_record: dict[str, Any],
+) -> None:
+    """Issue 39 item 3 (kernel lab, 2 % loss on a spine2 link): while leaf1's links were
+    shut in turn, the flows over spine2 (off the failed path) lost frames, and each event's
+    'unaffected flow loss' read as a fault of the shut link's ends, listed as if
+    independent. The losing flows' own path (``links``) holds the lossy member."""
+    lossy = "leaf4:Ethernet8--spine2:Ethernet4/1"
+    via_spine2 = ["leaf1:Ethernet8--spine2:Ethernet1/1", lossy]
+    shut = "leaf1:Ethernet0--spine1:Ethernet0"
+    events = [t("failover", f"test_failover[shut:{d}:Ethernet0]", [
+        m("failover.convergence_ms", 600, "PASS", {"high": 1000, "source": "x"},
+          link=shut, device=d, port="Ethernet0"),
+        m("failover.unaffected_flow_loss_frames", 180, "FAIL", {"high": 0, "source": "x"},
+          link=shut, device=d, port="Ethernet0", flows="p1-to-p2-1 p2-to-p1-1",
+          links=",".join(via_spine2))])
+        for d in ("leaf1", "spine1")]
+    member = t("paths", f"test_member_loss[{lossy}]", [
+        m("paths.member_loss_ratio", 0.02, "FAIL", {"high": 1e-4, "source": "x"}, link=lossy,
+          device="spine2", port="Ethernet4/1", peer="leaf4:Ethernet8")])
+    causes = root_causes(doc_of(testbed_record, [*events, member]))
+    assert [c.culprit for c in causes] in ([lossy], ["spine2:Ethernet4/1"]), causes
+    assert {e["nodeid"] for e in events} <= set(causes[0].consequences), causes[0]
+
+
 def test_a_member_short_because_its_flows_collapse_further_on_names_the_lossy_link(
     testbed_record: dict[str, Any],
 ) -> None:
