@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from labtest import connect, interrupt, secrets, xdist_guard
-from labtest.errors import CapabilityAbsent, ConfigError, LimitFailure
+from labtest.errors import CapabilityAbsent, ConfigError, InfraError, LimitFailure
 from labtest.lab import Lab
 from labtest.measure import LimitsProfile, Measurement, NotProven, Recorder, load_limits
 from labtest.outcome import (
@@ -410,6 +410,14 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         if recorder is not None:
             recorder.check()  # what was already found failing stands
         pytest.skip(f"not proven: {exc}")
+    except InfraError as exc:  # the lab failed part-way: a failure found before it stands
+        if recorder is not None and recorder.refused is None and recorder.failures:
+            try:
+                recorder.check()
+            except LimitFailure as failed:
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                raise LimitFailure(f"{failed}\n(then the lab could not go on: {first})") from exc
+        raise
     if recorder is not None:
         recorder.check()  # raises LimitFailure naming every failed measurement
     return result

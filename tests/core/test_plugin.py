@@ -113,6 +113,32 @@ def test_transport_error_is_broken_not_failed(lab_dir: pytest.Pytester) -> None:
     assert "raw output from leaf1" in out and "partial output before the silence" in out
 
 
+def test_a_failure_found_before_the_lab_failed_stands(lab_dir: pytest.Pytester) -> None:
+    """Issue 39 item 3: a BGP session Active at the end that answered, and the other end's
+    daemon dead (its read an InfraError), was called broken: the failure is the DUT's."""
+    result = run(
+        lab_dir,
+        """
+        import pytest
+
+        @pytest.mark.judges("rx_power_dbm")
+        def test_then_hang(device, measure):
+            measure("rx_power_dbm", -7.5, key="rx_power_dbm", port="Ethernet9")
+            device("leaf1").hang()
+
+        @pytest.mark.judges("rx_power_dbm")
+        def test_passed_then_hang(device, measure):
+            measure("rx_power_dbm", -1.0, key="rx_power_dbm", port="Ethernet9")
+            device("leaf1").hang()
+        """,
+    )
+    out = result.stdout.str()
+    assert "1 failed, 1 broken" in out, out
+    assert "BROKEN test_lab.py::test_passed_then_hang" in out
+    assert "FAILED test_lab.py::test_then_hang" in out
+    assert "(then the lab could not go on: [leaf1] no answer" in out
+
+
 def test_needs_skips_with_precise_reason(lab_dir: pytest.Pytester) -> None:
     result = run(
         lab_dir,
