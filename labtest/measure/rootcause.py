@@ -310,10 +310,10 @@ def _named(labels: Mapping[str, Any], key: str, fabric: Fabric
                 far = [d for d in fabric.link_ends(lk) or ()
                        if d != device and (fabric.is_switch(d) or fabric.is_host(d))]
                 nearby.update(far)
-                # and on a fabric link, its ECMP siblings into the same switch: one losing
-                # (RoCE collapsing over it) or gone shifts the load onto this member
+                # and on a fabric link, its ECMP siblings: one losing (RoCE collapsing over
+                # it) or gone shifts the load onto this member
                 nearby.update(s for d in far if fabric.is_switch(d) and fabric.is_switch(device)
-                              for s in _siblings(lk, d, fabric))
+                              for s in _siblings(lk, device, d, fabric))
     elif device in fabric.kind:
         out.add(device)
     if link and fabric.link_ends(link) and not _stimulus_link(labels, key):
@@ -364,9 +364,14 @@ def _onward(labels: Mapping[str, Any], starved: frozenset[str], fabric: Fabric
     return frozenset(crossed - ends)
 
 
-def _siblings(link: str, into: str, fabric: Fabric) -> set[str]:
-    """The other links from switches into switch ``into`` (``link``'s ECMP siblings)."""
-    return {lk for nbr, links in fabric.adjacency.get(into, {}).items() if fabric.is_switch(nbr)
+def _siblings(link: str, near: str, far: str, fabric: Fabric) -> set[str]:
+    """``link``'s ECMP siblings for traffic from switch ``near`` to switch ``far``: toward a
+    leaf (a switch with hosts), the other switches' links into it, which the source leaves
+    chose among; toward a spine, ``near``'s other links to switches, the members it chose
+    among (the other leaves' links into that spine carry other leaves' choices)."""
+    leafward = any(fabric.is_host(n) for n in fabric.adjacency.get(far, {}))
+    hub = far if leafward else near
+    return {lk for nbr, links in fabric.adjacency.get(hub, {}).items() if fabric.is_switch(nbr)
             for lk in links if lk != link}
 
 

@@ -677,17 +677,21 @@ def test_a_slow_host_link_explains_the_incast_into_it_not_cleared_by_those_it_se
     assert f"suites/congestion/test_congestion.py::test_incast[{slow}]" in claimed, cause
 
 
+@pytest.mark.parametrize("towards", ["leaf", "spine"])
 def test_a_queue_on_the_member_beside_a_lossy_one_is_the_lossy_ones_consequence(
-    testbed_record: dict[str, Any],
+    testbed_record: dict[str, Any], towards: str,
 ) -> None:
     """lossy_link.1: with leaf2--spine1 losing, the RoCE flows over it collapsed and their
     load went to spine2's downlink into leaf2, where a queue raised the latency beside the
     incast; the queue named spine2:Ethernet2/1 and made it a second cause. A fabric link's
-    ECMP siblings into the same switch are second suspects of a queue on it."""
+    ECMP siblings are second suspects of a queue on it: toward a leaf, the other spines'
+    links into that leaf; toward a spine, the near leaf's other uplinks (the members it
+    chose among), not the other leaves' links into that spine."""
     bad = "leaf2:Ethernet0--spine1:Ethernet8"
+    device, port = ("spine2", "Ethernet2/1") if towards == "leaf" else ("leaf2", "Ethernet8")
     queue = t("latency", "test_latency_beside_upstream_pause[host5->host3]", [
         m("latency.hol_p99_us", 29.4, "FAIL", {"high": 26, "source": "x"}, pair="host3--host5",
-          device="spine2", port="Ethernet2/1", priority="3", queue="spine2:Ethernet2/1:3")])
+          device=device, port=port, priority="3", queue=f"{device}:{port}:3")])
     loss = t("paths", f"test_member_loss[{bad}]", [
         m("paths.member_loss_ratio", 0.02, "FAIL", {"high": 1e-4, "source": "x"}, link=bad,
           device="leaf2", port="Ethernet0", peer="spine1:Ethernet8")])
