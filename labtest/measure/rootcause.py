@@ -354,14 +354,19 @@ def _onward(labels: Mapping[str, Any], starved: frozenset[str], fabric: Fabric
             ) -> frozenset[str]:
     """What the flows a short member carried crossed after it (``source`` host to each of
     ``towards``, on the routes through a starved member): RoCE collapsing on a lossy link
-    further on leaves that member short too, so those are its second suspects."""
+    further on leaves that member short too, so those are its second suspects. Not the
+    hosts' ends nor their leaves: a leaf carries what every member brings it alike, so it
+    cannot starve one of them."""
     src, towards = str(labels.get("source") or ""), str(labels.get("towards") or "").split()
     if not (src and starved):
         return frozenset()
     routes = [r for dst in towards for r in fabric.routes(src, dst) if starved & r]
     crossed = {c for r in routes for c in r if fabric.link_ends(c) or fabric.is_switch(c)}
-    ends = {c for h in (src, *towards) if fabric.is_host(h) for c in (h, *fabric.host_links(h))}
-    return frozenset(crossed - ends)
+    hosts = [h for h in (src, *towards) if fabric.is_host(h)]
+    ends = {c for h in hosts for c in (h, *fabric.host_links(h))}
+    leaves = {d for h in hosts for lk in fabric.host_links(h) for d in fabric.link_ends(lk) or ()
+              if fabric.is_switch(d)}
+    return frozenset(crossed - ends - leaves)
 
 
 def _siblings(link: str, near: str, far: str, fabric: Fabric) -> set[str]:

@@ -738,3 +738,29 @@ def test_a_knock_on_finding_of_one_fault_does_not_push_a_second_faults_reading_d
     assert culprits[1] == "leaf1:Ethernet24", culprits
     for later in causes[2:]:
         assert later.downstream_of in (lossy, "leaf3:Ethernet2/1"), later
+
+
+def test_a_short_members_onward_suspects_are_not_the_leaves_at_the_hosts_ends(
+    testbed_record: dict[str, Any],
+) -> None:
+    """Campaign seed 16068975 case 178: an unqualified optic firmware at leaf2:Ethernet8 and
+    spine1's link into leaf4 losing 2.7 %. leaf1's and leaf3's flows towards host3 and host7
+    collapsed over spine1, so their spine1 members read short; leaf2 (host3's leaf) was
+    taken as their onward suspect, and the device then explained the firmware reading too,
+    named as 'leaf2' over its port. A leaf carries what every member brings it alike."""
+    lossy = "leaf4:Ethernet0--spine1:Ethernet24"
+    shares = t("roce", "test_ecmp_balance", [
+        m("roce.ecmp_share_deviation", dev, "FAIL", {"high": 0.25, "source": "x"},
+          device=leaf, port=port, source=src, towards="host7 host3", shares=shares)
+        for leaf, port, src, dev, shares in (
+            ("leaf1", "Ethernet0", "host1", 0.30, "Ethernet0=0.35 Ethernet8=0.65"),
+            ("leaf3", "Ethernet1/1", "host5", 0.40, "Ethernet1/1=0.30 Ethernet2/1=0.70"))])
+    firmware = t("transceiver", "test_optic_firmware[leaf2:Ethernet8]", [
+        m("transceiver.optic_firmware_unqualified", 1, "FAIL", {"high": 0, "source": "x"},
+          device="leaf2", port="Ethernet8", firmware="3.2.0", qualified="3.2.1")])
+    causes = root_causes(doc_of(testbed_record, [
+        *leaf_pairs(("host7", "host8"), 0.74), shares, firmware,
+        _member_loss(lossy, "spine1", "Ethernet24", 0.027)]))
+    culprits = [c.culprit for c in causes]
+    assert culprits[0] in (lossy, "spine1:Ethernet24"), culprits
+    assert culprits[1] == "leaf2:Ethernet8", culprits
