@@ -193,9 +193,10 @@ def _ring_hosts(text: str) -> list[str]:
     return [h.strip() for h in text.split("->") if h.strip()]
 
 
-def _segments(labels: Mapping[str, Any], key: str, fabric: Fabric
+def _segments(labels: Mapping[str, Any], key: str, fabric: Fabric, endless: bool = False
               ) -> tuple[tuple[Route, ...], ...]:
-    """What the measurement's traffic crossed, per segment (each: its ECMP routes)."""
+    """What the measurement's traffic crossed, per segment (each: its ECMP routes).
+    ``endless``: a failover that never stopped losing (its surviving routes count)."""
     crossed = _crossed(labels, fabric) if labels.get("flow") else frozenset()
     if crossed:  # a flow whose path was mapped: one route, every link of it crossed
         return ((crossed,),)
@@ -204,7 +205,9 @@ def _segments(labels: Mapping[str, Any], key: str, fabric: Fabric
         ends = fabric.link_ends(stim)
         if ends:
             event = (frozenset(d for d in ends if fabric.is_switch(d) or fabric.is_host(d)),)
-            after = _rerouted(labels, stim, fabric)
+            # a reroute that kept losing is the surviving members' doing as much as the ends';
+            # one that ended late is the ends' detection and rehash
+            after = _rerouted(labels, stim, fabric) if endless else ()
             # flows off the failed path that lost frames anyway: what they crossed (``links``)
             hit = _crossed(labels, fabric) if not labels.get("flow") else frozenset()
             return (event, *((after,) if after else ()), *(((hit,),) if hit else ()))
@@ -265,8 +268,13 @@ def _rerouted(labels: Mapping[str, Any], stim: str, fabric: Fabric) -> tuple[Rou
     """The routes a failover's host flow (``flow``: ``src>dst:sport``) could take once
     ``stim`` was down: a reroute that kept losing is the surviving members' doing as much
     as the ends' (an ECMP member blackholing what the shut sent onto it). () when the
-    flow's hosts are unknown (a TG flow) or no route avoids the link."""
-    return tuple(r for r in _flow_routes(labels, fabric) if stim not in r)
+    flow's hosts are unknown (a TG flow) or no route avoids the link. Not the hosts' own
+    ends: they carried the flow alike before and after the shut, so they cannot slow its
+    reroute."""
+    routes = [r for r in _flow_routes(labels, fabric) if stim not in r]
+    hosts = {c for r in routes for c in r if fabric.is_host(c)}
+    ends = {c for h in hosts for c in (h, *fabric.host_links(h))}
+    return tuple(r - ends for r in routes)
 
 
 def _flow_routes(labels: Mapping[str, Any], fabric: Fabric) -> tuple[Route, ...]:
@@ -439,7 +447,10 @@ def evidence_of(doc: Mapping[str, Any], fabric: Fabric
                         starved = _starved_links(labels, fabric)
                         named |= starved
                         nearby |= _onward(labels, starved, fabric) - named
-            segments = _segments(labels, key, fabric) if traffic else ()
+            value = m.get("value")
+            endless = value is None or (isinstance(value, int | float)
+                                        and not math.isfinite(value))
+            segments = _segments(labels, key, fabric, endless) if traffic else ()
             parts = _parts(labels, fabric) if traffic and segments else ()
             aspect = key
             if matches(key, STIMULUS_KEYS) and str(labels.get("link") or "").endswith(ALL_LINKS):

@@ -764,3 +764,29 @@ def test_a_short_members_onward_suspects_are_not_the_leaves_at_the_hosts_ends(
     culprits = [c.culprit for c in causes]
     assert culprits[0] in (lossy, "spine1:Ethernet24"), culprits
     assert culprits[1] == "leaf2:Ethernet8", culprits
+
+
+def test_a_slow_reroute_carried_by_hosts_names_the_switch_not_the_surviving_member(
+    testbed_record: dict[str, Any],
+) -> None:
+    """Campaign seed 16068975 case 191: leaf3 (no TG port) rerouted 1.7 s late; its one
+    event is carried by host5's and host1's streams. The routes that survived the shut were
+    taken as crossed, and leaf3's other uplink (or host5's own link) tied with leaf3 and
+    won. A reroute that ended late is the event's ends' doing; only one that never stopped
+    losing counts the surviving members."""
+    def event(d: str, p: str, lk: str, ms: float, flow: str) -> dict[str, Any]:
+        return t("failover", f"test_failover[shut:{d}:{p}]", [
+            m("failover.convergence_ms", ms, "FAIL" if ms > 1000 else "PASS",
+              {"high": 1000, "source": "x"}, flow=flow, link=lk, device=d, port=p,
+              carrier="hosts")])
+
+    tests = [event("leaf3", "Ethernet1/1", "leaf3:Ethernet1/1--spine1:Ethernet16", 2304.0,
+                   "host5>host1:38561"),
+             event("leaf2", "Ethernet0", "leaf2:Ethernet0--spine1:Ethernet8", 650.0,
+                   "host3>host1:44564"),
+             event("leaf1", "Ethernet0", "leaf1:Ethernet0--spine1:Ethernet0", 650.0,
+                   "host1>host7:40000"),
+             event("spine2", "Ethernet1/1", "leaf1:Ethernet8--spine2:Ethernet1/1", 650.0,
+                   "host1>host7:40001")]
+    causes = root_causes(doc_of(testbed_record, tests))
+    assert [c.culprit for c in causes] == ["leaf3"], causes
