@@ -240,9 +240,13 @@ def _text(c: RootCause) -> str:
 
 
 def _names_fault(c: RootCause, fault: Mapping[str, Any]) -> bool:
+    """A device is named by itself or one of its ports, not by a link it ends (a host's
+    link at a leaf names the host's NIC as much as the leaf)."""
     if c.kind == "unexplained" or not c.culprit:
         return False
-    return any(names(_text(c), who) for who in fault["blame"])
+    return any(names(_text(c), who) if (":" in who or "--" in who or c.kind == "unreachable")
+               else c.culprit == who or c.culprit.startswith(f"{who}:")
+               for who in fault["blame"])
 
 
 def _short(c: RootCause | None) -> str:
