@@ -17,7 +17,8 @@ venv=${LABTEST_VENV:-.venv}
 #   postgresql        a real PostgreSQL server for the shared-database tests (tests/db)
 #   python3-venv      the virtual environment below (Debian splits it out of python3)
 #   traceroute        the doctor's UDP path probes from the kernel lab's hosts (docs/doctor.md)
-packages="snmpd snmp tcpdump iproute2 libpcap0.8 openssh-server chromium nftables lldpd frr ethtool postgresql traceroute"
+#   iperf3            the kernel lab's hosts carry the paths suite's member loads (UdpStreams)
+packages="snmpd snmp tcpdump iproute2 libpcap0.8 openssh-server chromium nftables lldpd frr ethtool postgresql traceroute iperf3"
 python3 -m venv --help >/dev/null 2>&1 && python3 -c "import ensurepip" 2>/dev/null \
     || packages="$packages python3-venv"
 

@@ -37,6 +37,7 @@ from labtest.capabilities.host import (
 from labtest.capabilities.nic_fec import NicPhyErrors
 from labtest.capabilities.probes import UdpStreamResult, UdpStreamsRun, UdpTrace
 from labtest.capabilities.transceiver import Transceiver
+from labtest.drivers.common.cli import telling
 from labtest.drivers.common.clock import DATE_EPOCH_COMMAND, parse_date_epoch
 from labtest.drivers.linux.counters import (
     PfcCounters,
@@ -333,8 +334,11 @@ class LinuxHost:
         deadline = labtime.monotonic() + self.server_start_timeout_s
         while f":{int(port)}" not in server.shell.run(listening, tool="ss").stdout:
             if labtime.monotonic() > deadline:
+                said = server.shell.run(f"cat {srv_log}", tool="cat", ok=(0, 1)).stdout
                 raise TransportTimeout(server.name, f"iperf3 -s did not listen on {port} "
-                                       f"within {self.server_start_timeout_s:g} s")
+                                       f"within {self.server_start_timeout_s:g} s"
+                                       + (f": {telling(said)}" if said.strip() else ""),
+                                       raw=said)
             labtime.sleep(0.05)
         log = f"{self.tmp_dir}/labtest-iperf3-c{int(port)}-{server.name}.json"
         bps = rate_pps * payload_bytes * 8

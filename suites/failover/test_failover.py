@@ -538,7 +538,7 @@ def _hosts_loss_free(measure: Any, a: Any, b: Any, cfg: dict[str, Any], timeout:
     lose frames before any event are the fabric's loss: every stream is recorded (its hosts
     give its routes; the clean ones clear what they may have crossed) and the test fails
     with no event."""
-    port = int(cfg["port"])
+    port = int(cfg["port"]) + 2  # the event's streams take port and port + 1 right after
     runs = [(a, a.udp_streams_start(
                 b, streams=int(cfg["streams"]), rate_pps=float(cfg["rate_pps_per_stream"]),
                 payload_bytes=int(cfg["payload_bytes"]), duration_s=float(cfg["baseline_s"]),

@@ -22,6 +22,8 @@ PROGRAMS: dict[str, str] = {
     "tc": "iproute2",
     "nft": "nftables",
     "ethtool": "ethtool",
+    "iperf3": "iperf3",  # the hosts' UdpStreams (paths member loads, host-carried failover)
+    "traceroute": "traceroute",  # the hosts' UdpTraces (the doctor's path probes)
 }
 #: one line for a CI script or a lab engineer
 INSTALL = "apt-get install -y --no-install-recommends " + " ".join(sorted(set(PROGRAMS.values())))
