@@ -265,13 +265,16 @@ def _stimulus_link(labels: Mapping[str, Any], key: str) -> bool:
 
 
 def _rerouted(labels: Mapping[str, Any], stim: str, fabric: Fabric) -> tuple[Route, ...]:
-    """The routes a failover's host flow (``flow``: ``src>dst:sport``) could take once
-    ``stim`` was down: a reroute that kept losing is the surviving members' doing as much
-    as the ends' (an ECMP member blackholing what the shut sent onto it). () when the
-    flow's hosts are unknown (a TG flow) or no route avoids the link. Not the hosts' own
-    ends: they carried the flow alike before and after the shut, so they cannot slow its
-    reroute."""
+    """The routes a failover's host flow (``flow``: ``src>dst:sport``), or a TG flow between
+    the switches ``between`` names, could take once ``stim`` was down: a reroute that kept
+    losing is the surviving members' doing as much as the ends' (an ECMP member blackholing
+    what the shut sent onto it, a member already down). () when the flow's ends are unknown
+    or no route avoids the link. Not the hosts' own ends: they carried the flow alike
+    before and after the shut, so they cannot slow its reroute."""
     routes = [r for r in _flow_routes(labels, fabric) if stim not in r]
+    between = str(labels.get("between") or "").split()  # a TG flow: its ports' switches
+    if not routes and len(between) == 2 and all(fabric.is_switch(d) for d in between):
+        routes = [r for r in fabric.routes(*between) if stim not in r]
     hosts = {c for r in routes for c in r if fabric.is_host(c)}
     ends = {c for h in hosts for c in (h, *fabric.host_links(h))}
     return tuple(r - ends for r in routes)

@@ -341,6 +341,7 @@ def test_failover(
                     link=event.label,
                     device=event.device,
                     why="never converged",
+                    between=f"{probe.a.switch} {probe.b.switch}",
                 )
         with allure.step("FAIL-1.1/4: loss-derived convergence (RFC 6412 eq. 6) per flow"):
             _judge_failure(measure, event, probe, loss0, loss1, on_path, off_path)
@@ -434,6 +435,8 @@ def _judge_failure(
             port=port,
             flow=worst,
             flows_on_path=str(len(on_path)),
+            # the TG ports' switches: the routes left between them once the link is down
+            between=f"{probe.a.switch} {probe.b.switch}",
         )
     else:
         measure("failover.flows_on_failed_path", 0, unit="flows", link=link)

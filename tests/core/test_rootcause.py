@@ -790,3 +790,34 @@ def test_a_slow_reroute_carried_by_hosts_names_the_switch_not_the_surviving_memb
                    "host1>host7:40001")]
     causes = root_causes(doc_of(testbed_record, tests))
     assert [c.culprit for c in causes] == ["leaf3"], causes
+
+
+def test_a_failover_with_no_member_left_names_the_member_already_down(
+    testbed_record: dict[str, Any],
+) -> None:
+    """Kernel-lab campaign (seed 87970119, link_down at spine1:Ethernet0): leaf1--spine1 was
+    down, so shutting either spine2 link of the TG's path left no route, and both events
+    never converged; their evidence was the shut links' ends, and spine2 (common to both)
+    was named first, the down link second. A TG-carried event names the TG ports' switches
+    (``between``): the routes left between them hold the member already down."""
+    down = "leaf1:Ethernet0--spine1:Ethernet0"
+    cable = t("cabling", f"test_cable[{down}]", [
+        m("cabling.neighbour_mismatch", 1, "FAIL", {"high": 0, "source": "x"}, device=d,
+          port="Ethernet0", link=down, status="missing", seen="nobody")
+        for d in ("leaf1", "spine1")])
+    def event(d: str, p: str, lk: str, ms: float) -> dict[str, Any]:
+        labels = {"why": "never converged"} if ms == float("inf") else {"flow": "p1-to-p2-0"}
+        return t("failover", f"test_failover[shut:{d}:{p}]", [
+            m("failover.convergence_ms", ms, "FAIL" if ms > 1000 else "PASS",
+              {"high": 1000, "source": "x"}, link=lk, device=d, between="leaf1 leaf4",
+              **labels)])
+    tests = [cable,
+             event("leaf1", "Ethernet8", "leaf1:Ethernet8--spine2:Ethernet1/1", float("inf")),
+             event("leaf4", "Ethernet8", "leaf4:Ethernet8--spine2:Ethernet4/1", float("inf")),
+             event("leaf4", "Ethernet0", "leaf4:Ethernet0--spine1:Ethernet24", 650.0),
+             event("spine2", "Ethernet1/1", "leaf1:Ethernet8--spine2:Ethernet1/1", float("inf"))]
+    causes = root_causes(doc_of(testbed_record, tests))
+    assert [c.culprit for c in causes] in ([down], ["leaf1:Ethernet0"], ["spine1:Ethernet0"]), (
+        causes)
+    assert {x["nodeid"] for x in tests[1:] if x["outcome"] == "failed"} <= set(
+        causes[0].consequences), causes[0]
