@@ -1,0 +1,214 @@
+"""A kernel-lab fault campaign (issue 39): real faults at random places, the run's answer judged.
+
+    sudo python bench/kernel_campaign.py [--seed S] [--cases 40] [--healthy 4] [--out DIR]
+    python bench/kernel_campaign.py --list [--seed S] [--cases N]
+
+From a seed (printed) it draws faults of every kind the kernel lab places with real tools
+(``labtest.emulation.kernel.faults.FAULTS``: nft drops of a fraction, one direction or one
+protocol; an HTB rate limit; BFD timers raised; a link down; sshd and snmpd stopped; two
+cables swapped) at random fabric links, ends and devices of ``testbeds/kernel/leafspine.yaml``,
+with random parameters, plus healthy labs. Each case is one ``labtest run`` of cabling,
+failover, paths and routing on a fresh kernel lab whose testbed places the fault at start,
+one case at a time (software forwarding must not share its cores).
+
+Judged is only the run's own answer, as in ``bench/rootcause_campaign.py``: a faulty case
+must FAIL (INCOMPLETE for an unreachable device alone: its checks cannot run) with the
+first root cause naming the placed element (the link, either end, or the device); a
+healthy one must PASS. Linux replaces a route when BGP withdraws a path and drops a few
+frames of flows that never used the failed link (docs/kernel-lab.md): a healthy run that
+fails only ``failover.unaffected_flow_loss_frames`` is counted apart, as that truth.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from labtest.emulation.kernel import why_not
+from labtest.emulation.kernel.faults import FAULTS
+from labtest.matrix.judge import names
+from labtest.measure.rootcause import root_causes
+from labtest.reports import results
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTBED = ROOT / "testbeds" / "kernel" / "leafspine.yaml"
+SUITES = ("cabling", "failover", "paths", "routing")
+TIMEOUT_S = 600.0
+FIB_UPDATE_LOSS = "failover.unaffected_flow_loss_frames"
+
+
+def _links(data: Mapping[str, Any]) -> list[tuple[str, str]]:
+    roles = {d: v["role"] for d, v in data["devices"].items()}
+    return [(lk["a"], lk["b"]) for lk in data["links"]
+            if {roles[lk["a"].split(":")[0]], roles[lk["b"].split(":")[0]]} <= {"leaf", "spine"}]
+
+
+def draw(seed: int, cases: int, healthy: int) -> list[dict[str, Any]]:
+    """``cases`` faulty draws, every kind in turn, and ``healthy`` healthy labs."""
+    data = yaml.safe_load(TESTBED.read_text(encoding="utf-8"))
+    rng = random.Random(seed)
+    links = _links(data)
+    switches = [d for d, v in data["devices"].items() if v["role"] in ("leaf", "spine")]
+    hosts = [d for d, v in data["devices"].items() if v["role"] == "host"]
+    kinds = sorted(FAULTS)
+    out: list[dict[str, Any]] = []
+    for i in range(cases):
+        kind = kinds[i % len(kinds)]
+        a, b = rng.choice(links)
+        end = rng.choice((a, b))
+        params: dict[str, Any] = {}
+        blame = [f"{a}--{b}", a, b]
+        if kind == "lossy_link":
+            proto = rng.choice(("any", "udp"))
+            params = {"loss": round(rng.uniform(0.02, 0.3), 3),
+                      "direction": rng.choice(("ab", "ba", "both")), "proto": proto,
+                      "spare_bfd": proto == "udp" and rng.random() < 0.5}
+        elif kind == "straggler_link":  # under the paths suite's 8.2 Mbit/s per path
+            params = {"rate_mbit": round(rng.uniform(1.0, 4.0), 2)}
+        elif kind == "slow_convergence":  # detection 1.5-6 s against 1 s
+            params = {"detect_multiplier": rng.randint(5, 10),
+                      "interval_ms": rng.choice((300, 400, 500, 600))}
+            blame += [a.split(":")[0], b.split(":")[0]]
+        elif kind == "miswired":
+            c, d = rng.choice([lk for lk in links if lk != (a, b)])
+            params = {"other": f"{c}--{d}"}
+            blame += [f"{c}--{d}", c, d]
+        elif kind == "unreachable_device":
+            end = rng.choice(switches + hosts)
+            blame = [end]
+        out.append({"name": f"{i + 1:03d}-{kind}", "kind": kind, "target": end,
+                    "params": params, "blame": blame})
+    out += [{"name": f"{cases + j + 1:03d}-healthy", "kind": "", "target": "", "params": {},
+             "blame": []} for j in range(healthy)]
+    return out
+
+
+def testbed_for(case: Mapping[str, Any], folder: Path) -> Path:
+    data = yaml.safe_load(TESTBED.read_text(encoding="utf-8"))
+    for key in ("limits", "suite_settings"):  # relative to the original file
+        data[key] = str((TESTBED.parent / data[key]).resolve())
+    data["emulation"]["faults"] = [{"kind": case["kind"], "target": case["target"],
+                                    "params": case["params"]}] if case["kind"] else []
+    path = folder / "kernel-lab.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def run_case(case: Mapping[str, Any], folder: Path) -> dict[str, Any]:
+    folder.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-m", "labtest.cli", "run", "--testbed",
+            str(testbed_for(case, folder)), "--alluredir", str(folder / "results")]
+    for suite in SUITES:
+        argv += ["--suite", suite]
+    t0 = time.monotonic()
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S,
+                              check=False)
+        log, code = done.stdout + done.stderr, done.returncode
+    except subprocess.TimeoutExpired as exc:
+        log, code = f"timed out after {TIMEOUT_S:g} s\n{exc.stdout or ''}", -1
+    (folder / "run.log").write_text(str(log), encoding="utf-8")
+    return judge(case, folder, time.monotonic() - t0, code)
+
+
+def judge(case: Mapping[str, Any], folder: Path, wall_s: float, code: int) -> dict[str, Any]:
+    row: dict[str, Any] = {"name": case["name"], "kind": case["kind"] or "healthy",
+                           "target": case["target"], "params": case["params"],
+                           "wall_s": round(wall_s, 1), "exit": code, "verdict": "NO RESULTS",
+                           "first": "—", "right": False}
+    try:
+        doc = results.load(folder / "results")
+    except results.ResultsError as exc:
+        row["problem"] = str(exc)
+        return row
+    row["verdict"] = str(results.verdict_of(doc).get("verdict"))
+    causes = root_causes(doc)
+    first = causes[0] if causes else None
+    row["first"] = f"{first.culprit} [{first.kind}]" if first else "—"
+    if not case["kind"]:
+        failing = {str(m.get("limit_key")) for t in doc.get("tests") or []
+                   for m in t.get("measurements") or [] if m.get("verdict") == "FAIL"}
+        row["right"] = row["verdict"] == "PASS"
+        row["fib_update_loss"] = row["verdict"] == "FAIL" and failing == {FIB_UPDATE_LOSS}
+        return row
+    want = ("FAIL", "INCOMPLETE") if case["kind"] == "unreachable_device" else ("FAIL",)
+    text = "" if first is None or first.kind == "unexplained" else (
+        f"{first.culprit}\n{first.cause}" if first.kind == "unreachable" else first.culprit)
+    row["verdict_ok"] = row["verdict"] in want
+    row["right"] = row["verdict_ok"] and any(names(text, who) for who in case["blame"])
+    return row
+
+
+def render(rows: Sequence[Mapping[str, Any]], seed: int) -> str:
+    lines = [f"Kernel-lab campaign, seed {seed}: {len(rows)} case(s), suites "
+             f"{', '.join(SUITES)}, one at a time.", "",
+             "| fault kind | cases | verdict right | first root cause right | wall s (median) |",
+             "|---|---|---|---|---|"]
+    for kind in sorted({r["kind"] for r in rows}):
+        mine = [r for r in rows if r["kind"] == kind]
+        walls = sorted(r["wall_s"] for r in mine)
+        ok = sum(bool(r.get("verdict_ok", r["right"])) for r in mine)
+        lines.append(f"| `{kind}` | {len(mine)} | {ok} | {sum(r['right'] for r in mine)} | "
+                     f"{walls[len(walls) // 2]:.0f} |")
+    faulty = [r for r in rows if r["kind"] != "healthy"]
+    lines += ["", f"Faulty: {sum(r['right'] for r in faulty)}/{len(faulty)} named first."]
+    healthy = [r for r in rows if r["kind"] == "healthy"]
+    if healthy:
+        fib = sum(bool(r.get("fib_update_loss")) for r in healthy)
+        lines.append(f"Healthy: {sum(r['right'] for r in healthy)}/{len(healthy)} PASS"
+                     + (f", {fib} failing only on Linux's FIB-update loss" if fib else "") + ".")
+    wrong = [r for r in rows if not r["right"] and not r.get("fib_update_loss")]
+    if wrong:
+        lines += ["", "Wrong:"] + [
+            f"- `{r['name']}` {r['kind']} at `{r['target']}` {r['params']}: verdict "
+            f"{r['verdict']}, first {r['first']}" for r in wrong]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--cases", type=int, default=40, help="faulty cases (default 40)")
+    ap.add_argument("--healthy", type=int, default=4, help="healthy labs (default 4)")
+    ap.add_argument("--out", type=Path, default=None, help="default bench/out/kernel-SEED")
+    ap.add_argument("--list", action="store_true", help="print the draws and exit")
+    args = ap.parse_args(argv)
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**8)
+    cases = draw(seed, args.cases, args.healthy)
+    print(f"kernel campaign: seed {seed}, {len(cases)} case(s)", flush=True)
+    if args.list:
+        for c in cases:
+            print(f"  {c['name']:<26} {c['target'] or '-':<20} {c['params']}")
+        return 0
+    reason = why_not()
+    if reason is not None:
+        print(f"kernel campaign: the kernel lab cannot run here: {reason}", file=sys.stderr)
+        return 2
+    out = args.out or ROOT / "bench" / "out" / f"kernel-{seed}"
+    rows = []
+    for n, case in enumerate(cases, 1):
+        row = run_case(case, out / case["name"])
+        rows.append(row)
+        state = "right" if row["right"] else ("FIB loss" if row.get("fib_update_loss")
+                                              else "WRONG")
+        print(f"[{n:3d}/{len(cases)}] {case['name']:<26} {case['target'] or '-':<20} "
+              f"{row['verdict']:<10} first {row['first']:<44} {state:<8} {row['wall_s']:5.0f} s",
+              flush=True)
+        (out / "rows.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    table = render(rows, seed)
+    (out / "table.md").write_text(table, encoding="utf-8")
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
