@@ -332,6 +332,7 @@ def test_failover(
             if event.kind != "reboot":
                 poll_until(lambda: not any(_oper(lab, ends).values()), timeout_s=timeout)
             loss1 = wait_loss_settled(tg, timeout_s=timeout)
+            converged = loss1 is not None
             if loss1 is None:
                 loss1 = frames_lost(tg.metrics())
                 measure(
@@ -344,7 +345,7 @@ def test_failover(
                     between=f"{probe.a.switch} {probe.b.switch}",
                 )
         with allure.step("FAIL-1.1/4: loss-derived convergence (RFC 6412 eq. 6) per flow"):
-            _judge_failure(measure, event, probe, loss0, loss1, on_path, off_path)
+            _judge_failure(measure, event, probe, loss0, loss1, on_path, off_path, converged)
         with allure.step("FAIL-1.1/5: recover; wait for the links and loss-free flow"):
             undo()
             undo = None
@@ -419,12 +420,15 @@ def _judge_failure(
     loss1: dict[str, int],
     on_path: list[str],
     off_path: list[str],
+    converged: bool = True,
 ) -> None:
+    """Per flow, its loss over its rate; a reroute that never converged stands as the
+    infinite one recorded (the loss counted until the wait gave up is no convergence)."""
     lost = {f: loss1[f] - loss0.get(f, 0) for f in probe.paths}
     attach_json("frames lost per flow", lost)
     link = event.label
     device, port = (event.device, event.target) if event.kind == "shut" else (event.device, "")
-    if on_path:
+    if on_path and converged:
         worst = max(on_path, key=lambda f: lost[f])
         measure(
             "failover.convergence_ms",
@@ -438,7 +442,7 @@ def _judge_failure(
             # the TG ports' switches: the routes left between them once the link is down
             between=f"{probe.a.switch} {probe.b.switch}",
         )
-    else:
+    elif not on_path:
         measure("failover.flows_on_failed_path", 0, unit="flows", link=link)
     hit = sorted(f for f in off_path if lost[f] > 0)
     # what the losing flows crossed: a lossy member on their own path explains them as well
