@@ -245,7 +245,8 @@ def _names_fault(c: RootCause, fault: Mapping[str, Any]) -> bool:
     if c.kind == "unexplained" or not c.culprit:
         return False
     return any(names(_text(c), who) if (":" in who or "--" in who or c.kind == "unreachable")
-               else c.culprit == who or c.culprit.startswith(f"{who}:")
+               else c.culprit == who or (
+                   "--" not in c.culprit and c.culprit.startswith(f"{who}:"))
                for who in fault["blame"])
 
 
