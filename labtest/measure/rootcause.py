@@ -193,10 +193,11 @@ def _ring_hosts(text: str) -> list[str]:
     return [h.strip() for h in text.split("->") if h.strip()]
 
 
-def _segments(labels: Mapping[str, Any], key: str, fabric: Fabric, endless: bool = False
-              ) -> tuple[tuple[Route, ...], ...]:
+def _segments(labels: Mapping[str, Any], key: str, fabric: Fabric, endless: bool = False,
+              parts: tuple[tuple[Route, ...], ...] = ()) -> tuple[tuple[Route, ...], ...]:
     """What the measurement's traffic crossed, per segment (each: its ECMP routes).
-    ``endless``: a failover that never stopped losing (its surviving routes count)."""
+    ``endless``: a failover that never stopped losing (its surviving routes count);
+    ``parts``: an incast's senders' routes (``_parts``)."""
     crossed = _crossed(labels, fabric) if labels.get("flow") else frozenset()
     if crossed:  # a flow whose path was mapped: one route, every link of it crossed
         return ((crossed,),)
@@ -229,7 +230,7 @@ def _segments(labels: Mapping[str, Any], key: str, fabric: Fabric, endless: bool
     if a and b and fabric.is_host(a) and fabric.is_host(b):
         routes = fabric.routes(a, b)
         return (routes,) if routes else ()
-    every = [r for seg in _parts(labels, fabric) for r in seg]
+    every = [r for seg in parts for r in seg]
     if every:  # an incast: what all of it crossed (each sender's own routes: its parts)
         return ((frozenset.intersection(*every),),)
     receiver = str(labels.get("receiver") or labels.get("host") or "")
@@ -275,9 +276,13 @@ def _rerouted(labels: Mapping[str, Any], stim: str, fabric: Fabric) -> tuple[Rou
     between = str(labels.get("between") or "").split()  # a TG flow: its ports' switches
     if not routes and len(between) == 2 and all(fabric.is_switch(d) for d in between):
         routes = [r for r in fabric.routes(*between) if stim not in r]
-    hosts = {c for r in routes for c in r if fabric.is_host(c)}
-    ends = {c for h in hosts for c in (h, *fabric.host_links(h))}
+    ends = _host_ends({c for r in routes for c in r if fabric.is_host(c)}, fabric)
     return tuple(r - ends for r in routes)
+
+
+def _host_ends(hosts: Iterable[str], fabric: Fabric) -> set[str]:
+    """The hosts and their links: what carries a flow alike on every route it may take."""
+    return {c for h in hosts for c in (h, *fabric.host_links(h))}
 
 
 def _flow_routes(labels: Mapping[str, Any], fabric: Fabric) -> tuple[Route, ...]:
@@ -373,10 +378,8 @@ def _onward(labels: Mapping[str, Any], starved: frozenset[str], fabric: Fabric
         return frozenset()
     routes = [r for dst in towards for r in fabric.routes(src, dst) if starved & r]
     crossed = {c for r in routes for c in r if fabric.link_ends(c) or fabric.is_switch(c)}
-    hosts = [h for h in (src, *towards) if fabric.is_host(h)]
-    ends = {c for h in hosts for c in (h, *fabric.host_links(h))}
-    leaves = {d for h in hosts for lk in fabric.host_links(h) for d in fabric.link_ends(lk) or ()
-              if fabric.is_switch(d)}
+    ends = _host_ends((h for h in (src, *towards) if fabric.is_host(h)), fabric)
+    leaves = {d for lk in ends for d in fabric.link_ends(lk) or () if fabric.is_switch(d)}
     return frozenset(crossed - ends - leaves)
 
 
@@ -453,8 +456,9 @@ def evidence_of(doc: Mapping[str, Any], fabric: Fabric
             value = m.get("value")
             endless = value is None or (isinstance(value, int | float)
                                         and not math.isfinite(value))
-            segments = _segments(labels, key, fabric, endless) if traffic else ()
-            parts = _parts(labels, fabric) if traffic and segments else ()
+            parts = _parts(labels, fabric) if traffic else ()
+            segments = _segments(labels, key, fabric, endless, parts) if traffic else ()
+            parts = parts if segments else ()
             aspect = key
             if matches(key, STIMULUS_KEYS) and str(labels.get("link") or "").endswith(ALL_LINKS):
                 aspect = f"{key}@reboot"  # a reboot withdraws its routes first: not a failure
@@ -572,7 +576,7 @@ def _independent_first(causes: Sequence[inference.Cause], by_id: Mapping[str, Ev
 
 
 def _culprit_of(cause: inference.Cause, by_id: Mapping[str, Evidence], fabric: Fabric
-                      ) -> str:
+                ) -> str:
     """The culprit an upstream cause is shown as (its port where its readings name one)."""
     direct = [by_id[i] for i in cause.explains if cause.component in by_id[i].obs.named]
     ports = {e.port for e in direct

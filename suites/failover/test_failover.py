@@ -493,7 +493,7 @@ def _failover_by_hosts(event: Event, lab: Lab, measure: Any, config_guard: Any) 
         _not_exercised(measure, event, f"{near} or {far} offers no UdpStreams")
     timeout = float(SETTINGS["recovery_timeout_s"])
     streams, rate = int(cfg["streams"]), float(cfg["rate_pps_per_stream"])
-    size, duration = int(cfg["payload_bytes"]), float(cfg["duration_s"])
+    duration = float(cfg["duration_s"])
     port = int(cfg["port"])
     ends = _ports_of(lab, event.links)
     with allure.step(f"FAIL-1.2/0: {near} <-> {far}: {streams} UDP streams each way for "
@@ -505,10 +505,7 @@ def _failover_by_hosts(event: Event, lab: Lab, measure: Any, config_guard: Any) 
         with allure.step(f"FAIL-1.2/1: {near} <-> {far}: {streams} UDP streams each way, "
                          f"{rate:g} datagrams/s each, for {duration:g} s"):
             began = labtime.monotonic()
-            runs = [a.udp_streams_start(b, streams=streams, rate_pps=rate, payload_bytes=size,
-                                        duration_s=duration, port=port),
-                    b.udp_streams_start(a, streams=streams, rate_pps=rate, payload_bytes=size,
-                                        duration_s=duration, port=port + 1)]
+            runs = _both_ways(a, b, cfg, duration, port)
             labtime.sleep(float(cfg["lead_s"]))
             before = _moved(lab, ends)
             labtime.sleep(float(cfg["crossing_window_s"]))
@@ -525,8 +522,7 @@ def _failover_by_hosts(event: Event, lab: Lab, measure: Any, config_guard: Any) 
                                  f"streams started: they send for {duration:g} s, too little "
                                  "is left to see a slow reroute (raise host_probe.duration_s)")
         with allure.step("FAIL-1.2/3: the streams end; lost datagrams per stream"):
-            results = [(run, r) for run, drv in zip(runs, (a, b), strict=True)
-                       for r in drv.udp_streams_result(run, timeout_s=timeout)]
+            results = _results(runs, timeout)
             attach_json("streams", [{"from": run.client, "to": run.server, "sport": r.sport,
                                      "packets": r.packets, "lost": r.lost_packets,
                                      "loss_ms": round(r.loss_ms, 1)} for run, r in results])
@@ -538,6 +534,21 @@ def _failover_by_hosts(event: Event, lab: Lab, measure: Any, config_guard: Any) 
     _judge_by_hosts(measure, event, results, crossed, rate, window_ms)
 
 
+def _both_ways(a: Any, b: Any, cfg: dict[str, Any], duration_s: float, port: int
+               ) -> list[tuple[Any, Any]]:
+    """``a`` streams to ``b`` (server ``port``) and ``b`` to ``a`` (``port + 1``), at once:
+    (the sending driver, its run) each."""
+    how = {"streams": int(cfg["streams"]), "rate_pps": float(cfg["rate_pps_per_stream"]),
+           "payload_bytes": int(cfg["payload_bytes"]), "duration_s": duration_s}
+    return [(a, a.udp_streams_start(b, port=port, **how)),
+            (b, b.udp_streams_start(a, port=port + 1, **how))]
+
+
+def _results(runs: list[tuple[Any, Any]], timeout_s: float) -> list[tuple[Any, Any]]:
+    """Every stream of ``runs`` once its report is whole: (its run, its result) each."""
+    return [(run, r) for drv, run in runs for r in drv.udp_streams_result(run, timeout_s=timeout_s)]
+
+
 def _hosts_loss_free(measure: Any, a: Any, b: Any, cfg: dict[str, Any], timeout: float
                      ) -> bool:
     """The streams' loss is the event's only if they lose nothing without it: a stream
@@ -545,17 +556,9 @@ def _hosts_loss_free(measure: Any, a: Any, b: Any, cfg: dict[str, Any], timeout:
     lose frames before any event are the fabric's loss: every stream is recorded (its hosts
     give its routes; the clean ones clear what they may have crossed) and the test fails
     with no event."""
-    port = int(cfg["port"]) + 2  # the event's streams take port and port + 1 right after
-    runs = [(a, a.udp_streams_start(
-                b, streams=int(cfg["streams"]), rate_pps=float(cfg["rate_pps_per_stream"]),
-                payload_bytes=int(cfg["payload_bytes"]), duration_s=float(cfg["baseline_s"]),
-                port=port)),
-            (b, b.udp_streams_start(
-                a, streams=int(cfg["streams"]), rate_pps=float(cfg["rate_pps_per_stream"]),
-                payload_bytes=int(cfg["payload_bytes"]), duration_s=float(cfg["baseline_s"]),
-                port=port + 1))]
-    streams = [(run, r) for drv, run in runs
-               for r in drv.udp_streams_result(run, timeout_s=timeout)]
+    # the event's streams take port and port + 1 right after
+    runs = _both_ways(a, b, cfg, float(cfg["baseline_s"]), int(cfg["port"]) + 2)
+    streams = _results(runs, timeout)
     if not any(r.lost_packets > 0 for _, r in streams):
         return True
     attach_json("datagrams lost per stream before any event",

@@ -302,7 +302,7 @@ def member_loads(lab: Lab, fabric_view: FabricView,
                      f"{rounds} x {streams} UDP streams each, {rate:g} datagrams/s, "
                      f"{duration:g} s a round"):
         before = _counts(lab, switches)
-        for r in range(rounds):  # each round's streams take new source ports
+        for n in range(rounds):  # each round's streams take new source ports
             runs = []
             for k, (a, b) in enumerate(out.pairs):
                 client, server = lab.device(a), lab.device(b)
@@ -312,7 +312,7 @@ def member_loads(lab: Lab, fabric_view: FabricView,
                 runs.append((client, client.udp_streams_start(
                     server, streams=streams, rate_pps=rate,
                     payload_bytes=int(cfg["payload_bytes"]), duration_s=duration,
-                    port=int(cfg["port"]) + r * len(out.pairs) + k)))
+                    port=int(cfg["port"]) + n * len(out.pairs) + k)))
             for drv, run in runs:
                 done = drv.udp_streams_result(run, timeout_s=float(SETTINGS["timeout_s"]))
                 lost[run.client] = lost.get(run.client, 0) + sum(r.lost_packets for r in done)
