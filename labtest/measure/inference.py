@@ -22,6 +22,11 @@ The model (docs/rootcause.md states it for users):
   its path ``LOCATED_ELSEWHERE`` (mixed over the causes by how likely each
   failed it). A located pass clears its place, and what else it crossed only
   weakly (``LOCATED_ELSEWHERE``): a fault may spoil one direction.
+* An *intermittent* cause (a link seen coming and going) spoils what crossed it
+  by the moment: P(pass | crossed) is ``INTERMITTENT_MISS``, except for a
+  failure that names it (its own counters over the interval), and it also
+  reaches an observation's ``transient`` segments (a failover flow's own path,
+  which its baseline cleared of any steady fault).
 * A fault need not spoil traffic: a dirty connector fails its port's optics
   while every pair across it runs at line rate. Each cause takes the better of
   two modes, *local* (it explains only what names it) and *traffic*; and it
@@ -122,6 +127,10 @@ class Observation:
     #: equal part of it: ``segments`` holds what all of it crossed (the receiver's side).
     #: A failure may be any part's doing; a pass clears a part only by its share
     parts: tuple[Segment, ...] = ()
+    #: what the traffic also crossed where a steady fault would already have failed it (a
+    #: failover flow's own path, proven by its before-event baseline): only a fault that
+    #: comes and goes (the intermittent mode) reaches it there
+    transient: tuple[Segment, ...] = ()
 
     def reach(self, component: str) -> float:
         """Probability that this observation's traffic crossed ``component`` (some stream
@@ -140,6 +149,12 @@ class Observation:
         part = sum(_share(component, p) for p in self.parts) / len(self.parts)
         return 1.0 - self._missed(component, self.segments) * (1.0 - part)
 
+    def fleeting_reach(self, component: str) -> float:
+        """The reach of a fault that comes and goes: ``transient`` counts too."""
+        if not self.transient:
+            return self.reach(component)
+        return 1.0 - self._missed(component, (*self.segments, *self.parts, *self.transient))
+
     def _missed(self, component: str, segments: Iterable[Segment]) -> float:
         missed = 1.0
         for alternatives in segments:
@@ -150,7 +165,7 @@ class Observation:
     @property
     def components(self) -> frozenset[str]:
         out = set(self.named | self.nearby)
-        for alternatives in (*self.segments, *self.parts):
+        for alternatives in (*self.segments, *self.parts, *self.transient):
             for r in alternatives:
                 out |= r
         return frozenset(out)
@@ -226,14 +241,25 @@ def _hit(o: Observation, c: str, mode: str, aspects: frozenset[str], scope: str 
         return o.cleared(c) * LOCATED_ELSEWHERE
     if mode == "flows" and o.apart:  # a hole or a dark moment says nothing of other moments
         return 0.0
+    if mode == "intermittent" and o.transient:
+        return o.fleeting_reach(c)
     return o.reach(c) if o.failed else o.cleared(c)
+
+
+def _miss(o: Observation, c: str, mode: str) -> float:
+    """P(o passes | c's fault reached it). An intermittent fault spoils what crossed it only
+    at its moments, but a failure located at it (its own port's counters over the interval,
+    the link a collective named) saw it whatever the moment: that one is as certain as any."""
+    if mode == "intermittent" and not (o.failed and c in o.named):
+        return INTERMITTENT_MISS
+    return MISS
 
 
 def p_fail(o: Observation, hyp: Hypothesis) -> float:
     healthy = 1.0 - FALSE_ALARM
     for c, mode in hyp.modes.items():
         hit = _hit(o, c, mode, hyp.aspects.get(c, frozenset()), hyp.scopes.get(c, ANY_SCOPE))
-        healthy *= 1.0 - hit * (1.0 - (INTERMITTENT_MISS if mode == "intermittent" else MISS))
+        healthy *= 1.0 - hit * (1.0 - _miss(o, c, mode))
     return 1.0 - healthy
 
 

@@ -280,6 +280,22 @@ def _rerouted(labels: Mapping[str, Any], stim: str, fabric: Fabric) -> tuple[Rou
     return tuple(r - ends for r in routes)
 
 
+def _transient(labels: Mapping[str, Any], key: str, fabric: Fabric
+               ) -> tuple[tuple[Route, ...], ...]:
+    """A failover flow's own routes (``flow`` of hosts, or the switches ``between`` its TG
+    ports), less the link the test shut: the flow crossed them before the event without
+    loss (its baseline), so a steady fault there is cleared, but a link that came and went
+    during the reroute spoils its convergence like a slow switch does."""
+    if not matches(key, STIMULUS_KEYS):
+        return ()
+    stim = str(labels.get("link") or "")
+    routes = list(_flow_routes(labels, fabric))
+    between = str(labels.get("between") or "").split()
+    if not routes and len(between) == 2 and all(fabric.is_switch(d) for d in between):
+        routes = list(fabric.routes(*between))
+    return (tuple(frozenset(r - {stim}) for r in routes),) if routes else ()
+
+
 def _host_ends(hosts: Iterable[str], fabric: Fabric) -> set[str]:
     """The hosts and their links: what carries a flow alike on every route it may take."""
     return {c for h in hosts for c in (h, *fabric.host_links(h))}
@@ -465,7 +481,7 @@ def evidence_of(doc: Mapping[str, Any], fabric: Fabric
             if not failed and not (traffic and segments):
                 continue  # a device's own reading that passed clears nothing else
             signature = (nodeid, failed, named, nearby, segments, parts,
-                         key if not failed else "")
+                         key if not failed else "")  # transient follows from segments
             if not failed and signature in seen:
                 continue
             seen.add(signature)
@@ -473,10 +489,11 @@ def evidence_of(doc: Mapping[str, Any], fabric: Fabric
                 from_host, from_port = _storm_sources(labels, fabric)
                 sources |= from_host
                 spread_ports |= from_port
+            transient = _transient(labels, key, fabric) if traffic else ()
             obs = Observation(f"{nodeid}#{i}", failed, segments, named, strength(m),
                               traffic=traffic, aspect=aspect, scope=str(labels.get("scope") or ""),
                               nearby=nearby, stalls=matches(key, STALL_KEYS),
-                              streams=_streams(labels), parts=parts)
+                              streams=_streams(labels), parts=parts, transient=transient)
             out.append(Evidence(obs, nodeid, m, message(m), port))
     spreading = dict.fromkeys(sources or spread_ports, inference.ANY_SCOPE)
     return _one_fact_each(out), spreading | dict.fromkeys(uneven, CROSS_FABRIC_SCOPE)

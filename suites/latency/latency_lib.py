@@ -168,14 +168,16 @@ def upstream_senders(view: FabricView, pair: tuple[str, str], max_senders: int) 
 
 def pause_origin(
     path: Sequence[HopEvidence], origin: HopEvidence
-) -> tuple[HopEvidence, str, list[HopEvidence]]:
+) -> tuple[HopEvidence | None, str, list[HopEvidence]]:
     """The queue a PFC pause episode started at, why, and the paused hops on the path.
 
     A hop of the latency flow's path that received pause frames holds bytes because the
     switch after it ran out of ingress room; when that switch is the one whose egress the
     incast congests (it sent pause frames, or its queue marked), the congested egress is the
     origin and the paused hops are its consequence. Otherwise the path's own busiest queue
-    (``congested_queue``) is named: the delay did not come from the episode.
+    (``congested_queue``) is named: the delay did not come from the episode. With neither,
+    no queue is named (None): the episode's egress did not delay the flow, and whatever did
+    is for the flow's path to tell.
     """
     paused = [e for e in path if e.paused > 0]
     if paused or origin.xoff_sent > 0:
@@ -185,7 +187,7 @@ def pause_origin(
     if any(e.busy for e in path):
         top, why = congested_queue(path)
         return top, why, []
-    return origin, f"no pause reached the path ({origin.summary()})", []
+    return None, f"no pause reached the path (origin {origin.queue}: {origin.summary()})", []
 
 
 def beyond_limits(

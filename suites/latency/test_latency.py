@@ -42,6 +42,8 @@ from labtest.reports.attach import attach_json, attach_png
 
 SETTINGS = load_settings("latency")
 PRIORITY = int(SETTINGS["priority"])
+#: the labels that name the queue holding a delay (``_where``)
+PLACE = ("device", "port", "priority", "queue")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -88,6 +90,13 @@ def _quantiles(row: PerftestLatRow) -> dict[float, float]:
 
 def _failed(measure: Any, key: str, unit: str, why: str, **labels: Any) -> None:
     measure(key, float("nan"), key=key, pair=unit, error=why, **labels)
+
+
+def _failed_run(measure: Any, key: str, unit: str, why: str, where: dict[str, str]) -> None:
+    """A latency run that printed no latency: the queue evidence stays as text, but no queue
+    is named, since the run failed before any queue could delay it (a path that went dark,
+    a peer that died): what it crossed is for the root cause to weigh."""
+    _failed(measure, key, unit, why, **{k: v for k, v in where.items() if k not in PLACE})
 
 
 def _hole(measure: Any, requirements: tuple[str, ...], why: str, **labels: Any) -> NoReturn:
@@ -383,8 +392,8 @@ def test_latency_under_incast(
                 **where)  # fmt: skip
     row = _row(loaded)
     if row is None:
-        _failed(measure, "latency.loaded_p99_us", unit, loaded.error or "no latency table",
-                **where)  # fmt: skip
+        _failed_run(measure, "latency.loaded_p99_us", unit, loaded.error or "no latency table",
+                    where)  # fmt: skip
         return
     attach_json(f"loaded ib_write_lat {client}->{server}", loaded.latency)
     _judge(measure, INCAST_KEYS, "LAT-1.1", unit, idle_row, row, where,
@@ -414,7 +423,7 @@ def _judge(
         beyond = beyond_limits([(k, v) for k, v, _ in values], measure.profile.get)
         if not beyond:
             raise InfraError(
-                where["device"],
+                where.get("device") or unit,
                 f"{outlived}; what they measured, a lower bound "
                 "of the loaded latency, is within the limits: not proven",
             )
@@ -501,9 +510,12 @@ def _worst(outcomes: list[PairOutcome]) -> tuple[PerftestLatRow | None, str | No
     return max(rows, key=lambda r: r.p99_us or 0.0), None
 
 
-def _where(ev: HopEvidence, why: str, **extra: str) -> dict[str, str]:
-    return {"device": ev.hop.device, "port": ev.hop.port, "priority": str(PRIORITY),
-            "queue": ev.queue, "evidence": why, **extra}  # fmt: skip
+def _where(ev: HopEvidence | None, why: str, **extra: str) -> dict[str, str]:
+    """The labels that locate a delay: the queue holding it, when the counters point at one
+    (``ev``), and why, always."""
+    place = {} if ev is None else {"device": ev.hop.device, "port": ev.hop.port,
+                                   "priority": str(PRIORITY), "queue": ev.queue}  # fmt: skip
+    return {**place, "evidence": why, **extra}
 
 
 @pytest.mark.plan("LAT-1.2")
@@ -544,7 +556,7 @@ def test_latency_beside_all_to_all(fabric_view: FabricView, measure: Any) -> Non
         row = _row(run)
         idle_row = idle[pair]
         if row is None or idle_row is None:
-            _failed(measure, A2A_KEYS.p99, unit, run.error or "no latency table", **where)
+            _failed_run(measure, A2A_KEYS.p99, unit, run.error or "no latency table", where)
             continue
         attach_json(f"ib_write_lat {client}->{server} beside the all-to-all", run.latency)
         _judge(measure, A2A_KEYS, "LAT-1.2", unit, idle_row, row, where, "all-to-all",
@@ -598,7 +610,7 @@ def test_latency_beside_upstream_pause(
         where = _where(top, why, paused=",".join(e.queue for e in paused) or "none")
     row, error = _worst(runs)
     if row is None:
-        _failed(measure, HOL_KEYS.p99, unit, error or "no latency table", **where)
+        _failed_run(measure, HOL_KEYS.p99, unit, error or "no latency table", where)
         return
     attach_json(f"ib_write_lat {client}->{server} beside the incast into {victim}",
                 [o.latency for o in runs])  # fmt: skip
@@ -611,7 +623,7 @@ def test_latency_beside_upstream_pause(
         row,
         where,
         f"incast into {victim} (worst of {n})",
-        f"ib_write_lat {client}->{server}: idle vs beside {load.what} (origin {top.queue})",
+        f"ib_write_lat {client}->{server}: idle vs beside {load.what} (origin {origin.queue})",
         outlived,
     )
 
@@ -712,11 +724,11 @@ def test_latency_during_failover(
             f"{client}->{server} had no path {settle_s * 1000:.0f} ms after {shut.link} went "
             f"down (shut at {shut.endpoint}): {runs[0].error}"
         )
-        _failed(measure, FAILOVER_KEYS.p99, unit, why, **where)
+        _failed_run(measure, FAILOVER_KEYS.p99, unit, why, where)
         return
     row, error = _worst(runs)
     if row is None:
-        _failed(measure, FAILOVER_KEYS.p99, unit, error or "no latency table", **where)
+        _failed_run(measure, FAILOVER_KEYS.p99, unit, error or "no latency table", where)
         return
     attach_json(f"ib_write_lat {client}->{server} with {shut.link} down", runs[0].latency)
     _judge(

@@ -540,6 +540,51 @@ def test_a_flapping_link_is_not_cleared_by_what_crossed_it_while_up(
     assert failed <= set(causes[0].tests) | set(causes[0].consequences), causes[0]
 
 
+def test_what_a_flapping_link_spoilt_at_its_own_port_and_in_a_reroute_is_its_alone(
+    testbed_record: dict[str, Any],
+) -> None:
+    """CI's flapping_link.2 (seed 1423): host5's link flapped; drops counted at its leaf port
+    and a collective's errors there were explained by the link only half (a link that comes
+    and goes spoils by the moment), so leaf3, whose port it is, was added to explain them
+    fully and took a failover at leaf3 whose flow into host5 lost 9.6 s while the link was
+    dark. A failure located at the flapping link saw it whatever the moment; a failover flow's
+    own path (proven by its baseline) can spoil its reroute only by coming and going."""
+    link = "host5:eth0--leaf3:Ethernet3/1"
+    at_port = {"device": "leaf3", "port": "Ethernet3/1"}
+    flaps = t("link", f"test_link_stability[{link}]", [
+        m("link.flaps", 12, "FAIL", {"high": 0, "source": "x"}, link=link, **at_port)])
+    drops = [t("roce", "test_bisection_bandwidth", [
+                 m("roce.lossless_drops", 2.4e7, "FAIL", ZERO, scope="bisection", **at_port)]),
+             t("congestion", "test_incast[host5]", [
+                 m("congestion.lossless_drops", 2.3e7, "FAIL", ZERO, receiver="host5",
+                   **at_port)]),
+             *(t("collective", f"test_allreduce[ring{i}]", [
+                 m("collective.network_errors", 1, "FAIL", {"high": 0, "source": "x"},
+                   ring=" -> ".join(HOSTS), **at_port)]) for i in range(2))]
+    # incasts into host5's neighbour and the others cross leaf3 and pass
+    incasts = [t("congestion", f"test_incast[{h}]", [
+        m("congestion.lossless_drops", 0, "PASS", ZERO, receiver=h,
+          senders=" ".join(x for x in HOSTS if x != h))]) for h in HOSTS if h != "host5"]
+
+    def event(d: str, p: str, lk: str, ms: float, flow: str) -> dict[str, Any]:
+        return t("failover", f"test_failover[shut:{d}:{p}]", [
+            m("failover.convergence_ms", ms, "FAIL" if ms > 1000 else "PASS",
+              {"high": 1000, "source": "x"}, flow=flow, link=lk, device=d, port=p,
+              carrier="hosts")])
+
+    late = event("leaf3", "Ethernet1/1", "leaf3:Ethernet1/1--spine1:Ethernet16", 9590.0,
+                 "host1>host5:46359")
+    events = [late,
+              event("leaf2", "Ethernet0", "leaf2:Ethernet0--spine1:Ethernet8", 650.0,
+                    "host3>host1:44564"),
+              event("leaf3", "Ethernet2/1", "leaf3:Ethernet2/1--spine2:Ethernet3/1", 650.0,
+                    "host6>host1:40002")]
+    causes = root_causes(doc_of(testbed_record,
+                                [flaps, *drops, *incasts, *events, *pair_tests(None)]))
+    assert [c.culprit for c in causes] == [link], causes
+    assert late["nodeid"] in causes[0].consequences, causes[0]
+
+
 def test_flows_losing_before_any_failover_event_name_the_link_they_share(
     testbed_record: dict[str, Any],
 ) -> None:

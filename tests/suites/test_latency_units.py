@@ -145,13 +145,14 @@ def test_a_pause_episode_is_named_at_its_origin_not_at_the_paused_spine():
     assert [e.queue for e in paused] == ["spine1:Ethernet0:3"] and "consequence" in why
 
 
-def test_no_pause_on_the_path_names_the_origin_and_says_so():
+def test_no_pause_on_the_path_names_no_queue_and_says_so():
     origin_hop = Hop("leaf1", "Ethernet24")
     deltas = {d.endpoint: d for d in (_delta("leaf1", "Ethernet24", 900),)}
     path = hop_evidence(HOPS, deltas, 3)
     (origin,) = hop_evidence([origin_hop], deltas, 3)
     top, why, paused = pause_origin(path, origin)
-    assert top.queue == "leaf1:Ethernet24:3" and paused == [] and "no pause" in why
+    # the episode's egress did not delay the flow: no queue is named, the origin is said
+    assert top is None and paused == [] and "no pause" in why and "leaf1:Ethernet24:3" in why
     # a path queue that marked by itself is the path's own congestion, named as such
     marked = {d.endpoint: d for d in (_delta("spine1", "Ethernet0", 500),)}
     top, _, paused = pause_origin(hop_evidence(HOPS, marked, 3), origin)
