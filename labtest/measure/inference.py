@@ -24,7 +24,8 @@ The model (docs/rootcause.md states it for users):
   weakly (``LOCATED_ELSEWHERE``): a fault may spoil one direction.
 * An *intermittent* cause (a link seen coming and going) spoils what crossed it
   by the moment: P(pass | crossed) is ``INTERMITTENT_MISS``, except for a
-  failure that names it (its own counters over the interval), and it also
+  failure located at it (its own counters over the interval, named or a second
+  suspect), and it also
   reaches an observation's ``transient`` segments (a failover flow's own path,
   which its baseline cleared of any steady fault).
 * A fault need not spoil traffic: a dirty connector fails its port's optics
@@ -249,8 +250,9 @@ def _hit(o: Observation, c: str, mode: str, aspects: frozenset[str], scope: str 
 def _miss(o: Observation, c: str, mode: str) -> float:
     """P(o passes | c's fault reached it). An intermittent fault spoils what crossed it only
     at its moments, but a failure located at it (its own port's counters over the interval,
-    the link a collective named) saw it whatever the moment: that one is as certain as any."""
-    if mode == "intermittent" and not (o.failed and c in o.named):
+    the link a collective named, the ECMP member found short of frames) saw it whatever the
+    moment: that one is as certain as any."""
+    if mode == "intermittent" and not (o.failed and (c in o.named or c in o.nearby)):
         return INTERMITTENT_MISS
     return MISS
 

@@ -282,10 +282,11 @@ def _rerouted(labels: Mapping[str, Any], stim: str, fabric: Fabric) -> tuple[Rou
 
 def _transient(labels: Mapping[str, Any], key: str, fabric: Fabric
                ) -> tuple[tuple[Route, ...], ...]:
-    """A failover flow's own routes (``flow`` of hosts, or the switches ``between`` its TG
-    ports), less the link the test shut: the flow crossed them before the event without
-    loss (its baseline), so a steady fault there is cleared, but a link that came and went
-    during the reroute spoils its convergence like a slow switch does."""
+    """A failover flow's own routes once the test shut its link (``flow`` of hosts, or the
+    switches ``between`` its TG ports: those that avoid the link, else all of them less
+    it): the flow crossed them before the event without loss (its baseline), so a steady
+    fault there is cleared, but a link that came and went during the reroute spoils its
+    convergence like a slow switch does."""
     if not matches(key, STIMULUS_KEYS):
         return ()
     stim = str(labels.get("link") or "")
@@ -293,7 +294,8 @@ def _transient(labels: Mapping[str, Any], key: str, fabric: Fabric
     between = str(labels.get("between") or "").split()
     if not routes and len(between) == 2 and all(fabric.is_switch(d) for d in between):
         routes = list(fabric.routes(*between))
-    return (tuple(frozenset(r - {stim}) for r in routes),) if routes else ()
+    after = [r for r in routes if stim not in r] or [r - {stim} for r in routes]
+    return (tuple(after),) if after else ()
 
 
 def _host_ends(hosts: Iterable[str], fabric: Fabric) -> set[str]:
@@ -464,11 +466,14 @@ def evidence_of(doc: Mapping[str, Any], fabric: Fabric
                     # RoCE bytes short on a member may be the link's doing (its routes
                     # withdrawn, its flows collapsed by loss): the link explains it too. The
                     # paths suite counts its streams' frames per member, and judges each
-                    # member's loss apart (PATHS-2): its short member is the hash's
+                    # member's loss apart (PATHS-2): its short member is the hash's, or
+                    # second, a member that was dark for moments (its flows rehashed)
+                    starved = _starved_links(labels, fabric)
                     if matches(key, SHARE_KEYS):
-                        starved = _starved_links(labels, fabric)
                         named |= starved
                         nearby |= _onward(labels, starved, fabric) - named
+                    else:  # a member dark for moments: the flows it lost went to the others
+                        nearby |= starved - named
             value = m.get("value")
             endless = value is None or (isinstance(value, int | float)
                                         and not math.isfinite(value))

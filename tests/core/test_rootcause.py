@@ -585,6 +585,42 @@ def test_what_a_flapping_link_spoilt_at_its_own_port_and_in_a_reroute_is_its_alo
     assert late["nodeid"] in causes[0].consequences, causes[0]
 
 
+def test_a_flapping_uplink_explains_the_reroute_onto_it_and_the_spread_it_left(
+    testbed_record: dict[str, Any],
+) -> None:
+    """Matrix seed 2208532, flapping_link.2: leaf3's spine2 uplink flapped. Shutting leaf3's
+    other uplink left the flapping one as the only way out (host5's flow lost 19 s), and the
+    paths suite found leaf3's frames spread 1.5:1 over its members, the flapping one short.
+    Both were leaf3's doing until the reroute's surviving routes and the short member were
+    weighed: the flapping link explains both."""
+    link = "leaf3:Ethernet2/1--spine2:Ethernet3/1"
+    ends = (("leaf3", "Ethernet2/1"), ("spine2", "Ethernet3/1"))
+    flaps = t("link", f"test_link_stability[{link}]", [  # counted at both ends, as the suite does
+        m("link.flaps", 7, "FAIL", {"high": 0, "source": "x"}, device=d, port=p, link=link)
+        for d, p in ends])
+    spread = {"high": 1.25, "source": "x"}
+    spreads = t("paths", "test_ecmp_spread", [
+        m("paths.ecmp_spread_max_mean", v, "FAIL" if v > 1.25 else "PASS", spread, device=d,
+          port=p, shares=shares) for d, p, v, shares in (
+            ("leaf1", "Ethernet8", 1.10, "Ethernet0=460002 Ethernet8=564003"),
+            ("leaf3", "Ethernet1/1", 1.51, "Ethernet1/1=718679 Ethernet2/1=235814"),
+            ("leaf4", "Ethernet0", 1.02, "Ethernet0=524002 Ethernet8=500003"))])
+
+    def event(d: str, p: str, lk: str, ms: float, flow: str) -> dict[str, Any]:
+        return t("failover", f"test_failover[shut:{d}:{p}]", [
+            m("failover.convergence_ms", ms, "FAIL" if ms > 1000 else "PASS",
+              {"high": 1000, "source": "x"}, flow=flow, link=lk, device=d, port=p,
+              carrier="hosts")])
+
+    late = event("leaf3", "Ethernet1/1", "leaf3:Ethernet1/1--spine1:Ethernet16", 18970.0,
+                 "host5>host1:51257")
+    events = [late, event("leaf2", "Ethernet0", "leaf2:Ethernet0--spine1:Ethernet8", 650.0,
+                          "host3>host1:44564")]
+    causes = root_causes(doc_of(testbed_record, [flaps, spreads, *events, *pair_tests(None)]))
+    assert [c.culprit for c in causes] == [link], causes
+    assert {late["nodeid"], spreads["nodeid"]} <= set(causes[0].consequences), causes[0]
+
+
 def test_flows_losing_before_any_failover_event_name_the_link_they_share(
     testbed_record: dict[str, Any],
 ) -> None:
