@@ -50,13 +50,16 @@ from labtest.measure.paths import Fabric
 STORM_KEYS = ("congestion.idle_pfc_rx_frames", "congestion.stormed_queues")
 #: measurements that show a link going down or flapping
 LINK_DOWN_KEYS = ("link.flaps", "link.oper_down*", "link.down_*")
+#: a routing session found down on a link: the link was down at that moment (a laser that
+#: died mid-run), while what crossed it earlier passed
+SESSION_DOWN_KEYS = ("routing.bgp_session_down", "routing.bfd_session_down")
 #: a link seen coming and going (down some moments) or holing part of its flows: what
 #: crossed it failed or passed by the moment or the hash (the engine's intermittent mode)
 PARTIAL_LOSS_KEYS = ("paths.member_loss_ratio",)  # intermittent only below a total loss
 #: a NIC a ring found down: its link was down at that moment (a laser dying mid-run), while
 #: what crossed it earlier passed
 NIC_DOWN_KEYS = ("collective.ring_nics_down",)
-INTERMITTENT_KEYS = (*LINK_DOWN_KEYS, *NIC_DOWN_KEYS, *PARTIAL_LOSS_KEYS)
+INTERMITTENT_KEYS = (*LINK_DOWN_KEYS, *NIC_DOWN_KEYS, *SESSION_DOWN_KEYS, *PARTIAL_LOSS_KEYS)
 #: measurements of traffic: a fault anywhere on their path can spoil them
 SYMPTOM_KEYS = (
     "roce.bw_*",
@@ -282,11 +285,14 @@ def _rerouted(labels: Mapping[str, Any], stim: str, fabric: Fabric) -> tuple[Rou
 
 def _transient(labels: Mapping[str, Any], key: str, fabric: Fabric
                ) -> tuple[tuple[Route, ...], ...]:
-    """A failover flow's own routes once the test shut its link (``flow`` of hosts, or the
-    switches ``between`` its TG ports: those that avoid the link, else all of them less
-    it): the flow crossed them before the event without loss (its baseline), so a steady
-    fault there is cleared, but a link that came and went during the reroute spoils its
-    convergence like a slow switch does."""
+    """What a failover flow crossed that only a fault which comes and goes can have spoilt
+    (segments reached in the intermittent mode only). Its own routes once the test shut its
+    link (``flow`` of hosts, or the switches ``between`` its TG ports: those that avoid the
+    link, else all of them less it): the flow crossed them before the event without loss
+    (its baseline), so a steady fault there is cleared, but a link that came and went
+    during the reroute spoils its convergence like a slow switch does. So does the shut
+    link itself when it flapped: dark on its own before the shut, its loss counts into the
+    event's."""
     if not matches(key, STIMULUS_KEYS):
         return ()
     stim = str(labels.get("link") or "")
@@ -295,7 +301,8 @@ def _transient(labels: Mapping[str, Any], key: str, fabric: Fabric
     if not routes and len(between) == 2 and all(fabric.is_switch(d) for d in between):
         routes = list(fabric.routes(*between))
     after = [r for r in routes if stim not in r] or [r - {stim} for r in routes]
-    return (tuple(after),) if after else ()
+    shut = ((frozenset({stim}),),) if fabric.link_ends(stim) else ()
+    return ((tuple(after),) if after else ()) + shut
 
 
 def _host_ends(hosts: Iterable[str], fabric: Fabric) -> set[str]:
@@ -472,8 +479,9 @@ def evidence_of(doc: Mapping[str, Any], fabric: Fabric
                     if matches(key, SHARE_KEYS):
                         named |= starved
                         nearby |= _onward(labels, starved, fabric) - named
-                    else:  # a member dark for moments: the flows it lost went to the others
-                        nearby |= starved - named
+                    else:  # a member dark for moments (its flows went to the others), or
+                        # one whose onward route was withdrawn: what its flows crossed after
+                        nearby |= (starved | _onward(labels, starved, fabric)) - named
             value = m.get("value")
             endless = value is None or (isinstance(value, int | float)
                                         and not math.isfinite(value))

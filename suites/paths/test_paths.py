@@ -247,6 +247,7 @@ class MemberLoads:
     peer: dict[tuple[str, str], str] = field(default_factory=dict)
     uplinks: dict[str, dict[str, int]] = field(default_factory=dict)  # leaf -> port -> tx
     pairs: list[tuple[str, str]] = field(default_factory=list)
+    source_of: dict[str, tuple[str, str]] = field(default_factory=dict)  # leaf -> its pair
     unloaded: str = ""
     min_frames: float = 0.0
 
@@ -291,6 +292,7 @@ def member_loads(lab: Lab, fabric_view: FabricView,
         return out
     out.pairs = [(by_leaf[lf][0], by_leaf[leaves[(i + 1) % len(leaves)]][0])
                  for i, lf in enumerate(leaves)]
+    out.source_of = dict(zip(leaves, out.pairs, strict=True))
     streams, rate = int(cfg["streams"]), float(cfg["rate_pps_per_stream"])
     duration = float(cfg["duration_s"])
     out.min_frames = rate * duration * 0.5  # half a stream: the direction carried one
@@ -378,8 +380,12 @@ def test_ecmp_spread(member_loads: MemberLoads, measure: Any) -> None:
             continue
         mean = sum(ports.values()) / len(ports)
         worst = max(ports, key=lambda p: ports[p])
+        # whose streams its uplinks carried: a member short of them may be one whose onward
+        # route to the destination was withdrawn (a dead link beyond the spine)
+        src, dst = member_loads.source_of.get(leaf, ("", ""))
+        flows = {"source": src, "towards": dst} if src else {}
         measure("ecmp_spread_max_mean", ports[worst] / mean, key=SPREAD_KEY, device=leaf,
-                port=worst, shares=" ".join(f"{p}={n}" for p, n in ports.items()))
+                port=worst, shares=" ".join(f"{p}={n}" for p, n in ports.items()), **flows)
         judged += 1
     if not judged:
         reason = "no leaf with a streaming host has two or more uplinks that carried frames"

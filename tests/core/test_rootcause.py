@@ -621,6 +621,51 @@ def test_a_flapping_uplink_explains_the_reroute_onto_it_and_the_spread_it_left(
     assert {late["nodeid"], spreads["nodeid"]} <= set(causes[0].consequences), causes[0]
 
 
+def test_an_uplink_whose_laser_died_mid_run_explains_the_reroutes_and_spreads_it_starved(
+    testbed_record: dict[str, Any],
+) -> None:
+    """Matrix seed 2208532, failing_laser.3: spine2:Ethernet2/1's laser died mid-run. The
+    link suite had passed it; then shutting leaf2's other uplink left no way out (40 s of
+    loss in two events), leaf2 and leaf1 found their spine2 members empty (spine2 had lost
+    its route to leaf2), and the link's BGP and BFD sessions were down at both ends. A
+    session down is the link down at that moment; the empty member's onward route is the
+    dead link's: one cause, not leaf2 and leaf1 beside it."""
+    link = "leaf2:Ethernet8--spine2:Ethernet2/1"
+    ends = (("leaf2", "Ethernet8", "spine2:Ethernet2/1"), ("spine2", "Ethernet2/1",
+                                                           "leaf2:Ethernet8"))
+    one = {"high": 0, "source": "x"}
+    bias = t("transceiver", "test_dom_stable[spine2:Ethernet2/1]", [
+        m("transceiver.tx_bias_change", 21.0, "FAIL", {"high": 10, "source": "x"},
+          device="spine2", port="Ethernet2/1", lane=str(lane)) for lane in range(1, 5)])
+    sessions = [t("routing", f"test_{kind}_session[{link}]", [
+        m(f"routing.{kind}_session_down", 1, "FAIL", one, link=link, device=d, port=p, peer=peer)
+        for d, p, peer in ends]) for kind in ("bgp", "bfd")]
+    spread = {"high": 1.25, "source": "x"}
+    spreads = t("paths", "test_ecmp_spread", [
+        m("paths.ecmp_spread_max_mean", v, "FAIL" if v > 1.25 else "PASS", spread, device=d,
+          port=p, shares=shares, source=src, towards=dst) for d, p, v, shares, src, dst in (
+            ("leaf1", "Ethernet0", 2.0, "Ethernet0=1024002 Ethernet8=3", "host1", "host3"),
+            ("leaf2", "Ethernet0", 2.0, "Ethernet0=1024002 Ethernet8=0", "host3", "host5"),
+            ("leaf3", "Ethernet1/1", 1.02, "Ethernet1/1=507000 Ethernet2/1=517000", "host5",
+             "host7"),
+            ("leaf4", "Ethernet0", 1.05, "Ethernet0=525000 Ethernet8=499000", "host7",
+             "host1"))])
+
+    def event(name: str, d: str, p: str, ms: float, flow: str) -> dict[str, Any]:
+        return t("failover", f"test_failover[{name}]", [
+            m("failover.convergence_ms", ms, "FAIL" if ms > 1000 else "PASS",
+              {"high": 1000, "source": "x"}, flow=flow,
+              link="leaf2:Ethernet0--spine1:Ethernet8", device=d, port=p, carrier="hosts")])
+
+    events = [event("pull:osw1:1", "osw1", "", 40028.2, "host1>host3:40359"),
+              event("shut:leaf2:Ethernet0", "leaf2", "Ethernet0", 39252.1, "host1>host3:34339")]
+    causes = root_causes(doc_of(testbed_record,
+                                [bias, *sessions, spreads, *events, *pair_tests(None)]))
+    assert [c.culprit for c in causes] == [link], causes
+    assert {spreads["nodeid"], *(e["nodeid"] for e in events)} <= {
+        *causes[0].tests, *causes[0].consequences}, causes[0]
+
+
 def test_flows_losing_before_any_failover_event_name_the_link_they_share(
     testbed_record: dict[str, Any],
 ) -> None:
