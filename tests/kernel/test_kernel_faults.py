@@ -192,6 +192,68 @@ def test_silent_drop_is_seen_by_bfd_only(fresh_lab: tuple[KernelLab, Lab]) -> No
     assert leaf1.lldp_neighbors()["Ethernet0"].remote_system == "spine1"
 
 
+def _tx_rx(kernel: KernelLab, device: str, port: str) -> tuple[int, int]:
+    tx, rx = (int(_sh(kernel, device, "cat", f"/sys/class/net/{port}/statistics/{k}_packets"))
+              for k in ("tx", "rx"))  # fmt: skip
+    return tx, rx
+
+
+def test_a_lossy_link_loses_on_the_wire_sent_but_never_received(
+    fresh_lab: tuple[KernelLab, Lab],
+) -> None:
+    """Kernel campaign 87970119: nft's drop at the receiving port's ingress counted the frame
+    received there, so the paths suite saw the loss one hop on and named the next link. The
+    wire drops between the ends: the sender counts what the receiver never gets."""
+    kernel, _lab = fresh_lab
+    undo = inject(kernel, "lossy_link", "leaf1:Ethernet0", loss=0.5, direction="ab")
+    wire = f"{kernel.prefix}wire0"
+    assert wire in ns.list_netns()
+    spine1_ip = kernel.plan.nodes["spine1"].ports["Ethernet0"].split("/")[0]
+
+    def resolved() -> bool:
+        """leaf1 knows spine1's MAC across the lossy wire (else sends wait on ARP)"""
+        _datagrams(kernel, "leaf1", spine1_ip, 1)
+        seen = _sh(kernel, "leaf1", "ip", "neigh", "show", spine1_ip, "dev", "Ethernet0")
+        return any(state in seen for state in ("REACHABLE", "STALE", "DELAY", "PROBE"))
+
+    poll(resolved, 20)
+    tx0, _ = _tx_rx(kernel, "leaf1", "Ethernet0")
+    _, rx0 = _tx_rx(kernel, "spine1", "Ethernet0")
+    sent = 400
+    _datagrams(kernel, "leaf1", spine1_ip, sent)
+    tx1, _ = _tx_rx(kernel, "leaf1", "Ethernet0")
+    _, rx1 = _tx_rx(kernel, "spine1", "Ethernet0")
+    out, got = tx1 - tx0, rx1 - rx0
+    assert out >= sent, (out, got)  # the sender counted every request (and BFD, BGP)
+    assert 0.3 < 1 - got / out < 0.7, (out, got)  # half of it never arrived
+    undo()
+    assert wire not in ns.list_netns()
+
+    def direct() -> bool:
+        """a burst leaf1 sends spine1 all arrives (cabled direct again, re-addressed)"""
+        tx0, _ = _tx_rx(kernel, "leaf1", "Ethernet0")
+        _, rx0 = _tx_rx(kernel, "spine1", "Ethernet0")
+        _datagrams(kernel, "leaf1", spine1_ip, 50)
+        tx1, _ = _tx_rx(kernel, "leaf1", "Ethernet0")
+        _, rx1 = _tx_rx(kernel, "spine1", "Ethernet0")
+        return tx1 - tx0 >= 50 and rx1 - rx0 >= tx1 - tx0
+
+    poll(direct, 10)
+
+
+def _datagrams(kernel: KernelLab, device: str, to_ip: str, n: int) -> None:
+    """``n`` UDP datagrams to the discard port, 2 ms apart, from inside ``device``."""
+    import socket
+
+    def send() -> None:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            for _ in range(n):
+                s.sendto(b"x" * 64, (to_ip, 9))
+                time.sleep(0.002)
+
+    ns.call_in_netns(kernel.plan.nodes[device].netns, send, timeout_s=30)
+
+
 def test_rate_limit_and_slow_bfd_are_applied(fresh_lab: tuple[KernelLab, Lab]) -> None:
     kernel, lab = fresh_lab
     inject(kernel, "straggler_link", "leaf1:Ethernet4", rate_mbit=50)

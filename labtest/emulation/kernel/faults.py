@@ -11,10 +11,10 @@ kind                   what happens
 link_down              ``ip link set PORT down`` at both ends (carrier loss)
 silent_drop            nft netdev ingress drop at both ends: the link stays up,
                        only BFD notices (the catalogue's blackhole)
-lossy_link             nft netdev ingress drop of a random fraction (``loss``) of what
-                       crosses the link, one or both ways (``direction``), of every
-                       protocol or one (``proto``: udp, tcp), BFD spared or not
-                       (``spare_bfd``)
+lossy_link             the link re-cabled through a wire namespace whose nft drops a
+                       random fraction (``loss``) of what crosses it, one or both ways
+                       (``direction``), of every protocol or one (``proto``: udp, tcp),
+                       BFD spared or not (``spare_bfd``): sent, never received
 miswired               the ``b`` ends of the target link and ``other`` swap places
                        (veth pairs re-created crossed between namespaces)
 slow_convergence       BFD timers raised (``params``: detect_multiplier,
@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from labtest import netns as ns
 from labtest.emulation.kernel import plan as pl
-from labtest.emulation.kernel.lab import KernelLab
+from labtest.emulation.kernel.lab import WIRE_A, WIRE_B, KernelLab
 from labtest.testbed.faultcheck import TargetType, param_problems
 
 Undo = Callable[[], None]
@@ -84,36 +84,37 @@ def silent_drop(lab: KernelLab, target: str) -> Undo:
 
 def lossy_link(lab: KernelLab, target: str, loss: float = 0.3, direction: str = "both",
                proto: str = "any", spare_bfd: bool = False) -> Undo:
-    """``nft``'s ``numgen random`` drops ``loss`` of the frames arriving at the receiving
-    end(s): ``ab`` what the target's end sends, ``ba`` what it receives. A table per end
-    and fault, so undoing it leaves other faults' rules alone."""
-    near, far = _ends(lab, target)
-    receivers = {"ab": [far], "ba": [near], "both": [near, far]}[direction]
+    """The link is re-cabled through a wire (``KernelLab.through_wire``) whose ``nft``
+    forwards each way and drops ``loss`` of the frames (``numgen random``): ``ab`` what the
+    target's end sends, ``ba`` what it receives. The sender counts what the wire drops and
+    the receiver never sees it, as on a cable that corrupts frames; a drop at the receiving
+    port's ingress would count them received there, and the loss would show one hop on."""
+    end = target.partition("--")[0]
+    device, _, port = end.partition(":")
+    v = lab.veth_of(end)
+    # the wire's port facing the target's end receives what that end sends
+    a_end = (device, port) == (v.a_device, v.a_port)
+    sends_into, other = (WIRE_A, WIRE_B) if a_end else (WIRE_B, WIRE_A)
+    lossy = {"ab": [sends_into], "ba": [other], "both": [WIRE_A, WIRE_B]}[direction]
     match = "" if proto == "any" else f"ip protocol {proto} "
     if spare_bfd:  # BFD control and echo (RFC 5881 s.4) pass: sessions stay up
         match += "udp dport != { 3784, 3785 } "
     per_mille = round(loss * 1000)
-    tables: list[tuple[str, str]] = []
+    wire = lab.through_wire(end)
     try:
-        for netns, port in receivers:
-            table = f"labtest_loss_{port}".replace("/", "_").replace("-", "_")
-            tables.append((netns, table))
-            _nft(netns, (
-                f"add table netdev {table}\n"
-                f"add chain netdev {table} loss {{ type filter hook ingress device "
-                f'"{port}" priority 0; policy accept; }}\n'
-                f"add rule netdev {table} loss {match}numgen random mod 1000 < {per_mille} "
-                "counter drop\n"
-            ))
+        rules = [f"add table netdev {NFT_TABLE}"]
+        for rx, tx in ((WIRE_A, WIRE_B), (WIRE_B, WIRE_A)):
+            rules.append(f"add chain netdev {NFT_TABLE} from_{rx} {{ type filter hook ingress "
+                         f'device "{rx}" priority 0; policy accept; }}')
+            if rx in lossy:
+                rules.append(f"add rule netdev {NFT_TABLE} from_{rx} {match}numgen random mod "
+                             f"1000 < {per_mille} counter drop")
+            rules.append(f'add rule netdev {NFT_TABLE} from_{rx} fwd to "{tx}"')
+        _nft(wire, "\n".join(rules) + "\n")
     except BaseException:
-        _delete_tables(tables)
+        lab.direct(end, wire)
         raise
-    return lambda: _delete_tables(tables)
-
-
-def _delete_tables(tables: list[tuple[str, str]]) -> None:
-    for netns, table in tables:
-        ns.run_in_netns(netns, ["nft", "delete", "table", "netdev", table], check=False)
+    return lambda: lab.direct(end, wire)
 
 
 def _nft(netns: str, rules: str) -> None:

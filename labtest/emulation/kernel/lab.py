@@ -188,20 +188,13 @@ class KernelLab:
 
     def _veth(self, v: pl.VethPlan) -> None:
         na, nb = self.plan.nodes[v.a_device], self.plan.nodes[v.b_device]
-        ns.ip(
-            "link",
-            "add",
-            v.a_port,
-            "netns",
-            na.netns,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            v.b_port,
-            "netns",
-            nb.netns,
-        )
+        _veth_pair(v.a_port, na.netns, v.b_port, nb.netns)
+        self._ends_up(v)
+
+    def _ends_up(self, v: pl.VethPlan) -> None:
+        """Each end of a link's (re-)created veths as the plan has it: MTU, address, queue,
+        up; a TG's static neighbour, a host's default route."""
+        na, nb = self.plan.nodes[v.a_device], self.plan.nodes[v.b_device]
         for node, port, addr in ((na, v.a_port, v.a_address), (nb, v.b_port, v.b_address)):
             ns.ip("link", "set", port, "mtu", str(pl.LINK_MTU_BYTES), netns=node.netns)
             if not addr and node.kind == "switch":  # unnumbered: IPv6 link-local only
@@ -236,6 +229,51 @@ class KernelLab:
                 ns.ip(
                     "route", "replace", "default", "via", there_addr.split("/")[0], netns=here.netns
                 )
+
+    # --- a wire between a link's ends (faults that must happen on the cable) --------------
+
+    def through_wire(self, link: str) -> str:
+        """Re-cable ``link`` through a namespace of its own, the *wire*: the ``a`` end's veth
+        meets the wire's ``a``, the wire's ``b`` meets the ``b`` end. What the wire drops was
+        sent (the sender counted it) and never received, as on a cable that loses frames;
+        a drop at a port's own ingress would count it received there. Nothing crosses until
+        the caller forwards one to the other in the wire (``nft`` ``fwd``). Returns the wire's
+        namespace; ``direct()`` undoes it."""
+        v = self.veth_of(link)
+        wire = f"{self.prefix}wire{self.plan.veths.index(v)}"
+        ns.create_netns(wire)
+        self._made_netns.append(wire)
+        self._netns_ids.add(ns.netns_id(wire))
+        if self._run is not None:
+            self._run.namespaces.append(wire)
+            self._run.save()
+        na, nb = self.plan.nodes[v.a_device], self.plan.nodes[v.b_device]
+        ns.ip("link", "del", v.a_port, netns=na.netns)  # the pair goes with it
+        _veth_pair(v.a_port, na.netns, WIRE_A, wire)
+        _veth_pair(WIRE_B, wire, v.b_port, nb.netns)
+        for port in (WIRE_A, WIRE_B):
+            ns.ip("link", "set", "dev", port, "mtu", str(pl.LINK_MTU_BYTES), netns=wire)
+            ns.ip("link", "set", "dev", port, "up", netns=wire)
+        self._ends_up(v)
+        return wire
+
+    def direct(self, link: str, wire: str) -> None:
+        """``link``'s ends cabled to each other again, its wire removed."""
+        v = self.veth_of(link)
+        na, nb = self.plan.nodes[v.a_device], self.plan.nodes[v.b_device]
+        for node, port in ((na, v.a_port), (nb, v.b_port)):
+            with contextlib.suppress(ns.NetnsError):
+                ns.ip("link", "del", port, netns=node.netns)
+        ns.delete_netns(wire)
+        if wire in self._made_netns:
+            self._made_netns.remove(wire)
+        self._veth(v)
+
+    def veth_of(self, link: str) -> pl.VethPlan:
+        for v in self.plan.veths:
+            if link in (v.link, f"{v.a_device}:{v.a_port}", f"{v.b_device}:{v.b_port}"):
+                return v
+        raise ValueError(f"{link} is not a link of this lab")
 
     @staticmethod
     def _lossless(netns: str, port: str) -> None:
@@ -643,7 +681,16 @@ class KernelLab:
         self.stop()
 
 
+#: the wire namespace's ports: ``WIRE_A`` faces the link's ``a`` end (``through_wire``)
+WIRE_A, WIRE_B = "wa", "wb"
+
 # --- helpers -----------------------------------------------------------------------------
+
+
+def _veth_pair(a_port: str, a_netns: str, b_port: str, b_netns: str) -> None:
+    # "name" spelt out: a bare port name may read as a keyword ("b": broadcast)
+    ns.ip("link", "add", "name", a_port, "netns", a_netns, "type", "veth", "peer", "name",
+          b_port, "netns", b_netns)  # fmt: skip
 
 
 def _lldp_rows(data: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
