@@ -48,7 +48,7 @@ from labtest.drivers.linux.counters import (
 )
 from labtest.drivers.linux.nccl import run_collective
 from labtest.drivers.linux.parsers.ethtool import parse_ethtool_module, parse_ethtool_stats
-from labtest.drivers.linux.parsers.iperf import INCOMPLETE, parse_iperf3_udp
+from labtest.drivers.linux.parsers.iperf import INCOMPLETE, iperf3_failure, parse_iperf3_udp
 from labtest.drivers.linux.parsers.iproute import parse_ip_addresses, parse_ip_link
 from labtest.drivers.linux.parsers.pcie import parse_pcie_sysfs
 from labtest.drivers.linux.parsers.rdma import (
@@ -71,6 +71,7 @@ from labtest.errors import (
     CommandFailed,
     CommandNotSupported,
     ConfigError,
+    DataplaneFailed,
     InfraError,
     ParseError,
     TransportTimeout,
@@ -355,7 +356,9 @@ class LinuxHost:
     def udp_streams_result(self, run: UdpStreamsRun, *,
                            timeout_s: float) -> list[UdpStreamResult]:
         """The run's streams once its report is whole (polled until ``timeout_s`` after the
-        streams' end); iperf3's own error is raised as a CommandFailed."""
+        streams' end); iperf3's own error is raised as a DataplaneFailed once its streams had
+        connected (they died under way: 25 % loss broke its control socket), else as a
+        CommandFailed (no server, no tool)."""
         deadline = labtime.monotonic() + run.duration_s + timeout_s
         command = f"cat {shlex.quote(run.log_path)}"
         while True:
@@ -364,7 +367,11 @@ class LinuxHost:
                 return self.shell.parse(parse_iperf3_udp, text)
             except ParseError as exc:
                 if INCOMPLETE not in str(exc) and text.strip():
-                    if '"error"' in text:
+                    failure = iperf3_failure(text)
+                    if failure is not None and failure[1]:  # died under way: the network's
+                        raise DataplaneFailed(self.name, f"iperf3 to {run.server}: {exc}",
+                                              raw=text, evidence=failure[0]) from None
+                    if failure is not None:
                         raise CommandFailed(self.name, f"iperf3 to {run.server}: {exc}",
                                             raw=text) from None
                     raise

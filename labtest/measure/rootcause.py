@@ -59,6 +59,10 @@ PARTIAL_LOSS_KEYS = ("paths.member_loss_ratio",)  # intermittent only below a to
 #: a NIC a ring found down: its link was down at that moment (a laser dying mid-run), while
 #: what crossed it earlier passed
 NIC_DOWN_KEYS = ("collective.ring_nics_down",)
+#: measurements of a session between two devices (``peer``: the far end): the far device is a
+#: second suspect (a daemon dead on it takes down every session it has, seen from the other
+#: ends, while its own end cannot be asked)
+PEERED_KEYS = ("routing.bgp_*", "routing.bfd_*")
 INTERMITTENT_KEYS = (*LINK_DOWN_KEYS, *NIC_DOWN_KEYS, *SESSION_DOWN_KEYS, *PARTIAL_LOSS_KEYS)
 #: measurements of traffic: a fault anywhere on their path can spoil them
 SYMPTOM_KEYS = (
@@ -359,6 +363,10 @@ def _named(labels: Mapping[str, Any], key: str, fabric: Fabric
         out.add(device)
     if link and fabric.link_ends(link) and not _stimulus_link(labels, key):
         out.add(link)
+    if matches(key, PEERED_KEYS):  # a session needs both ends: the far one is a suspect too
+        other_end = str(labels.get("peer") or "").partition(":")[0]
+        if fabric.is_switch(other_end) or fabric.is_host(other_end):
+            nearby.add(other_end)
     if matches(key, CABLE_KEYS):  # a switch does not swap its cables
         out.discard(device)
         seen_link = _link_of_endpoint(str(labels.get("seen") or ""), fabric)

@@ -22,7 +22,7 @@ import pytest
 
 from labtest import labtime, plugin
 from labtest.capabilities.traffic import Flow, TrafficConfig, TrafficGenerator
-from labtest.errors import InfraError, TransportTimeout
+from labtest.errors import DataplaneFailed, InfraError, TransportTimeout
 from labtest.fixtures.cabling_plan import fabric_links
 from labtest.fixtures.suite_data import load_settings
 from labtest.fixtures.tg_probes import (
@@ -33,6 +33,9 @@ from labtest.fixtures.tg_probes import (
     probe_flow_name,
     probe_pair,
 )
+from labtest.measure.coverage import expand_units
+from labtest.measure.paths import Fabric
+from labtest.reports import results
 from labtest.reports.attach import attach_json
 
 if TYPE_CHECKING:  # names pytest must not collect
@@ -248,6 +251,11 @@ class MemberLoads:
     uplinks: dict[str, dict[str, int]] = field(default_factory=dict)  # leaf -> port -> tx
     pairs: list[tuple[str, str]] = field(default_factory=list)
     source_of: dict[str, tuple[str, str]] = field(default_factory=dict)  # leaf -> its pair
+    #: pairs whose streams died under way (iperf3's error): the links on their routes may
+    #: have carried too few frames to judge, and that is the fabric's doing
+    died: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: the links each pair's routes may cross
+    crossing: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
     unloaded: str = ""
     min_frames: float = 0.0
 
@@ -316,11 +324,21 @@ def member_loads(lab: Lab, fabric_view: FabricView,
                     payload_bytes=int(cfg["payload_bytes"]), duration_s=duration,
                     port=int(cfg["port"]) + n * len(out.pairs) + k)))
             for drv, run in runs:
-                done = drv.udp_streams_result(run, timeout_s=float(SETTINGS["timeout_s"]))
+                try:
+                    done = drv.udp_streams_result(run, timeout_s=float(SETTINGS["timeout_s"]))
+                except DataplaneFailed as exc:  # the counters still tell what crossed
+                    out.died[(run.client, run.server)] = exc.evidence
+                    continue
                 lost[run.client] = lost.get(run.client, 0) + sum(r.lost_packets for r in done)
         labtime.sleep(float(cfg["settle_s"]))
         after = _counts(lab, switches)
         attach_json("streams lost per source host", lost)
+        if out.died:
+            attach_json("streams that died under way", {f"{a}->{b}": why
+                                                         for (a, b), why in out.died.items()})
+    routes = Fabric(expand_units(results.testbed_record(lab.testbed)))
+    out.crossing = {(a, b): frozenset(c for r in routes.routes(a, b) for c in r)
+                    for a, b in out.pairs}
     for link in fabric_links(lab.testbed):
         for snd, rcv in ((link.ends[0], link.ends[1]), (link.ends[1], link.ends[0])):
             s_now, s_was = after[snd.device].get(snd.port), before[snd.device].get(snd.port)
@@ -357,6 +375,13 @@ def test_member_loss(fabric_link: Link, member_loads: MemberLoads, measure: Any)
                     device=device, port=port, peer=member_loads.peer[(name, sender)],
                     sent_frames=sent, received_frames=got)
             judged += 1
+    died = [(a, b, why) for (a, b), why in member_loads.died.items()
+            if link in member_loads.crossing.get((a, b), ())]
+    if not judged and died:  # the fabric broke what should have loaded it: a failure
+        for a, b, why in died:  # the unit is the test's link; the pair's path is the place
+            measure("member_loss_ratio", float("nan"), key=LOSS_KEY, pair=f"{a}--{b}",
+                    error=f"{a}->{b} streams died under way: {why}")
+        return
     if not judged:
         pairs = ", ".join(f"{a}->{b}" for a, b in member_loads.pairs)
         reason = member_loads.unloaded or (

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from labtest.capabilities.probes import UdpStreamResult
-from labtest.drivers.linux.parsers.iperf import INCOMPLETE, parse_iperf3_udp
+from labtest.drivers.linux.parsers.iperf import INCOMPLETE, iperf3_failure, parse_iperf3_udp
 from labtest.errors import ParseError
 from tests.emulation.test_personality_linux import Hosts, make_testbed, serve_all
 
@@ -44,6 +44,21 @@ def test_parser_refuses_errors_and_partial_reports() -> None:
     assert INCOMPLETE
     with pytest.raises(ParseError, match="not JSON"):
         parse_iperf3_udp("iperf3: error - unable to connect\n")
+
+
+def test_an_iperf3_error_says_whether_its_streams_had_connected() -> None:
+    """Refused at the start is the tool's or its server's; an error once the streams ran
+    (kernel campaign 87970119: 25 % loss broke the control socket mid-run) is the network's."""
+    import json
+
+    assert iperf3_failure(sample("debian_bookworm_udp_refused.json")) == (
+        "unable to connect to server: Connection refused", False)
+    doc = json.loads(sample("debian_bookworm_udp_p2_loopback.json"))  # the real run, then
+    doc["end"] = {}  # ... the error iperf3 printed when the campaign's streams died
+    doc["error"] = "unable to read from stream socket: Resource temporarily unavailable"
+    assert iperf3_failure(json.dumps(doc)) == (doc["error"], True)
+    assert iperf3_failure(sample("debian_bookworm_udp_p2_loopback.json")) is None
+    assert iperf3_failure("iperf3: error - unable to connect\n") is None
 
 
 @pytest.fixture

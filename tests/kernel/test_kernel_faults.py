@@ -272,6 +272,12 @@ def test_rate_limit_and_slow_bfd_are_applied(fresh_lab: tuple[KernelLab, Lab]) -
         return (p.status, p.detect_multiplier, p.receive_interval_ms) == ("up", 5, 300)
 
     poll(slow)
+    # the link's sessions only: leaf1's session over its other uplink keeps the fast timers
+    # (the shared profile, changed, had slowed every session of both switches)
+    spine2_ip = kernel.plan.nodes["spine2"].ports["Ethernet0"].split("/")[0]
+    other = leaf1.bfd_peers()[spine2_ip]
+    assert (other.detect_multiplier, other.receive_interval_ms) == (
+        kernel.plan.bfd["detect_multiplier"], kernel.plan.bfd["receive_interval_ms"]), other
 
 
 @pytest.mark.wall_clock

@@ -165,3 +165,40 @@ def test_only_the_slow_hop_fails_and_the_hop_after_it_carries_what_reached_it(
     assert failing == {slow: 0.3}
     hop = next(h for h in hops if f"{h.device}:{h.port}" == slow)
     assert hop.entered_frames > 0 and hop.link in out.hops
+
+
+class _Measure:
+    """What ``test_member_loss`` records: measurements (key, value, labels), holes."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, float, dict[str, Any]]] = []
+        self.holes: list[str] = []
+
+    def __call__(self, name: str, value: float, **labels: Any) -> None:
+        self.rows.append((name, value, labels))
+
+    def not_proven(self, key: str, why: str, **labels: Any) -> None:
+        self.holes.append(why)
+
+
+def test_a_link_left_unloaded_because_its_streams_died_fails_not_a_hole() -> None:
+    """Kernel campaign 87970119 (25 % loss on leaf2:Ethernet4): iperf3's streams across the
+    lossy link died under way, and every PATHS-2 test was reported broken. The counters
+    still count what crossed; a link too few frames crossed because the streams over it
+    died is the fabric's failure, located by the pair's path, never a hole."""
+    link = "leaf1:Ethernet0--spine1:Ethernet0"
+    loads = suite.MemberLoads(pairs=[("host1", "host3")], min_frames=100.0,
+                              died={("host1", "host3"): "unable to read from stream socket"},
+                              crossing={("host1", "host3"): frozenset({link, "spine1"})})
+    measure = _Measure()
+    suite.test_member_loss(SimpleNamespace(name=link), loads, measure)
+    assert measure.holes == []
+    ((key, value, labels),) = measure.rows
+    assert key == "member_loss_ratio" and value != value  # NaN: no ratio was read
+    assert labels["pair"] == "host1--host3" and "died under way" in labels["error"]
+    # a link the dead pair never crossed stays a hole with its reason
+    other = _Measure()
+    with pytest.raises(pytest.skip.Exception):
+        suite.test_member_loss(SimpleNamespace(name="leaf2:Ethernet4--spine2:Ethernet4"), loads,
+                               other)
+    assert other.rows == [] and other.holes

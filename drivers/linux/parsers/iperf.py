@@ -72,3 +72,17 @@ def parse_iperf3_udp(text: str) -> list[UdpStreamResult]:
             out_of_order=int(udp.get("out_of_order") or 0),
         ))
     return out
+
+
+def iperf3_failure(text: str) -> tuple[str, bool] | None:
+    """iperf3's own ``error`` of a run, and whether its streams had connected (the run was
+    under way: what failed then was the network under it, not the tool or its server);
+    None when the output is no iperf3 JSON or carries no error."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict) or not doc.get("error"):
+        return None
+    start = doc.get("start")
+    return str(doc["error"]), isinstance(start, dict) and bool(start.get("connected"))

@@ -18,7 +18,7 @@ lossy_link             the link re-cabled through a wire namespace whose nft dro
 miswired               the ``b`` ends of the target link and ``other`` swap places
                        (veth pairs re-created crossed between namespaces)
 slow_convergence       BFD timers raised (``params``: detect_multiplier,
-                       interval_ms) on both ends of the target link
+                       interval_ms) on the target link's sessions, at both ends
 straggler_link         ``tc`` HTB rate on IP data at both ends (``rate_mbit``)
 unreachable_device     the device's sshd and snmpd are stopped
 =====================  ===========================================================
@@ -182,45 +182,51 @@ def slow_convergence(
     detect_multiplier: int = SLOW_BFD_MULTIPLIER,
     interval_ms: int = SLOW_BFD_INTERVAL_MS,
 ) -> Undo:
-    """Slow BFD on the sessions of the target link (the ``fast`` profile on both switches)."""
+    """Slow BFD on the target link's sessions only: a ``slow`` profile on both its switches,
+    taken by that link's BGP neighbour at each end. (Changing the shared ``fast`` profile
+    slowed every session of both switches: the fault was theirs, not the link's.)"""
     device, _, port = target.partition("--")[0].partition(":")
     peer = lab.testbed.peer(device, port)
     if peer is None:
         raise ValueError(f"{target} is not cabled in the testbed")
-    old = lab.plan.bfd
-    names = [device, peer.device]
+    ends = [(device, port), (peer.device, peer.port)]
+    node = lab.plan.nodes
+    if any(node[d].kind != "switch" for d, _ in ends):
+        raise ValueError(f"{target}: slow BFD needs a switch at both ends (FRR runs there)")
+    neighbour = {d: next(n for n, _asn, p in node[d].neighbours if p == prt) for d, prt in ends}
+    profile = [
+        "bfd",
+        f"profile {SLOW_PROFILE}",
+        f"detect-multiplier {detect_multiplier}",
+        f"receive-interval {interval_ms}",
+        f"transmit-interval {interval_ms}",
+        "end",
+    ]
+    for d, _ in ends:
+        _vtysh(lab, d, ["configure terminal", *profile])
+        _vtysh(lab, d, ["configure terminal", f"router bgp {node[d].asn}",
+                        f"neighbor {neighbour[d]} bfd profile {SLOW_PROFILE}", "end"])
 
-    def set_timers(mult: int, rx: int, tx: int) -> None:
-        for name in names:
-            subprocess.run(
-                [
-                    "vtysh",
-                    "-N",
-                    lab.plan.nodes[name].netns,
-                    "-c",
-                    "configure terminal",
-                    "-c",
-                    "bfd",
-                    "-c",
-                    "profile fast",
-                    "-c",
-                    f"detect-multiplier {mult}",
-                    "-c",
-                    f"receive-interval {rx}",
-                    "-c",
-                    f"transmit-interval {tx}",
-                    "-c",
-                    "end",
-                ],
-                capture_output=True,
-                timeout=10,
-                check=True,
-            )
+    def undo() -> None:
+        for d, _ in ends:
+            _vtysh(lab, d, ["configure terminal", f"router bgp {node[d].asn}",
+                            f"neighbor {neighbour[d]} bfd profile fast", "end"])
 
-    set_timers(detect_multiplier, interval_ms, interval_ms)
-    return lambda: set_timers(
-        old["detect_multiplier"], old["receive_interval_ms"], old["transmit_interval_ms"]
-    )
+    return undo
+
+
+#: the profile ``slow_convergence`` gives the target link's sessions
+SLOW_PROFILE = "slow"
+
+
+def _vtysh(lab: KernelLab, device: str, commands: list[str]) -> None:
+    argv = ["vtysh", "-N", lab.plan.nodes[device].netns]
+    for c in commands:
+        argv += ["-c", c]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
+    if done.returncode != 0 or done.stdout.strip().startswith("%"):
+        raise ns.NetnsError(lab.plan.nodes[device].netns,
+                            f"vtysh {' / '.join(commands)}: {(done.stdout + done.stderr).strip()}")
 
 
 def unreachable_device(lab: KernelLab, target: str) -> Undo:
