@@ -189,6 +189,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--healthy", type=int, default=4, help="healthy labs (default 4)")
     ap.add_argument("--out", type=Path, default=None, help="default bench/out/kernel-SEED")
     ap.add_argument("--list", action="store_true", help="print the draws and exit")
+    ap.add_argument("--rejudge", action="store_true",
+                    help="judge the runs already in --out again (the same --seed, --cases and "
+                         "--healthy) with today's root-cause engine; nothing is run")
     args = ap.parse_args(argv)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**8)
     cases = draw(seed, args.cases, args.healthy)
@@ -197,14 +200,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         for c in cases:
             print(f"  {c['name']:<26} {c['target'] or '-':<20} {c['params']}")
         return 0
+    out = args.out or ROOT / "bench" / "out" / f"kernel-{seed}"
     reason = why_not()
-    if reason is not None:
+    if reason is not None and not args.rejudge:
         print(f"kernel campaign: the kernel lab cannot run here: {reason}", file=sys.stderr)
         return 2
-    out = args.out or ROOT / "bench" / "out" / f"kernel-{seed}"
+    before = {r["name"]: r for r in json.loads((out / "rows.json").read_text(encoding="utf-8"))
+              } if args.rejudge else {}  # fmt: skip
     rows = []
     for n, case in enumerate(cases, 1):
-        row = run_case(case, out / case["name"])
+        if args.rejudge and case["name"] not in before:
+            continue
+        row = (judge(case, out / case["name"], before[case["name"]]["wall_s"],
+                     before[case["name"]]["exit"]) if args.rejudge
+               else run_case(case, out / case["name"]))
         rows.append(row)
         state = "right" if row["right"] else ("FIB loss" if row.get("fib_update_loss")
                                               else "WRONG")
