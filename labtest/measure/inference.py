@@ -96,8 +96,10 @@ LOCATED_NEARBY = 0.5
 #: the hash, so a pass across it clears it of little, a failure says a little less
 INTERMITTENT_MISS = 0.5
 #: what a cause must add, its price paid, to be one (nats): less is a tie between it and no
-#: further fault that the evidence cannot break (a switch finishing the explanation of what
-#: a flapping link beside it half explains: 0.24-0.28 nats, matrix seed 16663987)
+#: further fault that the evidence cannot break (``rootcause.TIE_NATS`` for two causes).
+#: Seen below it: a switch finishing the explanation of what a flapping link beside it half
+#: explains (0.24-0.28 nats, matrix seed 16663987). Kass & Raftery's "bare mention" (1 nat)
+#: would also drop a one-way drop seen by one TG flow twice (0.81 nats, a unit test)
 MIN_GAIN = 0.5
 #: the modes a fault may take (the better fitting one is taken: the prior's price covers it)
 MODES = ("local", "traffic", "intermittent")

@@ -159,19 +159,25 @@ def _judge_pair(
         )
 
 
-def _judge_drops(measure: Any, before: Any, after: Any, **labels: str) -> None:
-    """Any switch port that discarded frames during the run is named (RoCE is lossless)."""
+def _judge_drops(measure: Any, before: Any, after: Any,
+                 owner: dict[str, str] | None = None, **labels: str) -> None:
+    """Any switch port that discarded frames during the run is named (RoCE is lossless).
+    ``owner``: the pair whose traffic alone a port carried (a host's port in a bisection,
+    ``device:port`` -> ``a--b``): its drops may come from anywhere on that pair's path (a
+    port refuses at ingress what it has no route for once the far host's link went down)."""
     dropped = {k: d.drops() for k, d in fabric_deltas(before, after).items() if d.drops() > 0}
     if not dropped:
         measure("roce.lossless_drops", 0, key="roce.lossless_drops", **labels)
     for endpoint, drops in sorted(dropped.items()):
         device, _, port = endpoint.partition(":")
+        pair = {"pair": owner[endpoint]} if owner and endpoint in owner else {}
         measure(
             "roce.lossless_drops",
             drops,
             key="roce.lossless_drops",
             device=device,
             port=port,
+            **pair,
             **labels,
         )
 
@@ -362,7 +368,9 @@ def test_bisection_bandwidth(fabric_view: FabricView, measure: Any) -> None:
             _judge_pair(measure, outcome, lines[pair], directions, view, scope="bisection",
                         flows=str(spec.qps * directions))
     with allure.step("ROCE-2.1/4: no switch port dropped frames during the run"):
-        _judge_drops(measure, before, after, scope="bisection")  # every host's traffic
+        owner = {f"{view.attachment[h].switch}:{view.attachment[h].switch_port}": pair_id(p)
+                 for p in pairs for h in p if h in view.attachment}
+        _judge_drops(measure, before, after, owner, scope="bisection")  # every host's traffic
         line = min(lines.values()) * directions
         attach_png(
             "bisection bandwidth per pair",
