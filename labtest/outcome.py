@@ -158,10 +158,13 @@ def culprit(test: dict[str, Any]) -> str:
         more = f" (+{len(parts) - 3} more)" if len(parts) > 3 else ""
         return ", ".join(parts[:3]) + more
     if test.get("device"):
-        return f"{test['device']}: {_first_line(test.get('message'))}"
-    return _first_line(test.get("message"))
+        return f"{test['device']}: {first_line(test.get('message'), 140)}"
+    return first_line(test.get("message"), 140)
 
 
-def _first_line(text: str | None) -> str:
-    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
-    return line if len(line) <= 140 else line[:137] + "..."
+def first_line(text: Any, width: int = 160) -> str:
+    """A message's first line, cut to ``width`` with "..." where it was longer: what a
+    table cell or a one-line summary shows of it."""
+    lines = str(text or "").strip().splitlines()
+    line = lines[0] if lines else ""
+    return line if len(line) <= width else line[: width - 3] + "..."

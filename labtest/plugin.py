@@ -521,10 +521,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
                     terminalreporter.write_line(body)
         terminalreporter.write_sep("-", "summary")
         for rep in broken:
-            terminalreporter.write_line(f"BROKEN {rep.nodeid}: {_first_line(rep)}")
+            terminalreporter.write_line(f"BROKEN {rep.nodeid}: {_crash_line(rep)}")
 
 
-def _first_line(report: pytest.TestReport) -> str:
+def _crash_line(report: pytest.TestReport) -> str:
     crash = getattr(report.longrepr, "reprcrash", None)
     text = crash.message if crash is not None else str(report.longrepr)
     return text.splitlines()[0] if text else ""

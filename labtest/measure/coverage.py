@@ -34,6 +34,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from labtest.outcome import first_line
 from labtest.yamlsource import read, validate
 
 REQUIREMENTS_FILE = "requirements.yaml"
@@ -461,7 +462,7 @@ class _Evidence:
         own = runs if req.unit == FABRIC_UNIT else self.instances.get(unit, [])
         failed_runs = [t for t in own if t.get("outcome") == "failed"]
         if failed_runs and not ms:
-            return Cell(req.id, unit, FAILED, _first_line(failed_runs[0].get("message")),
+            return Cell(req.id, unit, FAILED, first_line(failed_runs[0].get("message")),
                         tuple(str(t["nodeid"]) for t in failed_runs))
         if notes:
             reason = "; ".join(dict.fromkeys(r for _, r in notes))
@@ -472,7 +473,7 @@ class _Evidence:
             hit = [t for t in runs if t.get("outcome") == outcome]
             if hit:
                 why = hit[0].get("message") if outcome == "broken" else hit[0].get("skip_reason")
-                return Cell(req.id, unit, status, _first_line(why) or outcome,
+                return Cell(req.id, unit, status, first_line(why) or outcome,
                             tuple(str(t["nodeid"]) for t in hit))
         if runs:
             return Cell(req.id, unit, NOT_PROVEN,
@@ -486,7 +487,7 @@ class _Evidence:
             return Cell(req.id, unit, NOT_PROVEN,
                         f"no measurement of {req.id}: {len(stopped)} run(s) of {req.test} "
                         f"{first.get('outcome')} before measuring it (first: "
-                        f"{test_param(first)}: {_first_line(first.get('message'))})",
+                        f"{test_param(first)}: {first_line(first.get('message'))})",
                         tuple(str(t["nodeid"]) for t in stopped))
         return Cell(req.id, unit, NOT_PROVEN, f"no measurement of {req.id} ({req.test} did not run "
                     "for it)")
@@ -508,12 +509,6 @@ def _measured(m: Mapping[str, Any]) -> str:
     value = m.get("value")
     text = f"{value:.4g}" if isinstance(value, float) else str(value)
     return f"{m.get('name')} {where} = {text} {m.get('unit') or ''}".replace("  ", " ").strip()
-
-
-def _first_line(text: Any) -> str:
-    lines = str(text or "").strip().splitlines()
-    line = lines[0] if lines else ""
-    return line if len(line) <= 160 else line[:157] + "..."
 
 
 def _waive(cell: Cell, waivers: list[dict[str, Any]]) -> Cell:
@@ -577,7 +572,7 @@ def unstated_skips(doc: Mapping[str, Any]) -> list[str]:
     they prove, every such skip is a hole (never a silent one)."""
     stated = {r.suite for r in requirements_of(doc)}
     return [
-        f"{t.get('suite')}: {t.get('name')} skipped ({_first_line(t.get('skip_reason'))}); "
+        f"{t.get('suite')}: {t.get('name')} skipped ({first_line(t.get('skip_reason'))}); "
         "the suite states no requirements.yaml, so its skips are holes"
         for t in doc.get("tests") or []
         if t.get("outcome") == "skipped" and t.get("suite") not in stated

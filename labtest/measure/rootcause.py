@@ -45,6 +45,7 @@ from labtest.measure.coverage import expand_units, test_param
 from labtest.measure.inference import Observation, Route
 from labtest.measure.limits import Limit
 from labtest.measure.paths import Fabric
+from labtest.outcome import first_line
 
 #: measurements that show a pause storm (its port and, in ``peer``, who pauses)
 STORM_KEYS = ("congestion.idle_pfc_rx_frames", "congestion.stormed_queues")
@@ -456,7 +457,7 @@ def evidence_of(doc: Mapping[str, Any], fabric: Fabric
         outcome = t.get("outcome")
         if outcome == "broken" and _unreachable(t) and str(t.get("device") or "") in fabric.kind:
             device = str(t["device"])
-            text = _first_line(t.get("message")) or "no answer"
+            text = first_line(t.get("message")) or "no answer"
             obs = Observation(f"{nodeid}#broken", True, named=frozenset({device}),
                               strength=UNREACHABLE_STRENGTH, traffic=False,
                               aspect="reachability")
@@ -767,7 +768,7 @@ def _unexplained(t: Mapping[str, Any]) -> RootCause:
     failing = [m for m in t.get("measurements") or [] if m.get("verdict") == "FAIL"]
     evidence = [message(m) for m in failing][:MAX_EVIDENCE]
     if not evidence:
-        line = _first_line(t.get("message"))
+        line = first_line(t.get("message"))
         evidence = [line] if line else []
     what = "broken" if t.get("outcome") == "broken" else "failed"
     name = nodeid.rsplit("::", 1)[-1] or (test_param(t) or "?")
@@ -802,11 +803,6 @@ def _limit_text(limit: Mapping[str, Any] | None) -> str:
         return Limit.model_validate(dict(limit)).describe()
     except ValueError:
         return ""
-
-
-def _first_line(text: Any) -> str:
-    lines = str(text or "").strip().splitlines()
-    return lines[0][:160] if lines else ""
 
 
 def transport_errors() -> tuple[str, ...]:
