@@ -189,6 +189,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--healthy", type=int, default=4, help="healthy labs (default 4)")
     ap.add_argument("--out", type=Path, default=None, help="default bench/out/kernel-SEED")
     ap.add_argument("--list", action="store_true", help="print the draws and exit")
+    ap.add_argument("--only", nargs="*", default=None, metavar="NAME",
+                    help="run (or rejudge) only these cases of the draw, by name; their rows "
+                         "replace the same rows in --out's rows.json")
     ap.add_argument("--rejudge", action="store_true",
                     help="judge the runs already in --out again (the same --seed, --cases and "
                          "--healthy) with today's root-cause engine; nothing is run")
@@ -208,7 +211,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     before = {r["name"]: r for r in json.loads((out / "rows.json").read_text(encoding="utf-8"))
               } if args.rejudge else {}  # fmt: skip
     rows = []
+    kept: dict[str, Any] = {}
+    if args.only is not None and (out / "rows.json").exists():
+        kept = {r["name"]: r for r in json.loads((out / "rows.json").read_text(encoding="utf-8"))}
     for n, case in enumerate(cases, 1):
+        if args.only is not None and case["name"] not in args.only:
+            if case["name"] in kept:
+                rows.append(kept[case["name"]])
+            continue
         if args.rejudge and case["name"] not in before:
             continue
         row = (judge(case, out / case["name"], before[case["name"]]["wall_s"],

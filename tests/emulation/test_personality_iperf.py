@@ -57,6 +57,9 @@ def test_an_iperf3_error_says_whether_its_streams_had_connected() -> None:
     doc["end"] = {}  # ... the error iperf3 printed when the campaign's streams died
     doc["error"] = "unable to read from stream socket: Resource temporarily unavailable"
     assert iperf3_failure(json.dumps(doc)) == (doc["error"], True)
+    # the server agreed the test (cookie), then the streams' setup datagrams were lost
+    assert iperf3_failure(sample("debian_bookworm_udp_stream_setup_lost.json")) == (
+        "unable to read from stream socket: Resource temporarily unavailable", True)
     assert iperf3_failure(sample("debian_bookworm_udp_p2_loopback.json")) is None
     assert iperf3_failure("iperf3: error - unable to connect\n") is None
 

@@ -75,9 +75,11 @@ def parse_iperf3_udp(text: str) -> list[UdpStreamResult]:
 
 
 def iperf3_failure(text: str) -> tuple[str, bool] | None:
-    """iperf3's own ``error`` of a run, and whether its streams had connected (the run was
-    under way: what failed then was the network under it, not the tool or its server);
-    None when the output is no iperf3 JSON or carries no error."""
+    """iperf3's own ``error`` of a run, and whether the server had agreed the test (its
+    ``cookie``: the control connection was up) or its streams had connected: what failed
+    then was the network under the run, not the tool or its server (a stream's setup
+    datagrams lost: "unable to read from stream socket"); None when the output is no iperf3
+    JSON or carries no error."""
     try:
         doc = json.loads(text)
     except ValueError:
@@ -85,4 +87,5 @@ def iperf3_failure(text: str) -> tuple[str, bool] | None:
     if not isinstance(doc, dict) or not doc.get("error"):
         return None
     start = doc.get("start")
-    return str(doc["error"]), isinstance(start, dict) and bool(start.get("connected"))
+    agreed = isinstance(start, dict) and bool(start.get("cookie") or start.get("connected"))
+    return str(doc["error"]), agreed
