@@ -42,7 +42,7 @@ from labtest.reports import results
 ROOT = Path(__file__).resolve().parents[1]
 TESTBED = ROOT / "testbeds" / "kernel" / "leafspine.yaml"
 SUITES = ("cabling", "failover", "paths", "routing")
-TIMEOUT_S = 600.0
+TIMEOUT_S = 900.0  # a gray fault makes every failover event wait its bounds out (9-10 min a run)
 FIB_UPDATE_LOSS = "failover.unaffected_flow_loss_frames"
 
 
