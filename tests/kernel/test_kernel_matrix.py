@@ -192,7 +192,8 @@ FABRIC_LINKS = [
 @pytest.mark.wall_clock  # software forwarding: the healthy links' frames must not be lost
 def test_paths_names_a_straggler_at_a_random_placement(tmp_path: Path) -> None:
     """A rate-limited link (the fault's default 2 Mbit/s, under the suite's 8.2 Mbit/s per
-    path) fails that link only, each direction named by the end sending into it."""
+    path) fails that link, each direction named by the end sending into it; a spread it
+    starved is its consequence."""
     link = random.choice(FABRIC_LINKS)
     target = random.choice(link.split("--"))  # either end names the link
     placed = f"straggler_link at {target} ({link})"
@@ -201,7 +202,13 @@ def test_paths_names_a_straggler_at_a_random_placement(tmp_path: Path) -> None:
     assert code == 1 and "verdict: FAIL" in out, f"{placed}\n{out[-3000:]}"
     failed = {ln.split("::")[-1].split(" - ")[0].strip()
               for ln in out.splitlines() if ln.startswith("FAILED ")}
-    assert failed == {f"test_path_delivery[{link}]"}, f"{placed}\n{out[-3000:]}"
+    # the leaf's spread may fail too (the host streams hashed onto the slow member got
+    # through at its rate only): then as the straggler's consequence, never a cause of its own
+    assert f"test_path_delivery[{link}]" in failed, f"{placed}\n{out[-3000:]}"
+    assert failed <= {f"test_path_delivery[{link}]", "test_ecmp_spread"}, f"{placed}\n{out}"
+    if "test_ecmp_spread" in failed:
+        spread = [ln for ln in out.splitlines() if "FAILED  paths: test_ecmp_spread:" in ln]
+        assert spread and f"(consequence of {link}" in spread[0], out[-3000:]
     a, b = link.split("--")
     for near, far in ((a, b), (b, a)):
         device, port = near.split(":")
