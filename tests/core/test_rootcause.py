@@ -52,6 +52,14 @@ def doc_of(testbed_record: dict[str, Any], tests: list[dict[str, Any]]) -> dict[
     return {"testbed": testbed_record, "tests": tests, "requirements": [], "limits": None}
 
 
+def host_event(d: str, p: str, lk: str, ms: float, flow: str) -> dict[str, Any]:
+    """A failover event at ``d:p`` (link ``lk``) carried by a host stream ``flow``."""
+    return t("failover", f"test_failover[shut:{d}:{p}]", [
+        m("failover.convergence_ms", ms, "FAIL" if ms > 1000 else "PASS",
+          {"high": 1000, "source": "x"}, flow=flow, link=lk, device=d, port=p,
+          carrier="hosts")])
+
+
 def pair_tests(slow_host: str | None, fraction: float = 0.32) -> list[dict[str, Any]]:
     out = []
     for a, b in itertools.combinations(HOSTS, 2):
@@ -566,18 +574,12 @@ def test_what_a_flapping_link_spoilt_at_its_own_port_and_in_a_reroute_is_its_alo
         m("congestion.lossless_drops", 0, "PASS", ZERO, receiver=h,
           senders=" ".join(x for x in HOSTS if x != h))]) for h in HOSTS if h != "host5"]
 
-    def event(d: str, p: str, lk: str, ms: float, flow: str) -> dict[str, Any]:
-        return t("failover", f"test_failover[shut:{d}:{p}]", [
-            m("failover.convergence_ms", ms, "FAIL" if ms > 1000 else "PASS",
-              {"high": 1000, "source": "x"}, flow=flow, link=lk, device=d, port=p,
-              carrier="hosts")])
-
-    late = event("leaf3", "Ethernet1/1", "leaf3:Ethernet1/1--spine1:Ethernet16", 9590.0,
+    late = host_event("leaf3", "Ethernet1/1", "leaf3:Ethernet1/1--spine1:Ethernet16", 9590.0,
                  "host1>host5:46359")
     events = [late,
-              event("leaf2", "Ethernet0", "leaf2:Ethernet0--spine1:Ethernet8", 650.0,
+              host_event("leaf2", "Ethernet0", "leaf2:Ethernet0--spine1:Ethernet8", 650.0,
                     "host3>host1:44564"),
-              event("leaf3", "Ethernet2/1", "leaf3:Ethernet2/1--spine2:Ethernet3/1", 650.0,
+              host_event("leaf3", "Ethernet2/1", "leaf3:Ethernet2/1--spine2:Ethernet3/1", 650.0,
                     "host6>host1:40002")]
     causes = root_causes(doc_of(testbed_record,
                                 [flaps, *drops, *incasts, *events, *pair_tests(None)]))
@@ -606,15 +608,9 @@ def test_a_flapping_uplink_explains_the_reroute_onto_it_and_the_spread_it_left(
             ("leaf3", "Ethernet1/1", 1.51, "Ethernet1/1=718679 Ethernet2/1=235814"),
             ("leaf4", "Ethernet0", 1.02, "Ethernet0=524002 Ethernet8=500003"))])
 
-    def event(d: str, p: str, lk: str, ms: float, flow: str) -> dict[str, Any]:
-        return t("failover", f"test_failover[shut:{d}:{p}]", [
-            m("failover.convergence_ms", ms, "FAIL" if ms > 1000 else "PASS",
-              {"high": 1000, "source": "x"}, flow=flow, link=lk, device=d, port=p,
-              carrier="hosts")])
-
-    late = event("leaf3", "Ethernet1/1", "leaf3:Ethernet1/1--spine1:Ethernet16", 18970.0,
+    late = host_event("leaf3", "Ethernet1/1", "leaf3:Ethernet1/1--spine1:Ethernet16", 18970.0,
                  "host5>host1:51257")
-    events = [late, event("leaf2", "Ethernet0", "leaf2:Ethernet0--spine1:Ethernet8", 650.0,
+    events = [late, host_event("leaf2", "Ethernet0", "leaf2:Ethernet0--spine1:Ethernet8", 650.0,
                           "host3>host1:44564")]
     causes = root_causes(doc_of(testbed_record, [flaps, spreads, *events, *pair_tests(None)]))
     assert [c.culprit for c in causes] == [link], causes
@@ -900,19 +896,13 @@ def test_a_slow_reroute_carried_by_hosts_names_the_switch_not_the_surviving_memb
     taken as crossed, and leaf3's other uplink (or host5's own link) tied with leaf3 and
     won. A reroute that ended late is the event's ends' doing; only one that never stopped
     losing counts the surviving members."""
-    def event(d: str, p: str, lk: str, ms: float, flow: str) -> dict[str, Any]:
-        return t("failover", f"test_failover[shut:{d}:{p}]", [
-            m("failover.convergence_ms", ms, "FAIL" if ms > 1000 else "PASS",
-              {"high": 1000, "source": "x"}, flow=flow, link=lk, device=d, port=p,
-              carrier="hosts")])
-
-    tests = [event("leaf3", "Ethernet1/1", "leaf3:Ethernet1/1--spine1:Ethernet16", 2304.0,
+    tests = [host_event("leaf3", "Ethernet1/1", "leaf3:Ethernet1/1--spine1:Ethernet16", 2304.0,
                    "host5>host1:38561"),
-             event("leaf2", "Ethernet0", "leaf2:Ethernet0--spine1:Ethernet8", 650.0,
+             host_event("leaf2", "Ethernet0", "leaf2:Ethernet0--spine1:Ethernet8", 650.0,
                    "host3>host1:44564"),
-             event("leaf1", "Ethernet0", "leaf1:Ethernet0--spine1:Ethernet0", 650.0,
+             host_event("leaf1", "Ethernet0", "leaf1:Ethernet0--spine1:Ethernet0", 650.0,
                    "host1>host7:40000"),
-             event("spine2", "Ethernet1/1", "leaf1:Ethernet8--spine2:Ethernet1/1", 650.0,
+             host_event("spine2", "Ethernet1/1", "leaf1:Ethernet8--spine2:Ethernet1/1", 650.0,
                    "host1>host7:40001")]
     causes = root_causes(doc_of(testbed_record, tests))
     assert [c.culprit for c in causes] == ["leaf3"], causes
