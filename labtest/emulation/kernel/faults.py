@@ -203,30 +203,20 @@ def slow_convergence(
         "end",
     ]
     for d, _ in ends:
-        _vtysh(lab, d, ["configure terminal", *profile])
-        _vtysh(lab, d, ["configure terminal", f"router bgp {node[d].asn}",
-                        f"neighbor {neighbour[d]} bfd profile {SLOW_PROFILE}", "end"])
+        lab.vtysh(d, "configure terminal", *profile)
+        lab.vtysh(d, "configure terminal", f"router bgp {node[d].asn}",
+                  f"neighbor {neighbour[d]} bfd profile {SLOW_PROFILE}", "end")
 
     def undo() -> None:
         for d, _ in ends:
-            _vtysh(lab, d, ["configure terminal", f"router bgp {node[d].asn}",
-                            f"neighbor {neighbour[d]} bfd profile fast", "end"])
+            lab.vtysh(d, "configure terminal", f"router bgp {node[d].asn}",
+                      f"neighbor {neighbour[d]} bfd profile fast", "end")
 
     return undo
 
 
 #: the profile ``slow_convergence`` gives the target link's sessions
 SLOW_PROFILE = "slow"
-
-
-def _vtysh(lab: KernelLab, device: str, commands: list[str]) -> None:
-    argv = ["vtysh", "-N", lab.plan.nodes[device].netns]
-    for c in commands:
-        argv += ["-c", c]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
-    if done.returncode != 0 or done.stdout.strip().startswith("%"):
-        raise ns.NetnsError(lab.plan.nodes[device].netns,
-                            f"vtysh {' / '.join(commands)}: {(done.stdout + done.stderr).strip()}")
 
 
 def unreachable_device(lab: KernelLab, target: str) -> Undo:

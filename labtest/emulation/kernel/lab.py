@@ -170,10 +170,14 @@ class KernelLab:
         shutil.copy(key.with_suffix(".pub"), self.workdir / "authorized_keys")
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation dir
 
+    def _own_netns(self, name: str) -> None:
+        """Create ``name`` as this lab's: stop() and a later reaper remove it."""
+        ns.create_netns(name)
+        self._made_netns.append(name)
+        self._netns_ids.add(ns.netns_id(name))
+
     def _namespace(self, node: pl.NodePlan) -> None:
-        ns.create_netns(node.netns)
-        self._made_netns.append(node.netns)
-        self._netns_ids.add(ns.netns_id(node.netns))
+        self._own_netns(node.netns)
         # every probe answered: Linux sends at most one ICMP error a second per peer by
         # default (icmp_ratelimit 1000 ms), which the doctor's traceroutes counted as loss
         # (4 to 7 of 10 probes a path on a healthy lab, hiding a 30 % UDP drop)
@@ -241,10 +245,8 @@ class KernelLab:
         namespace; ``direct()`` undoes it."""
         v = self.veth_of(link)
         wire = f"{self.prefix}wire{self.plan.veths.index(v)}"
-        ns.create_netns(wire)
-        self._made_netns.append(wire)
-        self._netns_ids.add(ns.netns_id(wire))
-        if self._run is not None:
+        self._own_netns(wire)
+        if self._run is not None:  # created after start(): the run's record learns it
             self._run.namespaces.append(wire)
             self._run.save()
         na, nb = self.plan.nodes[v.a_device], self.plan.nodes[v.b_device]
@@ -461,9 +463,15 @@ class KernelLab:
 
     # --- readiness -------------------------------------------------------------------------
 
-    def vtysh(self, name: str, command: str, timeout_s: float = 10.0) -> str:
+    def vtysh(self, name: str, *commands: str, timeout_s: float = 10.0) -> str:
+        """vtysh's answer to ``commands`` in turn (one session: ``configure terminal`` and
+        what follows). A command vtysh refuses ("% Unknown command") is an error."""
         node = self.plan.nodes[name]
-        return _run(["vtysh", "-N", node.netns, "-c", command], timeout_s).stdout
+        argv = ["vtysh", "-N", node.netns, *(a for c in commands for a in ("-c", c))]
+        out = _run(argv, timeout_s).stdout
+        if out.lstrip().startswith("%"):
+            raise InfraError(name, f"vtysh {' / '.join(commands)}: {out.strip()[:300]}")
+        return out
 
     def bgp_state(self, name: str) -> dict[str, str]:
         """peer address -> BGP state of one switch (``show bgp summary json``)."""
