@@ -280,10 +280,7 @@ def _rerouted(labels: Mapping[str, Any], stim: str, fabric: Fabric) -> tuple[Rou
     what the shut sent onto it, a member already down). () when the flow's ends are unknown
     or no route avoids the link. Not the hosts' own ends: they carried the flow alike
     before and after the shut, so they cannot slow its reroute."""
-    routes = [r for r in _flow_routes(labels, fabric) if stim not in r]
-    between = str(labels.get("between") or "").split()  # a TG flow: its ports' switches
-    if not routes and len(between) == 2 and all(fabric.is_switch(d) for d in between):
-        routes = [r for r in fabric.routes(*between) if stim not in r]
+    routes = [r for r in _event_routes(labels, fabric) if stim not in r]
     ends = _host_ends({c for r in routes for c in r if fabric.is_host(c)}, fabric)
     return tuple(r - ends for r in routes)
 
@@ -301,13 +298,20 @@ def _transient(labels: Mapping[str, Any], key: str, fabric: Fabric
     if not matches(key, STIMULUS_KEYS):
         return ()
     stim = str(labels.get("link") or "")
-    routes = list(_flow_routes(labels, fabric))
-    between = str(labels.get("between") or "").split()
-    if not routes and len(between) == 2 and all(fabric.is_switch(d) for d in between):
-        routes = list(fabric.routes(*between))
+    routes = _event_routes(labels, fabric)
     after = [r for r in routes if stim not in r] or [r - {stim} for r in routes]
     shut = ((frozenset({stim}),),) if fabric.link_ends(stim) else ()
     return ((tuple(after),) if after else ()) + shut
+
+
+def _event_routes(labels: Mapping[str, Any], fabric: Fabric) -> tuple[Route, ...]:
+    """Every route a failover's flow may take: a host flow's (``flow``), else those between
+    the switches ``between`` names (a TG flow: its ports' switches); () when neither."""
+    routes = _flow_routes(labels, fabric)
+    between = str(labels.get("between") or "").split()
+    if not routes and len(between) == 2 and all(fabric.is_switch(d) for d in between):
+        routes = tuple(fabric.routes(*between))
+    return routes
 
 
 def _host_ends(hosts: Iterable[str], fabric: Fabric) -> set[str]:
@@ -503,7 +507,7 @@ def evidence_of(doc: Mapping[str, Any], fabric: Fabric
             if not failed and not (traffic and segments):
                 continue  # a device's own reading that passed clears nothing else
             signature = (nodeid, failed, named, nearby, segments, parts,
-                         key if not failed else "")  # transient follows from segments
+                         key if not failed else "")  # transient: from the same labels
             if not failed and signature in seen:
                 continue
             seen.add(signature)
