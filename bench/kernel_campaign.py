@@ -208,29 +208,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     if reason is not None and not args.rejudge:
         print(f"kernel campaign: the kernel lab cannot run here: {reason}", file=sys.stderr)
         return 2
-    before = {r["name"]: r for r in json.loads((out / "rows.json").read_text(encoding="utf-8"))
-              } if args.rejudge else {}  # fmt: skip
-    rows = []
-    kept: dict[str, Any] = {}
-    if args.only is not None and (out / "rows.json").exists():
-        kept = {r["name"]: r for r in json.loads((out / "rows.json").read_text(encoding="utf-8"))}
+    stored = out / "rows.json"
+    previous = ({r["name"]: r for r in json.loads(stored.read_text(encoding="utf-8"))}
+                if (args.rejudge or args.only is not None) and stored.exists() else {})
+    done: dict[str, dict[str, Any]] = {}
+
+    def merged() -> list[dict[str, Any]]:  # in draw order: this pass's rows, else the stored
+        return [r for c in cases if (r := done.get(c["name"]) or previous.get(c["name"]))]
+
     for n, case in enumerate(cases, 1):
-        if args.only is not None and case["name"] not in args.only:
-            if case["name"] in kept:
-                rows.append(kept[case["name"]])
+        name = case["name"]
+        if (args.only is not None and name not in args.only) or (
+                args.rejudge and name not in previous):
             continue
-        if args.rejudge and case["name"] not in before:
-            continue
-        row = (judge(case, out / case["name"], before[case["name"]]["wall_s"],
-                     before[case["name"]]["exit"]) if args.rejudge
-               else run_case(case, out / case["name"]))
-        rows.append(row)
+        row = (judge(case, out / name, previous[name]["wall_s"], previous[name]["exit"])
+               if args.rejudge else run_case(case, out / name))
+        done[name] = row
         state = "right" if row["right"] else ("FIB loss" if row.get("fib_update_loss")
                                               else "WRONG")
-        print(f"[{n:3d}/{len(cases)}] {case['name']:<26} {case['target'] or '-':<20} "
+        print(f"[{n:3d}/{len(cases)}] {name:<26} {case['target'] or '-':<20} "
               f"{row['verdict']:<10} first {row['first']:<44} {state:<8} {row['wall_s']:5.0f} s",
               flush=True)
-        (out / "rows.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
+        stored.write_text(json.dumps(merged(), indent=1), encoding="utf-8")  # every case kept
+    rows = merged()
     table = render(rows, seed)
     (out / "table.md").write_text(table, encoding="utf-8")
     print(table)
