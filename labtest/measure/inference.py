@@ -68,8 +68,8 @@ The model (docs/rootcause.md states it for users):
   link dark while one host's traces ran is named; one whose other traces were
   clean loses to one that has no other traces (the far end of a one-way drop).
 * Each cause pays ``log(1 / prior)``. The search adds the component that most
-  raises the penalised likelihood while that gain is positive, then drops and
-  swaps causes while that helps (greedy maximum likelihood with local search):
+  raises the penalised likelihood while that gain is above ``MIN_GAIN``, then
+  drops and swaps causes while that helps (greedy maximum likelihood with local search):
   every failure explained by the fewest causes, independent faults each named,
   and a failure whose path every passing measurement clears left unexplained.
 """

@@ -379,13 +379,7 @@ def test_latency_under_incast(
         evidence = hop_evidence(hops, deltas, PRIORITY)
         top, why = congested_queue(evidence)
         attach_json("path queues", {e.queue: e.summary() for e in evidence})
-        where = {
-            "device": top.hop.device,
-            "port": top.hop.port,
-            "priority": str(PRIORITY),
-            "queue": top.queue,
-            "evidence": why,
-        }
+        where = _where(top, why)
         if top.ecn_marked is not None:
             measure("latency.queue_ecn_marked", top.ecn_marked, unit="packets", pair=unit, **where)
         measure("latency.queue_pause_frames_sent", top.xoff_sent, unit="frames", pair=unit,
