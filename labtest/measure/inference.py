@@ -28,6 +28,10 @@ The model (docs/rootcause.md states it for users):
   suspect), and it also
   reaches an observation's ``transient`` segments (a failover flow's own path,
   which its baseline cleared of any steady fault).
+* A measurement run beside a background *load* (a latency probe beside an incast) is
+  also reached through the load's routes, at ``LOAD_EFFECT`` of the chance that some
+  flow of the load crossed the component: a sender holed or collapsed shifts its share
+  onto the queue the probe met, or does not.
 * A fault need not spoil traffic: a dirty connector fails its port's optics
   while every pair across it runs at line rate. Each cause takes the better of
   two modes, *local* (it explains only what names it) and *traffic*; and it
@@ -72,13 +76,17 @@ The model (docs/rootcause.md states it for users):
   drops and swaps causes while that helps (greedy maximum likelihood with local search):
   every failure explained by the fewest causes, independent faults each named,
   and a failure whose path every passing measurement clears left unexplained.
+* A failure no cause explains goes to the cause likeliest to have failed it, were that
+  cause to spoil its kind too, when that beats a false alarm (``likely``): the search
+  weighs a kind of traffic as a whole, and one sender's QP hashed into an ECMP hole
+  fails alone among its kind's passes across the hole.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 #: P(fail) of a measurement whose path holds no fault (noise, a limit set tight)
 FALSE_ALARM = 0.01
@@ -101,6 +109,9 @@ INTERMITTENT_MISS = 0.5
 #: explains (0.24-0.28 nats, matrix seed 16663987). Kass & Raftery's "bare mention" (1 nat)
 #: would also drop a one-way drop seen by one TG flow twice (0.81 nats, a unit test)
 MIN_GAIN = 0.5
+#: P(a fault on the routes of a measurement's background load spoils the measurement): it
+#: reshapes the load, which may or may not land on the measured path
+LOAD_EFFECT = 0.5
 #: the modes a fault may take (the better fitting one is taken: the prior's price covers it)
 MODES = ("local", "traffic", "intermittent")
 #: the scope of a spreading fault that reaches every traffic observation
@@ -138,6 +149,11 @@ class Observation:
     #: failover flow's own path, proven by its before-event baseline): only a fault that
     #: comes and goes (the intermittent mode) reaches it there
     transient: tuple[Segment, ...] = ()
+    #: the routes of the background load the measurement ran beside (an incast's flows),
+    #: each flow one segment: a fault there reshapes the load (a sender holed or collapsed
+    #: shifts its share onto the others), which may or may not land on the measured path:
+    #: reached at ``LOAD_EFFECT``
+    load: tuple[Segment, ...] = ()
 
     def reach(self, component: str) -> float:
         """Probability that this observation's traffic crossed ``component`` (some stream
@@ -145,7 +161,8 @@ class Observation:
         parts as segments: a sender's loss collapses the goodput of all)."""
         if component in self.named or component in self.nearby:
             return 1.0
-        return 1.0 - self._missed(component, (*self.segments, *self.parts))
+        return 1.0 - self._missed(component, (*self.segments, *self.parts)) * self._unloaded(
+            component)
 
     def cleared(self, component: str) -> float:
         """How surely a pass of this observation tested ``component``: its reach, but on an
@@ -154,13 +171,26 @@ class Observation:
         if not self.parts or component in self.named or component in self.nearby:
             return self.reach(component)
         part = sum(_share(component, p) for p in self.parts) / len(self.parts)
-        return 1.0 - self._missed(component, self.segments) * (1.0 - part)
+        return 1.0 - self._missed(component, self.segments) * (1.0 - part) * self._unloaded(
+            component)
 
     def fleeting_reach(self, component: str) -> float:
         """The reach of a fault that comes and goes: ``transient`` counts too."""
         if not self.transient:
             return self.reach(component)
-        return 1.0 - self._missed(component, (*self.segments, *self.parts, *self.transient))
+        return 1.0 - self._missed(
+            component, (*self.segments, *self.parts, *self.transient)) * self._unloaded(component)
+
+    def _unloaded(self, component: str) -> float:
+        """1 - P(a fault at ``component`` reached this measurement through its load):
+        ``LOAD_EFFECT`` of the chance that some flow of the load crossed it."""
+        if not self.load:
+            return 1.0
+        missed = 1.0
+        for alternatives in self.load:
+            if alternatives:
+                missed *= 1.0 - _share(component, alternatives)
+        return 1.0 - LOAD_EFFECT * (1.0 - missed)
 
     def _missed(self, component: str, segments: Iterable[Segment]) -> float:
         missed = 1.0
@@ -172,7 +202,7 @@ class Observation:
     @property
     def components(self) -> frozenset[str]:
         out = set(self.named | self.nearby)
-        for alternatives in (*self.segments, *self.parts, *self.transient):
+        for alternatives in (*self.segments, *self.parts, *self.transient, *self.load):
             for r in alternatives:
                 out |= r
         return frozenset(out)
@@ -196,6 +226,10 @@ class Cause:
     #: P(it, rather than one of its rivals or nothing, explains its failures | the other
     #: causes): exp(gain) / (1 + exp(gain) + sum of the rivals' exp(gain)), gains priced
     posterior: float = 0.0
+    #: failures that are more likely its doing than noise though it is not seen to spoil
+    #: their kind (the rest of it passed across it: a QP hashed into an ECMP hole while
+    #: the other senders' were not), or crossed only by the load they ran beside
+    likely: tuple[str, ...] = ()
 
 
 @dataclass
@@ -610,8 +644,39 @@ def infer(
     causes = [_cause(search, hyp, c, failing) for c in hyp.modes]
     causes.sort(key=lambda c: (-c.gain, c.component))
     explained = {i for c in causes for i in c.explains}
+    likely = _likely(hyp, [o for o in failing if o.id not in explained])
+    causes = [replace(c, likely=tuple(likely.get(c.component, ()))) for c in causes]
+    explained |= {i for ids in likely.values() for i in ids}
     unexplained = [o.id for o in failing if o.id not in explained]
     return Inference(causes, unexplained, singles)
+
+
+def _likely(hyp: Hypothesis, failures: Iterable[Observation]) -> dict[str, list[str]]:
+    """Each failure no cause explains, given to the cause most likely to have failed it,
+    when that is likelier than a false alarm: the search chose the causes and the kinds of
+    traffic each spoils from all the evidence; a single failure of a kind the rest of which
+    passed across a cause is still that cause's doing more likely than noise when it
+    crossed it (one sender's QP hashed into an ECMP hole)."""
+    out: dict[str, list[str]] = {}
+    for o in failures:
+        best, chance = None, FALSE_ALARM
+        for c, mode in sorted(hyp.modes.items()):
+            p = consequence(o, c, mode, hyp.aspects.get(c, frozenset()),
+                            hyp.scopes.get(c, ANY_SCOPE))
+            if p > chance:
+                best, chance = c, p
+        if best is not None:
+            out.setdefault(best, []).append(o.id)
+    return out
+
+
+def consequence(o: Observation, c: str, mode: str, aspects: frozenset[str],
+                scope: str = ANY_SCOPE) -> float:
+    """P(``c`` failed ``o`` and the suite located it where it did), were ``c`` to spoil
+    ``o``'s kind too."""
+    hit = _hit(o, c, mode, aspects | {o.aspect}, scope)
+    weight = _place_weight(o, c, mode) if o.named else 1.0
+    return hit * (1.0 - _miss(o, c, mode)) * weight
 
 
 def _cause(search: _Search, hyp: Hypothesis, c: str, failing: Sequence[Observation]) -> Cause:

@@ -314,6 +314,17 @@ def _event_routes(labels: Mapping[str, Any], fabric: Fabric) -> tuple[Route, ...
     return routes
 
 
+def _background(labels: Mapping[str, Any], fabric: Fabric) -> tuple[tuple[Route, ...], ...]:
+    """The routes of the load a measurement ran beside (``background``: ``client>server
+    ...``), one segment per flow; flows between unknown hosts are left out."""
+    out = []
+    for flow in str(labels.get("background") or "").split():
+        a, _, b = flow.partition(">")
+        if fabric.is_host(a) and fabric.is_host(b) and (routes := fabric.routes(a, b)):
+            out.append(tuple(routes))
+    return tuple(out)
+
+
 def _host_ends(hosts: Iterable[str], fabric: Fabric) -> set[str]:
     """The hosts and their links: what carries a flow alike on every route it may take."""
     return {c for h in hosts for c in (h, *fabric.host_links(h))}
@@ -519,7 +530,8 @@ def evidence_of(doc: Mapping[str, Any], fabric: Fabric
             obs = Observation(f"{nodeid}#{i}", failed, segments, named, strength(m),
                               traffic=traffic, aspect=aspect, scope=str(labels.get("scope") or ""),
                               nearby=nearby, stalls=matches(key, STALL_KEYS),
-                              streams=_streams(labels), parts=parts, transient=transient)
+                              streams=_streams(labels), parts=parts, transient=transient,
+                              load=_background(labels, fabric) if traffic else ())
             out.append(Evidence(obs, nodeid, m, message(m), port))
     spreading = dict.fromkeys(sources or spread_ports, inference.ANY_SCOPE)
     return _one_fact_each(out), spreading | dict.fromkeys(uneven, CROSS_FABRIC_SCOPE)
@@ -577,15 +589,17 @@ def root_causes(doc: Mapping[str, Any]) -> list[RootCause]:
     ordered = _independent_first(result.causes, by_id)
     causes = [c for c, _ in ordered]
     for i, cause in enumerate(causes):
-        for oid in cause.explains:
+        for oid in (*cause.explains, *cause.likely):
             owner.setdefault(by_id[oid].test, i)
     out: list[RootCause] = []
     for i, cause in enumerate(causes):
         mine = [by_id[oid] for oid in cause.explains]
         direct = [e for e in mine if cause.component in e.obs.named]
         tests = list(dict.fromkeys(e.test for e in direct if owner.get(e.test) == i))
-        consequences = [n for n in dict.fromkeys(e.test for e in mine)
-                        if owner.get(n) == i and n not in tests]
+        # what it explains, then what is likelier its doing than noise (``likely``)
+        consequences = [n for n in dict.fromkeys(
+            [*(e.test for e in mine), *(by_id[oid].test for oid in cause.likely)])
+            if owner.get(n) == i and n not in tests]
         found_as = _describe(cause, mine, direct, tests, consequences, by_id, fabric)
         upstream = ordered[i][1]
         out.append(replace(found_as, downstream_of=_culprit_of(upstream, by_id, fabric))

@@ -147,6 +147,16 @@ class Load:
     def endpoint(self) -> str:
         return f"{self.switch}:{self.port}"
 
+    @property
+    def flows(self) -> str:
+        """The load's flows as ``client>server ...``: the root cause weighs faults on their
+        routes (a sender holed shifts its share onto the queue the pair met)."""
+        return background(self.pairs)
+
+
+def background(pairs: list[tuple[str, str]]) -> str:
+    return " ".join(f"{client}>{server}" for client, server in pairs)
+
 
 def _under_load(
     view: FabricView,
@@ -379,7 +389,7 @@ def test_latency_under_incast(
         evidence = hop_evidence(hops, deltas, PRIORITY)
         top, why = congested_queue(evidence)
         attach_json("path queues", {e.queue: e.summary() for e in evidence})
-        where = _where(top, why)
+        where = _where(top, why, background=background([(s, server) for s in senders]))
         if top.ecn_marked is not None:
             measure("latency.queue_ecn_marked", top.ecn_marked, unit="packets", pair=unit, **where)
         measure("latency.queue_pause_frames_sent", top.xoff_sent, unit="frames", pair=unit,
@@ -546,7 +556,7 @@ def test_latency_beside_all_to_all(fabric_view: FabricView, measure: Any) -> Non
             evidence = hop_evidence(path_hops(view, client, server), deltas, PRIORITY)
             top, why = congested_queue(evidence)
             attach_json(f"path queues {client}->{server}", {e.queue: e.summary() for e in evidence})
-            where = _where(top, why, load="all_to_all")
+            where = _where(top, why, load="all_to_all", background=load.flows)
         row = _row(run)
         idle_row = idle[pair]
         if row is None or idle_row is None:
@@ -601,7 +611,8 @@ def test_latency_beside_upstream_pause(
         (origin,) = hop_evidence([origin_hop], deltas, PRIORITY)
         top, why, paused = pause_origin(path, origin)
         attach_json("path queues and origin", {e.queue: e.summary() for e in [*path, origin]})
-        where = _where(top, why, paused=",".join(e.queue for e in paused) or "none")
+        where = _where(top, why, paused=",".join(e.queue for e in paused) or "none",
+                       background=load.flows)  # fmt: skip
     row, error = _worst(runs)
     if row is None:
         _failed_run(measure, HOL_KEYS.p99, unit, error or "no latency table", where)
@@ -712,7 +723,7 @@ def test_latency_during_failover(
         evidence = hop_evidence(path_hops(view, client, server), deltas, PRIORITY)
         top, why = congested_queue(evidence)
         attach_json("path queues", {e.queue: e.summary() for e in evidence})
-        where = _where(top, why, link=shut.link)
+        where = _where(top, why, link=shut.link, background=load.flows)
     if runs[0].error:
         why = (
             f"{client}->{server} had no path {settle_s * 1000:.0f} ms after {shut.link} went "

@@ -175,6 +175,58 @@ def test_a_failure_nothing_explains_stays_unexplained() -> None:
     assert result.causes == [] and result.unexplained == ["h11--h12"]
 
 
+def test_one_hashed_failure_of_a_kind_that_passed_elsewhere_is_the_causes() -> None:
+    """An ECMP member holing some flows: pairs of many streams fail across it, and so does
+    one single-QP sender's CNP count, while the other senders' CNPs across it pass. The
+    member does not spoil CNPs as a kind, yet that one failure crossed it: its doing more
+    likely than noise, not unexplained."""
+    fab = fabric(leaves=3)
+    member = "leaf1:up2--spine2:down1"
+    bw = [Observation(f"bw {a}--{b}", True, (fab.routes(a, b),), aspect="bw", streams=8)
+          for a, b in (("h11", "h21"), ("h12", "h31"), ("h11", "h31"))]
+    cnp = [Observation(f"cnp {a}>{b}", (a, b) == ("h12", "h21"), (fab.routes(a, b),),
+                       aspect="cnp") for a in ("h11", "h12") for b in ("h21", "h22", "h31")]
+    cnp += [Observation(f"cnp {a}>{b}", False, (fab.routes(a, b),), aspect="cnp")
+            for a in ("h21", "h22", "h31") for b in ("h11", "h12")]
+    bw.append(Observation("bw h11--h12", False, (fab.routes("h11", "h12"),), aspect="bw",
+                          streams=8))  # leaf1 itself forwards
+    located = Observation("member loss", True, named=frozenset({member}), traffic=False,
+                          aspect="member_loss")
+    result = infer([*bw, *cnp, located])
+    (cause,) = result.causes
+    assert cause.component == member and "cnp" not in {o.aspect for o in cnp if o.id in
+                                                       cause.explains}
+    assert cause.likely == ("cnp h12>h21",) and result.unexplained == []
+    # a failure the cause's routes never reach stays unexplained
+    lone = Observation("cnp h21>h22", True, (fab.routes("h21", "h22"),), aspect="cnp")
+    again = infer([*bw, *cnp, located, lone])
+    assert again.unexplained == ["cnp h21>h22"]
+
+
+def test_a_queue_its_load_shifted_onto_is_a_consequence_not_a_second_fault() -> None:
+    """A latency pair beside an incast: the incast's senders behind a holing member lose
+    their flows, the others' share lands on the pair's spine queue. The queue named is a
+    consequence of the member on the load's routes; with no fault on the load, the queue's
+    own link is named."""
+    fab = fabric(leaves=3)
+    member = "leaf1:up2--spine2:down1"
+    queue = "leaf3:up1--spine1:down3"
+    bw = [Observation(f"bw {a}--{b}", True, (fab.routes(a, b),), aspect="bw", streams=8)
+          for a, b in (("h11", "h21"), ("h12", "h31"), ("h11", "h22"))]
+    bw.append(Observation("bw h11--h12", False, (fab.routes("h11", "h12"),), aspect="bw",
+                          streams=8))
+    located = Observation("member loss", True, named=frozenset({member}), traffic=False,
+                          aspect="member_loss")
+    load = tuple(tuple(fab.routes(s, "h32")) for s in ("h11", "h12", "h21"))
+    hol = Observation("hol h21>h31", True, (fab.routes("h21", "h31"),), aspect="hol",
+                      named=frozenset({"spine1", queue}), load=load)
+    result = infer([*bw, located, hol])
+    assert [c.component for c in result.causes] == [member]
+    assert "hol h21>h31" in (*result.causes[0].explains, *result.causes[0].likely)
+    alone = infer([hol])
+    assert alone.causes and alone.causes[0].component in {"spine1", queue}
+
+
 # --- count observations: probes sent and lost along known routes (the doctor's mesh) ----------
 
 
