@@ -285,7 +285,7 @@ def verdict_table(
     (without one, only the test outcomes decide: FAIL if any failed or broke)."""
     suites = results.tally(tests, SuiteVerdict)
     causes = (verdict or {}).get("root_causes") or []
-    because = {n: c["cause"] for c in causes for n in c.get("consequences", [])}
+    because = results.consequence_texts(causes)
     for suite in suites.values():
         for t in suite.red_tests:
             who = culprit(t)

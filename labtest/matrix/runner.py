@@ -110,7 +110,8 @@ def root_causes_of(doc: Mapping[str, Any]) -> dict[str, str]:
     causes = root_causes(doc)
     direct = {n: f"evidence of {c.culprit}: {c.cause}" for c in causes if c.culprit
               for n in c.tests}
-    return direct | {n: f"consequence of {c.culprit}: {c.cause}"
+    texts = results.consequence_texts(c.as_dict() for c in causes)
+    return direct | {n: f"consequence of {c.culprit}: {texts[n]}"
                      for n, c in explained_by(causes).items()}
 
 

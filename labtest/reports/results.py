@@ -282,13 +282,26 @@ def coverage_categories() -> list[dict[str, Any]]:
     ]
 
 
+def consequence_texts(causes: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """nodeid -> the root cause (a ``root_causes`` record) it is a consequence of, and that
+    cause's own upstream cause when the analysis suspects one (``downstream_of``): a failure
+    shown as the consequence of a second cause still names the first."""
+    out: dict[str, str] = {}
+    for c in causes:
+        text = str(c["cause"])
+        if c.get("downstream_of"):
+            text += f"; perhaps itself a consequence of {c['downstream_of']}"
+        out.update(dict.fromkeys(c.get("consequences") or [], text))
+    return out
+
+
 def label_consequences(results_dir: Path, doc: dict[str, Any]) -> int:
     """Give each Allure result a root cause explains the labels ``root_cause`` (the cause)
     and tag ``consequence``, so Allure shows the cause beside the symptom (the causes
     themselves are listed in ``environment.properties``: a result per cause would count
     each failure twice). Returns how many results were labelled."""
     causes = (doc.get("verdict") or {}).get("root_causes") or []
-    because = {n: c["cause"] for c in causes for n in c["consequences"]}
+    because = consequence_texts(causes)
     labelled = 0
     for path in sorted(results_dir.glob("*-result.json")) if because else []:
         result = json.loads(path.read_text(encoding="utf-8"))

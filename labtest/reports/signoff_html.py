@@ -19,6 +19,7 @@ from typing import Any
 
 from labtest import safefs
 from labtest.measure import Limit
+from labtest.reports import results
 
 RAW_MAX_CHARS = 4000
 PNG_MAX_BYTES = 1_500_000
@@ -209,7 +210,7 @@ def _attention(doc: dict[str, Any], out_dir: Path) -> str:
     head = f"<h2 id='attention'>Failed and broken ({len(items)})</h2>"
     if not items:
         return head + "<p class='ok'>No test failed and none was broken.</p>"
-    because = {n: c["cause"] for c in doc.get("root_causes") or [] for n in c["consequences"]}
+    because = results.consequence_texts(doc.get("root_causes") or [])
     return head + "".join(_card(item, out_dir, because.get(item["nodeid"])) for item in items)
 
 

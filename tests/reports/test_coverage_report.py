@@ -259,3 +259,16 @@ def test_allure_marks_the_consequences_of_a_root_cause(tmp_path: Path) -> None:
     labels = {lb["name"]: lb["value"] for lb in json.loads(own.read_text())["labels"]}
     assert labels["root_cause"] == cause["cause"] and labels["tag"] == "consequence"
     assert len(json.loads(other.read_text())["labels"]) == 1
+
+
+def test_a_consequence_of_a_downstream_cause_names_the_upstream_one_too() -> None:
+    """A second cause the analysis suspects to be the first's doing (an ECMP share starved
+    by RoCE collapsing over a lossy link beyond it): its consequences name both."""
+    first = {"cause": "leaf2:Ethernet0--spine1:Ethernet8: member loss", "consequences": ["a"],
+             "downstream_of": ""}
+    second = {"cause": "leaf1: roce.ecmp_share_deviation", "consequences": ["b"],
+              "downstream_of": "leaf2:Ethernet0--spine1:Ethernet8"}
+    texts = results.consequence_texts([first, second])
+    assert texts["a"] == first["cause"]
+    assert texts["b"] == (f"{second['cause']}; perhaps itself a consequence of "
+                          "leaf2:Ethernet0--spine1:Ethernet8")
