@@ -286,11 +286,14 @@ def verdict_table(
     suites = results.tally(tests, SuiteVerdict)
     causes = (verdict or {}).get("root_causes") or []
     because = results.consequence_texts(causes)
+    upstream = results.upstream_of_evidence(causes)
     for suite in suites.values():
         for t in suite.red_tests:
             who = culprit(t)
             if t.get("nodeid") in because:
                 who = f"{who} (consequence of {because[t['nodeid']]})"
+            elif t.get("nodeid") in upstream:
+                who = f"{who} (perhaps a consequence of {upstream[t['nodeid']]})"
             suite.attention.append((t.get("name", t.get("nodeid", "?")), t["outcome"], who))
     by_suite = ((verdict or {}).get("coverage") or {}).get("by_suite") or {}
     for name, cov in by_suite.items():

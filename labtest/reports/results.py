@@ -295,6 +295,13 @@ def consequence_texts(causes: Iterable[Mapping[str, Any]]) -> dict[str, str]:
     return out
 
 
+def upstream_of_evidence(causes: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """nodeid -> the upstream cause of the cause it is direct evidence of (``tests`` of a
+    cause with ``downstream_of``): the place it names may itself be a consequence."""
+    return {n: str(c["downstream_of"]) for c in causes if c.get("downstream_of")
+            for n in c.get("tests") or []}
+
+
 def label_consequences(results_dir: Path, doc: dict[str, Any]) -> int:
     """Give each Allure result a root cause explains the labels ``root_cause`` (the cause)
     and tag ``consequence``, so Allure shows the cause beside the symptom (the causes

@@ -268,7 +268,10 @@ def test_a_consequence_of_a_downstream_cause_names_the_upstream_one_too() -> Non
              "downstream_of": ""}
     second = {"cause": "leaf1: roce.ecmp_share_deviation", "consequences": ["b"],
               "downstream_of": "leaf2:Ethernet0--spine1:Ethernet8"}
+    second["tests"] = ["c"]  # its own evidence (a victim flow's port on leaf1)
     texts = results.consequence_texts([first, second])
     assert texts["a"] == first["cause"]
     assert texts["b"] == (f"{second['cause']}; perhaps itself a consequence of "
                           "leaf2:Ethernet0--spine1:Ethernet8")
+    assert results.upstream_of_evidence([first, second]) == {
+        "c": "leaf2:Ethernet0--spine1:Ethernet8"}
