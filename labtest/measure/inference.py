@@ -29,9 +29,11 @@ The model (docs/rootcause.md states it for users):
   reaches an observation's ``transient`` segments (a failover flow's own path,
   which its baseline cleared of any steady fault).
 * A measurement run beside a background *load* (a latency probe beside an incast) is
-  also reached through the load's routes, at ``LOAD_EFFECT`` of the chance that some
+  also reached through the load's routes by a cause that spoils the load's own kind of
+  traffic (``load_aspects``: bandwidth), at ``LOAD_EFFECT`` of the chance that some
   flow of the load crossed the component: a sender holed or collapsed shifts its share
-  onto the queue the probe met, or does not.
+  onto the queue the probe met, or does not. A switch slow to reconverge leaves the
+  load as it was.
 * A fault need not spoil traffic: a dirty connector fails its port's optics
   while every pair across it runs at line rate. Each cause takes the better of
   two modes, *local* (it explains only what names it) and *traffic*; and it
@@ -150,41 +152,45 @@ class Observation:
     #: comes and goes (the intermittent mode) reaches it there
     transient: tuple[Segment, ...] = ()
     #: the routes of the background load the measurement ran beside (an incast's flows),
-    #: each flow one segment: a fault there reshapes the load (a sender holed or collapsed
-    #: shifts its share onto the others), which may or may not land on the measured path:
-    #: reached at ``LOAD_EFFECT``
+    #: each flow one segment: a fault that spoils the load's own kind of traffic
+    #: (``load_aspects``: its bandwidth) there reshapes the load (a sender holed or
+    #: collapsed shifts its share onto the others), which may or may not land on the
+    #: measured path: reached at ``LOAD_EFFECT``. A fault that spoils no such traffic (a
+    #: switch slow to reconverge) leaves the load as it was
     load: tuple[Segment, ...] = ()
+    load_aspects: frozenset[str] = frozenset()
 
-    def reach(self, component: str) -> float:
+    def reach(self, component: str, loaded: bool = False) -> float:
         """Probability that this observation's traffic crossed ``component`` (some stream
         of it, each stream on one alternative per segment, drawn alike; an aggregate's
-        parts as segments: a sender's loss collapses the goodput of all)."""
+        parts as segments: a sender's loss collapses the goodput of all); ``loaded``: or
+        its load did (the fault spoils the load's kind of traffic)."""
         if component in self.named or component in self.nearby:
             return 1.0
         return 1.0 - self._missed(component, (*self.segments, *self.parts)) * self._unloaded(
-            component)
+            component, loaded)
 
-    def cleared(self, component: str) -> float:
+    def cleared(self, component: str, loaded: bool = False) -> float:
         """How surely a pass of this observation tested ``component``: its reach, but on an
         aggregate's part only that part's share of it, since a sender's link at 70 % of its
         rate does not show in an incast of seven."""
         if not self.parts or component in self.named or component in self.nearby:
-            return self.reach(component)
+            return self.reach(component, loaded)
         part = sum(_share(component, p) for p in self.parts) / len(self.parts)
         return 1.0 - self._missed(component, self.segments) * (1.0 - part) * self._unloaded(
-            component)
+            component, loaded)
 
-    def fleeting_reach(self, component: str) -> float:
+    def fleeting_reach(self, component: str, loaded: bool = False) -> float:
         """The reach of a fault that comes and goes: ``transient`` counts too."""
         if not self.transient:
-            return self.reach(component)
-        return 1.0 - self._missed(
-            component, (*self.segments, *self.parts, *self.transient)) * self._unloaded(component)
+            return self.reach(component, loaded)
+        return 1.0 - self._missed(component, (*self.segments, *self.parts, *self.transient)
+                                  ) * self._unloaded(component, loaded)
 
-    def _unloaded(self, component: str) -> float:
+    def _unloaded(self, component: str, loaded: bool) -> float:
         """1 - P(a fault at ``component`` reached this measurement through its load):
         ``LOAD_EFFECT`` of the chance that some flow of the load crossed it."""
-        if not self.load:
+        if not (loaded and self.load):
             return 1.0
         missed = 1.0
         for alternatives in self.load:
@@ -276,15 +282,16 @@ def _hit(o: Observation, c: str, mode: str, aspects: frozenset[str], scope: str 
         return 1.0 if c in o.named else 0.0
     if mode == "local":  # a fault of the component's own readings, not of its traffic
         return 0.0
+    loaded = bool(o.load_aspects & aspects)  # it spoils the load's traffic: reshapes it
     if not o.failed and o.named and c not in o.named:
         # a located pass looked at its own place (a queue, a port): it clears that place,
         # and what else its traffic crossed only weakly (a fault may spoil one direction)
-        return o.cleared(c) * LOCATED_ELSEWHERE
+        return o.cleared(c, loaded) * LOCATED_ELSEWHERE
     if mode == "flows" and o.apart:  # a hole or a dark moment says nothing of other moments
         return 0.0
     if mode == "intermittent" and o.transient:
-        return o.fleeting_reach(c)
-    return o.reach(c) if o.failed else o.cleared(c)
+        return o.fleeting_reach(c, loaded)
+    return o.reach(c, loaded) if o.failed else o.cleared(c, loaded)
 
 
 def _miss(o: Observation, c: str, mode: str) -> float:

@@ -117,6 +117,11 @@ STIMULUS_KEYS = ("failover.*",)
 SHUT_LINK_KEYS = ("latency.failover_*",)
 #: the label value of aggregate traffic across the spine layer (bisection runs)
 CROSS_FABRIC_SCOPE = "bisection"
+#: what judges bandwidth traffic of the kind a background load is (perftest pairs,
+#: incasts, rings, many-stream members): a cause seen to spoil one reshapes a load
+LOAD_KEYS = ("roce.bw_*", "congestion.incast_goodput_fraction", "congestion.victim_*",
+             "collective.busbw_*", "paths.member_loss_ratio", "roce.ecmp_share_deviation",
+             "roce.lossless_drops")
 MAX_EVIDENCE = 8
 MIN_FAIL_STRENGTH = 0.6
 MIN_PASS_STRENGTH = 0.2
@@ -463,6 +468,7 @@ def evidence_of(doc: Mapping[str, Any], fabric: Fabric
     Passing measurements of one test on one path count once (five readings of one pair
     are one clearance)."""
     out: list[Evidence] = []
+    load_kinds = _load_kinds(doc)
     sources: set[str] = set()
     spread_ports: set[str] = set()
     uneven: set[str] = set()
@@ -531,10 +537,19 @@ def evidence_of(doc: Mapping[str, Any], fabric: Fabric
                               traffic=traffic, aspect=aspect, scope=str(labels.get("scope") or ""),
                               nearby=nearby, stalls=matches(key, STALL_KEYS),
                               streams=_streams(labels), parts=parts, transient=transient,
-                              load=_background(labels, fabric) if traffic else ())
+                              load=_background(labels, fabric) if traffic else (),
+                              load_aspects=load_kinds)
             out.append(Evidence(obs, nodeid, m, message(m), port))
     spreading = dict.fromkeys(sources or spread_ports, inference.ANY_SCOPE)
     return _one_fact_each(out), spreading | dict.fromkeys(uneven, CROSS_FABRIC_SCOPE)
+
+
+def _load_kinds(doc: Mapping[str, Any]) -> frozenset[str]:
+    """The run's limit keys that judge bandwidth traffic (``LOAD_KEYS``): a cause seen to
+    spoil one of them reshapes a background load it crossed."""
+    keys = {str(m.get("limit_key") or "") for t in doc.get("tests") or []
+            for m in t.get("measurements") or []}
+    return frozenset(k for k in keys if matches(k, LOAD_KEYS))
 
 
 def _one_fact_each(found: list[Evidence]) -> list[Evidence]:

@@ -219,12 +219,24 @@ def test_a_queue_its_load_shifted_onto_is_a_consequence_not_a_second_fault() -> 
                           aspect="member_loss")
     load = tuple(tuple(fab.routes(s, "h32")) for s in ("h11", "h12", "h21"))
     hol = Observation("hol h21>h31", True, (fab.routes("h21", "h31"),), aspect="hol",
-                      named=frozenset({"spine1", queue}), load=load)
+                      named=frozenset({"spine1", queue}), load=load,
+                      load_aspects=frozenset({"bw"}))
     result = infer([*bw, located, hol])
     assert [c.component for c in result.causes] == [member]
     assert "hol h21>h31" in (*result.causes[0].explains, *result.causes[0].likely)
     alone = infer([hol])
     assert alone.causes and alone.causes[0].component in {"spine1", queue}
+    # a switch slow to reconverge spoils no bandwidth: the load crossed it (leaf1, the
+    # senders' leaf) unchanged, so the queue the probe met is its own place's, a second fault
+    slow = [Observation(f"conv leaf1-spine{k}", True, ((frozenset({"leaf1", f"spine{k}"}),),),
+                        aspect="conv") for k in (1, 2)]
+    fast = [Observation(f"conv leaf{k}-spine{j}", False,
+                        ((frozenset({f"leaf{k}", f"spine{j}"}),),), aspect="conv")
+            for k in (2, 3) for j in (1, 2)]
+    both = infer([*slow, *fast, hol])
+    assert both.causes[0].component == "leaf1"
+    assert {c.component for c in both.causes} & {"spine1", queue}
+    assert "hol h21>h31" not in both.causes[0].likely
 
 
 # --- count observations: probes sent and lost along known routes (the doctor's mesh) ----------
