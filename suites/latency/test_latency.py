@@ -598,22 +598,33 @@ def test_latency_beside_upstream_pause(
     spec = replace(_incast_spec(), duration_s=cfg["duration_s"])
     load = Load([(s, victim) for s in senders], spec, att.switch, att.switch_port,
                 f"the {len(senders)}:1 incast into {victim}")  # fmt: skip
-    n = int(cfg["runs"])
-    with allure.step(
-        f"LAT-1.3/2: {load.what} ({origin_hop.endpoint}); {n} ib_write_lat runs "
-        f"{client}->{server} beside it (a new QP each: each hashes its own path)"
-    ):
-        runs, outcomes, before, after, outlived = _under_load(view, [latency_pair] * n, load)
-        deltas = fabric_deltas(before, after)
-        attach_json("incast goodput per sender (Gb/s)", {o.client: o.bw_gbps for o in outcomes})
-    with allure.step("LAT-1.3/3: the pause episode's origin and the paused hops on the path"):
-        path = hop_evidence(path_hops(view, client, server), deltas, PRIORITY)
-        (origin,) = hop_evidence([origin_hop], deltas, PRIORITY)
-        top, why, paused = pause_origin(path, origin)
-        attach_json("path queues and origin", {e.queue: e.summary() for e in [*path, origin]})
-        where = _where(top, why, paused=",".join(e.queue for e in paused) or "none",
-                       background=load.flows)  # fmt: skip
-    row, error = _worst(runs)
+    n, attempts = int(cfg["runs"]), int(cfg.get("attempts", 1))
+    for attempt in range(1, attempts + 1):
+        with allure.step(
+            f"LAT-1.3/2: {load.what} ({origin_hop.endpoint}); {n} ib_write_lat runs "
+            f"{client}->{server} beside it (a new QP each: each hashes its own path)"
+            + (f", attempt {attempt} of {attempts}" if attempts > 1 else "")
+        ):
+            runs, outcomes, before, after, outlived = _under_load(
+                view, [latency_pair] * n, load)
+            deltas = fabric_deltas(before, after)
+            attach_json("incast goodput per sender (Gb/s)",
+                        {o.client: o.bw_gbps for o in outcomes})  # fmt: skip
+        with allure.step("LAT-1.3/3: the pause episode's origin and the paused hops on the path"):
+            path = hop_evidence(path_hops(view, client, server), deltas, PRIORITY)
+            (origin,) = hop_evidence([origin_hop], deltas, PRIORITY)
+            top, why, paused = pause_origin(path, origin)
+            attach_json("path queues and origin",
+                        {e.queue: e.summary() for e in [*path, origin]})  # fmt: skip
+            where = _where(top, why, paused=",".join(e.queue for e in paused) or "none",
+                           background=load.flows, attempts=str(attempt))  # fmt: skip
+        row, error = _worst(runs)
+        if attempt == attempts or not _shared_egress(measure, idle_row, row, top, paused,
+                                                     origin):  # fmt: skip
+            break
+        attach_json(f"attempt {attempt}: a shared egress, not head-of-line blocking", {
+            "queue": top.queue if top else None, "evidence": why,
+            "next": "the incast again, its QPs hashed anew"})
     if row is None:
         _failed_run(measure, HOL_KEYS.p99, unit, error or "no latency table", where)
         return
@@ -631,6 +642,19 @@ def test_latency_beside_upstream_pause(
         f"ib_write_lat {client}->{server}: idle vs beside {load.what} (origin {origin.queue})",
         outlived,
     )
+
+
+def _shared_egress(measure: Any, idle_row: PerftestLatRow, row: PerftestLatRow | None,
+                   top: HopEvidence | None, paused: list[HopEvidence],
+                   origin: HopEvidence) -> bool:
+    """Whether the worst run's excess over the HOL limits came from a queue of the pair's
+    own path that the incast's flows filled (it ECN-marked, no pause reached the path, the
+    origin sent none): the incast hashed most of its senders onto the spine downlink the
+    pair crosses, so that run measured a shared egress, not head-of-line blocking."""
+    if row is None or top is None or paused or origin.xoff_sent > 0 or measure.profile is None:
+        return False
+    values = [(k, v) for k, v, _ in _loaded_values(HOL_KEYS, idle_row, row)]
+    return bool(beyond_limits(values, measure.profile.get))
 
 
 def _convergence_budget_s(measure: Any) -> float:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from latency_lib import (
     Hop,
+    HopEvidence,
     beyond_limits,
     congested_queue,
     hop_evidence,
@@ -168,3 +169,36 @@ def test_runs_that_outlived_their_load_prove_a_failure_only():
                          limits.__getitem__) == ["latency.hol_p99_us"]  # fmt: skip
     assert beyond_limits([("latency.hol_p99_us", 12.0), ("latency.hol_p99_inflation", None)],
                          limits.__getitem__) == []  # fmt: skip
+
+
+def test_a_queue_the_incast_filled_on_the_pairs_path_is_not_head_of_line() -> None:
+    """LAT-1.3 runs the incast again when its own flows filled a queue of the pair's path
+    (ECN marks, no pause anywhere) and the HOL limits fail: most senders hashed onto the
+    spine downlink the pair crosses (a healthy lab, 34.6 us at spine2:Ethernet1/1). A pause
+    on the path, or at the origin, is the head-of-line episode itself: judged as it is."""
+    import importlib
+    from types import SimpleNamespace
+
+    from labtest.capabilities.host import PerftestLatRow
+    from labtest.measure import load_limits
+    from tests.suites.suite_runs import LIMITS
+
+    suite = importlib.import_module("labtest.suites.latency.test_latency")
+    measure = SimpleNamespace(profile=load_limits(LIMITS))
+    idle = PerftestLatRow(2, 1000, t_typical_us=3.0, t_max_us=5.0, p99_us=3.2, p99_9_us=4.0)
+    slow = PerftestLatRow(2, 1000, t_typical_us=30.0, t_max_us=40.0, p99_us=34.6, p99_9_us=36.0)
+    fast = PerftestLatRow(2, 1000, t_typical_us=3.5, t_max_us=6.0, p99_us=4.0, p99_9_us=5.0)
+    spine = HopEvidence(Hop("spine2", "Ethernet1/1"), 3, ecn_marked=14_000_000, paused=0,
+                        xoff_sent=0)
+    quiet_origin = HopEvidence(Hop("leaf1", "Ethernet24"), 3, ecn_marked=3_600_000, paused=0,
+                               xoff_sent=0)
+    pausing_origin = HopEvidence(Hop("leaf1", "Ethernet24"), 3, ecn_marked=0, paused=0,
+                                 xoff_sent=10_000_000)
+    paused_spine = HopEvidence(Hop("spine2", "Ethernet1/1"), 3, ecn_marked=0, paused=5_000_000,
+                               xoff_sent=0)
+    shared = suite._shared_egress
+    assert shared(measure, idle, slow, spine, [], quiet_origin)
+    assert not shared(measure, idle, fast, spine, [], quiet_origin)  # within the limits
+    assert not shared(measure, idle, slow, pausing_origin, [paused_spine], pausing_origin)
+    assert not shared(measure, idle, slow, spine, [], pausing_origin)
+    assert not shared(measure, idle, slow, None, [], quiet_origin)  # no queue on the path
