@@ -51,6 +51,7 @@ from labtest.capabilities.switch import (
 )
 from labtest.capabilities.transceiver import Transceiver
 from labtest.drivers.common.cli import CliSwitch, new_snapshot_token, port_name, snapshot_token
+from labtest.drivers.common.subnets import port_of
 from labtest.drivers.eos import parsers as p
 from labtest.errors import CommandNotSupported
 
@@ -194,7 +195,7 @@ class EosSwitch(CliSwitch):
             at = changed.get(key)
             out[key] = replace(
                 s,
-                local_port=s.local_port or p.port_of(s.peer_address, addresses),
+                local_port=s.local_port or port_of(s.peer_address, addresses),
                 uptime_s=max(now - at, 0.0) if now is not None and at and s.established else None,
             )
         return out
@@ -207,7 +208,7 @@ class EosSwitch(CliSwitch):
             return sessions
         addresses = self._addresses()
         return {
-            key: s if s.local_port else replace(s, local_port=p.port_of(s.peer_address, addresses))
+            key: s if s.local_port else replace(s, local_port=port_of(s.peer_address, addresses))
             for key, s in sessions.items()
         }
 

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from labtest.capabilities.routing import BfdSession, BgpSession
 from labtest.capabilities.switch import Facts, InterfaceCounters, InterfaceStatus, LldpNeighbor
 from labtest.drivers.common.lldp import newest_per_port
+from labtest.drivers.common.subnets import port_of
 from labtest.errors import ParseError
 from labtest.parsing import parser
 
@@ -287,16 +288,7 @@ def _port_of(
     """The port whose connected subnet holds ``peer``. An unnumbered peer (``neighbor
     Ethernet0 interface``) is keyed by its interface, which FRR says (``idType``); any other
     key that is no address (a peer-group, a hostname) names no port: ``None``, never a guess."""
-    if interface_peer:
-        return peer
-    try:
-        ip = ipaddress.ip_address(peer)
-    except ValueError:
-        return None
-    if not isinstance(ip, ipaddress.IPv4Address):
-        return None
-    hits = [port for port, nets in subnets.items() for n in nets if ip in n.network and ip != n.ip]
-    return hits[0] if len(hits) == 1 else None
+    return peer if interface_peer else port_of(peer, subnets)
 
 
 def _split(text: str) -> tuple[str, dict[str, list[ipaddress.IPv4Interface]]]:

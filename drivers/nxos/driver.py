@@ -7,15 +7,22 @@ has ``pfc_counters`` but not the whole PfcQueues capability). Port admin goes
 through ``configure terminal`` / ``interface X`` / ``[no] shutdown`` / ``end``
 in one interactive session.
 
-Port names are given in NX-OS's long form (``Ethernet1/1``) whatever the
-command printed (``show interface status`` and the counters abbreviate to
-``Eth1/1``), so every capability keys the same port the same way.
+Port names are given in NX-OS's long form (``Ethernet1/1``, ``port-channel5``) whatever
+the command printed (``show interface status``, the counters and BFD abbreviate to
+``Eth1/1``, ``Po5``), so every capability keys the same port the same way.
 
 Config snapshot and restore use NX-OS checkpoints: ``checkpoint TOKEN`` records
 the running config on the switch, ``rollback running-config checkpoint TOKEN``
 returns to it (atomic by default: all or nothing). Checkpoints stay until
 ``no checkpoint TOKEN``. Reboot is not offered: ``reload`` asks for a
 confirmation that an exec channel cannot give.
+
+BGP and BFD sessions (``BgpSessions``, ``BfdSessions``) come from the text of ``show ip
+bgp summary vrf all`` and ``show bfd neighbors details``, with the same meaning as on EOS
+and FRR: a BGP peer sits on the port whose connected subnet (``show ip interface vrf
+all``, same VRF) holds it, its uptime is Up/Down while Established; a BFD session names its
+port itself, its intervals are in ms and the detection time is computed from the peer's
+multiplier and interval (RFC 5880), not read (parsers and sources: ``parsers.py``).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from __future__ import annotations
 import re
 from dataclasses import fields, replace
 
+from labtest.capabilities.routing import BfdSession, BgpSession
 from labtest.capabilities.switch import (
     Facts,
     InterfaceCounters,
@@ -32,6 +40,7 @@ from labtest.capabilities.switch import (
 )
 from labtest.capabilities.transceiver import Transceiver
 from labtest.drivers.common.cli import CliSwitch, new_snapshot_token, port_name, snapshot_token
+from labtest.drivers.common.subnets import port_of
 from labtest.drivers.nxos import parsers as p
 
 #: lines of ``show running-config`` that change on every call (a clock, not config)
@@ -73,6 +82,40 @@ class NxosSwitch(CliSwitch):
         found = self.show("show interface priority-flow-control", p.parse_priority_flow_control)
         return {long_name(k): v for k, v in found.items()}
 
+    # --- BGP and BFD ----------------------------------------------------------------------
+
+    def _addresses(self) -> dict[str, dict[str, list[str]]]:
+        return self.show("show ip interface vrf all", p.parse_ip_interfaces)
+
+    def bgp_sessions(self) -> dict[str, BgpSession]:
+        """IPv4 unicast peers of every VRF (``show ip bgp summary vrf all``), each on the port
+        of its VRF whose subnet holds it (``show ip interface vrf all``); an Established
+        session's uptime is its Up/Down, to the unit NX-OS prints (seconds below a day)."""
+        sessions = self.show("show ip bgp summary vrf all", p.parse_bgp_summary)
+        if not sessions:
+            return sessions
+        addresses = self._addresses()
+        return {
+            key: replace(s, local_port=port_of(s.peer_address, addresses.get(_vrf(key), {})))
+            for key, s in sessions.items()
+        }
+
+    def bfd_sessions(self) -> dict[str, BfdSession]:
+        """Every BFD session (``show bfd neighbors details``) on the port it names, in the
+        long form; a session that names none (``N/A``) sits on the port of its VRF whose
+        subnet holds the peer."""
+        found = self.show("show bfd neighbors details", p.parse_bfd_neighbors)
+        addresses = self._addresses() if any(not s.local_port for s in found.values()) else {}
+        out: dict[str, BfdSession] = {}
+        for key, s in found.items():
+            if s.local_port:
+                port: str | None = long_name(s.local_port)
+            else:
+                port = port_of(s.peer_address, addresses.get(_vrf(key), {}))
+            name, pct, printed = key.partition("%")
+            out[f"{name}%{long_name(printed)}" if pct else key] = replace(s, local_port=port)
+        return out
+
     def set_admin(self, port: str, up: bool) -> None:
         self.configure([f"interface {port_name(port)}", "no shutdown" if up else "shutdown"])
 
@@ -91,10 +134,19 @@ class NxosSwitch(CliSwitch):
         self.run(f"rollback running-config checkpoint {snapshot_token(token)}")
 
 
+_LONG = {"Eth": "Ethernet", "Po": "port-channel"}
+
+
 def long_name(port: str) -> str:
-    """``Eth1/1`` -> ``Ethernet1/1``; other names as printed."""
-    m = re.fullmatch(r"Eth(\d[\d/.]*)", port)
-    return f"Ethernet{m.group(1)}" if m else port
+    """``Eth1/1`` -> ``Ethernet1/1``, ``Po5`` -> ``port-channel5`` (as ``show ip interface``
+    and the running-config name them); other names as printed."""
+    m = re.fullmatch(r"(Eth|Po)(\d[\d/.]*)", port)
+    return f"{_LONG[m.group(1)]}{m.group(2)}" if m else port
+
+
+def _vrf(key: str) -> str:
+    """The VRF of a session key (``ADDRESS vrf NAME``; a bare address is VRF default's)."""
+    return key.partition(" vrf ")[2].partition("%")[0] or "default"
 
 
 def _fill(base: InterfaceCounters, extra: InterfaceCounters | None) -> InterfaceCounters:

@@ -8,6 +8,7 @@ import math
 import pytest
 from switch_samples import parse, sample
 
+from labtest.drivers.common.subnets import port_of
 from labtest.drivers.eos import parsers as p
 from labtest.errors import ParseError
 from labtest.parsing import lookup, to_jsonable
@@ -561,8 +562,8 @@ def test_bgp_summary_and_interface_addresses():
         '{"vrfs": {"default": {"vrf": "default", "asn": "65001", "peers": {}}}}') == {}
     addrs = eos("show ip interface | json", "show_ip_interface_json__napalm_normal")
     assert addrs["Vlan100"][0] == "192.168.233.1/24" and len(addrs["Vlan100"]) == 3
-    assert p.port_of("172.17.17.100", addrs) == "Ethernet36"
-    assert p.port_of("10.9.9.9", addrs) is None
+    assert port_of("172.17.17.100", addrs) == "Ethernet36"
+    assert port_of("10.9.9.9", addrs) is None
 
 
 def test_bfd_peers_detail():

@@ -9,6 +9,7 @@ from driver_harness import Script, driver_on, lab, nxos_unknown, opened, replay_
 from switch_samples import sample
 
 from labtest import connect
+from labtest.capabilities.routing import BfdSessions, BgpSessions
 from labtest.capabilities.switch import (
     ConfigSnapshot,
     Interfaces,
@@ -22,6 +23,24 @@ from labtest.capabilities.switch import (
 from labtest.emulation.sshserver import CliReply
 from labtest.errors import CommandNotSupported, ParseError, PermissionDenied, TransportTimeout
 from labtest.transports.replay import ReplayMissing
+
+#: ``show ip interface vrf all`` in NX-OS's form (the samples' layout), with subnets written
+#: for the BGP sample's peers: VRF RED's 192.168.1.2 on Ethernet1/1, VRF PURPLE's 10.101.1.1
+#: on port-channel101, and VRF WHITE's 192.168.2.2 in a subnet of VRF default only
+ADDRESSES = """\
+IP Interface Status for VRF "default"(1)
+Ethernet1/3, Interface status: protocol-up/link-up/admin-up, iod: 3,
+  IP address: 192.168.2.1, IP subnet: 192.168.2.0/30
+  IP MTU: 9216 bytes (using link MTU)
+
+IP Interface Status for VRF "RED"(3)
+Ethernet1/1, Interface status: protocol-up/link-up/admin-up, iod: 1,
+  IP address: 192.168.1.1, IP subnet: 192.168.1.0/30
+
+IP Interface Status for VRF "PURPLE"(4)
+port-channel101, Interface status: protocol-up/link-up/admin-up, iod: 9,
+  IP address: 10.101.1.0, IP subnet: 10.101.1.0/31
+"""
 
 
 def nxos_script(**options) -> Script:
@@ -39,6 +58,11 @@ def nxos_script(**options) -> Script:
         "show interface priority-flow-control": sample(
             "nxos", "show_interface_priority_flow_control__blog_n5k"
         ),
+        "show ip bgp summary vrf all": sample("nxos", "show_ip_bgp_summary_vrf_all__ntc_four_vrfs"),
+        "show ip interface vrf all": ADDRESSES,
+        "show bfd neighbors details": sample(
+            "nxos", "show_bfd_neighbors_details__genie_five_sessions_up"
+        ),
     }
     return Script(replies, nxos_unknown, prompt="N9K-LAB-15# ", hostname="N9K-LAB-15", **options)
 
@@ -55,7 +79,16 @@ def nxos(script, tmp_path):
 
 
 def test_capabilities_offered(nxos):
-    offered = [SwitchFacts, Interfaces, Transceivers, Lldp, PortAdmin, ConfigSnapshot]
+    offered = [
+        SwitchFacts,
+        Interfaces,
+        Transceivers,
+        Lldp,
+        PortAdmin,
+        ConfigSnapshot,
+        BgpSessions,
+        BfdSessions,
+    ]
     assert all(isinstance(nxos, c) for c in offered)
     assert not isinstance(nxos, PfcQueues)  # PFC totals only: pfc_counters(), not the whole set
     assert not isinstance(nxos, Reboot)
@@ -163,3 +196,53 @@ def test_record_then_replay(script, tmp_path):
         replayed.set_admin("Ethernet1/1", False)
         with pytest.raises(ReplayMissing, match="show lldp neighbors"):
             replayed.lldp_neighbors()
+
+
+def test_bgp_sessions_on_the_port_of_their_vrf(nxos, script):
+    bgp = nxos.bgp_sessions()
+    assert script.log == ["show ip bgp summary vrf all", "show ip interface vrf all"]
+    red = bgp["192.168.1.2 vrf RED"]
+    assert (red.local_port, red.state, red.prefixes_received, red.remote_as) == (
+        "Ethernet1/1",
+        "Established",
+        7,
+        65002,
+    )
+    assert red.uptime_s == (10 * 7 + 4) * 86400.0  # "10w4d"
+    assert bgp["10.101.1.1 vrf PURPLE"].local_port == "port-channel101"
+    assert bgp["192.168.2.2 vrf WHITE"].local_port is None  # its subnet is VRF default's
+    assert bgp["192.168.3.2 vrf BLUE"].local_port is None  # no subnet holds it
+
+
+def test_bfd_sessions_in_long_port_names(nxos, script):
+    bfd = nxos.bfd_sessions()
+    assert script.log == ["show bfd neighbors details"]  # every session names its port
+    assert {k: s.local_port for k, s in bfd.items()} == {
+        "21.1.1.2": "Ethernet1/17/1",
+        "22.1.1.2": "Ethernet1/17/2.5",
+        "23.1.1.2": "port-channel5",
+        "26.1.1.2": "port-channel6.5",
+        "27.1.1.2": "Vlan5",
+    }
+    s = bfd["21.1.1.2"]
+    assert (s.up, s.detect_multiplier, s.receive_interval_ms, s.detection_time_ms) == (
+        True,
+        3,
+        50,
+        150.0,
+    )
+
+
+def test_bfd_session_without_port_takes_the_subnets(script, tmp_path):
+    text = sample("nxos", "show_bfd_neighbors_details__genie_five_sessions_up")
+    script.replies["show bfd neighbors details"] = text.replace(
+        "Eth1/17/1         default", "N/A               default", 1
+    )
+    script.replies["show ip interface vrf all"] = ADDRESSES.replace(
+        "Ethernet1/3,", "Ethernet1/17/1,"
+    ).replace("192.168.2.1, IP subnet: 192.168.2.0/30", "21.1.1.1, IP subnet: 21.1.1.0/24")
+    with driver_on(script, "nxos", tmp_path) as nxos:
+        bfd = nxos.bfd_sessions()
+    assert bfd["21.1.1.2"].local_port == "Ethernet1/17/1"
+    assert bfd["23.1.1.2"].local_port == "port-channel5"
+    assert script.log == ["show bfd neighbors details", "show ip interface vrf all"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from switch_samples import parse, sample
 
+from labtest.drivers.common.subnets import port_of
 from labtest.drivers.nxos import parsers as p
 from labtest.errors import ParseError
 from labtest.parsing import lookup, to_jsonable
@@ -167,6 +168,9 @@ def test_priority_flow_control_totals():
         "show interface transceiver details",
         "show lldp neighbors",
         "show interface priority-flow-control",
+        "show ip bgp summary vrf all",
+        "show bfd neighbors details",
+        "show ip interface vrf all",
     ],
 )
 def test_garbled_output_raises(command):
@@ -210,6 +214,26 @@ def test_corrupted_values_raise():
             "show interface priority-flow-control",
         ),
         ("show interface transceiver details", "show_version__ntc_n9k_c9396px_6_1", "show version"),
+        (
+            "show ip bgp summary vrf all",
+            "show_bfd_neighbors_details__genie_five_sessions_up",
+            "show bfd neighbors details",
+        ),
+        (
+            "show bfd neighbors details",
+            "show_ip_interface_vrf_all__ntc_three_vrfs",
+            "show ip interface vrf all",
+        ),
+        (
+            "show ip interface vrf all",
+            "show_ip_bgp_summary_vrf_all__ntc_four_vrfs",
+            "show ip bgp summary vrf all",
+        ),
+        (
+            "show interface status",
+            "show_bgp_vrf_all_all_summary__genie_vrf_default_vpn1",
+            "show ip bgp summary vrf all",
+        ),
     ],
 )
 def test_another_commands_output_is_refused_by_name(command, other, looks):
@@ -314,3 +338,305 @@ def test_transceiver_details_power_in_mw_becomes_dbm_and_a_foreign_unit_is_refus
     volts = dom.replace("Rx Power     -30.45 dBm --", "Rx Power     -30.45 V   --", 1)
     with pytest.raises(ParseError, match="rx_power_dbm"):
         lookup("nxos", "show interface transceiver details")(volts)
+
+
+# --- BGP, BFD and interface addresses (issue 35) -------------------------------------------
+
+DAY, WEEK = 86400.0, 7 * 86400.0
+
+
+def test_bgp_summary_vrf_all_ntc():
+    """``show ip bgp summary vrf all``: peers of each VRF keyed ``ADDRESS vrf NAME``; a 4-byte
+    AS number pushes the rest of its row onto the next line."""
+    b = nxos("show ip bgp summary vrf all", "show_ip_bgp_summary_vrf_all__ntc_four_vrfs")
+    assert len(b) == 12 and all(s.established and s.local_port is None for s in b.values())
+    red = b["192.168.1.2 vrf RED"]
+    assert (red.peer_address, red.state, red.prefixes_received, red.remote_as) == (
+        "192.168.1.2",
+        "Established",
+        7,
+        65002,
+    )
+    assert red.uptime_s == 10 * WEEK + 4 * DAY  # "10w4d"
+    wrapped = b["10.101.1.1 vrf PURPLE"]
+    assert (wrapped.remote_as, wrapped.prefixes_received, wrapped.uptime_s) == (
+        4233316914,
+        100,
+        5 * WEEK + DAY,
+    )
+    assert b["10.101.1.4 vrf PURPLE"].prefixes_received == 0
+    assert b["192.168.111.2 vrf PURPLE"].uptime_s == 3 * DAY + 3 * 3600  # "3d03h"
+    assert "192.168.1.2" not in b  # VRF RED's peer is not the default VRF's
+
+
+def test_bgp_summary_keeps_ipv4_unicast_only():
+    """``show bgp vrf all all summary`` (genie): the IPv4 Unicast tables only; the same peer's
+    IPv4 Multicast (2 prefixes) and VPNv4 rows do not overwrite it."""
+    b = nxos("show bgp vrf all all summary", "show_bgp_vrf_all_all_summary__genie_vrf_default_vpn1")
+    assert set(b) == {"10.106.101.1", "10.106.102.3", "10.106.102.4", "10.106.103.1 vrf vpn1"}
+    up = b["10.106.101.1"]
+    assert (up.state, up.prefixes_received, up.remote_as, up.uptime_s) == (
+        "Established",
+        3,
+        333,
+        20 * 60 + 33.0,
+    )
+    assert b["10.106.102.3"].remote_as == 888
+    idle = b["10.106.103.1 vrf vpn1"]  # a session down, in another VRF
+    assert (idle.state, idle.established, idle.uptime_s, idle.prefixes_received) == (
+        "Idle",
+        False,
+        None,
+        None,
+    )
+    e = nxos(
+        "show bgp vrf all all summary", "show_bgp_vrf_all_all_summary__genie_prompt_ipv6_neighbor"
+    )
+    assert set(e) == {"10.186.0.2", "2001:db8:8b05::112"}  # the prompt lines are no peers
+    assert (e["10.186.0.2"].uptime_s, e["2001:db8:8b05::112"].uptime_s) == (502.0, 497.0)
+
+
+def test_bgp_summary_sessions_down_and_wrapped_neighbours():
+    b = nxos("show bgp vrf all all summary", "show_bgp_vrf_all_all_summary__genie_shut_admin")
+    assert set(b) == {"10.16.2.5", "2001:db8:8191:506d:5::5", "10.16.2.10 vrf VRF1"}
+    shut = b["10.16.2.5"]
+    assert (shut.state, shut.uptime_s, shut.prefixes_received, shut.remote_as) == (
+        "Shut (Admin)",
+        None,
+        None,
+        200,
+    )  # "5w6d" is how long it has been down
+    assert b["2001:db8:8191:506d:5::5"].state == "Shut (Admin)"  # continued after tabs
+    assert (b["10.16.2.10 vrf VRF1"].state, b["10.16.2.10 vrf VRF1"].remote_as) == ("Idle", 0)
+    w = nxos(
+        "show bgp vrf all all summary", "show_bgp_vrf_all_all_summary__genie_wrapped_4byte_asn"
+    )
+    assert len(w) == 9  # the IPv6 Unicast table's Active/Idle peers are not IPv4 sessions
+    assert (w["10.167.70.123 vrf hgtref"].remote_as, w["10.167.70.123 vrf hgtref"].uptime_s) == (
+        4230103023,
+        2 * WEEK + DAY,
+    )
+    assert w["10.167.68.50 vrf hgtref"].uptime_s == 6 * DAY + 13 * 3600  # "6d13h"
+    assert w["10.167.68.52 vrf hgtref"].prefixes_received == 4157
+
+
+def test_bgp_summary_asdot_years_and_padding():
+    a = nxos("show bgp vrf all all summary", "show_bgp_vrf_all_all_summary__genie_asdot")
+    s = a["2.2.2.2 vrf 100"]
+    assert (s.remote_as, s.prefixes_received, s.uptime_s) == (
+        65536 + 57920,
+        12,
+        4 * 3600 + 52 * 60 + 49.0,
+    )  # asdot "1.57920", "04:52:49"
+    t = nxos("show ip bgp all summary vrf all", "show_ip_bgp_all_summary_vrf_all__ntc_ten_vrfs")
+    assert len(t) == 7 and "172.23.129.240" not in t  # L2VPN EVPN peers are left out
+    assert t["172.16.102.2"].uptime_s == 2 * 365 * DAY  # "2y0w"
+    assert t["172.16.14.2"].uptime_s == DAY + 8 * 3600  # "1d08h"
+    assert (t["10.25.113.1 vrf BLU"].prefixes_received, t["10.23.1.74 vrf TRI"].remote_as) == (
+        0,
+        65171,
+    )
+
+
+def test_bgp_summary_without_section_line_never_and_no_cap():
+    """``show ip bgp summary`` of a release that prints no section line: VRF default's IPv4
+    Unicast table (rows from ntc-templates ``tests/cisco_nxos/show_ip_bgp_summary/
+    cisco_nxos_show_ip_bgp_summary2.raw``); ``never`` is no uptime. "0 (No Cap)" (genie's
+    golden_output_3 row, placed under an IPv4 Unicast title): Established, 0 prefixes."""
+    text = (
+        "Neighbor        V           AS MsgRcvd MsgSent   TblVer  InQ OutQ Up/Down  State/PfxRcd\n"
+        "10.0.0.81    4         132       0       0        1    0    0 never    Idle (Admin)\n"
+        "10.0.0.66   4        6230  363273  392165    39619    0    0 6w1d            9\n"
+    )
+    b = lookup("nxos", "show ip bgp summary")(text)
+    assert (b["10.0.0.81"].state, b["10.0.0.81"].uptime_s, b["10.0.0.81"].remote_as) == (
+        "Idle (Admin)",
+        None,
+        132,
+    )
+    assert (b["10.0.0.66"].uptime_s, b["10.0.0.66"].prefixes_received) == (6 * WEEK + DAY, 9)
+    no_cap = (
+        "BGP summary information for VRF default, address family IPv4 Unicast\n"
+        "Neighbor        V    AS MsgRcvd MsgSent   TblVer  InQ OutQ Up/Down  State/PfxRcd\n"
+        "10.106.101.1    4   333      29      31        0    0    0 00:20:33 0 (No Cap)\n"
+    )
+    s = lookup("nxos", "show ip bgp summary vrf all")(no_cap)["10.106.101.1"]
+    assert (s.state, s.prefixes_received) == ("Established", 0)
+    assert p.bgp_age_s("never") is None
+
+
+def _lines(name: str) -> list[str]:
+    return sample("nxos", name).splitlines()
+
+
+def test_bgp_summary_refuses_cut_duplicated_and_damaged_rows():
+    bgp = lookup("nxos", "show ip bgp summary vrf all")
+    lines = _lines("show_ip_bgp_summary_vrf_all__ntc_four_vrfs")
+    wrap = next(i for i, ln in enumerate(lines) if ln.startswith("10.101.1.1 "))
+    cut = "\n".join(lines[: wrap + 1] + lines[wrap + 2 :]) + "\n"  # its second line lost
+    with pytest.raises(ParseError, match="stops after 3 cells") as info:
+        bgp(cut)
+    assert f"line {wrap + 1}" in str(info.value)
+    again = "\n".join([*lines[: wrap + 2], lines[wrap + 1], *lines[wrap + 2 :]]) + "\n"
+    with pytest.raises(ParseError, match="without its neighbour"):
+        bgp(again)
+    last = len(lines) - 1
+    twice = "\n".join([*lines, lines[last]]) + "\n"
+    with pytest.raises(ParseError, match=r"192\.168\.111\.6 vrf PURPLE listed twice"):
+        bgp(twice)
+    no_state = "\n".join([*lines[:last], lines[last].rsplit(" ", 1)[0], ""]) + "\n"
+    with pytest.raises(ParseError, match="stops after 9 cells"):
+        bgp(no_state)  # a row with fewer cells than its header
+    with pytest.raises(ParseError, match="cut mid-line"):
+        bgp("\n".join(lines))  # the last row "... 2w2d 1" without its line end: 1 or 12?
+    for bad, good, why in (
+        ("2w2d 1", "2x2d 1", "Up/Down '2x2d'"),
+        ("4 11111", "4 1x111", "AS '1x111'"),
+        ("2w2d 1", "2w2d Establishd", "State/PfxRcd 'Establishd'"),
+    ):
+        damaged = lines[last].replace(bad, good)
+        with pytest.raises(ParseError, match=why):
+            bgp("\n".join([*lines[:last], damaged]) + "\n")
+
+
+def test_bgp_summary_refuses_other_outputs():
+    with pytest.raises(ParseError, match="'show bgp sessions'"):
+        lookup("nxos", "show ip bgp summary vrf all")(  # genie ShowBgpSessions golden_output_2
+            "Neighbor        ASN    Flaps LastUpDn|LastRead|LastWrit St Port(L/R)  Notif(S/R)\n"
+            "10.51.1.101        300 2     00:30:22|never   |never    I   0/0          2/0\n"
+        )
+    with pytest.raises(ParseError, match="no 'BGP summary information"):
+        lookup("nxos", "show ip bgp summary vrf all")("BGP router identifier 10.0.0.1\n")
+
+
+def test_bfd_neighbors_details_up():
+    b = nxos("show bfd neighbors details", "show_bfd_neighbors_details__genie_five_sessions_up")
+    assert list(b) == ["21.1.1.2", "22.1.1.2", "23.1.1.2", "26.1.1.2", "27.1.1.2"]
+    s = b["21.1.1.2"]
+    assert (s.peer_address, s.local_port, s.status, s.up) == ("21.1.1.2", "Eth1/17/1", "up", True)
+    assert (s.detect_multiplier, s.receive_interval_ms, s.transmit_interval_ms) == (3, 50, 50)
+    assert (s.remote_detect_multiplier, s.remote_transmit_interval_ms) == (3, 50)
+    assert s.reported_detection_time_ms is None and s.detection_time_ms == 150.0  # 3 x 50 ms
+    assert [b[k].local_port for k in list(b)[1:]] == ["Eth1/17/2.5", "Po5", "Po6.5", "Vlan5"]
+
+
+def test_bfd_neighbors_details_echo_and_sessions_down():
+    echo = nxos("show bfd neighbors details", "show_bfd_neighbors_details__genie_echo_function")
+    s = echo["21.1.1.2"]  # MinRxInt 2000000 us while the echo function runs
+    assert (s.receive_interval_ms, s.transmit_interval_ms, s.remote_transmit_interval_ms) == (
+        2000,
+        50,
+        50,
+    )
+    assert s.detection_time_ms == 6000.0  # 3 x max(2000, 50)
+    assert echo["22.1.1.2"].receive_interval_ms == 50
+    down = nxos("show bfd neighbors details", "show_bfd_neighbors_details__genie_admin_down")
+    assert set(down) == {"22.1.1.2", "21.1.1.2", "23.1.1.2", "27.1.1.2"}
+    d = down["21.1.1.2"]
+    assert (d.status, d.up, d.local_port, d.detect_multiplier) == ("down", False, "Eth7/1", 5)
+    assert (d.receive_interval_ms, d.remote_detect_multiplier, d.remote_transmit_interval_ms) == (
+        2000,
+        5,
+        2000,
+    )
+    assert d.detection_time_ms == 10000.0
+
+
+def test_bfd_other_vrf_and_second_session_to_one_address():
+    text = sample("nxos", "show_bfd_neighbors_details__genie_five_sessions_up")
+    blue = text.replace("Eth1/17/1         default ", "Eth1/17/1         blue    ", 1)
+    b = lookup("nxos", "show bfd neighbors details")(blue)
+    assert b["21.1.1.2 vrf blue"].local_port == "Eth1/17/1" and "21.1.1.2" not in b
+    both = text.replace("        22.1.1.2 ", "        21.1.1.2 ", 1)
+    two = lookup("nxos", "show bfd neighbors details")(both)
+    assert (two["21.1.1.2"].local_port, two["21.1.1.2%Eth1/17/2.5"].local_port) == (
+        "Eth1/17/1",
+        "Eth1/17/2.5",
+    )
+
+
+def test_bfd_refuses_damaged_blocks():
+    bfd = lookup("nxos", "show bfd neighbors details")
+    lines = _lines("show_bfd_neighbors_details__genie_admin_down")
+    row = next(i for i, ln in enumerate(lines) if "Po5" in ln)
+    # genie's golden_output5 as published: a row spliced into a later line of its block
+    head = lines[row].split("default")[0] + "default           Hello (hits): 2000 ms (2524015)"
+    spliced = [*lines[:row], head, *lines[row + 1 :]]
+    with pytest.raises(ParseError, match="has 13 cells, its header 9") as info:
+        bfd("\n".join(spliced))
+    assert f"line {row + 1}" in str(info.value)
+    # golden_output3/4 as published: a block whose timer lines were cut out
+    timers = next(i for i, ln in enumerate(lines) if i > row and ln.startswith("Local Diag"))
+    lost = [*lines[:timers], *lines[timers + 3 :]]
+    with pytest.raises(ParseError, match="no 'MinTxInt"):
+        bfd("\n".join(lost))
+    cut = lines[timers + 1].rsplit(" ", 1)[0]  # "... Multiplier:" without its value
+    with pytest.raises(ParseError, match="MinTxInt: line"):
+        bfd("\n".join([*lines[: timers + 1], cut, *lines[timers + 2 :]]))
+    with pytest.raises(ParseError, match="has 8 cells, its header 9"):
+        bfd("\n".join([*lines[:row], lines[row].replace("SH", ""), *lines[row + 1 :]]))
+    with pytest.raises(ParseError, match="second session row"):
+        bfd("\n".join([*lines[: row + 1], lines[row], *lines[row + 1 :]]))
+    with pytest.raises(ParseError, match="listed twice"):
+        bfd("\n".join(lines) + "\n" + "\n".join(lines))
+    with pytest.raises(ParseError, match="Session state is Up"):
+        bfd("\n".join(lines).replace("Session state is Down", "Session state is Up", 1))
+    with pytest.raises(ParseError, match="State 'Dwn'"):
+        bfd("\n".join(lines).replace("Down        Eth7/6.5", "Dwn         Eth7/6.5", 1))
+
+
+def test_bfd_neighbors_without_details_is_refused():
+    """``show bfd neighbors`` prints the same header and rows, without the timers."""
+    lines = _lines("show_bfd_neighbors_details__genie_five_sessions_up")
+    table = "\n".join(lines[:4] + [ln for ln in lines if ln.lstrip("*")[:3] in ("22.", "23.")])
+    with pytest.raises(ParseError, match="without 'details'"):
+        lookup("nxos", "show bfd neighbors details")(table + "\n")
+
+
+def test_ip_interface_vrf_all():
+    a = nxos("show ip interface vrf all", "show_ip_interface_vrf_all__ntc_three_vrfs")
+    assert set(a) == {"default", "management", "TEST"}
+    assert a["default"]["Vlan100"] == ["172.16.100.69/25", "172.16.69.209/26"]  # + secondary
+    assert a["default"]["port-channel10"] == ["172.20.200.14/30"]
+    assert a["TEST"] == {"Ethernet2/1": ["172.20.1.94/24"]}
+    assert a["management"]["mgmt0"] == ["10.46.16.122/24"]
+    assert port_of("172.20.200.13", a["default"]) == "port-channel10"
+    assert port_of("172.20.200.14", a["default"]) is None  # the switch's own address
+    assert port_of("172.20.1.1", a["default"]) is None  # VRF TEST's subnet
+    assert port_of("10.9.9.9", a["default"]) is None
+    u = nxos("show ip interface vrf all", "show_ip_interface_vrf_all__genie_unnumbered_lists")
+    # the address after "Unnumbered interfaces of loopback0 ... Ethernet2/11:" is loopback0's
+    assert u == {
+        "default": {
+            "loopback0": ["10.64.4.4/24"],
+            "Ethernet2/1": ["10.3.4.4/24"],
+            "Ethernet2/10.12": ["10.66.12.12/24"],
+        }
+    }
+    t = nxos("show ip interface vrf all", "show_ip_interface_vrf_all__genie_loopback_tunnels")
+    assert t["default"] == {"loopback0": ["192.168.4.1/32"], "Ethernet1/5": ["192.168.1.1/24"]}
+    assert (t["VRF1"], t["blue"], t["management"]) == ({}, {}, {"mgmt0": ["10.1.17.218/24"]})
+    assert port_of("192.168.4.9", t["default"]) is None  # a /32 holds no peer
+
+
+def test_ip_interface_refusals():
+    ip = lookup("nxos", "show ip interface vrf all")
+    with pytest.raises(ParseError, match="'show ip interface brief'"):
+        ip(  # genie ShowIpInterfaceBriefVrfAll golden1: no prefix lengths
+            'IP Interface Status for VRF "default"(1)\n'
+            "Interface            IP Address      Interface Status\n"
+            "Vlan100              10.51.1.1        protocol-up/link-up/admin-up\n"
+        )
+    text = sample("nxos", "show_ip_interface_vrf_all__ntc_three_vrfs")
+    with pytest.raises(ParseError, match="not in its subnet"):
+        ip(text.replace("IP subnet: 172.20.200.12/30", "IP subnet: 172.20.200.16/30", 1))
+    with pytest.raises(ParseError, match="address line"):
+        ip(text.replace("IP subnet: 172.20.200.12/30", "IP subnet: 172.20.200.12", 1))
+    lines = text.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("Ethernet1/1,"))
+    with pytest.raises(ParseError, match="listed twice"):
+        ip("\n".join([*lines[: at + 1], lines[at], *lines[at + 1 :]]) + "\n")
+    with pytest.raises(ParseError, match="listed twice"):
+        ip("\n".join([*lines[: at + 2], lines[at + 1], *lines[at + 2 :]]) + "\n")
+    with pytest.raises(ParseError, match="before any 'IP Interface Status for VRF'"):
+        ip("\n".join(lines[1:]) + "\n")

@@ -74,6 +74,11 @@ COMMANDS = {
         "show_interface_transceiver_details": "show interface transceiver details",
         "show_lldp_neighbors": "show lldp neighbors",
         "show_interface_priority_flow_control": "show interface priority-flow-control",
+        "show_ip_bgp_summary_vrf_all": "show ip bgp summary vrf all",
+        "show_ip_bgp_all_summary_vrf_all": "show ip bgp all summary vrf all",
+        "show_bgp_vrf_all_all_summary": "show bgp vrf all all summary",
+        "show_bfd_neighbors_details": "show bfd neighbors details",
+        "show_ip_interface_vrf_all": "show ip interface vrf all",
     },
 }
 
@@ -113,7 +118,7 @@ def test_every_command_has_two_samples_or_is_listed(driver):
             "show_running_config",
             "show_bfd_peers_detail_json",
         },
-        "nxos": set(),
+        "nxos": {"show_ip_bgp_summary_vrf_all", "show_ip_bgp_all_summary_vrf_all"},
     }[driver]
     for slug in COMMANDS[driver]:
         count = len(sample_files(driver, slug))

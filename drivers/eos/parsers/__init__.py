@@ -45,7 +45,6 @@ from labtest.drivers.eos.parsers.routing import (
     parse_bfd_peers,
     parse_bgp_summary,
     parse_ip_interfaces,
-    port_of,
 )
 from labtest.drivers.eos.parsers.transceivers import parse_inventory, parse_transceivers, slot_of
 
@@ -72,7 +71,6 @@ __all__ = [
     "parse_queue_drops",
     "parse_transceivers",
     "parse_version",
-    "port_of",
     "slot_of",
     "uptime_seconds",
     "watchdog_status",

@@ -156,19 +156,6 @@ def parse_ip_interfaces(text: str) -> dict[str, list[str]]:
     return out
 
 
-def port_of(peer: str, addresses: dict[str, list[str]]) -> str | None:
-    """The one port whose connected subnet holds ``peer`` (none, or two: ``None``)."""
-    try:
-        ip = ipaddress.ip_address(peer)
-    except ValueError:
-        return None
-    hits = [
-        port
-        for port, nets in addresses.items()
-        for n in map(ipaddress.ip_interface, nets)
-        if ip.version == n.version and ip in n.network and ip != n.ip
-    ]
-    return hits[0] if len(hits) == 1 else None
 
 
 # --- BFD ---------------------------------------------------------------------------------
