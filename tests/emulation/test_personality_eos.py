@@ -9,6 +9,7 @@ import pytest
 import switch_helpers as h
 
 from labtest.drivers.common.cli import check_answer
+from labtest.drivers.common.subnets import port_of
 from labtest.drivers.eos import parsers as p
 from labtest.emulation.lab import EmulatedLab
 from labtest.emulation.personalities import eos
@@ -272,7 +273,7 @@ def test_bgp_and_bfd_sessions_sit_on_the_fabric_ports(spine) -> None:
     ``show ip interface``) Established, its BFD session up with the model's timers."""
     bgp = p.parse_bgp_summary(run(spine, "show ip bgp summary vrf all | json"))
     addresses = p.parse_ip_interfaces(run(spine, "show ip interface | json"))
-    ports = {p.port_of(s.peer_address, addresses): s for s in bgp.values()}
+    ports = {port_of(s.peer_address, addresses): s for s in bgp.values()}
     assert set(ports) == {"Ethernet1/1", "Ethernet2/1"}
     assert all(s.established and s.prefixes_received for s in ports.values())
     bfd = p.parse_bfd_peers(run(spine, "show bfd peers detail | json"))
