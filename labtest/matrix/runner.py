@@ -108,10 +108,10 @@ def root_causes_of(doc: Mapping[str, Any]) -> dict[str, str]:
     for a test whose own measurements name the culprit (an ECMP share that names the switch
     by its label, and the starved member's link through the analysis)."""
     causes = root_causes(doc)
-    direct = {n: f"evidence of {c.culprit}: {c.cause}" + (
-        f"; perhaps itself a consequence of {c.downstream_of}" if c.downstream_of else "")
-        for c in causes if c.culprit for n in c.tests}
-    texts = results.consequence_texts(c.as_dict() for c in causes)
+    records = [c.as_dict() for c in causes]
+    direct = {n: f"evidence of {c['culprit']}: {c['cause']}{results.upstream_note(c)}"
+              for c in records if c["culprit"] for n in c["tests"]}
+    texts = results.consequence_texts(records)
     return direct | {n: f"consequence of {c.culprit}: {texts[n]}"
                      for n, c in explained_by(causes).items()}
 

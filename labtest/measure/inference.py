@@ -192,17 +192,17 @@ class Observation:
         ``LOAD_EFFECT`` of the chance that some flow of the load crossed it."""
         if not (loaded and self.load):
             return 1.0
-        missed = 1.0
-        for alternatives in self.load:
-            if alternatives:
-                missed *= 1.0 - _share(component, alternatives)
-        return 1.0 - LOAD_EFFECT * (1.0 - missed)
+        return 1.0 - LOAD_EFFECT * (1.0 - self._missed(component, self.load, streams=1))
 
-    def _missed(self, component: str, segments: Iterable[Segment]) -> float:
+    def _missed(self, component: str, segments: Iterable[Segment],
+                streams: int | None = None) -> float:
+        """P(no stream crossed ``component``): each of ``streams`` (this observation's) picks
+        one alternative per segment."""
         missed = 1.0
         for alternatives in segments:
             if alternatives:
-                missed *= (1.0 - _share(component, alternatives)) ** max(self.streams, 1)
+                missed *= (1.0 - _share(component, alternatives)) ** max(
+                    self.streams if streams is None else streams, 1)
         return missed
 
     @property
@@ -234,7 +234,7 @@ class Cause:
     posterior: float = 0.0
     #: failures that are more likely its doing than noise though it is not seen to spoil
     #: their kind (the rest of it passed across it: a QP hashed into an ECMP hole while
-    #: the other senders' were not), or crossed only by the load they ran beside
+    #: the other senders' were not)
     likely: tuple[str, ...] = ()
 
 
@@ -668,7 +668,7 @@ def _likely(hyp: Hypothesis, failures: Iterable[Observation]) -> dict[str, list[
     for o in failures:
         best, chance = None, FALSE_ALARM
         for c, mode in sorted(hyp.modes.items()):
-            p = consequence(o, c, mode, hyp.aspects.get(c, frozenset()),
+            p = _consequence(o, c, mode, hyp.aspects.get(c, frozenset()),
                             hyp.scopes.get(c, ANY_SCOPE))
             if p > chance:
                 best, chance = c, p
@@ -677,7 +677,7 @@ def _likely(hyp: Hypothesis, failures: Iterable[Observation]) -> dict[str, list[
     return out
 
 
-def consequence(o: Observation, c: str, mode: str, aspects: frozenset[str],
+def _consequence(o: Observation, c: str, mode: str, aspects: frozenset[str],
                 scope: str = ANY_SCOPE) -> float:
     """P(``c`` failed ``o`` and the suite located it where it did), were ``c`` to spoil
     ``o``'s kind too."""

@@ -288,11 +288,15 @@ def consequence_texts(causes: Iterable[Mapping[str, Any]]) -> dict[str, str]:
     shown as the consequence of a second cause still names the first."""
     out: dict[str, str] = {}
     for c in causes:
-        text = str(c["cause"])
-        if c.get("downstream_of"):
-            text += f"; perhaps itself a consequence of {c['downstream_of']}"
-        out.update(dict.fromkeys(c.get("consequences") or [], text))
+        out.update(dict.fromkeys(c.get("consequences") or [], str(c["cause"]) + upstream_note(c)))
     return out
+
+
+def upstream_note(cause: Mapping[str, Any]) -> str:
+    """``; perhaps itself a consequence of X`` for a cause suspected downstream of X, else
+    nothing: what every consumer appends to the cause's line."""
+    up = cause.get("downstream_of")
+    return f"; perhaps itself a consequence of {up}" if up else ""
 
 
 def upstream_of_evidence(causes: Iterable[Mapping[str, Any]]) -> dict[str, str]:

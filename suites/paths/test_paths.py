@@ -354,9 +354,9 @@ def member_loads(lab: Lab, fabric_view: FabricView,
             out.sent[key] = int(s_now.tx_packets or 0) - int(s_was.tx_packets or 0)
             out.got[key] = int(r_now.rx_packets or 0) - int(r_was.rx_packets or 0)
             out.peer[key] = f"{rcv.device}:{rcv.port}"
-            s_idle = idle[snd.device].get(snd.port)
+            s_idle = idle[snd.device].get(snd.port) or s_was
             out.allowance[key] = 2 * max(int(s_was.tx_packets or 0) - int(
-                (s_idle.tx_packets if s_idle is not None else None) or 0), 0)
+                s_idle.tx_packets or 0), 0)
     for leaf in leaves:
         ups = fabric_view.uplinks.get(leaf, [])
         out.uplinks[leaf] = {u.port: out.sent.get((u.link, u.endpoint), 0) for u in ups}
