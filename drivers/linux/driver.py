@@ -327,11 +327,16 @@ class LinuxHost:
 
     def udp_streams_start(self, server: Any, *, streams: int, rate_pps: float,
                           payload_bytes: int, duration_s: float,
-                          port: int = 5201) -> UdpStreamsRun:
+                          port: int = 5201, sport: int | None = None) -> UdpStreamsRun:
         """``iperf3 -u -P STREAMS`` from this host to ``server`` (another LinuxHost), in the
         background: the server (``iperf3 -s -1 -p PORT``) first, listening, then the client,
         its JSON report (``-J``) written to a file that ``udp_streams_result`` reads. ``-b``
-        is per stream (payload bits), so each stream sends ``rate_pps`` datagrams a second."""
+        is per stream (payload bits), so each stream sends ``rate_pps`` datagrams a second.
+        ``sport``: ``--cport`` (iperf3 3.12 binds every parallel stream to it and hangs, so
+        one stream only)."""
+        if sport is not None and streams != 1:
+            raise ValueError(f"a source port pins one stream, not {streams}")
+        cport = "" if sport is None else f" --cport {int(sport)}"
         target = server.probe_address()
         srv_log = shlex.quote(f"{server.tmp_dir}/labtest-iperf3-s{int(port)}.log")
         server.shell.run(
@@ -353,7 +358,8 @@ class LinuxHost:
         self.shell.run(
             f"rm -f {shlex.quote(log)}; nohup {self.shell.tool('iperf3')} -c "
             f"{shlex.quote(target)} -u -p {int(port)} -b {bps:.0f} -l {int(payload_bytes)} "
-            f"-t {duration_s:g} -P {int(streams)} -J > {shlex.quote(log)} 2>&1 < /dev/null &",
+            f"-t {duration_s:g} -P {int(streams)}{cport} -J > {shlex.quote(log)} 2>&1 "
+            "< /dev/null &",
             tool="iperf3")
         return UdpStreamsRun(self.name, server.name, target, int(port), int(streams),
                              float(rate_pps), int(payload_bytes), float(duration_s), log,

@@ -116,7 +116,10 @@ class UdpStreams(Protocol):
 
     def udp_streams_start(self, server: Any, *, streams: int, rate_pps: float,
                           payload_bytes: int, duration_s: float,
-                          port: int = 5201) -> UdpStreamsRun: ...
+                          port: int = 5201, sport: int | None = None) -> UdpStreamsRun:
+        """``sport``: the one stream's source port (``streams`` must be 1), so a flow can be
+        put back on the ECMP member a mapping burst found it on."""
+        ...
 
     def udp_streams_result(self, run: UdpStreamsRun, *,
                            timeout_s: float) -> list[UdpStreamResult]: ...

@@ -218,21 +218,256 @@ def deliveries(lab: Lab, fabric_view: FabricView) -> Deliveries:
     return out
 
 
+# --- PATHS-1.2: the links no TG path crosses, loaded by host streams pinned to them --------
+
+
+@dataclass(frozen=True)
+class HostHop:
+    """One direction of a fabric link one pinned host stream loaded: what its sender sent
+    and dropped at its egress (entered), what its receiver got (carried), and the frames its
+    line rate carries over the stream's seconds (a healthy link offered beyond it drops the
+    rest, a straggler far sooner)."""
+
+    link: str
+    device: str  # the sending end
+    port: str
+    peer: str  # the receiving end, device:port
+    entered_frames: int  # tx_packets + tx_discards increase at the sending end
+    carried_frames: int  # rx_packets increase at the receiving end
+    line_frames: float
+    stream: str  # sender>receiver:source port
+
+    @property
+    def offered(self) -> float:
+        """What entered it over what its line rate carries in that time (1.0: line rate)."""
+        return self.entered_frames / self.line_frames if self.line_frames > 0 else 0.0
+
+    @property
+    def ratio(self) -> float:
+        """Carried over what it could carry: what entered it, up to its line rate."""
+        cap = min(self.entered_frames, self.line_frames)
+        return self.carried_frames / cap if cap > 0 else 0.0
+
+
+@dataclass
+class HostDeliveries:
+    """Per link, the directions the hosts loaded; per direction not loaded, why."""
+
+    hops: dict[str, list[HostHop]] = field(default_factory=dict)
+    holes: dict[tuple[str, str], str] = field(default_factory=dict)  # (link, sender end) ->
+
+
+def _wire_frame_bits(payload_bytes: int) -> float:
+    """A UDP datagram's bits on the wire: payload, UDP 8, IPv4 20, Ethernet 14, FCS 4,
+    preamble and inter-frame gap 20 (what a line rate's frame count divides by)."""
+    return (payload_bytes + 66) * 8.0
+
+
+@dataclass(frozen=True)
+class _Need:
+    """A direction to load: the ring pair whose pinned stream crosses it, by which uplink."""
+
+    link: Link
+    snd: Any  # LinkEnd
+    rcv: Any
+    pair: tuple[str, str]  # sender host, receiver host
+    uplink: Uplink  # the sender leaf's uplink the stream must take
+
+
+def _needs(lab: Lab, fabric_view: FabricView, deliveries: Deliveries
+           ) -> tuple[list[_Need], dict[tuple[str, str], str]]:
+    """The link directions the TG did not load, each with the ring pair and uplink that load
+    it (a leaf's uplink: its own host's stream; a spine's downlink to a leaf: the stream
+    into that leaf's host from the previous leaf of the ring, over that spine); and why the
+    others cannot be loaded."""
+    from labtest.fixtures.cabling_plan import hosts_by_switch
+
+    streaming = set(lab.names(capability="UdpStreams"))
+    by_leaf = hosts_by_switch({h: a for h, a in fabric_view.attachment.items()
+                               if h in streaming})
+    leaves = [lf for lf in fabric_view.switches if by_leaf.get(lf)]
+    ring = {lf: (by_leaf[lf][0], by_leaf[leaves[(i + 1) % len(leaves)]][0])
+            for i, lf in enumerate(leaves)} if len(leaves) >= 2 else {}
+    into = {leaves[(i + 1) % len(leaves)]: lf for i, lf in enumerate(leaves)} if ring else {}
+    needs, holes = [], {}
+    for link in fabric_links(lab.testbed):
+        done = {(h.device, h.port) for h in deliveries.hops.get(link.name, [])}
+        for snd, rcv in ((link.ends[0], link.ends[1]), (link.ends[1], link.ends[0])):
+            if (snd.device, snd.port) in done:
+                continue
+            key = (link.name, f"{snd.device}:{snd.port}")
+            ups = fabric_view.uplinks.get(snd.device, [])
+            up = next((u for u in ups if u.port == snd.port and u.peer == rcv.device), None)
+            if snd.device in ring and up is not None:
+                needs.append(_Need(link, snd, rcv, ring[snd.device], up))
+                continue
+            src_leaf = into.get(rcv.device)
+            up = next((u for u in fabric_view.uplinks.get(src_leaf or "", [])
+                       if u.peer == snd.device), None)
+            if src_leaf is not None and up is not None:
+                needs.append(_Need(link, snd, rcv, ring[src_leaf], up))
+            elif not ring:
+                holes[key] = (f"{len(leaves)} leaf/leaves have a host offering UdpStreams "
+                              "(iperf3): no host pair on two leaves can load it")
+            else:
+                holes[key] = (f"no ring pair of hosts crosses it from {snd.device} to "
+                              f"{rcv.device} (neither a leaf with such a host nor a spine one "
+                              "of their leaves reaches)")
+    return needs, holes
+
+
+@pytest.fixture(scope="module")
+def host_deliveries(lab: Lab, fabric_view: FabricView, deliveries: Deliveries) -> HostDeliveries:
+    """PATHS-1.2: each direction no TG path crossed gets a host's single UDP stream at
+    ``line_pct`` of its line rate, pinned to it (``fixtures.pinned_streams``: a source port
+    found by a short burst to leave the sender's leaf by the wanted uplink). One round per
+    spine; in a round each leaf of the ring sends one stream and receives one, so no two
+    streams share a link direction and none needs another to overlap it."""
+    from labtest.capabilities.probes import UdpStreamResult
+    from labtest.fixtures.pinned_streams import Burst, pin, stream_pinned
+    from labtest.sweep import sweep
+
+    cfg = SETTINGS["host_load"]
+    needs, holes = _needs(lab, fabric_view, deliveries)
+    out = HostDeliveries(holes=holes)
+    if not needs:
+        return out
+    want: dict[tuple[str, str], set[str]] = {}
+    leaf_of: dict[tuple[str, str], str] = {}
+    for n in needs:
+        want.setdefault(n.pair, set()).add(n.uplink.port)
+        leaf_of[n.pair] = n.uplink.switch
+    pairs = {a: (a, b) for a, b in want}  # one pair per sender host
+    payload, timeout = int(cfg["payload_bytes"]), float(SETTINGS["timeout_s"])
+    burst = Burst(int(cfg["map_frames"]), float(cfg["map_rate_pps"]), payload, timeout)
+    port = int(cfg["port"])
+    with allure.step(f"PATHS-1.2/1: pin a source port to each uplink "
+                     f"({', '.join(f'{a}->{b}' for a, b in want)})"):
+        uplink_ports = {p: [u.port for u in fabric_view.uplinks[leaf_of[p]]] for p in want}
+        found = sweep(lab, list(pairs), lambda drv: pin(
+            lab, drv.name, pairs[drv.name][1], leaf_of[pairs[drv.name]],
+            uplink_ports[pairs[drv.name]], want[pairs[drv.name]], burst,
+            attempts=int(cfg["map_attempts"]), server_port=port), timeout_s=timeout * 10)
+        attach_json("pinned source ports", {
+            f"{p.sender}->{p.receiver}": {"tries": p.tries, "by_uplink": p.ports_of,
+                                          "missing": p.why_not}
+            for p in found.ok.values()})
+    frame = _wire_frame_bits(payload)
+    switches = fabric_view.switches
+    for spine in dict.fromkeys(n.uplink.peer for n in needs):
+        here = [n for n in needs if n.uplink.peer == spine]
+        plan: dict[str, tuple[str, tuple[int, int], float]] = {}  # sender -> receiver,
+        # (source port, server port), datagrams/s
+        for n in here:
+            key = (n.link.name, f"{n.snd.device}:{n.snd.port}")
+            sender = n.pair[0]
+            if sender in found.failed:
+                holes[key] = f"pinning {sender}'s streams failed: {found.failed[sender]}"
+                continue
+            ports = found.ok[sender].ports_of.get(n.uplink.port)
+            if ports is None:
+                holes[key] = found.ok[sender].why_not
+                continue
+            speed = min(x for x in (n.uplink.speed_gbps, n.link.speed_gbps) if x) \
+                if (n.uplink.speed_gbps or n.link.speed_gbps) else None
+            if speed is None:
+                holes[key] = f"{n.link.name} has no speed_gbps: its line rate is not known"
+                continue
+            plan[sender] = (n.pair[1], ports, speed * 1e9 * float(cfg["line_pct"]) / 100 / frame)
+        if not plan:
+            continue
+        with allure.step(f"PATHS-1.2/2: over {spine}: {len(plan)} pinned stream(s) at "
+                         f"{cfg['line_pct']} % of line for {cfg['duration_s']} s"):
+            before = _counts(lab, switches)
+            def stream(drv: Any, plan: dict[str, tuple[str, tuple[int, int], float]] = plan
+                       ) -> list[UdpStreamResult]:
+                receiver, (sport, dport), pps = plan[drv.name]
+                return stream_pinned(lab, drv.name, receiver, sport, rate_pps=pps,
+                                     payload_bytes=payload, duration_s=float(cfg["duration_s"]),
+                                     server_port=dport, timeout_s=timeout)
+
+            ran = sweep(lab, list(plan), stream, timeout_s=timeout * 4)
+            labtime.sleep(float(cfg["settle_s"]))
+            after = _counts(lab, switches)
+        for n in here:
+            sender = n.pair[0]
+            key = (n.link.name, f"{n.snd.device}:{n.snd.port}")
+            if key in holes or sender not in plan:
+                continue
+            if sender not in ran.ok:
+                why = ran.failed.get(sender)
+                holes[key] = (f"{sender}'s pinned stream died under way: {why}" if
+                              isinstance(why, DataplaneFailed) else
+                              f"{sender}'s pinned stream could not run: {why}")
+                continue
+            seconds = max((r.seconds for r in ran.ok[sender]), default=0.0)
+            hop = _host_hop(n, before, after, seconds, frame, plan[sender][1][0], sender)
+            if isinstance(hop, str):
+                holes[key] = hop
+            elif hop.offered < float(cfg["min_line_pct"]) / 100:
+                holes[key] = (f"{n.snd.device}:{n.snd.port} was offered {100 * hop.offered:.0f} "
+                              f"% of its line rate, below the {cfg['min_line_pct']} % a "
+                              "straggler could not keep up with (a slower link before it, or a "
+                              "host that cannot send that fast)")
+            else:
+                out.hops.setdefault(n.link.name, []).append(hop)
+    attach_json("host-loaded link directions", {
+        f"{h.device}:{h.port} ({h.link})": {"entered": h.entered_frames,
+                                            "carried": h.carried_frames,
+                                            "offered_line_pct": round(100 * h.offered, 1),
+                                            "stream": h.stream}
+        for hops in out.hops.values() for h in hops} | {
+        f"{k[1]} ({k[0]})": why for k, why in holes.items()})
+    return out
+
+
+def _host_hop(n: _Need, before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]],
+              seconds: float, frame_bits: float, sport: int, sender: str) -> HostHop | str:
+    """The direction's counts around the round, or why they cannot be read."""
+    rows = [after[n.snd.device].get(n.snd.port), before[n.snd.device].get(n.snd.port),
+            after[n.rcv.device].get(n.rcv.port), before[n.rcv.device].get(n.rcv.port)]
+    s_now, s_was, r_now, r_was = rows
+    if (s_now is None or s_was is None or r_now is None or r_was is None
+            or any(r.tx_packets is None or r.rx_packets is None or r.tx_discards is None
+                   for r in (s_now, s_was, r_now, r_was))):
+        return (f"{n.snd.device}:{n.snd.port} or {n.rcv.device}:{n.rcv.port} reports no "
+                "tx_packets, tx_discards or rx_packets counter")
+    entered = s_now.tx_packets - s_was.tx_packets + s_now.tx_discards - s_was.tx_discards
+    line = (n.link.speed_gbps or 0.0) * 1e9 * seconds / frame_bits
+    return HostHop(n.link.name, n.snd.device, n.snd.port, f"{n.rcv.device}:{n.rcv.port}",
+                   int(entered), int(r_now.rx_packets - r_was.rx_packets), line,
+                   f"{sender}>{n.pair[1]}:{sport}")
+
+
 @pytest.mark.plan("PATHS-1.1")
 @pytest.mark.judges("paths.delivered_ratio")
-def test_path_delivery(fabric_link: Link, deliveries: Deliveries, measure: Any) -> None:
-    """PATHS-1.1: each direction of the link loaded on the TG's paths carries what entered it."""
+def test_path_delivery(fabric_link: Link, deliveries: Deliveries, measure: Any,
+                       request: pytest.FixtureRequest) -> None:
+    """PATHS-1.1: each direction of the link loaded on the TG's paths carries what entered
+    it; PATHS-1.2: a direction no TG path crosses, loaded by a host stream pinned to it,
+    carries what entered it up to its line rate."""
     link = fabric_link.name
     hops = deliveries.hops.get(link, [])
-    if not hops:
-        reason = f"{link}: {deliveries.hole(fabric_link)}"
-        measure.not_proven(KEY, reason, link=link)
-        pytest.skip(reason)
     with allure.step("PATHS-1.1/3: carried over entered, per direction of the link"):
         for hop in hops:
             measure("delivered_ratio", hop.ratio, key=KEY, link=link, device=hop.device,
                     port=hop.port, peer=hop.peer, entered_frames=hop.entered_frames,
                     carried_frames=hop.carried_frames, path_pps=f"{hop.offered_pps:.0f}")
+    if len(hops) >= 2:
+        return
+    loaded: HostDeliveries = request.getfixturevalue("host_deliveries")
+    with allure.step("PATHS-1.2/3: carried over entered (up to line rate), per direction"):
+        for h in loaded.hops.get(link, []):
+            measure("delivered_ratio", h.ratio, key=KEY, link=link, device=h.device,
+                    port=h.port, peer=h.peer, entered_frames=h.entered_frames,
+                    carried_frames=h.carried_frames, load="host stream", stream=h.stream,
+                    offered_line_pct=f"{100 * h.offered:.1f}")
+    holes = [f"{end}: {why}" for (lk, end), why in loaded.holes.items() if lk == link]
+    if holes:
+        reason = f"{link}: {deliveries.hole(fabric_link)}; " + "; ".join(holes)
+        measure.not_proven(KEY, reason, link=link)
+        if not hops and not loaded.hops.get(link):
+            pytest.skip(reason)
 
 
 # --- PATHS-2: hosts load every fabric link with many streams -----------------------------------

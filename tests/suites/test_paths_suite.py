@@ -1,6 +1,7 @@
-"""The paths suite end to end on the emulated (model) lab: the healthy default lab passes,
-and a straggler on a random link of the TG's paths, at a random rate fraction, fails that
-link only, named with both ends that send into it.
+"""The paths suite end to end on the emulated (model) lab: the healthy default lab passes
+with every fabric link proven (the TG loads the links of its paths, pinned host streams the
+others), and a straggler on a random fabric link, at a random rate fraction, fails that link
+only, named with both ends that send into it.
 
 Two ``labtest run --suite paths`` (about 20 s each). The placement is drawn per run and
 printed in every assertion message, so a miss can be replayed.
@@ -22,12 +23,18 @@ REPO = Path(__file__).resolve().parents[2]
 LEAFSPINE = REPO / "testbeds" / "emulated" / "leafspine.yaml"
 LIMITS = REPO / "suites" / "limits" / "acceptance-400g.yaml"
 
-#: the fabric links the TG's paths cross (its ports are on leaf1 and leaf4)
+#: the fabric links the TG's paths cross (its ports are on leaf1 and leaf4), and the others
 ON_TG_PATHS = [
     "leaf1:Ethernet0--spine1:Ethernet0",
     "leaf1:Ethernet8--spine2:Ethernet1/1",
     "leaf4:Ethernet0--spine1:Ethernet24",
     "leaf4:Ethernet8--spine2:Ethernet4/1",
+]
+OFF_TG_PATHS = [
+    "leaf2:Ethernet0--spine1:Ethernet8",
+    "leaf2:Ethernet8--spine2:Ethernet2/1",
+    "leaf3:Ethernet1/1--spine1:Ethernet16",
+    "leaf3:Ethernet2/1--spine2:Ethernet3/1",
 ]
 #: a straggler the suite's load (90% of line per path) must find: below 0.89 of the speed
 RATE_FRACTIONS = (0.2, 0.85)
@@ -52,18 +59,18 @@ def _failed(out: str) -> set[str]:
             for ln in out.splitlines() if ln.startswith("FAILED ")}
 
 
-def test_the_healthy_lab_passes_with_the_links_off_the_tg_paths_waived(tmp_path: Path) -> None:
+def test_the_healthy_lab_passes_with_every_fabric_link_loaded(tmp_path: Path) -> None:
     code, out = _run(tmp_path, [])
     assert code == 0 and "verdict: PASS" in out, out[-3000:]
     row = next(ln.split() for ln in out.splitlines() if ln.startswith("paths "))
-    # delivery: 4 loaded links pass, 4 not loaded; member loss: all 8 links; one ECMP spread
-    assert row[1:5] == ["13", "0", "0", "4"], out[-3000:]
-    assert "17/17" in row, out[-3000:]  # 13 proven + 4 waived
+    # delivery: 8 links (4 by the TG, 4 by pinned host streams); member loss: 8; one spread
+    assert row[1:5] == ["17", "0", "0", "0"], out[-3000:]
+    assert "17/17" in row and "waived" not in out, out[-3000:]
 
 
 def test_a_straggler_at_a_random_placement_is_named(tmp_path: Path) -> None:
     rng = random.Random()
-    link = rng.choice(ON_TG_PATHS)
+    link = rng.choice(ON_TG_PATHS + OFF_TG_PATHS)
     fraction = round(rng.uniform(*RATE_FRACTIONS), 2)
     target = rng.choice(link.split("--"))  # either end names the link
     placed = f"straggler_link at {target} ({link}), rate_fraction {fraction}"
@@ -77,7 +84,7 @@ def test_a_straggler_at_a_random_placement_is_named(tmp_path: Path) -> None:
         named = f"link={link} device={device} port={port} peer={far} "
         hits = [ln for ln in out.splitlines() if named in ln and "is FAIL" in ln]
         assert hits, f"{placed}: the hop from {near} is not named\n{out[-3000:]}"
-        ratio = float(re.findall(r"path_pps=\d+: ([0-9.]+) ratio is FAIL", hits[0])[0])
+        ratio = float(re.findall(r": ([0-9.]+) ratio is FAIL", hits[0])[0])
         # the hop carries about the straggler's rate over the load offered to it
         assert ratio < 0.99 and ratio == pytest.approx(fraction / 0.9, abs=0.05), (
             f"{placed}: {hits[0]}")

@@ -50,7 +50,8 @@ USAGE = ("Usage: iperf3 [-s|-c host] [options]\n       iperf3 [-h|--help] [-v|--
 _VALUED = {"-c": "client", "--client": "client", "-p": "port", "--port": "port",
            "-b": "bitrate", "--bitrate": "bitrate", "-l": "length", "--length": "length",
            "-t": "time", "--time": "time", "-P": "parallel", "--parallel": "parallel",
-           "-S": "tos", "--tos": "tos", "--logfile": "logfile", "-B": "bind"}
+           "-S": "tos", "--tos": "tos", "--logfile": "logfile", "-B": "bind",
+           "--cport": "cport"}
 _FLAGS = {"-s": "server", "--server": "server", "-u": "udp", "--udp": "udp", "-J": "json",
           "--json": "json", "-1": "one_off", "--one-off": "one_off", "-v": "version",
           "--version": "version", "-h": "help", "--help": "help", "-D": "daemon",
@@ -72,6 +73,7 @@ class IperfOptions:
     time_s: float = 10.0
     parallel: int = 1
     tos: int = 0
+    cport: int | None = None  # the client's source port (every stream's: iperf3 3.12 binds each)
     json: bool = False
     one_off: bool = False
     version: bool = False
@@ -118,6 +120,7 @@ def parse_iperf(argv: list[str]) -> IperfOptions:
             time_s=float(raw.get("time", 10.0)),
             parallel=int(raw.get("parallel", 1)),
             tos=int(str(raw.get("tos", "0")), 0),
+            cport=int(raw["cport"]) if "cport" in raw else None,
             json=bool(raw.get("json")),
             one_off=bool(raw.get("one_off")),
             version=bool(raw.get("version")),
@@ -130,6 +133,8 @@ def parse_iperf(argv: list[str]) -> IperfOptions:
     if not 1 <= opts.parallel <= MAX_STREAMS:
         raise IperfUsage(f"iperf3: parameter error - number of parallel streams must be 1..."
                          f"{MAX_STREAMS}")
+    if opts.cport is not None and not 1 <= opts.cport <= 65535:
+        raise IperfUsage("iperf3: parameter error - client port must be 1..65535")
     if opts.time_s <= 0 or opts.length_b < 16 or opts.bitrate_bps <= 0:
         raise IperfUsage("iperf3: parameter error - invalid duration, length or bitrate")
     return opts
@@ -205,6 +210,8 @@ def _client(host: HostState, opts: IperfOptions) -> Output:
         (n for n in peer.nics if n.cabled), None)
     if src is None or dst is None:
         return _fail(opts, "unable to connect to server: No route to host")
+    if opts.cport is not None and opts.parallel > 1:  # the real one binds each to it
+        return _fail(opts, "unable to connect stream: Address already in use")
     fabric = host.fabric
     pid = host.new_pid()
     frame_b = min(opts.length_b + UDP_FRAME_OVERHEAD_B, 16000)
@@ -219,7 +226,7 @@ def _client(host: HostState, opts: IperfOptions) -> Output:
             rate=TgRate(pps=pps),
             duration=TgDuration(fixed_seconds=opts.time_s),
             dscp=opts.tos >> 2,
-            src_port=base + 7 * i,
+            src_port=opts.cport if opts.cport is not None else base + 7 * i,
             dst_port=opts.port,
         )
         for i in range(opts.parallel)
