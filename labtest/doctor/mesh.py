@@ -87,10 +87,8 @@ class LiveMesh:
             for dst, sports in by_src[drv.name].items():
                 for t in drv.udp_traces(self.addresses[dst], sports, probes=self.probes,
                                         wait_s=self.wait_s, max_hops=hops):
-                    steps = self._steps(drv.name, dst, t, snap)
-                    out.append(ProbePath(drv.name, dst, _joined(steps), t.sent,
-                                         t.sent - t.arrived))
-                    out += _prefixes(drv.name, dst, t, steps)
+                    out.append(ProbePath(drv.name, dst, self.links(drv.name, dst, t, snap),
+                                         t.sent, t.sent - t.arrived))
             return out
 
         done = sweep(lab, list(by_src), trace, timeout_s=self.timeout_s)
@@ -101,14 +99,9 @@ class LiveMesh:
     def links(self, src: str, dst: str, trace: Any, snap: Snapshot) -> tuple[str, ...]:
         """The links a trace crossed: pinned where a hop's address names one, else every
         link a shortest path could have taken there."""
-        return _joined(self._steps(src, dst, trace, snap))
-
-    def _steps(self, src: str, dst: str, trace: Any, snap: Snapshot) -> list[tuple[str, ...]]:
-        """The links each hop of the trace added, in hop order (several where the hop's
-        address names none)."""
         dist = self._dist(dst)
         at = {src}
-        out: list[tuple[str, ...]] = []
+        out: list[str] = []
         for hop in trace.hops:
             if dst in at:
                 break
@@ -119,9 +112,9 @@ class LiveMesh:
             step = pinned or cands
             if not step:
                 break
-            out.append(tuple(lk.name for lk, _ in step))
+            out += [lk.name for lk, _ in step]
             at = {far for _, far in step}
-        return out
+        return tuple(dict.fromkeys(out))
 
     def _link_of(self, addresses: tuple[str, ...], dst: str, snap: Snapshot) -> str | None:
         for a in addresses:
@@ -172,32 +165,3 @@ class LiveMesh:
     def _diameter(self) -> int:
         hosts = list(self.addresses)
         return max((self._dist(h).get(o, 0) for h in hosts for o in hosts), default=1)
-
-
-def _joined(steps: list[tuple[str, ...]]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(lk for step in steps for lk in step))
-
-
-def _prefixes(src: str, dst: str, trace: Any, steps: list[tuple[str, ...]]
-              ) -> list[ProbePath]:
-    """A trace that lost probes at its target: the probes each earlier hop answered, as a
-    path to that hop. Only the loss that persists counts (the least lost at that hop and
-    at every later one, the target's included): a router that rate-limits its own answers
-    loses them at its hop and not beyond, a lossy link loses from its hop on. So the
-    probes that stopped short of a loss clear the links they crossed: the two fabric links
-    of a spine, which every probe between two leaves crosses together, are told apart by
-    the probes the spine answered (the kernel lab's two-leaf fabric named the wrong one
-    of the two by name alone when the end-to-end counts tied)."""
-    end_lost = trace.sent - trace.arrived
-    if end_lost <= 0 or len(steps) < 2:
-        return []
-    hops = trace.hops[:len(steps)]
-    out = []
-    for i in range(len(steps) - 1):
-        if i >= len(hops) or hops[i].sent <= 0:
-            break
-        persisting = min([end_lost, *(h.sent - h.answered for h in hops[i:])])
-        lost = min(hops[i].sent, max(0, persisting))
-        out.append(ProbePath(src, dst, _joined(steps[:i + 1]), hops[i].sent, lost))
-    return out
-

@@ -81,10 +81,11 @@ def test_once_names_a_udp_only_drop_with_bfd_spared(capsys: pytest.CaptureFixtur
     spines. The kernel lab now answers every probe and hashes on the 5-tuple; the doctor
     starts the kernel lab itself and names the link first. Its spine's other fabric link
     carried every probe it did (two leaves): the engine split the odds between the two, and
-    under CI's load neither reached an even chance, so nothing was paged. Then both were
-    paged as twins, ranked by name (under a full test run's load the other one came first).
-    Now a lossy trace's probes that the spine answered clear the links before it: the link
-    is named alone, its twin is not paged."""
+    under CI's load neither reached an even chance, so nothing was paged. Both are paged as
+    twins now. Under a full test run's load the twin once came first with fewer probes
+    than the link (23 of 60 against 33 of 70): traceroute's default wait gave up on late
+    answers at a few milliseconds and counted them lost; every probe now waits its 0.2 s,
+    so the twins' probes are the same and the tie goes by name."""
     from labtest.cli import main
 
     rc = main(["doctor", "--once", "--testbed", str(KERNEL_TESTBED), "--fault",
@@ -92,5 +93,4 @@ def test_once_names_a_udp_only_drop_with_bfd_spared(capsys: pytest.CaptureFixtur
     out = capsys.readouterr().out
     assert rc == 1, out
     assert "  1. link leaf1:Ethernet0--spine1:Ethernet0" in out and "probes" in out, out
-    assert "no other link explains them as well" in out, out
-    assert "link leaf2:Ethernet0--spine1:Ethernet4" not in out, out
+    assert "it or leaf2:Ethernet0--spine1:Ethernet4" in out, out

@@ -39,30 +39,3 @@ def test_answered_hops_pin_their_links_and_silent_ones_stand_for_every_candidate
         "host1:eth0--leaf1:Ethernet9", "leaf1:Ethernet1--spine1:Ethernet1",
         "leaf1:Ethernet2--spine2:Ethernet1", "leaf2:Ethernet1--spine1:Ethernet2",
         "leaf2:Ethernet2--spine2:Ethernet2", "host2:eth0--leaf2:Ethernet9"}
-
-
-def _counted(*hops: tuple[str, int]) -> UdpTrace:
-    """Hops as (address, answered of 10)."""
-    return UdpTrace("10.0.0.2", 40000, 33434, tuple(
-        TraceHop(i + 1, (a,), 10, n) for i, (a, n) in enumerate(hops)))
-
-
-def test_a_lossy_traces_answered_hops_are_paths_to_them_counting_the_loss_that_persists() -> None:
-    """The spine's answers split the two fabric links every host1 -> host2 probe crosses;
-    a hop that answered less than the target (a router rate-limiting its answers) is not
-    charged a loss the later hops did not show."""
-    from labtest.doctor.mesh import _prefixes
-
-    mesh = LiveMesh(_plan(), addresses={"host1": "10.0.0.1", "host2": "10.0.0.2"})
-    snap = Snapshot(addresses={"198.18.0.1": "leaf1:Ethernet2", "198.18.0.3": "spine2:Ethernet2"})
-    hops = ("gw", 10), ("198.18.0.1", 4), ("198.18.0.3", 7), ("10.0.0.2", 6)
-    trace = _counted(*hops)
-    steps = mesh._steps("host1", "host2", trace, snap)
-    paths = _prefixes("host1", "host2", trace, steps)
-    assert [(p.links[-1], p.sent, p.lost) for p in paths] == [
-        ("host1:eth0--leaf1:Ethernet9", 10, 0),  # answered all
-        ("leaf1:Ethernet2--spine2:Ethernet1", 10, 3),  # lost 6, of which 3 persist (hop 3)
-        ("leaf2:Ethernet2--spine2:Ethernet2", 10, 3)]
-    assert paths[1].links == ("host1:eth0--leaf1:Ethernet9", "leaf1:Ethernet2--spine2:Ethernet1")
-    clean = _counted(("gw", 10), ("198.18.0.1", 2), ("198.18.0.3", 10), ("10.0.0.2", 10))
-    assert _prefixes("host1", "host2", clean, mesh._steps("host1", "host2", clean, snap)) == []
