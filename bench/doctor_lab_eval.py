@@ -35,14 +35,15 @@ from typing import Any
 
 import yaml
 
+from labtest.matrix.cases import load_data
+from labtest.matrix.draws import Domain, FloatRange, Placement, blame, draw_kind
+from labtest.matrix.judge import names
+from labtest.testbed import load_testbed
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "matrix"))
-
-from matrix_data import DOMAINS, LINKS  # noqa: E402
-
-from labtest.matrix.draws import Domain, FloatRange, Placement, blame, draw_kind  # noqa: E402
-from labtest.matrix.judge import names  # noqa: E402
-from labtest.testbed import load_testbed  # noqa: E402
+_DATA = load_data()  # tests/matrix/matrix_data.py, by path
+DOMAINS: dict[str, Domain] = dict(_DATA.DOMAINS)
+LINKS: tuple[str, ...] = _DATA.LINKS
 
 TESTBED = REPO / "testbeds" / "emulated" / "leafspine.yaml"
 
