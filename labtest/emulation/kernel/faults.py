@@ -15,6 +15,9 @@ lossy_link             the link re-cabled through a wire namespace whose nft dro
                        random fraction (``loss``) of what crosses it, one or both ways
                        (``direction``), of every protocol or one (``proto``: udp, tcp),
                        BFD spared or not (``spare_bfd``): sent, never received
+ecmp_blackhole         as ``lossy_link``'s wire, but the dropped frames are the UDP
+                       flows whose 5-tuple hashes (``jhash``, ``salt``) into
+                       ``flow_fraction``, one way (``direction``); BFD spared
 miswired               the ``b`` ends of the target link and ``other`` swap places
                        (veth pairs re-created crossed between namespaces)
 slow_convergence       BFD timers raised (``params``: detect_multiplier,
@@ -89,6 +92,30 @@ def lossy_link(lab: KernelLab, target: str, loss: float = 0.3, direction: str = 
     target's end sends, ``ba`` what it receives. The sender counts what the wire drops and
     the receiver never sees it, as on a cable that corrupts frames; a drop at the receiving
     port's ingress would count them received there, and the loss would show one hop on."""
+    match = "" if proto == "any" else f"ip protocol {proto} "
+    if spare_bfd:  # BFD control and echo (RFC 5881 s.4) pass: sessions stay up
+        match += "udp dport != { 3784, 3785 } "
+    return _through_dropping_wire(
+        lab, target, direction, f"{match}numgen random mod 1000 < {round(loss * 1000)}")
+
+
+def ecmp_blackhole(lab: KernelLab, target: str, flow_fraction: float = 0.5,
+                   direction: str = "ab", salt: int = 0) -> Undo:
+    """The link, as one ECMP member, drops every UDP flow whose 5-tuple hashes into
+    ``flow_fraction`` of the hash space (``nft jhash``, seeded by ``salt``), one way, in a
+    wire (as ``lossy_link``): a corrupted forwarding entry blackholes some flows, the
+    others pass, and the control plane (BFD's UDP ports, BGP over TCP) keeps the member in
+    ECMP. RoCE, iperf3 and traceroute are UDP."""
+    keys = "ip saddr . ip daddr . udp sport . udp dport"
+    return _through_dropping_wire(
+        lab, target, direction, "ip protocol udp udp dport != { 3784, 3785 } "
+        f"jhash {keys} mod 1000 seed {int(salt) & 0xFFFFFFFF:#x} < {round(flow_fraction * 1000)}")
+
+
+def _through_dropping_wire(lab: KernelLab, target: str, direction: str, drop_if: str) -> Undo:
+    """Re-cable the target's link through a wire that forwards each way and drops the
+    frames matching ``drop_if`` on the ``direction`` way(s) (``ab``: what the target's end
+    sends)."""
     end = target.partition("--")[0]
     device, _, port = end.partition(":")
     v = lab.veth_of(end)
@@ -96,10 +123,6 @@ def lossy_link(lab: KernelLab, target: str, loss: float = 0.3, direction: str = 
     a_end = (device, port) == (v.a_device, v.a_port)
     sends_into, other = (WIRE_A, WIRE_B) if a_end else (WIRE_B, WIRE_A)
     lossy = {"ab": [sends_into], "ba": [other], "both": [WIRE_A, WIRE_B]}[direction]
-    match = "" if proto == "any" else f"ip protocol {proto} "
-    if spare_bfd:  # BFD control and echo (RFC 5881 s.4) pass: sessions stay up
-        match += "udp dport != { 3784, 3785 } "
-    per_mille = round(loss * 1000)
     wire = lab.through_wire(end)
     try:
         rules = [f"add table netdev {NFT_TABLE}"]
@@ -107,8 +130,7 @@ def lossy_link(lab: KernelLab, target: str, loss: float = 0.3, direction: str = 
             rules.append(f"add chain netdev {NFT_TABLE} from_{rx} {{ type filter hook ingress "
                          f'device "{rx}" priority 0; policy accept; }}')
             if rx in lossy:
-                rules.append(f"add rule netdev {NFT_TABLE} from_{rx} {match}numgen random mod "
-                             f"1000 < {per_mille} counter drop")
+                rules.append(f"add rule netdev {NFT_TABLE} from_{rx} {drop_if} counter drop")
             rules.append(f'add rule netdev {NFT_TABLE} from_{rx} fwd to "{tx}"')
         _nft(wire, "\n".join(rules) + "\n")
     except BaseException:
@@ -299,6 +321,12 @@ class LossyParams(_Params):
     spare_bfd: bool = False  # BFD's UDP ports pass (the sessions stay up; only data suffers)
 
 
+class BlackholeParams(_Params):
+    flow_fraction: float = Field(0.5, gt=0.0, le=1.0)  # of the UDP hash space
+    direction: Literal["ab", "ba", "both"] = "ab"  # ab: what the target's end sends
+    salt: int = Field(0, ge=0, le=65535)  # the hash's seed: which flows
+
+
 class MiswiredParams(_Params):
     other: str  # the second link (name or either end)
 
@@ -317,6 +345,7 @@ FAULTS: dict[str, KernelFault] = {
     "link_down": KernelFault(link_down, ("link",)),
     "silent_drop": KernelFault(silent_drop, ("link",)),
     "lossy_link": KernelFault(lossy_link, ("link",), LossyParams),
+    "ecmp_blackhole": KernelFault(ecmp_blackhole, ("link",), BlackholeParams),
     "straggler_link": KernelFault(straggler_link, ("link",), StragglerParams),
     # BFD timers of both switches of the link: FRR runs on switches only
     "slow_convergence": KernelFault(slow_convergence, ("fabric_link",), SlowConvergenceParams),
