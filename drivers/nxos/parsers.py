@@ -285,7 +285,12 @@ _QUANTITY = {
 }
 _FLAG_LEVEL = {"++": "high_alarm", "+": "high_warn", "--": "low_alarm", "-": "low_warn"}
 _UNITS = {"C", "V", "mA", "dBm", "mW"}
-_INFO = re.compile(r"^\s+(type|name|part number|serial number|firmware version) is (.*?)\s*$")
+_INFO = re.compile(
+    r"^\s+(type|name|part number|serial number|firmware version"
+    r"|media interface advertising code) is (.*?)\s*$"
+)
+#: "400GBASE-DR4 (Cl 124)": the PMD, then the IEEE 802.3 clause that defines it
+_ADVERTISED_PMD = re.compile(r"(\S+)(?: \(Cl \d+\))?")
 
 
 def _dom_values(rest: str, quantity: str) -> tuple[list[float | None], str | None]:
@@ -343,10 +348,14 @@ def _transceiver(lines: list[str]) -> Transceiver:
     thresholds: dict[str, Threshold] = {}
     flags: dict[str, bool] = {}
     lane = 1
+    identified = False  # the identity lines ended (a blank line or the DOM part followed)
     for line in lines:
         if m := _INFO.match(line):
             info.setdefault(m.group(1), m.group(2))
-        elif m := re.match(r"^Lane Number:(\d+)", line):
+            continue
+        if "type" in info and (not line.strip() or not line.startswith("    ")):
+            identified = True
+        if m := re.match(r"^Lane Number:(\d+)", line):
             lane = int(m.group(1))
         elif m := _DOM_ROW.match(line):
             quantity = _QUANTITY[m.group(1)]
@@ -370,9 +379,22 @@ def _transceiver(lines: list[str]) -> Transceiver:
         part_number=_text(info.get("part number")),
         serial=_text(info.get("serial number")),
         firmware=_text(info.get("firmware version")),
-        media_type=_text(info.get("type")),
+        media_type=_media_type(info, identified),
         flags=flags,
     )
+
+
+def _media_type(info: dict[str, str], identified: bool) -> str | None:
+    """The PMD the module implements: a CMIS module's advertised media interface
+    (``400GBASE-DR4 (Cl 124)`` in genieparser's QSFP-DD capture, whose ``type is`` reads
+    ``QSFP-DD-400G-DR4``, Cisco's own name, which no other vendor's driver reports),
+    else ``type is`` (``10Gbase-SR`` on ntc-templates' SFP capture), but only once the
+    identity lines ended: a capture cut among them may have lost the advertised line."""
+    advertised = info.get("media interface advertising code")
+    if advertised is not None:
+        m = _ADVERTISED_PMD.fullmatch(advertised)
+        return m.group(1) if m else None
+    return _text(info.get("type")) if identified else None
 
 
 # --- LLDP --------------------------------------------------------------------

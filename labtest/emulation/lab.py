@@ -68,6 +68,7 @@ Personality = Callable[[Fabric, str, Device], Served]
 PERSONALITIES: dict[str, str] = {
     "sonic": "labtest.emulation.personalities.sonic:serve",
     "eos": "labtest.emulation.personalities.eos:serve",
+    "nxos": "labtest.emulation.personalities.nxos:serve",
     "linux": "labtest.emulation.personalities.linux:serve",
     "opm": "labtest.emulation.personalities.lab_instruments:serve_power_meter",
     "voa": "labtest.emulation.personalities.lab_instruments:serve_attenuator",

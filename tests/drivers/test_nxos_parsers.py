@@ -101,7 +101,7 @@ def test_transceiver_details_qsfpdd_lanes_without_readings():
     )["Ethernet1/63"]
     assert (t.firmware, t.media_type, t.vendor) == (
         "204.154",
-        "QSFP-DD-400G-DR4",
+        "400GBASE-DR4",  # the advertised media interface, not "type is QSFP-DD-400G-DR4"
         "CISCO-INNOLIGHT",
     )
     assert [ln.lane for ln in t.lanes] == [1, 2, 3, 4]

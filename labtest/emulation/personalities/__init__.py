@@ -1,14 +1,14 @@
 """Device personalities of the emulated lab, and the state an emulated switch keeps.
 
-A personality (``sonic.serve``, ``eos.serve``) turns one testbed device into what
-the lab serves: a CLI handler factory, a MIB, a banner. Everything a switch
-*is* lives in the fabric model (ports, optics, counters, QoS); what only the
+A personality (``sonic.serve``, ``eos.serve``, ``nxos.serve``) turns one testbed
+device into what the lab serves: a CLI handler factory, a MIB, a banner. Everything a
+switch *is* lives in the fabric model (ports, optics, counters, QoS); what only the
 switch's software knows lives here, in :class:`SwitchState`, shared by every
 SSH session and the SNMP agent of that switch: its uptime and reboots, the
 config files it saved, its PFC watchdog timers, and the ifIndex of each port.
 :class:`SwitchDevice` adds what the CLI sessions of one switch share (counter
 samples for rates); each OS's personality package extends it with what its
-tools keep (``sonic.SonicDevice``, ``eos.EosDevice``).
+tools keep (``sonic.SonicDevice``, ``eos.EosDevice``, ``nxos.NxosDevice``).
 
 Mutations of the traffic model go through ``fabric.schedule`` so they run under
 the fabric's lock, in the same lock order as the fault catalogue (fabric, then
@@ -38,10 +38,11 @@ STARTUP = "startup"  # key of the config a (re)boot loads
 DEFAULT_REBOOT_DOWN_S = 3.0  # a reboot keeps the device dark this long (lab seconds)
 REBOOT_DELAY_S = 0.2  # lets the reboot command's own answer leave before the silence
 PRIORITIES = 8
-SWITCH_DRIVERS = ("sonic", "eos")  # the families served with a switch personality
+SWITCH_DRIVERS = ("sonic", "eos", "nxos")  # the families served with a switch personality
 PEER_DESCRIPTIONS = {  # LLDP system description by family (anything else: a Linux host)
     "sonic": "SONiC Software Version: SONiC (emulated)",
     "eos": "Arista Networks EOS (emulated)",
+    "nxos": "Cisco Nexus Operating System (NX-OS) Software (emulated)",
 }
 IfIndexRule = Callable[[str], int | None]
 
