@@ -219,28 +219,6 @@ def test_paths_names_a_straggler_at_a_random_placement(tmp_path: Path) -> None:
         assert ratios and max(ratios) < 0.5, f"{placed}: {near} not named\n{out[-3000:]}"
 
 
-@pytest.mark.wall_clock
-def test_paths_names_an_ecmp_member_blackholing_some_flows(tmp_path: Path) -> None:
-    """Issue 33 item 4: one fabric link, as an ECMP member, drops the UDP flows whose
-    5-tuple hashes into a random share (nft jhash, a random seed, one random way), BFD and
-    BGP untouched so routing keeps the member: the paths suite fails and the first root
-    cause is that link."""
-    rng = random.Random()
-    link = rng.choice(FABRIC_LINKS)
-    target = rng.choice(link.split("--"))
-    params = {"flow_fraction": round(rng.uniform(0.2, 0.6), 2),
-              "direction": rng.choice(["ab", "ba"]), "salt": rng.randrange(65536)}
-    placed = f"ecmp_blackhole at {target} ({link}), {params}"
-    fault = {"kind": "ecmp_blackhole", "target": target, "params": params}
-    code, out = _run(_testbed(tmp_path, [fault]), tmp_path, "paths")
-    assert code == 1 and "verdict: FAIL" in out, f"{placed}\n{out[-3000:]}"
-    lines = out.splitlines()
-    first = next((lines[i + 1] for i, ln in enumerate(lines)
-                  if ln.startswith("root causes")), "")
-    a, b = link.split("--")
-    assert link in first or f"{b}--{a}" in first, f"{placed}: first cause {first!r}\n{out}"
-
-
 @pytest.mark.wall_clock  # software forwarding: no frame of the paths' load may be lost
 def test_routing_and_paths_pass_on_an_unnumbered_lab(tmp_path: Path) -> None:
     """``emulation.bgp: unnumbered``: eBGP on each fabric interface over IPv6 link-local,
