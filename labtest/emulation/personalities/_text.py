@@ -118,6 +118,19 @@ def sci_superscript(value: float) -> str:
     return f"{mantissa:.2f} \u00d7 10{str(exponent).translate(_SUPERSCRIPT)}"
 
 
+#: the config-mode keywords both vendor CLIs (EOS, NX-OS) take: interface, its admin state,
+#: MTU and description, and the ways out
+INTERFACE_CONFIG_TREE: dict[str, Any] = {
+    "interface": {},
+    "shutdown": {},
+    "no": {"shutdown": {}, "description": {}},
+    "mtu": {},
+    "description": {},
+    "exit": {},
+    "end": {},
+}
+
+
 def expand(
     words: Sequence[str], tree: Mapping[str, Any], aliases: Mapping[str, str] | None = None
 ) -> tuple[list[str], int, str | None]:

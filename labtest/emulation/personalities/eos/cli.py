@@ -12,7 +12,7 @@ from typing import Any
 
 from labtest.emulation.personalities import STARTUP
 from labtest.emulation.personalities._clock import epoch_s
-from labtest.emulation.personalities._text import eos_uptime, expand
+from labtest.emulation.personalities._text import INTERFACE_CONFIG_TREE, eos_uptime, expand
 from labtest.emulation.personalities.eos.base import (
     BUILD_ID,
     INTERNAL_BUILD,
@@ -54,15 +54,6 @@ _TREE: dict[str, Any] = {
     "reload": {},
     "enable": {},
     "terminal": {"length": {}, "width": {}},
-}
-_CONFIG_TREE: dict[str, Any] = {
-    "interface": {},
-    "shutdown": {},
-    "no": {"shutdown": {}, "description": {}},
-    "mtu": {},
-    "description": {},
-    "exit": {},
-    "end": {},
 }
 
 
@@ -189,7 +180,7 @@ class EosCli(InterfaceCommands, OpticCommands, LldpCommands, RoutingCommands):
     # --- config mode -----------------------------------------------------------------
 
     def _config_line(self, words: list[str]) -> CliReply:
-        path, used, unknown = expand(words, _CONFIG_TREE)
+        path, used, unknown = expand(words, INTERFACE_CONFIG_TREE)
         if unknown is not None or not path:
             return _invalid(unknown)
         key, args = " ".join(path), words[used:]

@@ -11,7 +11,7 @@ from typing import Any
 from labtest.emulation.personalities import STARTUP
 from labtest.emulation.personalities._clock import epoch_s
 from labtest.emulation.personalities._routing import _asn, router_id, sessions
-from labtest.emulation.personalities._text import expand
+from labtest.emulation.personalities._text import INTERFACE_CONFIG_TREE, expand
 from labtest.emulation.personalities.nxos.base import (
     BIOS_VERSION,
     INCOMPLETE,
@@ -49,15 +49,6 @@ _TREE: dict[str, Any] = {
     "rollback": {"running-config": {"checkpoint": {}}},
     "copy": {"running-config": {"startup-config": {}}},
     "terminal": {"length": {}, "width": {}},
-}
-_CONFIG_TREE: dict[str, Any] = {
-    "interface": {},
-    "shutdown": {},
-    "no": {"shutdown": {}, "description": {}},
-    "mtu": {},
-    "description": {},
-    "exit": {},
-    "end": {},
 }
 _CONFIG_BANNER = "Enter configuration commands, one per line. End with CNTL/Z.\n"
 _ROLLBACK_DONE = (
@@ -164,7 +155,7 @@ class NxosCli(InterfaceCommands, OpticCommands, LldpCommands, RoutingCommands):
     # --- config mode -----------------------------------------------------------------
 
     def _config_line(self, line: str, words: list[str]) -> CliReply:
-        path, used, unknown = expand(words, _CONFIG_TREE)
+        path, used, unknown = expand(words, INTERFACE_CONFIG_TREE)
         if unknown is not None:
             return refuse(line, len(path))
         key, args = " ".join(path), words[used:]
