@@ -21,7 +21,12 @@ import allure
 import pytest
 
 from labtest import labtime, plugin
-from labtest.capabilities.traffic import Flow, TrafficConfig, TrafficGenerator
+from labtest.capabilities.traffic import (
+    ETHERNET_L1_OVERHEAD_BYTES,
+    Flow,
+    TrafficConfig,
+    TrafficGenerator,
+)
 from labtest.errors import DataplaneFailed, InfraError, TransportTimeout
 from labtest.fixtures.cabling_plan import fabric_links
 from labtest.fixtures.suite_data import load_settings
@@ -257,10 +262,13 @@ class HostDeliveries:
     holes: dict[tuple[str, str], str] = field(default_factory=dict)  # (link, sender end) ->
 
 
+#: a UDP datagram's headers and trailer on the wire: UDP 8, IPv4 20, Ethernet 14, FCS 4
+UDP_FRAME_OVERHEAD_BYTES = 8 + 20 + 14 + 4
+
+
 def _wire_frame_bits(payload_bytes: int) -> float:
-    """A UDP datagram's bits on the wire: payload, UDP 8, IPv4 20, Ethernet 14, FCS 4,
-    preamble and inter-frame gap 20 (what a line rate's frame count divides by)."""
-    return (payload_bytes + 66) * 8.0
+    """A UDP datagram's layer-1 bits (what a line rate's frame count divides by)."""
+    return (payload_bytes + UDP_FRAME_OVERHEAD_BYTES + ETHERNET_L1_OVERHEAD_BYTES) * 8.0
 
 
 @dataclass(frozen=True)
@@ -368,12 +376,13 @@ def host_deliveries(lab: Lab, fabric_view: FabricView, deliveries: Deliveries) -
             if ports is None:
                 holes[key] = found.ok[sender].why_not
                 continue
-            speed = min(x for x in (n.uplink.speed_gbps, n.link.speed_gbps) if x) \
-                if (n.uplink.speed_gbps or n.link.speed_gbps) else None
-            if speed is None:
+            # the stream crosses the sender's uplink, then (a downlink) the judged link
+            speeds = [x for x in (n.uplink.speed_gbps, n.link.speed_gbps) if x]
+            if not speeds:
                 holes[key] = f"{n.link.name} has no speed_gbps: its line rate is not known"
                 continue
-            plan[sender] = (n.pair[1], ports, speed * 1e9 * float(cfg["line_pct"]) / 100 / frame)
+            pps = min(speeds) * 1e9 * float(cfg["line_pct"]) / 100 / frame
+            plan[sender] = (n.pair[1], ports, pps)
         if not plan:
             continue
         with allure.step(f"PATHS-1.2/2: over {spine}: {len(plan)} pinned stream(s) at "
