@@ -109,7 +109,7 @@ def ecmp_blackhole(lab: KernelLab, target: str, flow_fraction: float = 0.5,
     keys = "ip saddr . ip daddr . udp sport . udp dport"
     return _through_dropping_wire(
         lab, target, direction, "ip protocol udp udp dport != { 3784, 3785 } "
-        f"jhash {keys} mod 1000 seed {int(salt) & 0xFFFFFFFF:#x} < {round(flow_fraction * 1000)}")
+        f"jhash {keys} mod 1000 seed {int(salt):#x} < {round(flow_fraction * 1000)}")
 
 
 def _through_dropping_wire(lab: KernelLab, target: str, direction: str, drop_if: str) -> Undo:
