@@ -80,7 +80,7 @@ class LiveMesh:
         by_src: dict[str, dict[str, list[int]]] = {}
         for (src, dst), sports in mesh.probes_by_pair().items():
             by_src.setdefault(src, {})[dst] = sports
-        hops = self._diameter() + 1
+        hops = self.max_hops()
 
         def trace(drv: Any) -> list[ProbePath]:
             out = []
@@ -106,7 +106,8 @@ class LiveMesh:
             if dst in at:
                 break
             cands = [(lk, far) for d in at for lk in self.plan.testbed.links_of(d)
-                     for far in [self._far(lk, d)] if dist.get(far, -1) == dist[d] - 1]
+                     for far in [self._far(lk, d)] if dist.get(far, -1) == dist[d] - 1
+                     and (far == dst or self._forwards(far))]
             known = self._link_of(hop.addresses, dst, snap)
             pinned = [(lk, far) for lk, far in cands if lk.name == known]
             step = pinned or cands
@@ -124,6 +125,10 @@ class LiveMesh:
             if near is not None and near in self.plan.link_of:
                 return self.plan.link_of[near].name
         return None
+
+    def _forwards(self, device: str) -> bool:
+        """A probe passes through it (a traffic generator cabled to two leaves does not)."""
+        return self.plan.testbed.devices[device].role not in NON_FORWARDING_ROLES
 
     def _access(self, host: str) -> Link:
         return self.plan.testbed.links_of(host)[0]
@@ -161,6 +166,10 @@ class LiveMesh:
         leaves = {self._leaf(h) for h in self.addresses} - {None}
         return max((sum(1 for lk in tb.links_of(lf) if tb.devices[self._far(lk, lf)].role
                         not in NON_FORWARDING_ROLES) for lf in leaves if lf is not None), default=1)
+
+    def max_hops(self) -> int:
+        """TTLs a trace needs to reach any probing host (the longest host-to-host path)."""
+        return self._diameter() + 1
 
     def _diameter(self) -> int:
         hosts = list(self.addresses)

@@ -131,6 +131,11 @@ class ProbePath:
     links: tuple[str, ...]
     sent: int
     lost: int
+    #: where a flow lost whole may have vanished: the links of the step past its last
+    #: answering hop (Paris-style, the hop that answered at TTL t was reached by the flow's
+    #: probe, whatever way its answer came back). Empty: anywhere on ``links`` (the
+    #: doctor's mesh, which does not read its middle hops)
+    suspects: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -182,7 +187,7 @@ def blame(paths: Sequence[ProbePath], min_confidence: float = 0.5) -> list[Blame
     lossy = {(p.src, p.dst) for p in live if p.lost}
     if not lossy:
         return []
-    rows = [(_directed(p), p.sent, p.lost, (p.src, p.dst) not in lossy) for p in live]
+    rows = [(_suspected(p), p.sent, p.lost, (p.src, p.dst) not in lossy) for p in live]
     beside = [p for p in live if (p.src, p.dst) in lossy]
     return _blame(rows, beside, min_confidence)
 
@@ -320,6 +325,15 @@ class Ledger:
         """Its clean run rules out a loss rate of DETECT_LOSS at confidence 1 - ALPHA."""
         run = self.clean.get(link, 0)
         return run > 0 and ber_upper_bound(run, 0, 1.0 - ALPHA) < DETECT_LOSS
+
+
+def _suspected(p: ProbePath) -> tuple[str, ...]:
+    """The directed links that may have lost the path's probes: its suspects when the whole
+    flow was lost (a hole), every link when some probes came back (a rate)."""
+    route = _directed(p)
+    if not p.suspects or p.lost < p.sent:
+        return route
+    return tuple(w for w in route if w.rsplit(WAY, 1)[0] in p.suspects)
 
 
 def _directed(p: ProbePath) -> tuple[str, ...]:

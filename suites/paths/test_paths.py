@@ -495,6 +495,10 @@ class MemberLoads:
     #: two ends' reads: twice what it sent during one idle read of every switch (the ends
     #: are read one after the other, before and after, each skew at most one read)
     allowance: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: ... frames the background alone would have sent over the load window (its rate over
+    #: an idle window, twice over): a direction counts as loaded only by frames beyond them,
+    #: so a direction whose streams died is never judged, and passed, on BFD and BGP alone
+    background: dict[tuple[str, str], int] = field(default_factory=dict)
     peer: dict[tuple[str, str], str] = field(default_factory=dict)
     uplinks: dict[str, dict[str, int]] = field(default_factory=dict)  # leaf -> port -> tx
     pairs: list[tuple[str, str]] = field(default_factory=list)
@@ -506,6 +510,13 @@ class MemberLoads:
     crossing: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
     unloaded: str = ""
     min_frames: float = 0.0
+    #: link -> what traces of the dead pairs' flows showed there (a hole located); and why
+    #: the dead pairs could not be traced
+    located: dict[str, str] = field(default_factory=dict)
+    untraced: str = ""
+    #: UDP streams a pair ran at once, one source port each: a dead pair's streams crossed
+    #: every ECMP member on its way (the inference reads it as the ``flows`` label)
+    flows: int = 1
 
 
 def _counts(lab: Lab, switches: list[str]) -> dict[str, dict[str, Any]]:
@@ -552,6 +563,7 @@ def member_loads(lab: Lab, fabric_view: FabricView,
     streams, rate = int(cfg["streams"]), float(cfg["rate_pps_per_stream"])
     duration = float(cfg["duration_s"])
     out.min_frames = rate * duration * 0.5  # half a stream: the direction carried one
+    out.flows = streams
     switches = fabric_view.switches
     members = max(len(fabric_view.uplinks.get(lf, [])) for lf in leaves)
     rounds = spread_rounds(limits, members, streams)
@@ -559,8 +571,9 @@ def member_loads(lab: Lab, fabric_view: FabricView,
     with allure.step(f"PATHS-2.1/1: {', '.join(f'{a}->{b}' for a, b in out.pairs)}: "
                      f"{rounds} x {streams} UDP streams each, {rate:g} datagrams/s, "
                      f"{duration:g} s a round"):
-        idle = _counts(lab, switches)  # one read apart: the background's share of a skew
-        before = _counts(lab, switches)
+        t_idle, idle = labtime.monotonic(), _counts(lab, switches)
+        labtime.sleep(float(cfg["idle_s"]))  # the background's rate, and its share of a skew
+        t_before, before = labtime.monotonic(), _counts(lab, switches)
         for n in range(rounds):  # each round's streams take new source ports
             runs = []
             for k, (a, b) in enumerate(out.pairs):
@@ -580,11 +593,13 @@ def member_loads(lab: Lab, fabric_view: FabricView,
                     continue
                 lost[run.client] = lost.get(run.client, 0) + sum(r.lost_packets for r in done)
         labtime.sleep(float(cfg["settle_s"]))
-        after = _counts(lab, switches)
+        t_after, after = labtime.monotonic(), _counts(lab, switches)
         attach_json("streams lost per source host", lost)
         if out.died:
             attach_json("streams that died under way", {f"{a}->{b}": why
                                                          for (a, b), why in out.died.items()})
+    if out.died:
+        _trace_dead_pairs(lab, out)
     routes = Fabric(expand_units(results.testbed_record(lab.testbed)))
     out.crossing = {(a, b): frozenset(c for r in routes.routes(a, b) for c in r)
                     for a, b in out.pairs}
@@ -599,14 +614,31 @@ def member_loads(lab: Lab, fabric_view: FabricView,
             out.got[key] = int(r_now.rx_packets or 0) - int(r_was.rx_packets or 0)
             out.peer[key] = f"{rcv.device}:{rcv.port}"
             s_idle = idle[snd.device].get(snd.port) or s_was
-            out.allowance[key] = 2 * max(int(s_was.tx_packets or 0) - int(
-                s_idle.tx_packets or 0), 0)
+            quiet = max(int(s_was.tx_packets or 0) - int(s_idle.tx_packets or 0), 0)
+            out.allowance[key] = 2 * quiet
+            window = (t_after - t_before) / max(t_before - t_idle, 1e-9)
+            out.background[key] = math.ceil(2 * quiet * window)
     for leaf in leaves:
         ups = fabric_view.uplinks.get(leaf, [])
         out.uplinks[leaf] = {u.port: out.sent.get((u.link, u.endpoint), 0) for u in ups}
     attach_json("frames per link direction", {f"{k[1]} ({k[0]})": [out.sent[k], out.got[k]]
                                               for k in out.sent})
     return out
+
+
+def _trace_dead_pairs(lab: Lab, out: MemberLoads) -> None:
+    """PATHS-2.1/3: a pair whose streams died never loaded the member that killed them (a
+    flow in a hole never starts): traces of many 5-tuples both ways locate it."""
+    from labtest.fixtures.flow_holes import locate_holes
+
+    cfg = SETTINGS["member_load"]["hole_traces"]
+    with allure.step(f"PATHS-2.1/3: trace {cfg['sports']} flows each way between the pairs "
+                     "whose streams died"):
+        found = locate_holes(lab, out.died, sports=int(cfg["sports"]),
+                             probes=int(cfg["probes"]), wait_s=float(cfg["wait_s"]))
+        out.located, out.untraced = found.links, found.why_not
+        attach_json("traces of the dead pairs' flows", {
+            "located": found.links, "why_not": found.why_not, "traces": found.traces})
 
 
 @pytest.mark.plan("PATHS-2.1")
@@ -616,25 +648,35 @@ def test_member_loss(fabric_link: Link, member_loads: MemberLoads, measure: Any)
     the hosts' streams crossed it (sender tx against receiver rx): a lossy link, a one-way
     silent drop or an ECMP member that blackholes some flows is named at its sending port."""
     link = fabric_link.name
-    judged = 0
+    judged = unloaded = 0
     with allure.step("PATHS-2.1/2: frames lost per direction, sender tx against receiver rx"):
         for (name, sender), sent in member_loads.sent.items():
-            if name != link or sent < member_loads.min_frames:
+            if name != link:
                 continue
+            background = member_loads.background.get((name, sender), 0)
+            if sent - background < member_loads.min_frames:
+                unloaded += 1  # the streams never crossed it, or died: BFD and BGP prove
+                continue  # nothing of a hole in the flows' hash space
             device, _, port = sender.partition(":")
             got = member_loads.got[(name, sender)]
             allowance = member_loads.allowance.get((name, sender), 0)
             measure("member_loss_ratio", max(sent - got - allowance, 0) / sent, key=LOSS_KEY,
                     link=link, device=device, port=port, peer=member_loads.peer[(name, sender)],
                     sent_frames=sent, received_frames=got,
-                    background_allowance_frames=allowance)  # fmt: skip
+                    background_allowance_frames=allowance,
+                    background_frames=background)  # fmt: skip
             judged += 1
     died = [(a, b, why) for (a, b), why in member_loads.died.items()
             if link in member_loads.crossing.get((a, b), ())]
-    if not judged and died:  # the fabric broke what should have loaded it: a failure
-        for a, b, why in died:  # the unit is the test's link; the pair's path is the place
+    if link in member_loads.located:  # the dead pairs' traced flows vanished here
+        pairs = " ".join(f"{a}--{b}" for a, b, _ in died)
+        measure("member_loss_ratio", float("nan"), key=LOSS_KEY, link=link,
+                error=f"streams of {pairs or 'a pair'} died; {member_loads.located[link]}")
+    if died and (unloaded or not judged):  # the fabric broke what should have loaded a
+        # direction of it: a failure; the unit is the test's link, the pair's path the place
+        for a, b, why in died:
             measure("member_loss_ratio", float("nan"), key=LOSS_KEY, pair=f"{a}--{b}",
-                    error=f"{a}->{b} streams died under way: {why}")
+                    flows=member_loads.flows, error=f"{a}->{b} streams died under way: {why}")
         return
     if not judged:
         pairs = ", ".join(f"{a}->{b}" for a, b in member_loads.pairs)

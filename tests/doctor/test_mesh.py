@@ -39,3 +39,18 @@ def test_answered_hops_pin_their_links_and_silent_ones_stand_for_every_candidate
         "host1:eth0--leaf1:Ethernet9", "leaf1:Ethernet1--spine1:Ethernet1",
         "leaf1:Ethernet2--spine2:Ethernet1", "leaf2:Ethernet1--spine1:Ethernet2",
         "leaf2:Ethernet2--spine2:Ethernet2", "host2:eth0--leaf2:Ethernet9"}
+
+
+def test_a_traffic_generator_cabled_to_both_leaves_is_never_a_hop() -> None:
+    """The kernel lab's tg1 has a port on each leaf: it is two hops from host2 as the spines
+    are, but forwards nothing, so a silent hop past leaf1 never stands for leaf1's link to
+    it (the paths suite's traces once blamed that link for an uplink's hole)."""
+    plan = _plan()
+    testbed = plan.testbed.model_copy(update={
+        "devices": {**plan.testbed.devices, "tg1": Device(role="tg", driver="scapy")},
+        "links": [*plan.testbed.links, Link(a="tg1:p1", b="leaf1:Ethernet8"),
+                  Link(a="tg1:p2", b="leaf2:Ethernet8")]})
+    mesh = LiveMesh(Plan.of(testbed), addresses={"host1": "10.0.0.1", "host2": "10.0.0.2"})
+    dark = mesh.links("host1", "host2", _trace(("gw",), (), (), ()), Snapshot())
+    assert not any("tg1" in lk for lk in dark), dark
+    assert "leaf1:Ethernet1--spine1:Ethernet1" in dark

@@ -179,3 +179,31 @@ def test_at_the_same_confidence_the_suspect_with_more_evidence_ranks_first() -> 
     ranked = rank([*probe, counter])
     assert [s.unit for s in ranked] == ["b:1--s:2", "a:1--s:1"]
     assert ranked[0].confidence == ranked[1].confidence == 1.0
+
+
+@pytest.mark.parametrize("hole", ["l2--s1", "l1--s1", "l1--s2"])
+def test_a_flow_lost_whole_is_suspected_only_past_its_last_answered_hop(hole: str) -> None:
+    """Two leaves, two spines, flows h1 -> h2 (the kernel campaign's ECMP blackhole). A flow
+    lost in a hole on s1 -> l2 was answered by s1: l1 -> s1 carried it, so the twin the
+    bare paths cannot split (every flow over s1 crosses both) is cleared; a flow lost on
+    l1's way up was answered by l1 only, so it may have vanished on either uplink, and the
+    clean flows over the other spine clear that one."""
+    rng = np.random.default_rng(7)
+    paths = []
+    for _ in range(64):
+        spine = "s1" if rng.random() < 0.5 else "s2"
+        links = ("h1--l1", f"l1--{spine}", f"l2--{spine}", "h2--l2")
+        if not (hole in links and rng.random() < 0.4):
+            paths.append(ProbePath("h1", "h2", links, 3, 0))
+            continue
+        # the hop past the last answer: an uplink lost its probes before any spine answered
+        up = hole.startswith("l1")
+        seen = ("h1--l1", "l1--s1", "l1--s2", "l2--s1", "l2--s2", "h2--l2") if up else links
+        suspects = ("l1--s1", "l1--s2") if up else (hole,)
+        paths.append(ProbePath("h1", "h2", seen, 3, 3, suspects))
+    found = blame(paths)
+    assert [b.link for b in found] == [hole] and found[0].twin is None, found
+    # without the answered hops, a hole past the spine has a twin the flows cannot split
+    bare = blame([dataclasses.replace(p, suspects=()) for p in paths])
+    if hole == "l2--s1":
+        assert {b.link for b in bare} == {"l1--s1", "l2--s1"}, bare

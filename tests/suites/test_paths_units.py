@@ -202,3 +202,27 @@ def test_a_link_left_unloaded_because_its_streams_died_fails_not_a_hole() -> Non
         suite.test_member_loss(SimpleNamespace(name="leaf2:Ethernet4--spine2:Ethernet4"), loads,
                                other)
     assert other.rows == [] and other.holes
+
+
+def test_a_direction_that_carried_only_background_is_not_judged_and_passed() -> None:
+    """Kernel lab, ECMP blackhole at spine2:Ethernet4 (25 % of flows): the pair's iperf3
+    died at setup, yet each direction of its links still sent ~1,750 BFD/BGP/LLDP frames,
+    more than half a stream, and was judged on them and passed (a false proof that cleared
+    the faulty link). Only frames beyond the idle window's background count as load; the
+    dead pair's failure is recorded instead, and a truly loaded direction is still judged."""
+    link, sender = "leaf1:Ethernet0--spine1:Ethernet0", "leaf1:Ethernet0"
+    loads = suite.MemberLoads(pairs=[("host1", "host3")], min_frames=1000.0,
+                              sent={(link, sender): 1750}, got={(link, sender): 1750},
+                              background={(link, sender): 1800},
+                              peer={(link, sender): "spine1:Ethernet0"},
+                              died={("host1", "host3"): "unable to read from stream socket"},
+                              crossing={("host1", "host3"): frozenset({link})})
+    measure = _Measure()
+    suite.test_member_loss(SimpleNamespace(name=link), loads, measure)
+    ((_, value, labels),) = measure.rows
+    assert value != value and labels["pair"] == "host1--host3"  # the pair's failure, no pass
+    loads.sent[(link, sender)] = loads.got[(link, sender)] = 1800 + 128_000
+    loaded = _Measure()
+    suite.test_member_loss(SimpleNamespace(name=link), loads, loaded)
+    ((_, ratio, labels),) = loaded.rows
+    assert ratio == 0.0 and labels["background_frames"] == 1800
