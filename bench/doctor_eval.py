@@ -46,13 +46,13 @@ import yaml
 
 from labtest.doctor.evidence import PortReading, Snapshot
 from labtest.doctor.judge import Plan
-from labtest.doctor.probes import ProbePath, overhead_fraction, plan_mesh, probes_per_pair
 from labtest.doctor.service import Doctor
 from labtest.emulation.model import gray
 from labtest.emulation.model.fabric import Fabric
 from labtest.emulation.model.physics import CODEWORD_BITS
 from labtest.emulation.personalities.linux.nic import split
 from labtest.measure import load_limits
+from labtest.measure.probes import ProbePath, overhead_fraction, plan_mesh, probes_per_pair
 from labtest.testbed import load_testbed
 from labtest.testbed.model import Testbed
 

@@ -53,7 +53,7 @@ DOCTOR_DOMAINS: dict[str, Domain] = {
                             "silent_drop", "ecmp_blackhole", "unreachable_device")
 } | {
     "lossy_link": Domain("lossy_link", (Placement(LINKS, {
-        "loss": FloatRange(0.01, 0.05, "the probe test is sized for 1 % (doctor.probes."
+        "loss": FloatRange(0.01, 0.05, "the probe test is sized for 1 % (measure.probes."
                            "DETECT_LOSS): a thinner loss needs more than --once's minute"),
     }, "any link, host or fabric, every vendor end"),), catches=("doctor",)),
     "straggler_link": Domain("straggler_link", (Placement(LINKS, {

@@ -253,7 +253,7 @@ def _once(args: argparse.Namespace, doctor: Any, lab: Any, scale: float, poll_wa
           emit: Any) -> int:
     """Rounds of at most ONCE_ROUND_S device seconds until a page, a healthy decision or
     ``--max-s`` of device time; one report, the last round's, saying which."""
-    from labtest.doctor.probes import ALPHA, DETECT_LOSS
+    from labtest.measure.probes import ALPHA, DETECT_LOSS
 
     doctor.interval(lab, watch_s=0.0, poll_s=poll_wall_s)  # baseline: counters to diff
     doctor.count = 0  # the rounds are intervals 1, 2, ...

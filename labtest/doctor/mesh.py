@@ -1,6 +1,6 @@
 """The probe mesh on a live lab: UDP traceroutes between hosts, through their drivers.
 
-Each interval :func:`labtest.doctor.probes.plan_mesh` picks the pairs and source
+Each interval :func:`labtest.measure.probes.plan_mesh` picks the pairs and source
 ports (the ToR mesh plus inter-leaf peers, enough source ports to cover every
 ECMP path); every host that offers ``UdpProbes`` runs its traces (one command
 line per host, all hosts at once through :func:`labtest.sweep.sweep`). A trace
@@ -19,7 +19,6 @@ probe never crossed is charged to the probe's path), and RDMA-level trouble
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,15 +26,10 @@ import numpy as np
 
 from labtest.doctor.evidence import Snapshot
 from labtest.doctor.judge import Plan
-from labtest.doctor.probes import OverBudget, ProbePath, plan_mesh
 from labtest.lab import Lab
+from labtest.measure.probes import OverBudget, ProbePath, plan_mesh
+from labtest.measure.traces import TraceReader
 from labtest.sweep import sweep
-from labtest.testbed.model import Link
-
-#: roles that end a path and never forward (hosts, traffic generators, instruments); the
-#: traffic model's ENDPOINT_ROLES are only the ends traffic flows between (host, tg)
-NON_FORWARDING_ROLES = frozenset({"host", "tg", "bert", "opm", "voa", "optical-switch",
-                                  "chamber", "pdu", "power-meter", "attenuator"})
 
 
 @dataclass
@@ -50,7 +44,10 @@ class LiveMesh:
     wait_s: float = 0.2  # per unanswered probe (traceroute -w)
     timeout_s: float = 120.0
     addresses: dict[str, str] = field(default_factory=dict)  # host -> its probe address
-    _dists: dict[str, dict[str, int]] = field(default_factory=dict)  # the plan does not change
+    reader: TraceReader = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.reader = TraceReader(self.plan.testbed, self.addresses)  # shares the addresses
 
     def run(self, lab: Lab, snap: Snapshot) -> list[ProbePath]:
         """One interval's probe paths; what could not be probed goes in ``snap.not_observed``."""
@@ -97,80 +94,21 @@ class LiveMesh:
         return [p for paths in done.ok.values() for p in paths]
 
     def links(self, src: str, dst: str, trace: Any, snap: Snapshot) -> tuple[str, ...]:
-        """The links a trace crossed: pinned where a hop's address names one, else every
-        link a shortest path could have taken there."""
-        dist = self._dist(dst)
-        at = {src}
-        out: list[str] = []
-        for hop in trace.hops:
-            if dst in at:
-                break
-            cands = [(lk, far) for d in at for lk in self.plan.testbed.links_of(d)
-                     for far in [self._far(lk, d)] if dist.get(far, -1) == dist[d] - 1
-                     and (far == dst or self._forwards(far))]
-            known = self._link_of(hop.addresses, dst, snap)
-            pinned = [(lk, far) for lk, far in cands if lk.name == known]
-            step = pinned or cands
-            if not step:
-                break
-            out += [lk.name for lk, _ in step]
-            at = {far for _, far in step}
-        return tuple(dict.fromkeys(out))
-
-    def _link_of(self, addresses: tuple[str, ...], dst: str, snap: Snapshot) -> str | None:
-        for a in addresses:
-            if a == self.addresses.get(dst):
-                return self._access(dst).name
-            near = snap.addresses.get(a)
-            if near is not None and near in self.plan.link_of:
-                return self.plan.link_of[near].name
-        return None
-
-    def _forwards(self, device: str) -> bool:
-        """A probe passes through it (a traffic generator cabled to two leaves does not)."""
-        return self.plan.testbed.devices[device].role not in NON_FORWARDING_ROLES
-
-    def _access(self, host: str) -> Link:
-        return self.plan.testbed.links_of(host)[0]
+        """The links a trace crossed (``labtest.measure.traces``), the switches' BGP peers
+        from this interval's snapshot pinning its answered hops."""
+        return self.reader.links(src, dst, trace, snap.addresses)
 
     def _leaf(self, host: str) -> str | None:
         links = self.plan.testbed.links_of(host)
-        return self._far(links[0], host) if links else None
-
-    @staticmethod
-    def _far(lk: Link, device: str) -> str:
-        a, b = lk.ends
-        return b.device if a.device == device else a.device
-
-    def _dist(self, target: str) -> dict[str, int]:
-        """Hops from every device to ``target`` over the cabling plan (hosts are ends only)."""
-        if target in self._dists:
-            return self._dists[target]
-        tb = self.plan.testbed
-        dist = self._dists[target] = {target: 0}
-        queue = deque([target])
-        while queue:
-            d = queue.popleft()
-            if d != target and tb.devices[d].role in NON_FORWARDING_ROLES:
-                continue  # no transit through a host or an instrument
-            for lk in tb.links_of(d):
-                far = self._far(lk, d)
-                if far not in dist:
-                    dist[far] = dist[d] + 1
-                    queue.append(far)
-        return dist
+        return self.reader.far(links[0], host) if links else None
 
     def _ecmp_width(self) -> int:
         """Equal-cost paths between leaves: the most uplinks (links to switches) of a leaf."""
         tb = self.plan.testbed
         leaves = {self._leaf(h) for h in self.addresses} - {None}
-        return max((sum(1 for lk in tb.links_of(lf) if tb.devices[self._far(lk, lf)].role
-                        not in NON_FORWARDING_ROLES) for lf in leaves if lf is not None), default=1)
+        far, forwards = self.reader.far, self.reader.forwards
+        return max((sum(1 for lk in tb.links_of(lf) if forwards(far(lk, lf)))
+                    for lf in leaves if lf is not None), default=1)
 
     def max_hops(self) -> int:
-        """TTLs a trace needs to reach any probing host (the longest host-to-host path)."""
-        return self._diameter() + 1
-
-    def _diameter(self) -> int:
-        hosts = list(self.addresses)
-        return max((self._dist(h).get(o, 0) for h in hosts for o in hosts), default=1)
+        return self.reader.max_hops()

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from labtest.doctor.localise import REPORT_CONFIDENCE, Suspect, order
-from labtest.doctor.probes import ALPHA
+from labtest.measure.probes import ALPHA
 
 #: a probe page is stated at the false-alarm rate ALPHA: the engine's posterior must reach it
 PAGE_POSTERIOR = 1.0 - ALPHA

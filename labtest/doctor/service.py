@@ -21,8 +21,8 @@ from labtest.doctor.judge import WEIGHTS, Evidence, Judge, Plan, limit_for, rate
 from labtest.doctor.localise import REPORT_CONFIDENCE, Suspect, rank
 from labtest.doctor.mesh import LiveMesh
 from labtest.doctor.pager import PAGE_POSTERIOR, Pager, probe_weight
-from labtest.doctor.probes import Blame, Ledger, ProbePath, blame
 from labtest.measure.limits import LimitsProfile
+from labtest.measure.probes import Blame, Ledger, ProbePath, blame
 
 #: metric -> (how it is read from a port, its limit key, the reading's resolution)
 DRIFT_METRICS: dict[str, tuple[Callable[[PortReading], float | None], str, float]] = {

@@ -632,13 +632,15 @@ def _trace_dead_pairs(lab: Lab, out: MemberLoads) -> None:
     from labtest.fixtures.flow_holes import locate_holes
 
     cfg = SETTINGS["member_load"]["hole_traces"]
-    with allure.step(f"PATHS-2.1/3: trace {cfg['sports']} flows each way between the pairs "
-                     "whose streams died"):
+    with allure.step(f"PATHS-2.1/3: trace flows ({cfg['sports']} a round, at most "
+                     f"{cfg['max_sports']}) each way between the pairs whose streams died"):
         found = locate_holes(lab, out.died, sports=int(cfg["sports"]),
-                             probes=int(cfg["probes"]), wait_s=float(cfg["wait_s"]))
+                             max_sports=int(cfg["max_sports"]), probes=int(cfg["probes"]),
+                             wait_s=float(cfg["wait_s"]))
         out.located, out.untraced = found.links, found.why_not
         attach_json("traces of the dead pairs' flows", {
-            "located": found.links, "why_not": found.why_not, "traces": found.traces})
+            "located": found.links, "why_not": found.why_not,
+            "source_ports_each_way": found.sports, "lost": found.lost})
 
 
 @pytest.mark.plan("PATHS-2.1")

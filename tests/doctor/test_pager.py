@@ -9,7 +9,7 @@ import numpy as np
 from labtest.doctor.judge import Evidence
 from labtest.doctor.localise import Suspect, rank
 from labtest.doctor.pager import CLEAR_INTERVALS, PAGE_POSTERIOR, Pager, probe_weight
-from labtest.doctor.probes import Ledger, ProbePath, blame
+from labtest.measure.probes import Ledger, ProbePath, blame
 
 LINK = "h1--l0"
 

@@ -10,7 +10,7 @@ import zlib
 import numpy as np
 import pytest
 
-from labtest.doctor.probes import (
+from labtest.measure.probes import (
     OverBudget,
     ProbePath,
     blame,

@@ -88,3 +88,23 @@ def test_a_straggler_at_a_random_placement_is_named(tmp_path: Path) -> None:
         # the hop carries about the straggler's rate over the load offered to it
         assert ratio < 0.99 and ratio == pytest.approx(fraction / 0.9, abs=0.05), (
             f"{placed}: {hits[0]}")
+
+
+def test_an_ecmp_blackhole_at_a_random_placement_is_named(tmp_path: Path) -> None:
+    """A member that drops the flows hashed into a share of the hash space: the host pairs'
+    iperf3 dies at setup as the real one does (a stream's first datagram fell in the hole),
+    so no counter sees the hole; the traces of the dead pairs' flows name the link, and the
+    pairs' deaths are its consequences, never a host's."""
+    rng = random.Random()
+    link = rng.choice(ON_TG_PATHS + OFF_TG_PATHS)
+    params = {"flow_fraction": round(rng.uniform(0.05, 0.6), 2),
+              "direction": rng.choice(["ab", "ba", "both"]), "salt": rng.randrange(65536)}
+    placed = f"ecmp_blackhole at {link}, {params}"
+    code, out = _run(tmp_path, [{"kind": "ecmp_blackhole", "target": link, "params": params}])
+    assert code == 1 and "verdict: FAIL" in out, f"{placed}\n{out[-3000:]}"
+    causes = out.split("root causes", 1)[1].split("\nsuite ", 1)[0]
+    first = causes.splitlines()[1]
+    a, b = link.split("--")
+    assert link in first or f"{b}--{a}" in first or any(
+        f"  1. {end}:" in first for end in (a, b)), f"{placed}: first {first!r}\n{out[-4000:]}"
+    assert "  2. " not in causes, f"{placed}\n{out[-4000:]}"

@@ -536,6 +536,14 @@ class TrafficModel(TrafficCore):
         return undo
 
     @locked
+    def lost_whole(self, flow_id: int) -> bool:
+        """The wire loses every frame of the flow (its 5-tuple in an ECMP member's hole, a
+        one-way drop of everything): a tool that handshakes on the flow's own 5-tuple
+        (iperf3's UDP stream setup) never hears back."""
+        f = self.flows.get(flow_id)
+        return f is not None and wireloss.path_loss(self.topo, self.engine.wire, f) >= 1.0
+
+    @locked
     def roce_retransmissions(self, endpoint: str) -> dict[str, int]:
         """The NIC's RoCE transport counters that frames lost on the wire move (mlx5 names):
         as responder, ``out_of_sequence`` (the first packet after each loss arrives out of

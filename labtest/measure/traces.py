@@ -1,0 +1,114 @@
+"""A UDP trace read against the cabling plan: the links each of its hops crossed.
+
+A router answers a probe from the interface the probe came in on, and a switch's BGP
+session on that link knows the address as its peer's, so an answered hop pins the link it
+came over. A hop nobody answered (or whose address no switch knows) stands for every link
+a shortest path of the plan could have taken there: the vote over many traces, not a
+guess, decides among them. Hosts and instruments are path ends, never transit (a traffic
+generator cabled to two leaves is two hops from a host, as the spines are, and forwards
+nothing). Both the doctor's probe mesh and the paths suite read traces here.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from labtest.capabilities.probes import UdpTrace
+from labtest.testbed.model import Link, Testbed
+
+#: roles that end a path and never forward (hosts, traffic generators, instruments); the
+#: traffic model's ENDPOINT_ROLES are only the ends traffic flows between (host, tg)
+NON_FORWARDING_ROLES = frozenset({"host", "tg", "bert", "opm", "voa", "optical-switch",
+                                  "chamber", "pdu", "power-meter", "attenuator"})
+
+
+@dataclass
+class TraceReader:
+    testbed: Testbed
+    hosts: dict[str, str] = field(default_factory=dict)  # host -> its probe address
+    _dists: dict[str, dict[str, int]] = field(default_factory=dict)  # the plan does not change
+    _link_of: dict[str, Link] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._link_of = {str(e): lk for lk in self.testbed.links for e in lk.ends}
+
+    def links(self, src: str, dst: str, trace: UdpTrace, peers: Mapping[str, str]
+              ) -> tuple[str, ...]:
+        """The links a trace crossed, in order: pinned where a hop's address names one (a
+        BGP peer address in ``peers``, -> the "device:port" facing it), else every link a
+        shortest path could have taken there."""
+        dist = self.dist(dst)
+        at = {src}
+        out: list[str] = []
+        for hop in trace.hops:
+            if dst in at:
+                break
+            cands = [(lk, far) for d in at for lk in self.testbed.links_of(d)
+                     for far in [self.far(lk, d)] if dist.get(far, -1) == dist[d] - 1
+                     and (far == dst or self.forwards(far))]
+            known = self._named(hop.addresses, dst, peers)
+            pinned = [(lk, far) for lk, far in cands if lk.name == known]
+            step = pinned or cands
+            if not step:
+                break
+            out += [lk.name for lk, _ in step]
+            at = {far for _, far in step}
+        return tuple(dict.fromkeys(out))
+
+    def vanished_on(self, src: str, dst: str, trace: UdpTrace, peers: Mapping[str, str]
+                    ) -> tuple[str, ...]:
+        """Where a flow whose probes all went unanswered at the target was lost: the links of
+        the step past its last answering hop. Paris-style, every TTL of a trace is the same
+        5-tuple, so a hop that answered was reached by the flow, whatever way its answer
+        came back; an unanswered one may be its answer's loss, so nothing past the next step
+        is suspected."""
+        last = max((i for i, h in enumerate(trace.hops) if h.answered), default=-1)
+        reached = self.links(src, dst, _first(trace, last + 1), peers)
+        past = self.links(src, dst, _first(trace, last + 2), peers)
+        return tuple(lk for lk in past if lk not in reached)
+
+    def max_hops(self) -> int:
+        """TTLs a trace needs to reach any probing host (the longest host-to-host path)."""
+        hosts = list(self.hosts)
+        return max((self.dist(h).get(o, 0) for h in hosts for o in hosts), default=1) + 1
+
+    def forwards(self, device: str) -> bool:
+        return self.testbed.devices[device].role not in NON_FORWARDING_ROLES
+
+    @staticmethod
+    def far(lk: Link, device: str) -> str:
+        a, b = lk.ends
+        return b.device if a.device == device else a.device
+
+    def dist(self, target: str) -> dict[str, int]:
+        """Hops from every device to ``target`` over the cabling plan (hosts are ends only)."""
+        if target in self._dists:
+            return self._dists[target]
+        dist = self._dists[target] = {target: 0}
+        queue = deque([target])
+        while queue:
+            d = queue.popleft()
+            if d != target and not self.forwards(d):
+                continue  # no transit through a host or an instrument
+            for lk in self.testbed.links_of(d):
+                far = self.far(lk, d)
+                if far not in dist:
+                    dist[far] = dist[d] + 1
+                    queue.append(far)
+        return dist
+
+    def _named(self, addresses: tuple[str, ...], dst: str, peers: Mapping[str, str]
+               ) -> str | None:
+        for a in addresses:
+            if a == self.hosts.get(dst):
+                return self.testbed.links_of(dst)[0].name
+            near = peers.get(a)
+            if near is not None and near in self._link_of:
+                return self._link_of[near].name
+        return None
+
+
+def _first(trace: UdpTrace, hops: int) -> UdpTrace:
+    return UdpTrace(trace.target, trace.sport, trace.dport, trace.hops[:max(hops, 0)])
