@@ -226,3 +226,23 @@ def test_a_direction_that_carried_only_background_is_not_judged_and_passed() -> 
     suite.test_member_loss(SimpleNamespace(name=link), loads, loaded)
     ((_, ratio, labels),) = loaded.rows
     assert ratio == 0.0 and labels["background_frames"] == 1800
+
+
+def test_tracing_goes_on_while_the_blamed_uplink_has_a_twin() -> None:
+    """A flow lost on its leaf's way up vanishes before any spine answers, so it may have
+    been either uplink; which one holes flows shows in the clean flows each carried. Equal
+    counts (the kernel campaign's leaf2 uplink, 32 and 32) tie the two at posterior 1.0
+    each as twins: that is not settled, more flows split them."""
+    from labtest.fixtures.flow_holes import _settled
+    from labtest.measure.probes import ProbePath, blame
+
+    def paths(c1: int, c2: int, lost: int) -> list[ProbePath]:
+        up = ("h1--l1", "l1--s1", "l1--s2", "l2--s1", "l2--s2", "h2--l2")
+        return ([ProbePath("h1", "h2", ("h1--l1", "l1--s1", "l2--s1", "h2--l2"), 3, 0)] * c1
+                + [ProbePath("h1", "h2", ("h1--l1", "l1--s2", "l2--s2", "h2--l2"), 3, 0)] * c2
+                + [ProbePath("h1", "h2", up, 3, 3, ("l1--s1", "l1--s2"))] * lost)
+
+    tied = blame(paths(32, 32, 6))
+    assert {b.link for b in tied} == {"l1--s1", "l1--s2"} and not _settled(tied)
+    split = blame(paths(256, 205, 51))
+    assert [b.link for b in split] == ["l1--s2"] and _settled(split)
