@@ -13,8 +13,8 @@ the command printed (``show interface status``, the counters and BFD abbreviate 
 
 Config snapshot and restore use NX-OS checkpoints: ``checkpoint TOKEN`` records
 the running config on the switch, ``rollback running-config checkpoint TOKEN``
-returns to it (atomic by default: all or nothing). Checkpoints stay until
-``no checkpoint TOKEN``. Reboot is not offered: ``reload`` asks for a
+returns to it (atomic by default: all or nothing), then ``no checkpoint TOKEN``
+deletes it (the switch keeps at most ten). Reboot is not offered: ``reload`` asks for a
 confirmation that an exec channel cannot give.
 
 BGP and BFD sessions (``BgpSessions``, ``BfdSessions``) come from the text of ``show ip
@@ -131,7 +131,12 @@ class NxosSwitch(CliSwitch):
         return token
 
     def restore(self, token: str) -> None:
-        self.run(f"rollback running-config checkpoint {snapshot_token(token)}")
+        """Roll back, then delete the checkpoint: NX-OS keeps at most ten user checkpoints,
+        so a run that left each behind would fail its eleventh snapshot. A failed rollback
+        keeps it, for whoever puts the switch right."""
+        name = snapshot_token(token)
+        self.run(f"rollback running-config checkpoint {name}")
+        self.run(f"no checkpoint {name}")
 
 
 _LONG = {"Eth": "Ethernet", "Po": "port-channel"}

@@ -340,6 +340,11 @@ def test_set_admin_and_snapshot_restore_round_trip(lab) -> None:
     nx.restore(token)
     assert nx.running_config() == baseline
     assert nx.interfaces()["Ethernet1/1"].oper_up is True
+    # each restore deletes its checkpoint: NX-OS keeps ten, a long run takes many more
+    for _ in range(12):
+        nx.restore(nx.snapshot())
+    with pytest.raises(CommandFailed):
+        nx.restore(token)  # deleted: nothing to roll back to
 
 
 def test_unknown_command_is_refused_as_nxos_does(lab) -> None:
