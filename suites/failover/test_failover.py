@@ -21,7 +21,7 @@ from labtest.capabilities.instruments import Attenuator, OpticalSwitch
 from labtest.capabilities.probes import UdpStreamResult, UdpStreams
 from labtest.capabilities.switch import Interfaces, PortAdmin, Reboot
 from labtest.capabilities.traffic import TrafficGenerator
-from labtest.errors import InfraError
+from labtest.errors import DataplaneFailed, InfraError
 from labtest.fixtures.cabling_plan import hosts_by_switch
 from labtest.fixtures.criteria import convergence_ms
 from labtest.fixtures.polling import poll_until
@@ -522,7 +522,11 @@ def _failover_by_hosts(event: Event, lab: Lab, measure: Any, config_guard: Any) 
                                  f"streams started: they send for {duration:g} s, too little "
                                  "is left to see a slow reroute (raise host_probe.duration_s)")
         with allure.step("FAIL-1.2/3: the streams end; lost datagrams per stream"):
-            results = _results(runs, timeout)
+            try:
+                results = _results(runs, timeout)
+            except DataplaneFailed as exc:  # their setup met the fabric's hole, not the event
+                _streams_died(measure, runs, exc, cfg, "with the event")
+                return
             attach_json("streams", [{"from": run.client, "to": run.server, "sport": r.sport,
                                      "packets": r.packets, "lost": r.lost_packets,
                                      "loss_ms": round(r.loss_ms, 1)} for run, r in results])
@@ -558,7 +562,11 @@ def _hosts_loss_free(measure: Any, a: Any, b: Any, cfg: dict[str, Any], timeout:
     with no event."""
     # the event's streams take port and port + 1 right after
     runs = _both_ways(a, b, cfg, float(cfg["baseline_s"]), int(cfg["port"]) + 2)
-    streams = _results(runs, timeout)
+    try:
+        streams = _results(runs, timeout)
+    except DataplaneFailed as exc:
+        _streams_died(measure, runs, exc, cfg, "before the event")
+        return False
     if not any(r.lost_packets > 0 for _, r in streams):
         return True
     attach_json("datagrams lost per stream before any event",
@@ -569,6 +577,20 @@ def _hosts_loss_free(measure: Any, a: Any, b: Any, cfg: dict[str, Any], timeout:
                 flow=f"{run.client}>{run.server}:{r.sport}", phase="before the event",
                 carrier="hosts")
     return False
+
+
+def _streams_died(measure: Any, runs: list[tuple[Any, Any]], exc: DataplaneFailed,
+                  cfg: dict[str, Any], phase: str) -> None:
+    """iperf3 opens each stream with a datagram of the stream's own 5-tuple and gives up when
+    it goes unanswered: a stream hashed into a hole (an ECMP blackhole) kills the whole run
+    before any event. The fabric's loss, not a broken lab: a failure on the dead run's
+    routes (``flow``: sender>receiver; every member: ``flows``), which root-cause inference
+    places."""
+    dead = next((run for _, run in runs if run.client == exc.device), runs[0][1])
+    measure("failover.unaffected_flow_loss_frames", float("nan"),
+            key="failover.unaffected_flow_loss_frames", flow=f"{dead.client}>{dead.server}",
+            flows=str(int(cfg["streams"])), phase=phase, carrier="hosts",
+            error=f"{exc.device}'s streams died: {exc.evidence or exc}")
 
 
 def _limit_ms(measure: Any) -> float:
