@@ -109,3 +109,28 @@ def test_poll_until_reports_when_and_gives_up():
     assert value == 3 and took < 5.0
     value, took = poll_until(lambda: 0, timeout_s=0.05, interval_s=0.01)
     assert value == 0 and took == float("inf")
+
+
+def test_streams_that_die_at_setup_are_a_failure_on_the_dead_runs_routes() -> None:
+    """The matrix's ecmp_blackhole.1: host3's iperf3 to host1 died at setup (a stream hashed
+    into the hole) and failover was BROKEN twice. It is the fabric's doing: a failure (no
+    value was read) whose flow label gives root-cause inference the dead run's routes."""
+    from types import SimpleNamespace
+
+    from labtest.errors import DataplaneFailed
+    from labtest.suites.failover import test_failover as suite
+
+    rows: list[tuple[str, float, dict]] = []
+
+    def measure(name: str, value: float, **labels: object) -> None:
+        rows.append((name, value, labels))
+
+    runs = [(None, SimpleNamespace(client="host1", server="host3")),
+            (None, SimpleNamespace(client="host3", server="host1"))]
+    died = DataplaneFailed("host3", "iperf3 to host1: ...", evidence="unable to read from "
+                           "stream socket: Resource temporarily unavailable")
+    suite._streams_died(measure, runs, died, {"streams": 8}, "before the event")
+    ((name, value, labels),) = rows
+    assert name == "failover.unaffected_flow_loss_frames" and value != value  # NaN
+    assert labels["flow"] == "host3>host1" and labels["flows"] == "8"
+    assert "stream socket" in str(labels["error"])
