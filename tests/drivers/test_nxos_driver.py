@@ -131,6 +131,7 @@ def test_port_admin_in_config_mode(nxos, script):
 def test_snapshot_is_a_checkpoint_and_restore_a_rollback(script, tmp_path):
     script.patterns = {
         r"checkpoint (labtest-[\w-]+)": lambda m: "Done\n",
+        r"no checkpoint (labtest-[\w-]+)": lambda m: "",
         r"rollback running-config checkpoint (labtest-[\w-]+)": lambda m: (
             "Note: Applying config parallelly may fail Rollback verification\n"
             "Collecting Running-Config\n#Generating Rollback Patch\nExecuting Rollback Patch\n"
@@ -153,7 +154,9 @@ def test_snapshot_is_a_checkpoint_and_restore_a_rollback(script, tmp_path):
         token = nxos.snapshot()
         nxos.restore(token)
     assert first == second and "!Time" not in first and "hostname N9K-LAB-15" in first
-    assert script.log[-2:] == [f"checkpoint {token}", f"rollback running-config checkpoint {token}"]
+    # the checkpoint is deleted once rolled back: NX-OS keeps at most ten
+    assert script.log[-3:] == [f"checkpoint {token}", f"rollback running-config checkpoint {token}",
+                               f"no checkpoint {token}"]
 
 
 def test_errors_are_typed(script, tmp_path):
