@@ -603,6 +603,7 @@ def member_loads(lab: Lab, fabric_view: FabricView,
     routes = Fabric(expand_units(results.testbed_record(lab.testbed)))
     out.crossing = {(a, b): frozenset(c for r in routes.routes(a, b) for c in r)
                     for a, b in out.pairs}
+    window = (t_after - t_before) / max(t_before - t_idle, 1e-9)  # load over idle seconds
     for link in fabric_links(lab.testbed):
         for snd, rcv in ((link.ends[0], link.ends[1]), (link.ends[1], link.ends[0])):
             s_now, s_was = after[snd.device].get(snd.port), before[snd.device].get(snd.port)
@@ -616,8 +617,7 @@ def member_loads(lab: Lab, fabric_view: FabricView,
             s_idle = idle[snd.device].get(snd.port) or s_was
             quiet = max(int(s_was.tx_packets or 0) - int(s_idle.tx_packets or 0), 0)
             out.allowance[key] = 2 * quiet
-            window = (t_after - t_before) / max(t_before - t_idle, 1e-9)
-            out.background[key] = math.ceil(2 * quiet * window)
+            out.background[key] = math.ceil(out.allowance[key] * window)
     for leaf in leaves:
         ups = fabric_view.uplinks.get(leaf, [])
         out.uplinks[leaf] = {u.port: out.sent.get((u.link, u.endpoint), 0) for u in ups}

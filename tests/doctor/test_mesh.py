@@ -7,6 +7,7 @@ from labtest.capabilities.probes import TraceHop, UdpTrace
 from labtest.doctor.evidence import Snapshot
 from labtest.doctor.judge import Plan
 from labtest.doctor.mesh import LiveMesh
+from labtest.measure.traces import TraceReader
 from labtest.testbed import model as tb
 from labtest.testbed.model import Device, Link
 
@@ -54,3 +55,17 @@ def test_a_traffic_generator_cabled_to_both_leaves_is_never_a_hop() -> None:
     dark = mesh.links("host1", "host2", _trace(("gw",), (), (), ()), Snapshot())
     assert not any("tg1" in lk for lk in dark), dark
     assert "leaf1:Ethernet1--spine1:Ethernet1" in dark
+
+
+def test_a_flow_lost_whole_vanished_on_the_step_past_its_last_answer() -> None:
+    """Paris-style, a hop that answered was reached by the flow: a trace answered by leaf1
+    and spine2, then silent, lost its flow on spine2's way down to leaf2; one answered by
+    leaf1 alone may have lost it on either of leaf1's uplinks, and nothing further on."""
+    reader = TraceReader(_plan().testbed, {"host1": "10.0.0.1", "host2": "10.0.0.2"})
+    peers = {"198.18.0.1": "leaf1:Ethernet2"}  # spine2's address on leaf1's uplink to it
+    past_spine = _trace(("gw",), ("198.18.0.1",), (), ())
+    assert reader.vanished_on("host1", "host2", past_spine, peers) == (
+        "leaf2:Ethernet2--spine2:Ethernet2",)
+    up = _trace(("gw",), (), (), ())
+    assert set(reader.vanished_on("host1", "host2", up, peers)) == {
+        "leaf1:Ethernet1--spine1:Ethernet1", "leaf1:Ethernet2--spine2:Ethernet1"}

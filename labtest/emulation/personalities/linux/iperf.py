@@ -199,6 +199,10 @@ def _fail(opts: IperfOptions, message: str) -> Output:
     return Output(stderr=f"iperf3: error - {message}\n", status=1)
 
 
+def _cookie(host: HostState, t0: float) -> str:
+    return f"{host.name}{stable_int(host.name, t0, modulo=10**12):012d}"
+
+
 def _setup_lost(host: HostState, opts: IperfOptions, t0: float) -> Output:
     """The control connection agreed the test (its cookie), a stream's setup datagram was
     never answered: iperf 3.12's document (tests/drivers_linux/samples/iperf3/
@@ -208,7 +212,7 @@ def _setup_lost(host: HostState, opts: IperfOptions, t0: float) -> Output:
         return Output(stderr=f"iperf3: error - {message}\n", status=1)
     doc = {"start": {"connected": [], "version": VERSION,
                      "connecting_to": {"host": opts.client, "port": opts.port},
-                     "cookie": f"{host.name}{stable_int(host.name, t0, modulo=10**12):012d}"},
+                     "cookie": _cookie(host, t0)},
            "intervals": [], "end": {}, "error": message}
     return Output(json.dumps(doc, indent="\t", separators=_CJSON) + "\n", status=1)
 
@@ -253,15 +257,10 @@ def _client(host: HostState, opts: IperfOptions) -> Output:
     listener.claimed = True
     t0 = fabric.now_s()
     ids = in_model(fabric, lambda: [fabric.traffic.start_tg_flow(s) for s in specs])
-    if any(in_model(fabric, lambda: [fabric.traffic.lost_whole(i) for i in ids])):
-        # a stream's setup datagram (its own 5-tuple) fell in a hole: the test never starts
-        in_model(fabric, lambda: [fabric.traffic.remove_flow(i) for i in ids])
-        if listener.one_off:
-            peer.finish(listener)
-        else:
-            listener.claimed = False
-        return _setup_lost(host, opts, fabric.now_s())
     try:
+        if any(in_model(fabric, lambda: [fabric.traffic.lost_whole(i) for i in ids])):
+            # a stream's setup datagram (its own 5-tuple) fell in a hole: it never starts
+            return _setup_lost(host, opts, t0)
         host.run_for(opts.time_s)
         rows = in_model(fabric, lambda: [fabric.traffic.tg_metrics(s.name) for s in specs])
     finally:
@@ -334,7 +333,7 @@ def _document(host: HostState, opts: IperfOptions, local: str, remote: str,
             "system_info": f"Linux {host.hostname} 5.15.0-91-generic #101-Ubuntu SMP x86_64",
             "timestamp": {"time": "", "timesecs": epoch},
             "connecting_to": {"host": opts.client, "port": opts.port},
-            "cookie": f"{host.name}{stable_int(host.name, t0, modulo=10**12):012d}",
+            "cookie": _cookie(host, t0),
             "sock_bufsize": 0,
             "sndbuf_actual": 212992,
             "rcvbuf_actual": 212992,
