@@ -24,6 +24,7 @@ from labtest.emulation.kernel import KernelLab, why_not
 from labtest.emulation.kernel.faults import inject
 from labtest.lab import Lab
 from labtest.measure import load_limits
+from labtest.netns import run_in_netns
 from labtest.testbed import load_testbed
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,6 +59,9 @@ def test_a_silent_drop_on_a_fabric_link_is_named_top_1(kernel: tuple[KernelLab, 
     healthy = doctor.interval(devices, watch_s=0.5, poll_s=0.2)
     assert healthy.suspects == [], healthy.text()
     assert healthy.probe_paths > 0 and not healthy.failed, healthy.text()
+    # every probe was answered: no namespace held an ICMP error back (Linux's per-peer and
+    # per-namespace budgets once read as loss and paged an innocent host's access link)
+    assert _icmp_rate_limited(lab) == {}, _icmp_rate_limited(lab)
     link = "leaf1:Ethernet0--spine1:Ethernet0"
     undo = inject(lab, "silent_drop", link)
     try:
@@ -72,6 +76,19 @@ def test_a_silent_drop_on_a_fabric_link_is_named_top_1(kernel: tuple[KernelLab, 
     assert metrics & {"bgp_session_down", "bfd_session_down"}, report.text()
     assert {e.where for e in top.evidence} <= {"leaf1:Ethernet0", "spine1:Ethernet0"}
     assert all(s.unit != link for s in report.suspects[1:])
+
+
+def _icmp_rate_limited(lab: KernelLab) -> dict[str, int]:
+    """ICMP errors each namespace held back (``/proc/net/snmp`` Icmp OutRateLimit*)."""
+    held = {}
+    for name, node in lab.plan.nodes.items():
+        rows = [ln.split() for ln in run_in_netns(node.netns, ["cat", "/proc/net/snmp"])
+                .stdout.splitlines() if ln.startswith("Icmp:")]
+        fields = dict(zip(rows[0][1:], rows[1][1:], strict=True))
+        n = sum(int(v) for k, v in fields.items() if k.startswith("OutRateLimit"))
+        if n:
+            held[name] = n
+    return held
 
 
 def test_once_names_a_udp_only_drop_with_bfd_spared(capsys: pytest.CaptureFixture[str]) -> None:
