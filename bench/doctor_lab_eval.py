@@ -128,10 +128,11 @@ def run_case(n: int, kind: str | None, target: str, params: dict[str, Any], lab_
                    str(last.get("decision", "no report")))
 
 
-def draw(seed: int, cases: int, healthy: int) -> list[tuple[str | None, str, dict[str, Any]]]:
+def draw(seed: int, cases: int, healthy: int, only: list[str] | None = None
+         ) -> list[tuple[str | None, str, dict[str, Any]]]:
     tb = load_testbed(TESTBED)
     rng = random.Random(seed)
-    kinds = sorted(DOCTOR_DOMAINS)
+    kinds = sorted(only or DOCTOR_DOMAINS)
     per = {k: cases // len(kinds) + (1 if i < cases % len(kinds) else 0)
            for i, k in enumerate(rng.sample(kinds, len(kinds)))}
     out: list[tuple[str | None, str, dict[str, Any]]] = []
@@ -179,13 +180,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--healthy", type=int, default=6, help="healthy cases (default 6)")
     ap.add_argument("--max-s", type=float, default=60.0, help="--once's bound (device s)")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--kinds", nargs="+", choices=sorted(DOCTOR_DOMAINS),
+                    help="draw only these kinds (default: every kind)")
     args = ap.parse_args(argv)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**8)
     out = args.out or REPO / "bench" / "out" / f"doctor-lab-{seed}"
     out.mkdir(parents=True, exist_ok=True)
     print(f"seed {seed}: {args.cases} faulty + {args.healthy} healthy cases -> {out}",
           flush=True)
-    cases = draw(seed, args.cases, args.healthy)
+    cases = draw(seed, args.cases, args.healthy, args.kinds)
     (out / "cases.json").write_text(json.dumps(
         [{"kind": k, "target": t, "params": p} for k, t, p in cases], indent=1))
     tb = load_testbed(TESTBED)

@@ -190,7 +190,12 @@ def _watch(args: argparse.Namespace, testbed: Any, profile: Any, scale: float,
     from labtest.doctor.judge import Plan
     from labtest.doctor.service import Doctor, write_event
     from labtest.lab import Lab
+    from labtest.transports import breaker
 
+    # a dead device costs one timeout and a probe, then one probe an interval (issue 34:
+    # each of its reads waited out its own timeout, 315 s of device time to list it)
+    breaker.install(breaker.Board())
+    stack.callback(breaker.install, None)
     lab = Lab(testbed)
     stack.callback(lab.close)
     doctor = Doctor(Plan.of(testbed), profile, drift_horizon_h=args.drift_horizon_h)
@@ -270,7 +275,7 @@ def _once(args: argparse.Namespace, doctor: Any, lab: Any, scale: float, poll_wa
         elif report.suspects:
             report.decision = f"decided: paged ({spent})"
             code = EXIT_SUSPECTS
-        elif cleared is not None and not report.watched:
+        elif cleared is not None and not report.watched and not report.failed:
             report.decision = (f"decided: healthy ({spent}; each of the {cleared} links probed "
                                f"ruled out a loss of {DETECT_LOSS:.0%} at {1 - ALPHA:.0%})")
             code = EXIT_HEALTHY

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from labtest.capabilities.switch import link_flap_counts
-from labtest.errors import CapabilityAbsent
+from labtest.errors import CapabilityAbsent, TransportError
 from labtest.lab import Lab
 from labtest.registry import provides, resolve_capability
 from labtest.sweep import sweep
@@ -99,6 +99,8 @@ class Snapshot:
     ports: dict[str, PortReading] = field(default_factory=dict)  # "device:port" -> reading
     not_observed: dict[str, str] = field(default_factory=dict)  # "device capability" -> why
     failed: dict[str, str] = field(default_factory=dict)  # device -> error
+    #: devices whose management plane did not answer (a transport error, not a bad answer)
+    unreachable: set[str] = field(default_factory=set)
     #: a neighbour's interface address (from BGP sessions) -> "device:port" it is on, so a
     #: traceroute hop that answers from its ingress interface names the link it came over
     addresses: dict[str, str] = field(default_factory=dict)
@@ -347,5 +349,7 @@ def collect(
         snap.not_observed.update(missing)
     for name, err in res.failed.items():
         snap.failed[name] = f"{type(err).__name__}: {err}"
+        if isinstance(err, TransportError):
+            snap.unreachable.add(name)
     return snap
 

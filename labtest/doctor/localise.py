@@ -20,13 +20,14 @@ from labtest.doctor.judge import Evidence
 #: a suspect at or above this confidence is reported as one (below: watched, not paged)
 REPORT_CONFIDENCE = 0.5
 NIC_METRICS = {"speed_mismatch"}
+DEVICE_METRICS = {"unreachable"}
 MODULE_METRICS = {"tx_power_dbm", "temperature_c"}
 
 
 @dataclass
 class Suspect:
     unit: str
-    kind: str  # link | port | nic
+    kind: str  # link | port | nic | device
     confidence: float
     evidence: list[Evidence] = field(default_factory=list)
     paged_interval: int | None = None  # the interval it was first paged in (pager.Pager)
@@ -70,6 +71,8 @@ def order(s: Suspect) -> tuple[float, float, str]:
 def _kind(evs: list[Evidence], hosts: Collection[str]) -> str:
     wheres = {e.where for e in evs}
     metrics = {e.metric for e in evs}
+    if metrics <= DEVICE_METRICS:
+        return "device"
     if metrics <= NIC_METRICS and all(w.split(":")[0] in hosts for w in wheres):
         return "nic"
     if metrics <= MODULE_METRICS and len(wheres) == 1:
@@ -79,4 +82,4 @@ def _kind(evs: list[Evidence], hosts: Collection[str]) -> str:
 
 def _unit_of(unit: str, evs: list[Evidence], hosts: Collection[str]) -> str:
     kind = _kind(evs, hosts)
-    return evs[0].where if kind in ("nic", "port") else unit
+    return evs[0].where if kind in ("nic", "port", "device") else unit

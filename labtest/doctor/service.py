@@ -23,6 +23,7 @@ from labtest.doctor.mesh import LiveMesh
 from labtest.doctor.pager import PAGE_POSTERIOR, Pager, probe_weight
 from labtest.measure.limits import LimitsProfile
 from labtest.measure.probes import Blame, Ledger, ProbePath, blame
+from labtest.transports import breaker
 
 #: metric -> (how it is read from a port, its limit key, the reading's resolution)
 DRIFT_METRICS: dict[str, tuple[Callable[[PortReading], float | None], str, float]] = {
@@ -131,6 +132,11 @@ class Doctor:
         self.ledger.add(probes, [b.link for b in now if b.confidence >= PAGE_POSTERIOR])
         for b in [*now, *self.ledger.blame()]:
             evidence.append(_probe_evidence(b))
+        # a dead management plane is a fault of its own (and hides the device's evidence)
+        evidence += [Evidence(name, name, "unreachable", math.nan, "FAIL",
+                              f"{name} does not answer its management plane: "
+                              f"{snap.failed.get(name, '')}", None, WEIGHTS["FAIL"])
+                     for name in sorted(snap.unreachable)]
         hosts = {n for n, d in self.plan.testbed.devices.items() if d.role == "host"}
         ranked = rank(evidence, hosts)
         counter_rates = {n: {k: v for k, v in r.items() if v}
@@ -169,6 +175,9 @@ class Doctor:
 
     def interval(self, lab: Any, *, watch_s: float, poll_s: float) -> Report:
         cpu0 = time.process_time()
+        board = breaker.current()
+        if board is not None:  # a device marked down is probed once an interval, not per read
+            board.at(f"doctor interval {self.count + 1}", f"interval {self.count + 1}")
         snap = collect(lab, watch_s=watch_s, poll_s=poll_s, counting=self._counting())
         if self.prober is not None:
             probes: Sequence[ProbePath] = self.prober()

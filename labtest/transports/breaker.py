@@ -15,9 +15,11 @@ tests are broken in milliseconds and the root-cause analysis still reads them as
   up.
 - **One reprobe per suite.** The first use of a down device in a later suite (test
   module) probes it once; an answer closes the breaker and the call goes ahead.
-- **Only while a run installs a board** (the pytest plugin, for a session with a
-  testbed). Burn-in, the doctor and tests that drive transports directly keep the plain
-  behaviour: a breaker "for the run" would be wrong for a 72-hour campaign.
+- **Only while a board is installed**: the pytest plugin, for a session with a testbed
+  (a suite is a test module), and ``labtest doctor`` (a "suite" is an interval, so a dead
+  device is reprobed once an interval and comes back when it answers). Burn-in and tests
+  that drive transports directly keep the plain behaviour: a breaker "for the run" would
+  be wrong for a 72-hour campaign.
 - **Expected outages do not count.** A driver rebooting a device (or reloading its
   config) wraps its own polls in :func:`expected_outage`: meanwhile the device's
   failures mark nothing and it is asked even if down; the driver's polls judge it.

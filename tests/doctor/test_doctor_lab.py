@@ -149,6 +149,30 @@ def test_cli_once_decides_a_healthy_lab_healthy(capsys: Any) -> None:
     assert rc == 0 and "decided: healthy" in out and "ruled out a loss of 1% at 99%" in out, out
 
 
+@pytest.mark.parametrize("device", ["spine2", "host5"])  # an EOS switch, a host
+def test_cli_once_pages_a_dead_device_once_and_never_decides_healthy(
+        device: str, tmp_path: Path, capsys: Any, caplog: Any) -> None:
+    """Issue 34/36: a dead device was only listed "not read", each of its reads waited out
+    its own timeout, and the round still decided "healthy". Now the first failed read and a
+    probe mark it down (one probe an interval after that), and it is paged as a device."""
+    from labtest.matrix.cases import Case, faulted_testbed
+
+    # short SSH timeouts keep the test quick; the emulator replaces port and password
+    case = Case(name="dead", devices={device: {"address": "127.0.0.1", "ssh": {
+        "username": "admin", "password": "replaced-by-the-emulator",
+        "timeout_s": 2, "command_timeout_s": 2}}})
+    testbed = faulted_testbed(default_testbed(), case, tmp_path / "testbed.yaml")
+    caplog.set_level("WARNING", logger="labtest.transport.breaker")
+    rc = main(["doctor", "--once", "--interval", "1", "--testbed", str(testbed),
+               "--fault", f"unreachable_device@{device}"])
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    assert f"  1. device {device}  confidence" in out and "decided: paged" in out, out
+    assert "does not answer its management plane" in out, out
+    marked = [r for r in caplog.records if "marked down" in r.getMessage()]
+    assert [r.getMessage().split(":")[0] for r in marked] == [device], caplog.text
+
+
 def test_a_lossy_link_stays_paged_interval_after_interval(lab: Any) -> None:
     em, drivers = lab
     gray.register()
