@@ -57,6 +57,7 @@ class Hop:
 
     device: str
     port: str
+    peer: str | None = None  # the device this egress sends to (None: not known)
 
     @property
     def endpoint(self) -> str:
@@ -70,12 +71,12 @@ def path_hops(view: FabricView, client: str, server: str) -> list[Hop]:
     hops: list[Hop] = []
     if c.switch != s.switch:
         for up in view.uplinks.get(c.switch, []):
-            hops.append(Hop(up.switch, up.port))
+            hops.append(Hop(up.switch, up.port, up.peer))
         for up in view.uplinks.get(c.switch, []):
             for down in view.uplinks.get(up.peer, []):
                 if down.peer == s.switch:
-                    hops.append(Hop(down.switch, down.port))
-    hops.append(Hop(s.switch, s.switch_port))
+                    hops.append(Hop(down.switch, down.port, down.peer))
+    hops.append(Hop(s.switch, s.switch_port, server))
     return list(dict.fromkeys(hops))
 
 
@@ -88,6 +89,9 @@ class HopEvidence:
     ecn_marked: int | None  # marks on that queue; None where the switch does not count them
     paused: int  # pause frames the port received on the priority: held by its peer
     xoff_sent: int  # pause frames its switch sent on the priority: its buffers hit XOFF
+    #: whether its PFC or queue counters were read (a driver without PfcQueues reads none:
+    #: then its zeros above say nothing)
+    counted: bool = True
 
     @property
     def queue(self) -> str:
@@ -98,6 +102,8 @@ class HopEvidence:
         return bool(self.ecn_marked) or self.paused > 0 or self.xoff_sent > 0
 
     def summary(self) -> str:
+        if not self.counted:
+            return "PFC and queue counters not read"
         marks = "n/a" if self.ecn_marked is None else str(self.ecn_marked)
         return f"ecn_marked={marks} pfc_rx={self.paused} switch_pfc_tx={self.xoff_sent}"
 
@@ -116,7 +122,9 @@ def hop_evidence(
         if d is not None and d.queue_ecn_marked:
             marks = d.queue_ecn_marked.get(priority, 0)
         paused = d.pfc_rx_on([priority]) if d is not None else 0
-        out.append(HopEvidence(hop, priority, marks, paused, xoff.get(hop.device, 0)))
+        counted = d is not None and (any(v is not None for v in d.pfc_rx)
+                                     or bool(d.queue_ecn_marked))
+        out.append(HopEvidence(hop, priority, marks, paused, xoff.get(hop.device, 0), counted))
     return out
 
 
@@ -126,14 +134,22 @@ def congested_queue(evidence: Sequence[HopEvidence]) -> tuple[HopEvidence, str]:
     PFC spreads a queue upstream: a port its peer pauses holds bytes because the hop after
     it is full. So the hop furthest down the path that shows congestion (ECN marks: the
     queue passed Kmin; its switch sent pause frames: an ingress hit XOFF; or it was paused)
-    is the origin. With no evidence anywhere (no counters), the last hop is named: the
-    incast's egress, where an N:1 incast queues by construction.
+    is the origin. A paused hop whose peer's egress on the path has no counters read points
+    past itself: that egress is named (an NX-OS leaf reads no queues; naming the spine port
+    it paused blamed an innocent device). With no evidence anywhere (no counters), the last
+    hop is named: the incast's egress, where an N:1 incast queues by construction.
     """
     if not evidence:
         raise ValueError("a path has at least the server's leaf port")
-    for ev in reversed(evidence):
-        if ev.busy:
-            return ev, ev.summary()
+    for i in range(len(evidence) - 1, -1, -1):
+        ev = evidence[i]
+        if not ev.busy:
+            continue
+        past = [e for e in evidence[i + 1:] if not e.counted and e.hop.device == ev.hop.peer]
+        if ev.paused > 0 and past:
+            return past[-1], (f"{ev.queue} was paused by {ev.hop.peer} ({ev.summary()}); "
+                              f"{past[-1].queue} is past it, its counters not read")
+        return ev, ev.summary()
     last = evidence[-1]
     return last, f"no congestion counters moved ({last.summary()}): the incast's egress"
 

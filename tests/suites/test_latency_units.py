@@ -96,6 +96,26 @@ def test_pfc_doing_the_work_names_the_origin_not_the_paused_spine():
     assert top.queue == "leaf1:Ethernet16:3" and "switch_pfc_tx=40" in why
 
 
+def test_a_paused_hop_before_an_unread_switch_names_that_switch_not_itself():
+    # NX-OS leaf (no PfcQueues): its port to the server has interface counters only; the
+    # spine port it paused marked too, and was named (the matrix's ecn_thresholds at an
+    # NX-OS leaf blamed spine2). The pause points past the spine, to the unread egress.
+    hops = [Hop("leaf1", "Ethernet0", "spine1"), Hop("spine1", "Ethernet8", "leaf2"),
+            Hop("leaf2", "Ethernet1/3", "host3")]
+    deltas = {d.endpoint: d for d in (
+        _delta("leaf1", "Ethernet0", 0), _delta("spine1", "Ethernet8", 7600, pfc_rx=5400),
+        PortDelta("leaf2", "Ethernet1/3", 1.0, tx_packets=10))}  # fmt: skip
+    evidence = hop_evidence(hops, deltas, 3)
+    assert [e.counted for e in evidence] == [True, True, False]
+    top, why = congested_queue(evidence)
+    assert top.queue == "leaf2:Ethernet1/3:3" and "paused by leaf2" in why, why
+    assert "not read" in top.summary()
+    # the same pause with the leaf's counters read and quiet: the spine's own queue
+    deltas["leaf2:Ethernet1/3"] = _delta("leaf2", "Ethernet1/3", 0)
+    top, _ = congested_queue(hop_evidence(hops, deltas, 3))
+    assert top.queue == "spine1:Ethernet8:3"
+
+
 def test_no_counters_name_the_incast_egress_and_say_so():
     top, why = congested_queue(hop_evidence(HOPS, {}, 3))
     assert top.queue == "leaf1:Ethernet16:3" and "no congestion counters" in why
