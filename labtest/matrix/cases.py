@@ -54,6 +54,8 @@ class Case:
     catch_any: bool = False
     #: per fault, what it must cause (a combined row has two); empty: one, from the fields above
     parts: tuple[Expect, ...] = ()
+    #: the testbed the faults go into (None: the runner's base), e.g. the NX-OS variant lab
+    base: str | None = None
 
     @property
     def healthy(self) -> bool:

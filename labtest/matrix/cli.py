@@ -49,7 +49,10 @@ CI_NOTE = (
     "itself or through the run's root-cause analysis (a flapping host link spoils the "
     "incasts into that host). `LABTEST_MATRIX_REDUCED=1` (and `python -m labtest.matrix "
     "--reduced`) runs roce, congestion, latency and failover on a fault row only where they "
-    "are meant to catch it."
+    "are meant to catch it. CI also runs `matrix_data.NXOS_PLAN` (rows `nxos-*`, not in this "
+    "table): one draw per kind at the NX-OS ends of `testbeds/emulated/leafspine-nxos.yaml` "
+    "and its healthy lab; by hand: `python -m labtest.matrix --random --vendor nxos --testbed "
+    "testbeds/emulated/leafspine-nxos.yaml`."
 )
 
 
@@ -175,6 +178,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--healthy", type=int, default=2, help="healthy-lab rows, seeds drawn (--random; default 2)"
     )
     ap.add_argument(
+        "--vendor",
+        metavar="DRIVER",
+        help="--random: draw only at targets with this driver's device (e.g. nxos), "
+        "leaving out kinds that have none",
+    )
+    ap.add_argument(
         "--only",
         nargs="*",
         metavar="ROW",
@@ -251,6 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 combined=args.combined,
                 healthy=args.healthy,
                 kinds=tuple(args.faults) if args.faults is not None else None,
+                vendor=args.vendor,
             )
         else:
             plan = data.CI_PLAN

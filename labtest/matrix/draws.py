@@ -285,6 +285,9 @@ class Plan:
     combined: int = 0
     healthy: int = 0
     kinds: tuple[str, ...] | None = None  # None: every kind with a domain
+    #: draw only from strata naming this driver (``fabric_link/eos+nxos`` names both), so a
+    #: lab's one NX-OS leaf gets every kind's draws; kinds with no such stratum are left out
+    vendor: str | None = None
 
 
 @dataclass(frozen=True)
@@ -306,11 +309,18 @@ def strata(domain: Domain, tb: Testbed) -> list[tuple[int, str, list[str]]]:
     return out
 
 
+def names_vendor(stratum: str, vendor: str | None) -> bool:
+    """Whether ``stratum`` (``class/vendor[+vendor]``) names ``vendor`` (None: any)."""
+    return vendor is None or vendor in stratum.partition("/")[2].split("+")
+
+
 def draw_kind(domain: Domain, tb: Testbed, rng: random.Random, n: int,
-              prefix: str = "", avoid: Iterable[str] = ()) -> list[Draw]:
+              prefix: str = "", avoid: Iterable[str] = (), vendor: str | None = None
+              ) -> list[Draw]:
     """``n`` draws: strata in a seeded order, cycled, so n >= #strata covers every one.
     Targets in ``avoid`` (drawn already) are taken only when a stratum has no other."""
-    pool = [s for s in strata(domain, tb) if s[1].startswith(prefix)]
+    pool = [s for s in strata(domain, tb)
+            if s[1].startswith(prefix) and names_vendor(s[1], vendor)]
     if not pool:
         raise ValueError(f"{domain.kind}: no target in {tb.name} matches {prefix!r}")
     draws: list[Draw] = []
@@ -421,9 +431,12 @@ def draw_cases(plan: Plan, domains: Mapping[str, Domain], tb: Testbed) -> list[C
         return f"{kind}.{counts[kind]}"
 
     kinds = list(plan.kinds) if plan.kinds is not None else list(domains)
+    if plan.vendor is not None:
+        kinds = [k for k in kinds
+                 if any(names_vendor(s[1], plan.vendor) for s in strata(domains[k], tb))]
     for kind in kinds:
         rng = random.Random(f"{plan.seed}/{kind}")
-        for d in draw_kind(domains[kind], tb, rng, plan.draws):
+        for d in draw_kind(domains[kind], tb, rng, plan.draws, vendor=plan.vendor):
             cases.append(to_case(name(kind), domains[kind], tb, d, plan.seed))
     for i, (kind, prefix) in enumerate(plan.extra):
         rng = random.Random(f"{plan.seed}/extra/{i}/{kind}")

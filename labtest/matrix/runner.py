@@ -199,7 +199,8 @@ class Runner:
     def run_case(self, case: Case, suites: list[str], timeout_s: float | None = None) -> CaseRun:
         workdir = self.workdir / case.name
         workdir.mkdir(parents=True, exist_ok=True)
-        testbed = faulted_testbed(self.base, case, workdir / "testbed.yaml")
+        base = Path(case.base) if case.base is not None else self.base
+        testbed = faulted_testbed(base, case, workdir / "testbed.yaml")
         alluredir, log = workdir / "results", workdir / "run.log"
         opts = {
             "testbed": str(testbed),

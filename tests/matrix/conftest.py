@@ -11,7 +11,7 @@ import pytest
 def pytest_collection_finish(session: pytest.Session) -> None:
     if os.environ.get("LABTEST_MATRIX") != "1":
         return
-    from test_detection_matrix import CASE_LIST, CI_PLAN
+    from test_detection_matrix import CASE_LIST, CI_PLAN, NXOS_PLAN
 
     ids = {getattr(item, "callspec", None) and item.callspec.id for item in session.items}
     rows = [c for c in CASE_LIST if c.name in ids]
@@ -20,6 +20,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     out = session.config.pluginmanager.get_plugin("terminalreporter")
     write = out.write_line if out is not None else print
     write(f"detection matrix: seed {CI_PLAN.seed} (matrix_data.CI_PLAN), {len(rows)} rows "
-          "drawn; python -m labtest.matrix --list prints them too")
+          f"drawn (nxos-*: NXOS_PLAN, seed {NXOS_PLAN.seed}, the NX-OS lab); "
+          "python -m labtest.matrix --list prints them too")
     for c in rows:
         write(f"  {c.name}: {c.describe()} [{c.note or 'healthy'}]")

@@ -6,7 +6,8 @@ must fail naming a culprit derived from the drawn target; any other suite passes
 only where the fault is (a flapping host link spoils the incasts into that host: a
 consequence, shown as such, and it must name the culprit itself or through the run's
 root-cause analysis); healthy rows (seeds drawn too) fail nothing. The seed and every draw
-are printed in pytest's header (``conftest.py``).
+are printed in pytest's header (``conftest.py``). Rows ``nxos-*`` run on the lab with an
+NX-OS leaf (``matrix_data.NXOS_PLAN``), each kind drawn at an NX-OS end.
 
 Every case is a real ``labtest run`` (see ``labtest.matrix``), ``JOBS`` at a time, each its
 own lab: a run waits on its emulated clock part of the time, so three share two cores
@@ -17,12 +18,13 @@ to catch it plus the cheap others (``matrix.BYSTANDERS``). Other seeds and more 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from matrix_data import CI_PLAN, DOMAINS
+from matrix_data import CI_PLAN, DOMAINS, NXOS_PLAN, NXOS_TESTBED
 
 from labtest import matrix
 from labtest.matrix import Case, Runner, cli
@@ -36,8 +38,12 @@ FULL = os.environ.get("LABTEST_MATRIX_REDUCED") != "1"
 #: per case: a full run (every suite) and a reduced one; they only bound a hang
 FULL_TIMEOUT_S, REDUCED_TIMEOUT_S = 900.0, 600.0
 
-#: CI's rows: fixed seed CI_PLAN.seed (printed in the header), drawn from the domains
-CASE_LIST: list[Case] = draw_cases(CI_PLAN, DOMAINS, load_testbed(LEAFSPINE))
+NXOS = REPO / NXOS_TESTBED
+#: CI's rows: fixed seed CI_PLAN.seed (printed in the header), drawn from the domains; then
+#: NXOS_PLAN's on the lab with an NX-OS leaf, at its NX-OS ends (rows named nxos-...)
+CASE_LIST: list[Case] = draw_cases(CI_PLAN, DOMAINS, load_testbed(LEAFSPINE)) + [
+    dataclasses.replace(c, name=f"nxos-{c.name}", base=str(NXOS))
+    for c in draw_cases(NXOS_PLAN, DOMAINS, load_testbed(NXOS))]
 #: rough wall seconds of each suite on this lab (measured on a busy 2-core machine): the
 #: longest runs are queued first, so the two job slots finish together
 SUITE_COST_S = {"roce": 100, "congestion": 90, "failover": 60, "transceiver": 25,
@@ -63,7 +69,7 @@ def runner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runner]:
     yield runs
     out = os.environ.get("LABTEST_MATRIX_OUT")
     if out:  # the table of this run, e.g. to refresh docs/detection-matrix.md from CI's rows
-        verdicts = [matrix.judge(runs.result(c.name)) for c in CASE_LIST]
+        verdicts = [matrix.judge(runs.result(c.name)) for c in CASE_LIST if c.base is None]
         note = (f"Draws of CI_PLAN, seed {CI_PLAN.seed}; rows as CI runs them "
                 f"({'every suite' if FULL else 'reduced'}), {JOBS} at a time.\n\n"
                 f"{cli.CI_NOTE}")

@@ -103,6 +103,24 @@ def test_draws_are_deterministic_per_seed() -> None:
 
 
 @pytest.mark.parametrize("seed", [0, 1423, 99])
+def test_a_vendor_plan_draws_every_kind_it_can_at_that_vendors_ends(seed: int) -> None:
+    """Issue 35: the NX-OS leaf of the variant lab gets each kind's draw, every fault touches
+    it, and kinds it cannot show (no PRBS/FEC: marginal_lane) are left out, not missed."""
+    nxos = load_testbed(REPO / "testbeds" / "emulated" / "leafspine-nxos.yaml")
+    cases = draw_cases(Plan(seed=seed, draws=2, healthy=1, vendor="nxos"), DOMAINS, nxos)
+    kinds = {f["kind"] for c in cases for f in c.faults}
+    assert "marginal_lane" not in kinds and "pfcwd_disabled" not in kinds
+    assert {"lossy_link", "silent_drop", "ecmp_blackhole", "slow_convergence",
+            "unreachable_device", "mtu_mismatch", "straggler_link"} <= kinds
+    for case in cases:
+        for fault in case.faults:
+            assert "leaf2" in fault["target"], (case.name, fault)
+            assert in_domain(DOMAINS[fault["kind"]], nxos, fault) == [], (case.name, fault)
+    # the default lab has no NX-OS device: only its healthy row is left
+    assert [c.healthy for c in _draws(seed, vendor="nxos", healthy=1)] == [True]
+
+
+@pytest.mark.parametrize("seed", [0, 1423, 99])
 def test_drawn_faults_are_valid_on_the_testbed_and_inside_their_domains(seed: int) -> None:
     testbed = load_testbed(LEAFSPINE)
     for case in _draws(seed, 3, combined=3, extra=CI_PLAN.extra):
