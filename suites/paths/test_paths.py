@@ -676,9 +676,12 @@ def test_member_loss(fabric_link: Link, member_loads: MemberLoads, measure: Any)
                 error=f"streams of {pairs or 'a pair'} died; {member_loads.located[link]}")
     if died and (unloaded or not judged):  # the fabric broke what should have loaded a
         # direction of it: a failure; the unit is the test's link, the pair's path the place
+        # why no trace located the hole (none ran, or none stood alone), said with it
+        untraced = f"; not located: {member_loads.untraced}" if member_loads.untraced else ""
         for a, b, why in died:
             measure("member_loss_ratio", float("nan"), key=LOSS_KEY, pair=f"{a}--{b}",
-                    flows=member_loads.flows, error=f"{a}->{b} streams died under way: {why}")
+                    flows=member_loads.flows,
+                    error=f"{a}->{b} streams died under way: {why}{untraced}")
         return
     if not judged:
         pairs = ", ".join(f"{a}->{b}" for a, b in member_loads.pairs)

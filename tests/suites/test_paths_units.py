@@ -189,13 +189,15 @@ def test_a_link_left_unloaded_because_its_streams_died_fails_not_a_hole() -> Non
     link = "leaf1:Ethernet0--spine1:Ethernet0"
     loads = suite.MemberLoads(pairs=[("host1", "host3")], min_frames=100.0,
                               died={("host1", "host3"): "unable to read from stream socket"},
-                              crossing={("host1", "host3"): frozenset({link, "spine1"})})
+                              crossing={("host1", "host3"): frozenset({link, "spine1"})},
+                              untraced="64 source ports traced, no link at posterior 0.9")
     measure = _Measure()
     suite.test_member_loss(SimpleNamespace(name=link), loads, measure)
     assert measure.holes == []
     ((key, value, labels),) = measure.rows
     assert key == "member_loss_ratio" and value != value  # NaN: no ratio was read
     assert labels["pair"] == "host1--host3" and "died under way" in labels["error"]
+    assert "not located: 64 source ports traced" in labels["error"]  # why no link is named
     # a link the dead pair never crossed stays a hole with its reason
     other = _Measure()
     with pytest.raises(pytest.skip.Exception):
