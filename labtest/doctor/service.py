@@ -130,7 +130,14 @@ class Doctor:
         # steady loss; what the interval's blame pages is kept out of it)
         now = blame(probes)
         self.ledger.add(probes, [b.link for b in now if b.confidence >= PAGE_POSTERIOR])
+        # explaining away: probes that cannot tell two links apart (twins) are the twin's
+        # when its own readings fail and this link's do not (issue 34's evaluation: a
+        # flapping host8 link, its down events read, also paged host6's link, whose only
+        # probes in the dark second had gone to host8)
+        failing = {e.unit for e in evidence if e.verdict == "FAIL"}
         for b in [*now, *self.ledger.blame()]:
+            if b.twin is not None and b.twin in failing and b.link not in failing:
+                continue
             evidence.append(_probe_evidence(b))
         # a dead management plane is a fault of its own (and hides the device's evidence)
         evidence += [Evidence(name, name, "unreachable", math.nan, "FAIL",

@@ -95,3 +95,33 @@ def test_time_to_detect_runs_from_the_first_evidence() -> None:
     paged, _ = pager.update([Suspect("x", "link", 0.9, watched.evidence)], 2, 17.0,
                             lambda _: True)
     assert paged[0].ttd_s == 12.0 and paged[0].paged_interval == 2
+
+
+def test_a_twin_whose_partner_fails_its_own_readings_is_explained_away() -> None:
+    """Issue 34's driver-level evaluation: a flapping host8 link (its down events read at
+    leaf4) also paged host6's link, whose only probes in the dark second had gone to host8:
+    the probes could not tell the two apart, the readings can."""
+    from labtest.doctor.evidence import PortReading, Snapshot
+    from labtest.doctor.judge import Plan
+    from labtest.doctor.service import Doctor
+    from labtest.measure import load_limits
+    from labtest.run import default_testbed
+    from labtest.testbed import load_testbed
+
+    tb = load_testbed(default_testbed())
+    h6, h8 = "host6:eth0--leaf3:Ethernet4/1", "host8:eth0--leaf4:Ethernet24"
+    up, down = "leaf3:Ethernet1/1--spine1:Ethernet16", "leaf4:Ethernet0--spine1:Ethernet24"
+    h5, h7 = "host5:eth0--leaf3:Ethernet3/1", "host7:eth0--leaf4:Ethernet16"
+    probes = ([ProbePath("host6", "host8", (h6, up, down, h8), 10, 10)] * 8
+              + [ProbePath("host5", "host7", (h5, up, down, h7), 10, 0)] * 8)
+
+    def report(flapped: bool) -> list[str]:
+        doctor = Doctor(Plan.of(tb), load_limits(tb.limits),  # type: ignore[arg-type]
+                        prober=lambda: probes)
+        leaf4 = PortReading("leaf4", "Ethernet24", 0.0, oper_up=True, oper_samples=2,
+                            down_events=2 if flapped else 0)
+        return [s.unit for s in doctor.step(Snapshot(ports={leaf4.name: leaf4}), probes)
+                .suspects]
+
+    assert report(flapped=True) == [h8]
+    assert set(report(flapped=False)) == {h6, h8}  # no reading tells them apart: both paged
