@@ -125,3 +125,22 @@ def test_a_twin_whose_partner_fails_its_own_readings_is_explained_away() -> None
 
     assert report(flapped=True) == [h8]
     assert set(report(flapped=False)) == {h6, h8}  # no reading tells them apart: both paged
+
+
+def test_a_bottleneck_reading_while_another_link_went_down_is_only_marginal() -> None:
+    """Issue 34's evaluation: a flapping leaf3--spine2 link rerouted its traffic and
+    spine1:Ethernet16, draining 0.83 of its speed while that traffic queued, was paged second."""
+    from labtest.doctor.judge import WEIGHTS
+    from labtest.doctor.service import _moved_traffic
+
+    flap = Evidence("leaf3:Ethernet2/1--spine2:Ethernet3/1", "spine2:Ethernet3/1", "flaps", 6,
+                    "FAIL", "link down events", "link.flaps", WEIGHTS["FAIL"])
+    slow = Evidence("leaf3:Ethernet1/1--spine1:Ethernet16", "spine1:Ethernet16",
+                    "bottleneck_rate", 0.83, "FAIL", "egress 334 Gb/s",
+                    "roce.bw_fraction_of_line", WEIGHTS["FAIL"])
+    moved = _moved_traffic([flap, slow])
+    assert moved[0] == flap
+    assert (moved[1].verdict, moved[1].weight) == ("MARGINAL", WEIGHTS["MARGINAL"])
+    assert "went down in the interval" in moved[1].text
+    assert rank(moved)[0].unit == flap.unit and rank(moved)[1].confidence < 0.5
+    assert _moved_traffic([slow]) == [slow]  # no link went down: a bottleneck stands
