@@ -9,9 +9,9 @@ Each case is one child ``labtest doctor --once --fault KIND@TARGET:k=v --json-li
 its own emulation seed (another hash, other module temperatures and margins); stragglers
 run with ``--load`` (a straggler slows only what it carries); ``--load-all`` runs every
 case, healthy ones too, beside that training-job load (production's background). Kinds and
-where they go are the detection matrix's domains (``tests/matrix/matrix_data.py``: every vendor end, host and
-fabric links) for what the doctor claims, with the ranges the doctor is sized for where
-they differ (stated in ``DOCTOR_DOMAINS``).
+where they go are the detection matrix's domains (``tests/matrix/matrix_data.py``: every
+vendor end, host and fabric links) for what the doctor claims, with the ranges the doctor
+is sized for where they differ (stated in ``DOCTOR_DOMAINS``).
 
 Judged, per case, from the last report: *detected* when a paged suspect names one of the
 fault's blame names (``labtest.matrix.draws.blame``: the port, its far end, the link, a
