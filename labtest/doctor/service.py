@@ -142,7 +142,7 @@ class Doctor:
         # a dead management plane is a fault of its own (and hides the device's evidence)
         evidence += [Evidence(name, name, "unreachable", math.nan, "FAIL",
                               f"{name} does not answer its management plane: "
-                              f"{snap.failed.get(name, '')}", None, WEIGHTS["FAIL"])
+                              f"{snap.failed[name]}", None, WEIGHTS["FAIL"])
                      for name in sorted(snap.unreachable)]
         hosts = {n for n, d in self.plan.testbed.devices.items() if d.role == "host"}
         ranked = rank(evidence, hosts)

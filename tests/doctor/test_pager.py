@@ -116,8 +116,7 @@ def test_a_twin_whose_partner_fails_its_own_readings_is_explained_away() -> None
               + [ProbePath("host5", "host7", (h5, up, down, h7), 10, 0)] * 8)
 
     def report(flapped: bool) -> list[str]:
-        doctor = Doctor(Plan.of(tb), load_limits(tb.limits),  # type: ignore[arg-type]
-                        prober=lambda: probes)
+        doctor = Doctor(Plan.of(tb), load_limits(tb.limits))  # type: ignore[arg-type]
         leaf4 = PortReading("leaf4", "Ethernet24", 0.0, oper_up=True, oper_samples=2,
                             down_events=2 if flapped else 0)
         return [s.unit for s in doctor.step(Snapshot(ports={leaf4.name: leaf4}), probes)
