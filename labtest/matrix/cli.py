@@ -238,6 +238,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error("--rejudge needs the --workdir of a finished matrix")
     if args.random and args.fixed:
         ap.error("--random and --fixed exclude each other")
+    if args.vendor is not None and not args.random:
+        ap.error("--vendor draws with --random (CI's rows and --fixed are fixed placements)")
 
     data = load_data(args.cases)
     appendix: list[str] = []
@@ -274,6 +276,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if unknown:
             ap.error(f"no domain for {', '.join(unknown)}; known: {', '.join(data.DOMAINS)}")
         cases = drawn_cases(data, args.testbed, plan)
+        if plan.vendor is not None and not any(len(c.faults) == 1 for c in cases):
+            ap.error(f"--vendor {plan.vendor}: {args.testbed} has no target of that driver "
+                     "(e.g. testbeds/emulated/leafspine-nxos.yaml for nxos)")
         drawn = (
             f"seed {plan.seed}: {plan.draws} draw(s) per fault kind, "
             f"{len(plan.extra)} forced extra(s), {plan.combined} combined row(s), "

@@ -287,6 +287,7 @@ class Plan:
     kinds: tuple[str, ...] | None = None  # None: every kind with a domain
     #: draw only from strata naming this driver (``fabric_link/eos+nxos`` names both), so a
     #: lab's one NX-OS leaf gets every kind's draws; kinds with no such stratum are left out
+    #: (combined and healthy rows are drawn from the whole lab)
     vendor: str | None = None
 
 

@@ -576,3 +576,11 @@ def _group_gone(pgid: int, bound_s: float = 10.0) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+@pytest.mark.parametrize("argv", [["--vendor", "nxos", "--list"],  # CI's fixed rows
+                                  ["--random", "--vendor", "nxos", "--list"]])  # no NX-OS
+def test_a_vendor_the_draws_cannot_honour_is_refused_not_ignored(argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["--testbed", str(LEAFSPINE), *argv])
+    assert exc.value.code == 2
