@@ -379,8 +379,12 @@ def test_victim_flow(fabric_view: FabricView, measure: Any) -> None:
             key="congestion.victim_rate_fraction",
             pair=f"{victim[0]}--{victim[1]}",
             host=victim[0],
-            port=_leaf_port(view, victim[0]),
+            # where its packets were counted, not a place it names: a fault there slows
+            # the baseline alike. What slows it only beside the incast is the incast's
+            # doing, so the incast is its background (a cause spoiling that load explains it)
+            counted_at=_leaf_port(view, victim[0]),
             incast_receiver=receiver,
+            background=" ".join(f"{s}>{receiver}" for s in senders),
         )
         measure(
             "congestion.victim_perftest_fraction",

@@ -778,6 +778,47 @@ def test_an_incasts_goodput_crossed_every_senders_routes(testbed_record: dict[st
     assert {i["nodeid"] for i in incasts if i["outcome"] == "failed"} <= claimed, causes[0]
 
 
+@pytest.mark.parametrize("fairness_at", ["host5", "host8"])
+def test_a_victim_slowed_beside_an_incast_over_a_lossy_link_is_that_links_consequence(
+    testbed_record: dict[str, Any], fairness_at: str,
+) -> None:
+    """lossy_link.1 (CI, stop 45): the victim host2->host5 ran at 0.67 of its rate beside
+    the incast into host3, whose leaf1 senders cross the lossy leaf2 uplink, and the
+    incast into host5 was unfair to host3. Read as the victim's own pair and the counting
+    port, host5's access link explained seven tests, a second, innocent cause. The victim
+    ran beside that incast (its background): the lossy link explains it."""
+    bad = "leaf2:Ethernet0--spine1:Ethernet8"
+    incasts = []
+    for r in HOSTS:
+        senders = [h for h in HOSTS if h != r]
+        short = r not in ("host2", "host6")
+        ms = [m("congestion.incast_goodput_fraction", 0.78 if short else 0.95,
+                "FAIL" if short else "PASS", {"low": 0.85, "source": "x"}, receiver=r,
+                senders=" ".join(senders))]
+        if r == fairness_at:
+            ms.append(m("congestion.jain_fairness_index", 0.83, "FAIL",
+                        {"low": 0.9, "source": "x"}, receiver=r, host="host3"))
+        incasts.append(t("congestion", f"test_incast[{r}]", ms))
+    incast_senders = [h for h in HOSTS if h not in ("host3", "host2", "host5")]
+    victim = t("congestion", "test_victim_flow", [
+        m("congestion.victim_rate_fraction", 0.67, "FAIL", {"low": 0.7, "source": "x"},
+          pair="host2--host5", host="host2", counted_at="leaf1:Ethernet24",
+          incast_receiver="host3", background=" ".join(f"{s}>host3" for s in incast_senders))])
+    loss = t("paths", f"test_member_loss[{bad}]", [
+        m("paths.member_loss_ratio", 0.02, "FAIL", {"high": 1e-4, "source": "x"}, link=bad,
+          device="leaf2", port="Ethernet0", peer="spine1:Ethernet8")])
+    pairs = pair_tests(None)
+    for p in pairs:
+        x = p["measurements"][0]
+        if (x["labels"]["client"] in ("host3", "host4")) != (x["labels"]["server"] in ("host3",
+                                                                                      "host4")):
+            x["value"], x["verdict"], p["outcome"] = 0.5, "FAIL", "failed"
+    causes = root_causes(doc_of(testbed_record, [*incasts, victim, loss, *pairs]))
+    # the counts cannot split leaf2 from its lossy member (as above): one cause there
+    assert len(causes) == 1 and causes[0].culprit in (bad, "leaf2:Ethernet0", "leaf2"), causes
+    assert victim["nodeid"] in causes[0].consequences + causes[0].tests, causes[0]
+
+
 @pytest.mark.parametrize("slow", ["host1", "host3", "host6"])
 def test_a_slow_host_link_explains_the_incast_into_it_not_cleared_by_those_it_sent_to(
     testbed_record: dict[str, Any], slow: str,
