@@ -43,7 +43,7 @@ class Measurement:
         out = asdict(self)
         out["limit"] = self.limit.model_dump() if self.limit else None
         out["verdict"] = self.verdict.value
-        out["value"] = _jsonable(self.value)
+        out["value"] = stored_value(self.value)
         return out
 
 
@@ -51,10 +51,24 @@ def _value(v: float) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
-def _jsonable(v: float) -> float | str | None:
+def stored_value(v: float) -> float | str | None:
+    """A value as the results document stores it (JSON has no infinity or NaN)."""
     if isinstance(v, float) and not math.isfinite(v):
         return None if math.isnan(v) else ("inf" if v > 0 else "-inf")
     return v
+
+
+def read_value(v: object) -> float | None:
+    """A results document's measured value as a number: JSON has no infinity, so a reading
+    that never ended (a reroute that never converged) is stored as "inf" and read back as
+    one; None for no number (NaN, a missing value, a text reading)."""
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, int | float):
+        return float(v)
+    if isinstance(v, str) and v in ("inf", "-inf"):
+        return float(v)
+    return None
 
 
 @dataclass(frozen=True)

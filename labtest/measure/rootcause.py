@@ -44,6 +44,7 @@ from labtest.measure import inference
 from labtest.measure.coverage import expand_units, test_param
 from labtest.measure.inference import Observation, Route
 from labtest.measure.limits import Limit
+from labtest.measure.measurement import read_value
 from labtest.measure.paths import Fabric
 from labtest.outcome import first_line
 
@@ -190,11 +191,11 @@ def strength(m: Mapping[str, Any]) -> float:
     """How much a measurement says, from its distance to the limit: a tenth of the bound
     past it (or inside it) says all; a count against a bound of 0 says all. A failure
     says at least ``MIN_FAIL_STRENGTH`` (it did fail), a pass at least ``MIN_PASS_STRENGTH``."""
-    value, limit = m.get("value"), m.get("limit") or {}
+    value, limit = read_value(m.get("value")), m.get("limit") or {}
     bounds = [b for b in (limit.get("low"), limit.get("high")) if isinstance(b, int | float)]
-    if not isinstance(value, int | float) or not bounds or isinstance(value, bool):
+    if value is None or not bounds or isinstance(m.get("value"), bool):
         return 1.0
-    distance = min(abs(float(value) - float(b)) for b in bounds)
+    distance = min(abs(value - float(b)) for b in bounds)
     scale = max(abs(float(b)) for b in bounds) * 0.1
     if scale == 0:
         return 1.0
@@ -512,9 +513,8 @@ def evidence_of(doc: Mapping[str, Any], fabric: Fabric
                     else:  # a member dark for moments (its flows went to the others), or
                         # one whose onward route was withdrawn: what its flows crossed after
                         nearby |= (starved | _onward(labels, starved, fabric)) - named
-            value = m.get("value")
-            endless = value is None or (isinstance(value, int | float)
-                                        and not math.isfinite(value))
+            value = read_value(m.get("value"))
+            endless = value is None or not math.isfinite(value)
             parts = _parts(labels, fabric) if traffic else ()
             segments = _segments(labels, key, fabric, endless, parts) if traffic else ()
             parts = parts if segments else ()
@@ -662,11 +662,10 @@ def _intermittent(found: Iterable[Evidence], fabric: Fabric) -> set[str]:
     out: set[str] = set()
     for e in found:
         m = e.measurement or {}
-        key, value = str(m.get("limit_key") or ""), m.get("value")
+        key, value = str(m.get("limit_key") or ""), read_value(m.get("value"))
         if not e.obs.failed or not matches(key, INTERMITTENT_KEYS):
             continue
-        if matches(key, PARTIAL_LOSS_KEYS) and not (
-                isinstance(value, int | float) and 0.0 < value < 1.0):
+        if matches(key, PARTIAL_LOSS_KEYS) and not (value is not None and 0.0 < value < 1.0):
             continue  # a member that lost everything is dark, not intermittent
         out |= {c for c in e.obs.named if fabric.link_ends(c)}
     return out
