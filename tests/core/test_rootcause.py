@@ -38,8 +38,8 @@ def testbed_record() -> dict[str, Any]:
 def m(key: str, value: float, verdict: str, limit: dict[str, Any] | None = None,
       **labels: str) -> dict[str, Any]:
     # as the results document stores it: a reroute that never converged reads "inf"
-    return {"name": key, "value": stored_value(value), "unit": "", "verdict": verdict, "limit": limit,
-            "limit_key": key, "labels": labels}
+    return {"name": key, "value": stored_value(value), "unit": "", "verdict": verdict,
+            "limit": limit, "limit_key": key, "labels": labels}
 
 
 def t(suite: str, name: str, ms: list[dict[str, Any]], outcome: str | None = None,
