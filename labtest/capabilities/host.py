@@ -376,14 +376,17 @@ class ModuleDom(Protocol):
 @runtime_checkable
 class Perftest(Protocol):
     """This host is the client; ``server`` runs the server side, which is always
-    stopped afterwards, also when the client fails."""
+    stopped afterwards, also when the client fails. ``server_address`` None: the
+    server's own RDMA address."""
 
     def perftest_bandwidth(
-        self, server: Perftest, server_address: str, spec: PerftestSpec, *, timeout_s: float
+        self, server: Perftest, server_address: str | None, spec: PerftestSpec, *,
+        timeout_s: float
     ) -> PerftestBandwidthPair: ...
 
     def perftest_latency(
-        self, server: Perftest, server_address: str, spec: PerftestSpec, *, timeout_s: float
+        self, server: Perftest, server_address: str | None, spec: PerftestSpec, *,
+        timeout_s: float
     ) -> PerftestLatencyPair: ...
 
 

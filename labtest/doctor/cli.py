@@ -65,6 +65,10 @@ def register(sub: Any) -> None:
                     help="with --emulate: carry a training job's traffic (each host sends RoCE "
                          "to three others, two queue pairs each): a link running below its "
                          "rate shows only where it is the bottleneck")
+    ap.add_argument("--bursts", type=int, default=4, metavar="N",
+                    help="bandwidth bursts per interval (one ib_write_bw of 64 MB between two "
+                         "hosts each, judged where their path was idle: a link below its rate "
+                         "that nothing loads; 0: none)")
     ap.set_defaults(handler=_doctor)
 
 
@@ -187,6 +191,7 @@ def _doctor_body(args: argparse.Namespace) -> int:
 
 def _watch(args: argparse.Namespace, testbed: Any, profile: Any, scale: float,
            out: IO[str] | None, stack: contextlib.ExitStack) -> int:
+    from labtest.doctor.bursts import Bursts
     from labtest.doctor.judge import Plan
     from labtest.doctor.service import Doctor, write_event
     from labtest.lab import Lab
@@ -198,7 +203,9 @@ def _watch(args: argparse.Namespace, testbed: Any, profile: Any, scale: float,
     stack.callback(breaker.install, None)
     lab = Lab(testbed)
     stack.callback(lab.close)
-    doctor = Doctor(Plan.of(testbed), profile, drift_horizon_h=args.drift_horizon_h)
+    plan = Plan.of(testbed)
+    doctor = Doctor(plan, profile, drift_horizon_h=args.drift_horizon_h,
+                    bursts=Bursts(plan, profile, args.bursts) if args.bursts > 0 else None)
     metrics = None
     if args.metrics_port is not None or args.metrics_file is not None:
         try:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
+from labtest.doctor.bursts import Bursts, speeds_of
 from labtest.doctor.change import Cusum, Drift
 from labtest.doctor.evidence import PortReading, Snapshot, collect
 from labtest.doctor.judge import WEIGHTS, Evidence, Judge, Plan, limit_for, rates
@@ -117,7 +118,10 @@ class Doctor:
     count: int = 0
     ledger: Ledger = field(default_factory=Ledger)  # probe evidence across intervals
     pager: Pager = field(default_factory=Pager)  # pages that hold until cleared
+    bursts: Bursts | None = None  # active bandwidth bursts (``interval`` runs them)
     _t0: dict[str, float] = field(default_factory=dict)  # each port's first reading time
+    #: each port's counter rates over the last interval (the bursts' idle test)
+    _last_rates: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def step(self, snap: Snapshot, probes: Sequence[ProbePath] = ()) -> Report:
         cpu0 = time.process_time()
@@ -139,6 +143,9 @@ class Doctor:
             if b.twin is not None and b.twin in failing and b.link not in failing:
                 continue
             evidence.append(_probe_evidence(b))
+        if self.bursts is not None:  # a link slow while nothing loads it
+            self.bursts.settle(self.prev.ports if self.prev else {}, snap.ports)
+            evidence += self.bursts.evidence()
         # a dead management plane is a fault of its own (and hides the device's evidence)
         evidence += [Evidence(name, name, "unreachable", math.nan, "FAIL",
                               f"{name} does not answer its management plane: "
@@ -146,8 +153,9 @@ class Doctor:
                      for name in sorted(snap.unreachable)]
         hosts = {n for n, d in self.plan.testbed.devices.items() if d.role == "host"}
         ranked = rank(evidence, hosts)
+        self._last_rates = self.rates_of(snap)
         counter_rates = {n: {k: v for k, v in r.items() if v}
-                         for n, r in self.rates_of(snap).items()}
+                         for n, r in self._last_rates.items()}
         self.prev = snap
         self.count += 1
         now_s = self._device_s(snap)
@@ -156,7 +164,9 @@ class Doctor:
             self.ledger.cleared)
         return Report(
             interval=self.count, time_s=time.time(), suspects=paged, watched=watched,
-            drifts=drifts, not_observed=dict(snap.not_observed), failed=dict(snap.failed),
+            drifts=drifts, failed=dict(snap.failed),
+            not_observed={**snap.not_observed, **(self.bursts.not_observed if self.bursts
+                                                  else {})},
             ports_read=len(snap.ports), probe_paths=len(probes), collect_s=snap.wall_s,
             cpu_s=time.process_time() - cpu0,
             rates={n: r for n, r in counter_rates.items() if r}, device_s=now_s,
@@ -164,8 +174,11 @@ class Doctor:
 
     def healthy(self) -> int | None:
         """Links the probes cleared (each ruled out a loss of DETECT_LOSS at 1 - ALPHA),
-        when nothing is paged and every link probed so far is cleared; else None."""
+        when nothing is paged and every link probed so far is cleared, and the bandwidth
+        bursts (if on) crossed every link or can judge none; else None."""
         if self.pager.pages or not self.ledger.clean:
+            return None
+        if self.bursts is not None and not self.bursts.covered():
             return None
         cleared = [lk for lk in self.ledger.clean if self.ledger.cleared(lk)]
         return len(cleared) if len(cleared) == len(self.ledger.clean) else None
@@ -185,6 +198,10 @@ class Doctor:
         board = breaker.current()
         if board is not None:  # a device marked down is probed once an interval, not per read
             board.at(f"doctor interval {self.count + 1}", f"interval {self.count + 1}")
+        # the bursts first, judged idle or busy by the last interval's rates: this
+        # interval's counters then hold their bytes (which uplink each took: bursts.settle)
+        if self.bursts is not None and self.prev is not None and self._last_rates:
+            self.bursts.run(lab, self._last_rates, speeds_of(self.prev.ports))
         snap = collect(lab, watch_s=watch_s, poll_s=poll_s, counting=self._counting())
         if self.prober is not None:
             probes: Sequence[ProbePath] = self.prober()

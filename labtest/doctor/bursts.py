@@ -1,0 +1,277 @@
+"""Active bandwidth probes: short RDMA write bursts, for a link that runs below its rate
+while nothing loads it.
+
+The counters see a slow link only once it is the bottleneck of real traffic (its queue
+marks ECN while it drains below its speed: ``judge.Judge._bottleneck_rate``); on an idle
+fabric a half-rate link slows nothing yet and no counter says so (issue 34:
+``straggler_link@leaf2:Ethernet0`` gave no signal at all). Each interval a few host pairs
+run one short ``ib_write_bw`` each, one after the other (one queue pair: one ECMP route;
+``ITERATIONS`` x ``SIZE_B``, a few ms at 400 Gb/s). A burst alone on its path runs at the
+path's slowest hop, so it is judged only when every port its routes may cross carried
+under ``IDLE_FRACTION`` of its speed over the interval (the counters); on a busy path it
+measures a share, not a rate, and is not judged (there the counters' bottleneck check
+speaks). A judged burst fails below the acceptance criterion ``roce.bw_fraction_of_line``
+of the path's line rate; one that dies on the data plane fails at 0.
+
+The judged bursts of the last ``WINDOW`` are observations for ``labtest run``'s inference
+engine (what each crossed: its hosts' ECMP routes): the link the failing ones share and
+the passing ones clear is named, with the engine's posterior as its weight, so a burst
+through a healthy link beside the slow one clears it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from labtest.capabilities.host import Perftest, PerftestSpec
+from labtest.doctor.judge import Evidence, Plan, limit_for
+from labtest.doctor.pager import probe_weight
+from labtest.errors import DataplaneFailed, InfraError
+from labtest.measure.coverage import expand_units
+from labtest.measure.inference import Observation, infer
+from labtest.measure.limits import LimitsProfile
+from labtest.measure.paths import Fabric
+from labtest.reports.results import testbed_record
+
+#: one burst: 1,000 writes of 64 KiB on one queue pair (65.5 MB: 1.3 ms at 400 Gb/s)
+ITERATIONS, SIZE_B = 1000, 65536
+BURST_B = ITERATIONS * SIZE_B
+#: a port busier than this share of its speed over the interval shares it with the burst
+IDLE_FRACTION = 0.05
+#: judged bursts the inference reads (about eight intervals at four a interval)
+WINDOW = 32
+#: judged bursts whose route sets must hold a link before ``covered`` (``--once``'s healthy)
+COVER = 2
+#: not_observed key and reason prefix of a path too busy to burst on
+BUSY, BUSY_WHY = "bandwidth bursts", "its path is busy"
+#: bytes a packet counts at most, where a port counts packets only (the RoCE MTU)
+ROCE_MTU_B = 4096
+#: the limit a burst's rate over its path's line rate is judged against
+KEY = "roce.bw_fraction_of_line"
+
+
+@dataclass(frozen=True)
+class Burst:
+    src: str
+    dst: str
+    gbps: float | None  # None: not judged (busy path, or the run failed off the data plane)
+    line_gbps: float
+    routes: tuple[frozenset[str], ...]
+    failed: bool = False
+    why: str = ""
+
+    def text(self) -> str:
+        if self.gbps is None:
+            return f"burst {self.src}->{self.dst} not judged: {self.why}"
+        return (f"burst {self.src}->{self.dst} {self.gbps:.0f} Gb/s of {self.line_gbps:g} "
+                f"({self.gbps / self.line_gbps:.2f} of line){': ' + self.why if self.why else ''}")
+
+
+@dataclass
+class Bursts:
+    """The doctor's burst prober: ``run`` once an interval, ``evidence`` what the window says."""
+
+    plan: Plan
+    profile: LimitsProfile
+    per_interval: int = 4
+    window: deque[tuple[int, Burst]] = field(default_factory=lambda: deque(maxlen=WINDOW))
+    not_observed: dict[str, str] = field(default_factory=dict)
+    _queue: deque[tuple[str, str]] = field(default_factory=deque)
+    _unsettled: list[Burst] = field(default_factory=list)
+    _leaf: dict[str, str] = field(default_factory=dict)
+    _count: int = 0
+    _busy_streak: int = 0
+    fabric_hosts: list[str] = field(default_factory=list)
+    _cabled: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.fabric = Fabric(expand_units(testbed_record(self.plan.testbed)))
+        hosts = sorted(n for n, d in self.plan.testbed.devices.items() if d.role == "host")
+        self.fabric_hosts = hosts
+        # devices on some host's routes: links between them are the ones bursts can cross
+        self._cabled = {c for a in hosts for b in hosts if a != b
+                        for r in self.fabric.routes(a, b) for c in r}
+        self._leaf = {h: lk_end.device for h in hosts for lk in self.plan.testbed.links_of(h)
+                      for lk_end in lk.ends if lk_end.device != h}
+        # every ordered pair, by shift: consecutive bursts start at different hosts
+        self._queue = deque((hosts[i], hosts[(i + s) % len(hosts)])
+                            for s in range(1, len(hosts)) for i in range(len(hosts)))
+
+    def budget_fraction(self, interval_s: float, link_gbps: float = 400.0) -> float:
+        """The busiest host link's burst bytes over its capacity (each host is in at most
+        two of an interval's bursts)."""
+        return 2 * BURST_B * 8 / (interval_s * link_gbps * 1e9)
+
+    def run(self, lab: Any, port_rates: Mapping[str, Mapping[str, float]],
+            speeds: Mapping[str, float]) -> list[Burst]:
+        """This interval's bursts; ``port_rates``: each port's counters per device-second
+        over the last interval, which says which paths are idle."""
+        self._count += 1
+        out: list[Burst] = []
+        if not port_rates:
+            return out
+        for src, dst in self._pick():
+            if src in self.not_observed or dst in self.not_observed:
+                continue
+            burst = self._one(lab, src, dst, port_rates, speeds)
+            out.append(burst)
+            if burst.gbps is not None:
+                self._unsettled.append(burst)
+                self._busy_streak = 0
+                self.not_observed.pop(BUSY, None)
+            elif burst.why.startswith(BUSY_WHY):
+                self._busy_streak += 1
+        if self._busy_streak >= 2 * self.per_interval:
+            self.not_observed[BUSY] = ("every path busy for two intervals: a burst would "
+                                       "measure a share, not a rate (the counters' bottleneck "
+                                       "check judges loaded links)")
+        return out
+
+    def _pick(self) -> list[tuple[str, str]]:
+        """The next pairs of the rotation, at most one crossing the fabric from each leaf:
+        the interval's counters then show which uplink each burst took (``settle``)."""
+        chosen: list[tuple[str, str]] = []
+        deferred: list[tuple[str, str]] = []
+        leaves: set[str] = set()
+        while self._queue and len(chosen) < self.per_interval:
+            src, dst = self._queue.popleft()
+            leaf, far = self._leaf.get(src), self._leaf.get(dst)
+            if leaf != far and leaf in leaves:
+                deferred.append((src, dst))
+                continue
+            leaves.add(leaf or src)
+            chosen.append((src, dst))
+        self._queue.extendleft(reversed(deferred))
+        self._queue.extend(chosen)  # back of the rotation
+        return chosen
+
+    def settle(self, before: Mapping[str, Any], after: Mapping[str, Any]) -> None:
+        """Judged bursts of the interval into the window, each with the route it took where
+        the counters show it: the one uplink of its leaf whose bytes grew by at least half
+        the burst while the others' grew by less (an idle fabric); else all its routes."""
+        for b in self._unsettled:
+            routes = b.routes
+            if len(routes) > 1:
+                grew = [_grew(before, after, self._first_port(b.src, r)) for r in routes]
+                took = [r for r, g in zip(routes, grew, strict=True)
+                        if g is not None and g >= BURST_B / 2]
+                if len(took) == 1 and all(g is not None for g in grew):
+                    routes = (took[0],)
+            self.window.append((self._count, replace(b, routes=routes)))
+        self._unsettled.clear()
+
+    def _first_port(self, host: str, route: frozenset[str]) -> str | None:
+        """The port of ``host``'s leaf on the route's fabric link out of that leaf."""
+        leaf = self._leaf.get(host)
+        for c in route:
+            lk = self._link(c)
+            if lk is None or leaf is None:
+                continue
+            devices = {e.device for e in lk.ends}
+            if leaf in devices and host not in devices:
+                return next(str(e) for e in lk.ends if e.device == leaf)
+        return None
+
+    def covered(self) -> bool:
+        """Whether every link was crossed by ``COVER`` judged bursts (a fabric member in
+        their route sets), or the bursts can judge nothing here (no perftest, all busy)."""
+        if BUSY in self.not_observed or len(self.not_observed) >= len(self.fabric_hosts):
+            return True
+        seen: dict[str, int] = {}
+        for _, b in self.window:
+            for c in {c for r in b.routes for c in r}:
+                seen[c] = seen.get(c, 0) + 1
+        return all(seen.get(lk.name, 0) >= COVER for lk in self.plan.testbed.links
+                   if all(e.device in self._cabled for e in lk.ends))
+
+    def _one(self, lab: Any, src: str, dst: str,
+             port_rates: Mapping[str, Mapping[str, float]],
+             speeds: Mapping[str, float]) -> Burst:
+        routes = self.fabric.routes(src, dst)
+        ports = sorted({e for r in routes for c in r if (lk := self._link(c)) is not None
+                        for e in (str(x) for x in lk.ends)})
+        line = min((speeds[p] for p in ports if speeds.get(p)), default=0.0)
+        busy = [p for p in ports if _busy(port_rates.get(p), speeds.get(p))]
+        if not routes or not line:
+            return Burst(src, dst, None, line, routes, why="no route or no port speed read")
+        if busy:
+            return Burst(src, dst, None, line, routes,
+                         why=f"{BUSY_WHY} ({', '.join(busy[:3])}): a share, not a rate")
+        client, server = lab.device(src), lab.device(dst)
+        if not isinstance(client, Perftest) or not isinstance(server, Perftest):
+            self.not_observed[src if not isinstance(client, Perftest) else dst] = (
+                "offers no perftest: no bandwidth bursts")
+            return Burst(src, dst, None, line, routes, why="no perftest")
+        spec = PerftestSpec(qps=1, size_bytes=SIZE_B, iterations=ITERATIONS)
+        try:
+            result = client.perftest_bandwidth(server, None, spec, timeout_s=30.0)
+        except DataplaneFailed as exc:
+            return Burst(src, dst, 0.0, line, routes, failed=True,
+                         why=f"died on the data plane: {exc.evidence}")
+        except InfraError as exc:  # the tool, not the fabric: this host is not probed again
+            self.not_observed[src] = f"bandwidth burst failed: {exc}"
+            return Burst(src, dst, None, line, routes, why=str(exc))
+        gbps = result.client.best_average_gbps
+        if gbps is None:
+            return Burst(src, dst, None, line, routes, why="perftest printed no bandwidth")
+        found = limit_for(self.profile, KEY, None)
+        failed = found is not None and found[1].judge(gbps / line).value == "FAIL"
+        return Burst(src, dst, gbps, line, routes, failed=failed)
+
+    def _link(self, component: str) -> Any:
+        for lk in self.plan.testbed.links:
+            if lk.name == component:
+                return lk
+        return None
+
+    def evidence(self) -> list[Evidence]:
+        """The links the window's failing bursts share and its passing ones clear."""
+        judged = [b for _, b in self.window]
+        if not any(b.failed for b in judged):
+            return []
+        links = {lk.name for lk in self.plan.testbed.links}
+        obs = [Observation(f"burst{i}", b.failed, (b.routes,), aspect=KEY)
+               for i, b in enumerate(judged)]
+        result = infer(obs, candidates=sorted({c for b in judged if b.failed
+                                               for r in b.routes for c in r} & links))
+        out = []
+        for cause in result.causes:
+            mine = [judged[int(i.removeprefix("burst"))] for i in cause.explains]
+            worst = min(mine, key=lambda b: b.gbps or 0.0)
+            passed = sum(1 for b in judged if not b.failed
+                         and any(cause.component in r for r in b.routes))
+            out.append(Evidence(
+                cause.component, worst.src, "burst_rate", (worst.gbps or 0.0) / worst.line_gbps,
+                "PROBE", f"{len(mine)} bandwidth burst(s) across {cause.component} below "
+                f"{KEY} ({passed} passing burst(s) crossed it too; posterior "
+                f"{cause.posterior:.3f}); worst: {worst.text()}", KEY,
+                probe_weight(cause.posterior)))
+        return out
+
+
+def _grew(before: Mapping[str, Any], after: Mapping[str, Any], port: str | None) -> float | None:
+    """Bytes ``port`` sent between two snapshots (None: not read, or no byte counter)."""
+    if port is None or port not in before or port not in after:
+        return None
+    a, b = before[port].counters.get("tx_bytes"), after[port].counters.get("tx_bytes")
+    return None if a is None or b is None else float(b - a)
+
+
+def _busy(rates: Mapping[str, float] | None, speed_gbps: float | None) -> bool:
+    if not rates or not speed_gbps:
+        return False
+    # bytes where the port counts them, else packets at the RoCE MTU (an upper bound)
+    packets = max(rates.get("tx_packets", 0.0), rates.get("rx_packets", 0.0))
+    bits = 8.0 * max(rates.get("tx_bytes", 0.0), ROCE_MTU_B * packets)
+    return bits > IDLE_FRACTION * speed_gbps * 1e9
+
+
+def speeds_of(readings: Mapping[str, Any]) -> dict[str, float]:
+    """Port -> its speed (Gb/s) from a snapshot's readings."""
+    return {n: float(r.speed_gbps) for n, r in readings.items() if r.speed_gbps}
+
+
+__all__: Sequence[str] = ("Burst", "Bursts", "speeds_of")

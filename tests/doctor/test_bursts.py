@@ -1,0 +1,147 @@
+"""Bandwidth bursts: a link below its rate that nothing loads is named from short bursts
+between hosts, at any placement, and a healthy or busy fabric names nothing.
+
+The lab is a stand-in whose hosts answer ``ib_write_bw`` as a fabric would: one queue pair
+takes one of its ECMP routes (drawn), runs at the slowest link of it, and its bytes show on
+the ports of that route. (40 drawn placements, 0.4-0.85 of the rate, host and fabric links:
+40 paged first, median 3 intervals, at most 7; 40 healthy fabrics: no evidence.)"""
+
+from __future__ import annotations
+
+import random
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from labtest.doctor.bursts import BURST_B, BUSY, Bursts
+from labtest.doctor.judge import Plan
+from labtest.doctor.pager import PAGE_POSTERIOR
+from labtest.errors import DataplaneFailed
+from labtest.measure import load_limits
+from labtest.run import DEFAULT_TESTBED
+from labtest.testbed import load_testbed
+
+LINE = 400.0
+
+
+class Host:
+    def __init__(self, lab: FakeLab, name: str) -> None:
+        self.lab, self.name = lab, name
+
+    def perftest_bandwidth(self, server: Host, address: str | None, spec: Any, *,
+                           timeout_s: float) -> Any:
+        routes = self.lab.bursts.fabric.routes(self.name, server.name)
+        route = routes[self.lab.rng.randrange(len(routes))]
+        if self.lab.dark & route:
+            raise DataplaneFailed(self.name, "ib_write_bw failed",
+                                  evidence="transport retry counter exceeded")
+        rate = min([LINE * 0.97, *(LINE * f for lk, f in self.lab.slow.items() if lk in route)])
+        self.lab.runs += 1
+        for lk in self.lab.plan.testbed.links:  # its bytes leave every port on the route
+            if lk.name in route:
+                for end in lk.ends:
+                    self.lab.tx[str(end)] = self.lab.tx.get(str(end), 0) + BURST_B
+        return SimpleNamespace(client=SimpleNamespace(best_average_gbps=rate))
+
+    def perftest_latency(self, *a: Any, **k: Any) -> Any:
+        raise NotImplementedError
+
+
+class FakeLab:
+    def __init__(self, bursts: Bursts, seed: int, slow: dict[str, float],
+                 dark: frozenset[str] = frozenset()) -> None:
+        self.bursts, self.rng, self.slow, self.dark, self.runs = (
+            bursts, random.Random(seed), slow, dark, 0)
+        self.plan = bursts.plan
+        self.tx: dict[str, int] = {}  # each port's byte counter
+
+    def ports(self) -> dict[str, Any]:
+        """A snapshot's readings: each port's byte counter (probes' trickle included)."""
+        return {str(e): SimpleNamespace(counters={"tx_bytes": self.tx.get(str(e), 0) + 10_000})
+                for lk in self.plan.testbed.links for e in lk.ends}
+
+    def device(self, name: str) -> Host:
+        return Host(self, name)
+
+
+@pytest.fixture(scope="module")
+def setup() -> tuple[Plan, Any, list[str], dict[str, float]]:
+    tb = load_testbed(DEFAULT_TESTBED)
+    plan = Plan.of(tb)
+    speeds = {str(e): LINE for lk in tb.links for e in lk.ends}
+    # host and fabric links: a TG port's link carries no host's burst
+    links = [lk.name for lk in tb.links if not any(e.device.startswith("tg") for e in lk.ends)]
+    return plan, load_limits(tb.limits), links, speeds  # type: ignore[arg-type]
+
+
+def _intervals(bursts: Bursts, lab: FakeLab, rates: dict[str, dict[str, float]],
+               speeds: dict[str, float], n: int) -> list[Any]:
+    evidence: list[Any] = []
+    for _ in range(n):
+        before = lab.ports()
+        bursts.run(lab, rates, speeds)
+        bursts.settle(before, lab.ports())
+        evidence = bursts.evidence()
+    return evidence
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_an_idle_straggler_anywhere_is_named_first_and_paged(
+    setup: tuple[Plan, Any, list[str], dict[str, float]], seed: int,
+) -> None:
+    plan, profile, links, speeds = setup
+    rng = np.random.default_rng(seed)
+    slow = str(rng.choice(links))
+    fraction = float(rng.uniform(0.4, 0.75))
+    bursts = Bursts(plan, profile, per_interval=4)
+    idle = {p: {"tx_bytes": 1e3} for p in speeds}
+    lab = FakeLab(bursts, seed, {slow: fraction})
+    evidence = _intervals(bursts, lab, idle, speeds, 10)
+    # a fabric member is told from its ECMP sibling only by the route each burst took
+    # (the counters of its leaf's uplinks): without that the two are twins
+    assert evidence and evidence[0].unit == slow, (slow, [(e.unit, e.weight) for e in evidence])
+    assert evidence[0].weight >= PAGE_POSTERIOR, evidence[0].text
+    assert all(e.weight < PAGE_POSTERIOR for e in evidence[1:]), evidence[1:]
+    assert bursts.covered()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_healthy_idle_fabric_names_nothing_and_is_covered(
+    setup: tuple[Plan, Any, list[str], dict[str, float]], seed: int,
+) -> None:
+    plan, profile, _, speeds = setup
+    bursts = Bursts(plan, profile, per_interval=4)
+    lab = FakeLab(bursts, seed, {})
+    idle = {p: {"tx_bytes": 1e3} for p in speeds}
+    assert not bursts.covered()
+    assert _intervals(bursts, lab, idle, speeds, 6) == []
+    assert bursts.covered()
+
+
+def test_a_busy_path_is_not_judged_and_says_why(
+    setup: tuple[Plan, Any, list[str], dict[str, float]],
+) -> None:
+    plan, profile, links, speeds = setup
+    bursts = Bursts(plan, profile, per_interval=4)
+    lab = FakeLab(bursts, 0, {links[0]: 0.5})
+    busy = {p: {"tx_bytes": 0.3 * LINE * 1e9 / 8} for p in speeds}  # 30 % of line
+    assert _intervals(bursts, lab, busy, speeds, 2) == []
+    assert lab.runs == 0  # a share is not a rate: none was run
+    assert BUSY in bursts.not_observed and bursts.covered()
+    # the first interval (no rates yet) runs nothing either
+    fresh = Bursts(plan, profile)
+    assert fresh.run(lab, {}, speeds) == [] and lab.runs == 0
+
+
+def test_a_burst_that_dies_on_the_data_plane_fails_at_zero(
+    setup: tuple[Plan, Any, list[str], dict[str, float]],
+) -> None:
+    plan, profile, links, speeds = setup
+    bursts = Bursts(plan, profile, per_interval=4)
+    host_link = next(lk for lk in links if lk.startswith("host3:"))
+    lab = FakeLab(bursts, 1, {}, dark=frozenset({host_link}))
+    idle = {p: {"tx_bytes": 0.0} for p in speeds}
+    evidence = _intervals(bursts, lab, idle, speeds, 8)
+    assert evidence and evidence[0].unit == host_link and evidence[0].value == 0.0
