@@ -29,11 +29,12 @@ from typing import Any
 from labtest.capabilities.host import Perftest, PerftestSpec
 from labtest.doctor.judge import Evidence, Plan, limit_for
 from labtest.doctor.pager import probe_weight
-from labtest.errors import DataplaneFailed, InfraError
+from labtest.errors import DataplaneFailed, InfraError, TransportError
 from labtest.measure.coverage import expand_units
 from labtest.measure.inference import Observation, infer
 from labtest.measure.limits import LimitsProfile
 from labtest.measure.paths import Fabric
+from labtest.outcome import first_line
 from labtest.reports.results import testbed_record
 
 #: one burst: 1,000 writes of 64 KiB on one queue pair (65.5 MB: 1.3 ms at 400 Gb/s)
@@ -178,7 +179,8 @@ class Bursts:
     def covered(self) -> bool:
         """Whether every link was crossed by ``COVER`` judged bursts (a fabric member in
         their route sets), or the bursts can judge nothing here (no perftest, all busy)."""
-        if BUSY in self.not_observed or len(self.not_observed) >= len(self.fabric_hosts):
+        left = [h for h in self.fabric_hosts if h not in self.not_observed]
+        if BUSY in self.not_observed or len(left) < 2:
             return True
         seen: dict[str, int] = {}
         for _, b in self.window:
@@ -211,8 +213,11 @@ class Bursts:
         except DataplaneFailed as exc:
             return Burst(src, dst, 0.0, line, routes, failed=True,
                          why=f"died on the data plane: {exc.evidence}")
-        except InfraError as exc:  # the tool, not the fabric: this host is not probed again
-            self.not_observed[src] = f"bandwidth burst failed: {exc}"
+        except TransportError as exc:  # a host that did not answer now: next time again
+            return Burst(src, dst, None, line, routes, why=f"not run: {exc}")
+        except InfraError as exc:  # the tool, not the fabric: that host is not probed again
+            who = exc.device if exc.device in (src, dst) else src
+            self.not_observed[who] = f"bandwidth bursts: {first_line(str(exc))}"
             return Burst(src, dst, None, line, routes, why=str(exc))
         gbps = result.client.best_average_gbps
         if gbps is None:

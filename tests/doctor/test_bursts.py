@@ -18,7 +18,7 @@ import pytest
 from labtest.doctor.bursts import BURST_B, BUSY, Bursts
 from labtest.doctor.judge import Plan
 from labtest.doctor.pager import PAGE_POSTERIOR
-from labtest.errors import DataplaneFailed
+from labtest.errors import CapabilityAbsent, DataplaneFailed
 from labtest.measure import load_limits
 from labtest.run import DEFAULT_TESTBED
 from labtest.testbed import load_testbed
@@ -145,3 +145,23 @@ def test_a_burst_that_dies_on_the_data_plane_fails_at_zero(
     idle = {p: {"tx_bytes": 0.0} for p in speeds}
     evidence = _intervals(bursts, lab, idle, speeds, 8)
     assert evidence and evidence[0].unit == host_link and evidence[0].value == 0.0
+
+
+def test_hosts_without_perftest_are_left_out_once_and_said(
+    setup: tuple[Plan, Any, list[str], dict[str, float]],
+) -> None:
+    """The kernel lab's hosts run no ib_write_bw: each is named once as not observed, no
+    burst is judged, and the bursts stop holding back a healthy decision."""
+    plan, profile, _, speeds = setup
+    bursts = Bursts(plan, profile, per_interval=4)
+
+    class NoTool(Host):
+        def perftest_bandwidth(self, *a: Any, **k: Any) -> Any:
+            raise CapabilityAbsent(self.name, "ib_write_bw: command not found")
+
+    lab = FakeLab(bursts, 0, {})
+    lab.device = lambda name: NoTool(lab, name)  # type: ignore[method-assign]
+    idle = {p: {"tx_bytes": 0.0} for p in speeds}
+    assert _intervals(bursts, lab, idle, speeds, 4) == []
+    assert bursts.covered() and not bursts.window
+    assert all("command not found" in why for why in bursts.not_observed.values())
