@@ -130,6 +130,7 @@ def test_a_busy_path_is_not_judged_and_says_why(
     assert _intervals(bursts, lab, busy, speeds, 2) == []
     assert lab.runs == 0  # a share is not a rate: none was run
     assert BUSY in bursts.not_observed and bursts.covered()
+    assert bursts.budget_fraction(10.0) < 1e-3  # under the probe mesh's budget
     # the first interval (no rates yet) runs nothing either
     fresh = Bursts(plan, profile)
     assert fresh.run(lab, {}, speeds) == [] and lab.runs == 0
