@@ -46,7 +46,8 @@ IDLE_FRACTION = 0.05
 WINDOW = 32
 #: judged bursts whose route sets must hold a link before ``covered`` (``--once``'s healthy)
 COVER = 2
-#: not_observed key and reason prefix of a path too busy to burst on
+#: not_observed key of the bursts (a host's: "<host> bandwidth bursts"), and the reason
+#: prefix of a path too busy to burst on
 BUSY, BUSY_WHY = "bandwidth bursts", "its path is busy"
 #: bytes a packet counts at most, where a port counts packets only (the RoCE MTU)
 ROCE_MTU_B = 4096
@@ -116,7 +117,7 @@ class Bursts:
         if not port_rates:
             return out
         for src, dst in self._pick():
-            if src in self.not_observed or dst in self.not_observed:
+            if self._left_out(src) or self._left_out(dst):
                 continue
             burst = self._one(lab, src, dst, port_rates, speeds)
             out.append(burst)
@@ -177,10 +178,13 @@ class Bursts:
                 return next(str(e) for e in lk.ends if e.device == leaf)
         return None
 
+    def _left_out(self, host: str) -> bool:
+        return f"{host} {BUSY}" in self.not_observed
+
     def covered(self) -> bool:
         """Whether every link was crossed by ``COVER`` judged bursts (a fabric member in
         their route sets), or the bursts can judge nothing here (no perftest, all busy)."""
-        left = [h for h in self.fabric_hosts if h not in self.not_observed]
+        left = [h for h in self.fabric_hosts if not self._left_out(h)]
         if BUSY in self.not_observed or len(left) < 2:
             return True
         seen: dict[str, int] = {}
@@ -205,8 +209,8 @@ class Bursts:
                          why=f"{BUSY_WHY} ({', '.join(busy[:3])}): a share, not a rate")
         client, server = lab.device(src), lab.device(dst)
         if not isinstance(client, Perftest) or not isinstance(server, Perftest):
-            self.not_observed[src if not isinstance(client, Perftest) else dst] = (
-                "offers no perftest: no bandwidth bursts")
+            who = src if not isinstance(client, Perftest) else dst
+            self.not_observed[f"{who} {BUSY}"] = "offers no perftest"
             return Burst(src, dst, None, line, routes, why="no perftest")
         spec = PerftestSpec(qps=1, size_bytes=SIZE_B, iterations=ITERATIONS)
         try:
@@ -218,7 +222,7 @@ class Bursts:
             return Burst(src, dst, None, line, routes, why=f"not run: {exc}")
         except InfraError as exc:  # the tool, not the fabric: that host is not probed again
             who = exc.device if exc.device in (src, dst) else src
-            self.not_observed[who] = f"bandwidth bursts: {first_line(str(exc))}"
+            self.not_observed[f"{who} {BUSY}"] = first_line(str(exc))
             return Burst(src, dst, None, line, routes, why=str(exc))
         gbps = result.client.best_average_gbps
         if gbps is None:
