@@ -201,9 +201,13 @@ class Bursts:
         ports = sorted({e for r in routes for c in r if (lk := self._link(c)) is not None
                         for e in (str(x) for x in lk.ends)})
         line = min((speeds[p] for p in ports if speeds.get(p)), default=0.0)
+        unknown = [p for p in ports if not _counted(port_rates.get(p))]
         busy = [p for p in ports if _busy(port_rates.get(p), speeds.get(p))]
         if not routes or not line:
             return Burst(src, dst, None, line, routes, why="no route or no port speed read")
+        if unknown:  # a port not read, or not over a whole interval yet: idle is unknown
+            return Burst(src, dst, None, line, routes,
+                         why=f"no traffic rate of {', '.join(unknown[:3])} over the last interval")
         if busy:
             return Burst(src, dst, None, line, routes,
                          why=f"{BUSY_WHY} ({', '.join(busy[:3])}): a share, not a rate")
@@ -268,6 +272,11 @@ def _grew(before: Mapping[str, Any], after: Mapping[str, Any], port: str | None)
         return None
     a, b = before[port].counters.get("tx_bytes"), after[port].counters.get("tx_bytes")
     return None if a is None or b is None else float(b - a)
+
+
+def _counted(rates: Mapping[str, float] | None) -> bool:
+    """Whether a port's rates say how much it carried (bytes or packets)."""
+    return rates is not None and any(k in rates for k in ("tx_bytes", "tx_packets", "rx_packets"))
 
 
 def _busy(rates: Mapping[str, float] | None, speed_gbps: float | None) -> bool:

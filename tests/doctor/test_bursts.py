@@ -166,3 +166,18 @@ def test_hosts_without_perftest_are_left_out_once_and_said(
     assert _intervals(bursts, lab, idle, speeds, 4) == []
     assert bursts.covered() and not bursts.window
     assert all("command not found" in why for why in bursts.not_observed.values())
+
+
+def test_a_port_without_a_rate_over_the_last_interval_is_not_taken_for_idle(
+    setup: tuple[Plan, Any, list[str], dict[str, float]],
+) -> None:
+    """``--once``'s first round follows its baseline read: the ports have no rates yet
+    (the baseline had nothing before it), and a loaded fabric must not be burst on as idle."""
+    plan, profile, links, speeds = setup
+    bursts = Bursts(plan, profile, per_interval=4)
+    lab = FakeLab(bursts, 0, {links[0]: 0.5})
+    unread = {p: {} for p in speeds}
+    unread[next(iter(speeds))] = {"tx_bytes": 0.0}
+    assert all(b.gbps is None and "no traffic rate" in b.why
+               for b in bursts.run(lab, unread, speeds))
+    assert lab.runs == 0
