@@ -44,8 +44,8 @@ BURST_B = ITERATIONS * SIZE_B
 IDLE_FRACTION = 0.05
 #: judged bursts the inference reads (about eight intervals at four a interval)
 WINDOW = 32
-#: judged bursts whose route sets must hold a link before ``covered`` (``--once``'s healthy)
-COVER = 2
+#: judged bursts that must have crossed a link before ``covered`` (``--once``'s healthy)
+COVER = 1
 #: not_observed key of the bursts (a host's: "<host> bandwidth bursts"), and the reason
 #: prefix of a path too busy to burst on
 BUSY, BUSY_WHY = "bandwidth bursts", "its path is busy"
