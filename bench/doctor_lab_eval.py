@@ -3,12 +3,13 @@ process against the emulated default lab, through the drivers (SSH, the parsers,
 skew, the live traceroute mesh), at placements and parameters drawn from a printed seed.
 
     python bench/doctor_lab_eval.py [--seed S] [--cases 40] [--healthy 6] [--out DIR]
-                                    [--kinds K ...] [--load-all]
+                                    [--kinds K ...] [--load-all | --idle]
 
 Each case is one child ``labtest doctor --once --fault KIND@TARGET:k=v --json-lines F`` on
 its own emulation seed (another hash, other module temperatures and margins); stragglers
 run with ``--load`` (a straggler slows only what it carries); ``--load-all`` runs every
-case, healthy ones too, beside that training-job load (production's background). Kinds and
+case, healthy ones too, beside that training-job load (production's background); ``--idle``
+none (a straggler then is the bandwidth bursts' to find: docs/doctor.md). Kinds and
 where they go are the detection matrix's domains (``tests/matrix/matrix_data.py``: every
 vendor end, host and fabric links) for what the doctor claims, with the ranges the doctor
 is sized for where they differ (stated in ``DOCTOR_DOMAINS``).
@@ -103,15 +104,15 @@ def testbed_for(seed: int, folder: Path) -> Path:
 
 
 def run_case(n: int, kind: str | None, target: str, params: dict[str, Any], lab_seed: int,
-             out: Path, max_s: float, blame_names: tuple[str, ...], load: bool = False
-             ) -> Outcome:
+             out: Path, max_s: float, blame_names: tuple[str, ...], load: bool = False,
+             idle: bool = False) -> Outcome:
     events = out / f"{n:03d}.jsonl"
     events.unlink(missing_ok=True)
     argv = [sys.executable, "-m", "labtest.cli", "doctor", "--once", "--max-s", f"{max_s:g}",
             "--testbed", str(testbed_for(lab_seed, out)), "--json-lines", str(events)]
     if kind is not None:
         argv += ["--fault", spec(kind, target, params)]
-    if kind in LOADED or load:
+    if (kind in LOADED and not idle) or load:
         argv.append("--load")
     t0 = time.monotonic()
     done = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
@@ -185,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--load-all", action="store_true",
                     help="every case (healthy too) beside the training-job load (--load)")
+    ap.add_argument("--idle", action="store_true",
+                    help="no case under the load, stragglers neither (the bursts find them)")
     ap.add_argument("--kinds", nargs="+", choices=sorted(DOCTOR_DOMAINS),
                     help="draw only these kinds (default: every kind)")
     args = ap.parse_args(argv)
@@ -201,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     outcomes = []
     for n, (kind, target, params) in enumerate(cases, 1):
         o = run_case(n, kind, target, params, rng.randrange(1, 10**6), out, args.max_s,
-                     blame(tb, target) if kind else (), load=args.load_all)
+                     blame(tb, target) if kind else (), load=args.load_all, idle=args.idle)
         outcomes.append(o)
         mark = ("ok" if (o.top1 if kind else not o.suspects) else
                 "named (not first)" if o.detected else "MISS" if kind else "FALSE PAGE")
