@@ -389,11 +389,12 @@ def test_uneven_ecmp_explains_the_bisection_shortfall_but_not_a_slow_pair(
                for c in causes), causes
 
 
-def _member_loss(link: str, device: str, port: str, ratio: float) -> dict[str, Any]:
+def _member_loss(link: str, device: str, port: str, ratio: float,
+                 **labels: str) -> dict[str, Any]:
     verdict = "FAIL" if ratio > 1e-4 else "PASS"
     return t("paths", f"test_member_loss[{link}]", [
         m("paths.member_loss_ratio", ratio, verdict, {"high": 1e-4, "unit": "", "source": "x"},
-          link=link, device=device, port=port)])
+          link=link, device=device, port=port, **labels)])
 
 
 def leaf_pairs(leaf_hosts: tuple[str, ...], short: float) -> list[dict[str, Any]]:
@@ -769,9 +770,7 @@ def test_an_incasts_goodput_crossed_every_senders_routes(testbed_record: dict[st
             m("congestion.incast_goodput_fraction", 0.71 if short else 0.95,
               "FAIL" if short else "PASS", {"low": 0.9, "source": "x"}, receiver=r,
               senders=" ".join(senders))]))
-    loss = t("paths", f"test_member_loss[{bad}]", [
-        m("paths.member_loss_ratio", 0.02, "FAIL", {"high": 1e-4, "source": "x"}, link=bad,
-          device="leaf2", port="Ethernet0", peer="spine1:Ethernet8")])
+    loss = _member_loss(bad, "leaf2", "Ethernet0", 0.02, peer="spine1:Ethernet8")
     causes = root_causes(doc_of(testbed_record, [*incasts, loss, *pair_tests(None)]))
     # the counts alone cannot split leaf2 from its lossy member (every leaf2 sender crossed
     # the leaf, half its streams the member): one cause there, no receiver's link
@@ -806,9 +805,7 @@ def test_a_victim_slowed_beside_an_incast_over_a_lossy_link_is_that_links_conseq
         m("congestion.victim_rate_fraction", 0.67, "FAIL", {"low": 0.7, "source": "x"},
           pair="host2--host5", host="host2", counted_at="leaf1:Ethernet24",
           incast_receiver="host3", background=" ".join(f"{s}>host3" for s in incast_senders))])
-    loss = t("paths", f"test_member_loss[{bad}]", [
-        m("paths.member_loss_ratio", 0.02, "FAIL", {"high": 1e-4, "source": "x"}, link=bad,
-          device="leaf2", port="Ethernet0", peer="spine1:Ethernet8")])
+    loss = _member_loss(bad, "leaf2", "Ethernet0", 0.02, peer="spine1:Ethernet8")
     pairs = pair_tests(None)
     for p in pairs:
         x = p["measurements"][0]
@@ -857,9 +854,7 @@ def test_a_queue_on_the_member_beside_a_lossy_one_is_the_lossy_ones_consequence(
     queue = t("latency", "test_latency_beside_upstream_pause[host5->host3]", [
         m("latency.hol_p99_us", 29.4, "FAIL", {"high": 26, "source": "x"}, pair="host3--host5",
           device=device, port=port, priority="3", queue=f"{device}:{port}:3")])
-    loss = t("paths", f"test_member_loss[{bad}]", [
-        m("paths.member_loss_ratio", 0.02, "FAIL", {"high": 1e-4, "source": "x"}, link=bad,
-          device="leaf2", port="Ethernet0", peer="spine1:Ethernet8")])
+    loss = _member_loss(bad, "leaf2", "Ethernet0", 0.02, peer="spine1:Ethernet8")
     pairs = pair_tests(None)
     for p in pairs:
         x = p["measurements"][0]
