@@ -22,7 +22,7 @@ through a healthy link beside the slow one clears it.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -32,10 +32,11 @@ from labtest.doctor.pager import probe_weight
 from labtest.errors import DataplaneFailed, InfraError, TransportError
 from labtest.measure.coverage import expand_units
 from labtest.measure.inference import Observation, infer
-from labtest.measure.limits import LimitsProfile
+from labtest.measure.limits import Limit, LimitsProfile, Verdict
 from labtest.measure.paths import Fabric
 from labtest.outcome import first_line
 from labtest.reports.results import testbed_record
+from labtest.testbed.model import Link
 
 #: one burst: 1,000 writes of 64 KiB on one queue pair (65.5 MB: 1.3 ms at 400 Gb/s)
 ITERATIONS, SIZE_B = 1000, 65536
@@ -46,9 +47,8 @@ IDLE_FRACTION = 0.05
 WINDOW = 32
 #: judged bursts that must have crossed a link before ``covered`` (``--once``'s healthy)
 COVER = 1
-#: not_observed key of the bursts (a host's: "<host> bandwidth bursts"), and the reason
-#: prefix of a path too busy to burst on
-BUSY, BUSY_WHY = "bandwidth bursts", "its path is busy"
+#: not_observed key of the bursts (a host's: "<host> bandwidth bursts")
+BUSY = "bandwidth bursts"
 #: bytes a packet counts at most, where a port counts packets only (the RoCE MTU)
 ROCE_MTU_B = 4096
 #: the limit a burst's rate over its path's line rate is judged against
@@ -64,6 +64,7 @@ class Burst:
     routes: tuple[frozenset[str], ...]
     failed: bool = False
     why: str = ""
+    busy: bool = False  # not judged: the path carried other traffic (a share, not a rate)
 
     def text(self) -> str:
         if self.gbps is None:
@@ -88,9 +89,16 @@ class Bursts:
     _busy_streak: int = 0
     fabric_hosts: list[str] = field(default_factory=list)
     _cabled: set[str] = field(default_factory=set)
+    _links: dict[str, Link] = field(default_factory=dict)
+    _limit: Limit | None = None
 
     def __post_init__(self) -> None:
         self.fabric = Fabric(expand_units(testbed_record(self.plan.testbed)))
+        self._links = {lk.name: lk for lk in self.plan.testbed.links}
+        found = limit_for(self.profile, KEY, None)
+        self._limit = found[1] if found is not None else None
+        if self._limit is None:  # nothing to judge a burst against: said, not skipped
+            self.not_observed[BUSY] = f"the limits profile has no {KEY}: bursts not judged"
         hosts = sorted(n for n, d in self.plan.testbed.devices.items() if d.role == "host")
         self.fabric_hosts = hosts
         # devices on some host's routes: links between them are the ones bursts can cross
@@ -114,7 +122,7 @@ class Bursts:
         over the last interval, which says which paths are idle."""
         self._count += 1
         out: list[Burst] = []
-        if not port_rates:
+        if not port_rates or self._limit is None:
             return out
         for src, dst in self._pick():
             if self._left_out(src) or self._left_out(dst):
@@ -125,9 +133,9 @@ class Bursts:
                 self._unsettled.append(burst)
                 self._busy_streak = 0
                 self.not_observed.pop(BUSY, None)
-            elif burst.why.startswith(BUSY_WHY):
+            elif burst.busy:
                 self._busy_streak += 1
-        if self._busy_streak >= 2 * self.per_interval:
+        if self._busy_streak >= 2 * self.per_interval and self._limit is not None:
             self.not_observed[BUSY] = ("every path busy for two intervals: a burst would "
                                        "measure a share, not a rate (the counters' bottleneck "
                                        "check judges loaded links)")
@@ -209,8 +217,8 @@ class Bursts:
             return Burst(src, dst, None, line, routes,
                          why=f"no traffic rate of {', '.join(unknown[:3])} over the last interval")
         if busy:
-            return Burst(src, dst, None, line, routes,
-                         why=f"{BUSY_WHY} ({', '.join(busy[:3])}): a share, not a rate")
+            return Burst(src, dst, None, line, routes, busy=True,
+                         why=f"its path is busy ({', '.join(busy[:3])}): a share, not a rate")
         client, server = lab.device(src), lab.device(dst)
         if not isinstance(client, Perftest) or not isinstance(server, Perftest):
             who = src if not isinstance(client, Perftest) else dst
@@ -231,22 +239,19 @@ class Bursts:
         gbps = result.client.best_average_gbps
         if gbps is None:
             return Burst(src, dst, None, line, routes, why="perftest printed no bandwidth")
-        found = limit_for(self.profile, KEY, None)
-        failed = found is not None and found[1].judge(gbps / line).value == "FAIL"
+        assert self._limit is not None  # run() judges nothing without it
+        failed = self._limit.judge(gbps / line) is Verdict.FAIL
         return Burst(src, dst, gbps, line, routes, failed=failed)
 
-    def _link(self, component: str) -> Any:
-        for lk in self.plan.testbed.links:
-            if lk.name == component:
-                return lk
-        return None
+    def _link(self, component: str) -> Link | None:
+        return self._links.get(component)
 
     def evidence(self) -> list[Evidence]:
         """The links the window's failing bursts share and its passing ones clear."""
         judged = [b for _, b in self.window]
         if not any(b.failed for b in judged):
             return []
-        links = {lk.name for lk in self.plan.testbed.links}
+        links = set(self._links)
         obs = [Observation(f"burst{i}", b.failed, (b.routes,), aspect=KEY)
                for i, b in enumerate(judged)]
         result = infer(obs, candidates=sorted({c for b in judged if b.failed
@@ -292,5 +297,3 @@ def speeds_of(readings: Mapping[str, Any]) -> dict[str, float]:
     """Port -> its speed (Gb/s) from a snapshot's readings."""
     return {n: float(r.speed_gbps) for n, r in readings.items() if r.speed_gbps}
 
-
-__all__: Sequence[str] = ("Burst", "Bursts", "speeds_of")

@@ -62,9 +62,7 @@ def read_value(v: object) -> float | None:
     """A results document's measured value as a number: JSON has no infinity, so a reading
     that never ended (a reroute that never converged) is stored as "inf" and read back as
     one; None for no number (NaN, a missing value, a text reading)."""
-    if isinstance(v, bool):
-        return float(v)
-    if isinstance(v, int | float):
+    if isinstance(v, int | float):  # a bool too: a yes/no reading is 1 or 0
         return float(v)
     if isinstance(v, str) and v in ("inf", "-inf"):
         return float(v)

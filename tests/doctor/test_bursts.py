@@ -181,3 +181,16 @@ def test_a_port_without_a_rate_over_the_last_interval_is_not_taken_for_idle(
     assert all(b.gbps is None and "no traffic rate" in b.why
                for b in bursts.run(lab, unread, speeds))
     assert lab.runs == 0
+
+
+def test_without_the_bandwidth_limit_the_bursts_say_so_and_judge_nothing(
+    setup: tuple[Plan, Any, list[str], dict[str, float]],
+) -> None:
+    plan, profile, links, speeds = setup
+    bare = profile.model_copy(update={"limits": {
+        k: v for k, v in profile.limits.items() if k != "roce.bw_fraction_of_line"}})
+    bursts = Bursts(plan, bare, per_interval=4)
+    lab = FakeLab(bursts, 0, {links[0]: 0.5})
+    assert bursts.run(lab, {p: {"tx_bytes": 0.0} for p in speeds}, speeds) == []
+    assert lab.runs == 0 and "no roce.bw_fraction_of_line" in bursts.not_observed[BUSY]
+    assert bursts.covered()  # it cannot hold back a healthy decision it could never make
