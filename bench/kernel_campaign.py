@@ -17,6 +17,12 @@ first root cause naming the placed element (the link, either end, or the device)
 healthy one must PASS. Linux replaces a route when BGP withdraws a path and drops a few
 frames of flows that never used the failed link (docs/kernel-lab.md): a healthy run that
 fails only ``failover.unaffected_flow_loss_frames`` is counted apart, as that truth.
+
+With ``--doctor`` each case also runs ``labtest doctor --once`` on a fresh kernel lab with the
+same fault (after the suites, never beside them), judged the same way on its report: rank-1
+names the placed element; an unreachable device is right when listed as unread; a healthy
+lab is right when nothing is paged. ``--doctor-only`` runs just that for the chosen cases and
+keeps their stored suite rows.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ TESTBED = ROOT / "testbeds" / "kernel" / "leafspine.yaml"
 SUITES = ("cabling", "failover", "paths", "routing")
 TIMEOUT_S = 900.0  # a gray fault makes every failover event wait its bounds out (9-10 min a run)
 FIB_UPDATE_LOSS = "failover.unaffected_flow_loss_frames"
+DOCTOR_MAX_S = 120.0  # device seconds of --once rounds before "undecided" (time scale 1 here)
 
 
 def _links(data: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -120,6 +127,46 @@ def run_case(case: Mapping[str, Any], folder: Path) -> dict[str, Any]:
     return judge(case, folder, time.monotonic() - t0, code)
 
 
+def run_doctor(case: Mapping[str, Any], folder: Path) -> dict[str, Any]:
+    """``labtest doctor --once`` on a fresh lab with the case's fault; its last report judged."""
+    folder.mkdir(parents=True, exist_ok=True)
+    events = folder / "doctor.jsonl"
+    events.unlink(missing_ok=True)
+    argv = [sys.executable, "-m", "labtest.cli", "doctor", "--once", "--max-s",
+            f"{DOCTOR_MAX_S:g}", "--testbed", str(testbed_for(case, folder)),
+            "--json-lines", str(events)]
+    t0 = time.monotonic()
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S,
+                              check=False)
+        log = done.stdout + done.stderr
+    except subprocess.TimeoutExpired as exc:
+        log = f"timed out after {TIMEOUT_S:g} s\n{exc.stdout or ''}"
+    (folder / "doctor.log").write_text(str(log), encoding="utf-8")
+    reports = [e for e in map(json.loads, events.read_text(encoding="utf-8").splitlines())
+               if e.get("event") == "report"] if events.exists() else []
+    return judge_doctor(case, reports[-1] if reports else None, time.monotonic() - t0)
+
+
+def judge_doctor(case: Mapping[str, Any], last: Mapping[str, Any] | None, wall_s: float
+                 ) -> dict[str, Any]:
+    if last is None:
+        return {"doctor": "no report", "doctor_first": "—", "doctor_right": False,
+                "doctor_wall_s": round(wall_s, 1)}
+    units = [str(s["unit"]) for s in last.get("suspects") or []]
+    unread = " ".join(last.get("failed") or {})
+    if not case["kind"]:
+        right = not units
+    elif case["kind"] == "unreachable_device":
+        right = names(unread, case["target"]) and (
+            not units or any(_names(units[0], who) for who in case["blame"]))
+    else:
+        right = bool(units) and any(_names(units[0], who) for who in case["blame"])
+    return {"doctor": str(last.get("decision", "")), "doctor_first": units[0] if units else "—",
+            "doctor_right": right, "doctor_device_s": float(last.get("device_s", 0.0)),
+            "doctor_wall_s": round(wall_s, 1)}
+
+
 def judge(case: Mapping[str, Any], folder: Path, wall_s: float, code: int) -> dict[str, Any]:
     row: dict[str, Any] = {"name": case["name"], "kind": case["kind"] or "healthy",
                            "target": case["target"], "params": case["params"],
@@ -174,6 +221,19 @@ def render(rows: Sequence[Mapping[str, Any]], seed: int) -> str:
         fib = sum(bool(r.get("fib_update_loss")) for r in healthy)
         lines.append(f"Healthy: {sum(r['right'] for r in healthy)}/{len(healthy)} PASS"
                      + (f", {fib} failing only on Linux's FIB-update loss" if fib else "") + ".")
+    doc_rows = [r for r in rows if "doctor_right" in r]
+    if doc_rows:
+        lines += ["", f"Doctor (`labtest doctor --once`, at most {DOCTOR_MAX_S:g} s of device "
+                  "time):", "", "| fault kind | cases | rank-1 right | decided (page / healthy "
+                  "/ undecided) |", "|---|---|---|---|"]
+        for kind in sorted({r["kind"] for r in doc_rows}):
+            mine = [r for r in doc_rows if r["kind"] == kind]
+            how = " / ".join(str(sum(str(r.get("doctor")).startswith(d) for r in mine))
+                             for d in ("decided: paged", "decided: healthy", "undecided"))
+            lines.append(f"| `{kind}` | {len(mine)} | {sum(r['doctor_right'] for r in mine)} | "
+                         f"{how} |")
+        lines += [f"- `{r['name']}` {r['kind']} at `{r['target']}`: doctor {r['doctor']}, "
+                  f"first {r['doctor_first']}" for r in doc_rows if not r["doctor_right"]]
     wrong = [r for r in rows if not r["right"] and not r.get("fib_update_loss")]
     if wrong:
         lines += ["", "Wrong:"] + [
@@ -195,6 +255,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--rejudge", action="store_true",
                     help="judge the runs already in --out again (the same --seed, --cases and "
                          "--healthy) with today's root-cause engine; nothing is run")
+    ap.add_argument("--doctor", action="store_true",
+                    help="after each case's run, `labtest doctor --once` on a fresh lab with "
+                         "the same fault, judged on its rank-1")
+    ap.add_argument("--doctor-only", action="store_true",
+                    help="run only the doctor for the chosen cases; their stored suite rows stay")
     args = ap.parse_args(argv)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**8)
     cases = draw(seed, args.cases, args.healthy)
@@ -210,7 +275,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     stored = out / "rows.json"
     previous = ({r["name"]: r for r in json.loads(stored.read_text(encoding="utf-8"))}
-                if (args.rejudge or args.only is not None) and stored.exists() else {})
+                if (args.rejudge or args.only is not None or args.doctor_only)
+                and stored.exists() else {})
     done: dict[str, dict[str, Any]] = {}
 
     def merged() -> list[dict[str, Any]]:  # in draw order: this pass's rows, else the stored
@@ -221,14 +287,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         if (args.only is not None and name not in args.only) or (
                 args.rejudge and name not in previous):
             continue
-        row = (judge(case, out / name, previous[name]["wall_s"], previous[name]["exit"])
-               if args.rejudge else run_case(case, out / name))
+        if args.doctor_only:
+            row = {**previous.get(name, {"name": name, "kind": case["kind"] or "healthy",
+                                         "target": case["target"], "params": case["params"],
+                                         "verdict": "not run", "first": "—", "right": False,
+                                         "wall_s": 0.0}), **run_doctor(case, out / name)}
+        elif args.rejudge:
+            row = {**previous[name], **judge(case, out / name, previous[name]["wall_s"],
+                                             previous[name]["exit"])}
+        else:
+            row = run_case(case, out / name)
+            if args.doctor:
+                row |= run_doctor(case, out / name)
         done[name] = row
         state = "right" if row["right"] else ("FIB loss" if row.get("fib_update_loss")
                                               else "WRONG")
+        doctor = (f"  doctor {row['doctor_first']} "
+                  f"{'right' if row['doctor_right'] else 'WRONG'} ({row['doctor']})"
+                  if "doctor_right" in row else "")
         print(f"[{n:3d}/{len(cases)}] {name:<26} {case['target'] or '-':<20} "
-              f"{row['verdict']:<10} first {row['first']:<44} {state:<8} {row['wall_s']:5.0f} s",
-              flush=True)
+              f"{row['verdict']:<10} first {row['first']:<44} {state:<8} {row['wall_s']:5.0f} s"
+              + doctor, flush=True)
         stored.write_text(json.dumps(merged(), indent=1), encoding="utf-8")  # every case kept
     rows = merged()
     table = render(rows, seed)

@@ -462,6 +462,7 @@ class ScapyTrafficGenerator:
             frames_rx=frames,
             bytes_rx=frames * flow.size_bytes,
             loss_frames=lost,
+            missing_frames=sum(parts[0].gap_frames()) if exact and len(parts) == 1 else None,
             loss_pct=loss_pct(stream.sent, unique) if stopped else None,
             loss_duration_ms=loss_duration_ms(lost, rate) if lost is not None else None,
             longest_gap_frames=max(gaps, default=0) if exact else None,

@@ -370,6 +370,13 @@ class FlowMetrics:
     several flows: counts are a lower bound), ``generator`` (a hardware
     generator's own counters).
 
+    ``missing_frames`` is the loss so far while the flow runs, exactly: the
+    sequence numbers missing below the highest one received (late frames fill
+    their gap). Frames sent and not yet received are in flight, not lost, so
+    ``frames_tx - frames_rx`` overstates a running flow's loss by a few frames
+    that come and go between reads. ``None`` where the backend does not number
+    frames, or several rx ports share the flow.
+
     ``tx_max_lag_us`` is how far behind its schedule a software sender fell;
     a late sender catches up in a burst, which shifts frames across the edge
     of an outage, so ``loss_duration_ms`` is trustworthy to about that much.
@@ -383,6 +390,7 @@ class FlowMetrics:
     frames_rx: int | None = None
     bytes_rx: int | None = None
     loss_frames: int | None = None
+    missing_frames: int | None = None
     loss_pct: float | None = None
     loss_duration_ms: float | None = None
     longest_gap_frames: int | None = None

@@ -30,6 +30,7 @@ from labtest.fixtures.tg_probes import (
     PathMapping,
     TgPort,
     frames_lost,
+    frames_missing,
     map_probe_paths,
     probe_config,
     probe_pair,
@@ -395,13 +396,19 @@ def _baseline_loss(measure: Any, probe: Probe) -> dict[str, int] | None:
     labtime.sleep(float(SETTINGS["baseline_timeout_s"]) / 4)
     after = tg.metrics()
     sent = {m.name: m.frames_tx for m in before}
+    received = {m.name: m.frames_rx or 0 for m in before}
     sending = [m.name for m in after if m.frames_tx > sent.get(m.name, m.frames_tx)]
+    # a flow that delivered over the window lost what its sequence lacks (frames in flight
+    # are not lost); one that delivered nothing, all it sent
+    delivering = {m.name for m in after if (m.frames_rx or 0) > received.get(m.name, 0)}
     lost0, lost1 = frames_lost(before), frames_lost(after)
-    grew = {f: lost1[f] - lost0.get(f, 0) for f in sending if f in probe.paths}
+    exact0, exact1 = frames_missing(before), frames_missing(after)
+    grew = {f: (exact1[f] - exact0.get(f, 0)) if f in delivering else lost1[f] - lost0.get(f, 0)
+            for f in sending if f in probe.paths}
     if not any(v > 0 for v in grew.values()):
         silent = len(probe.paths) - len(grew)
         if silent == 0:
-            return lost1
+            return exact1
         raise InfraError(probe.a.tg, "the probe flows never ran loss-free before the event, "
                          f"and {silent} of them stopped sending")
     attach_json("frames lost per flow before any event", grew)

@@ -150,6 +150,7 @@ def test_50_ms_outage_is_measured_within_2_ms(
     assert m.rx_count_method == "signature"
     assert m.outages == 1
     assert m.loss_frames == m.longest_gap_frames
+    assert m.missing_frames == m.loss_frames  # the outage is a gap in the sequence
     assert m.longest_outage_ms == pytest.approx(50.0, abs=2.0)
     assert m.loss_duration_ms == pytest.approx(50.0, abs=2.0)
     assert m.longest_outage_ms == pytest.approx(injected_ms, abs=2.0)
@@ -242,6 +243,8 @@ def test_continuous_rocev2_and_tagged_ipv6_flows_live_then_stopped(
     live = by_name(tg.metrics())
     assert live["roce"].transmit == "started" and live["roce"].loss_frames is None
     assert 0 < (live["roce"].frames_rx or 0) <= live["roce"].frames_tx
+    # frames still in flight are not lost: nothing is missing from a healthy flow's sequence
+    assert live["roce"].missing_frames == 0
     assert not tg.wait_done(timeout_s=0.1)  # continuous: never done by itself
     tg.stop_traffic()
     final = by_name(tg.metrics())
