@@ -3,7 +3,7 @@ process against the emulated default lab, through the drivers (SSH, the parsers,
 skew, the live traceroute mesh), at placements and parameters drawn from a printed seed.
 
     python bench/doctor_lab_eval.py [--seed S] [--cases 40] [--healthy 6] [--out DIR]
-                                    [--kinds K ...] [--load-all | --idle]
+                                    [--kinds K ...] [--load-all | --idle] [--noise]
 
 Each case is one child ``labtest doctor --once --fault KIND@TARGET:k=v --json-lines F`` on
 its own emulation seed (another hash, other module temperatures and margins); stragglers
@@ -67,6 +67,14 @@ DOCTOR_DOMAINS: dict[str, Domain] = {
 }
 #: kinds that need the training-job load to show
 LOADED = {"straggler_link"}
+#: ``--noise``, production's (the lab's ``emulation.noise``): a frame lost now and then on
+#: every link (1e-5 both ways: a thousandth of the 1 % the probe test is sized for, so a
+#: probe of the mesh goes missing every few intervals somewhere); every device answers each
+#: command up to NOISE_ANSWER_S late and one switch, drawn per case, up to NOISE_LATE_S (a
+#: control plane busy with churn); polling skew and counter jitter come with the drivers
+NOISE_LOSS = 1e-5
+NOISE_ANSWER_S = 0.5
+NOISE_LATE_S = 10.0
 
 
 @dataclass
@@ -91,13 +99,18 @@ def spec(kind: str, target: str, params: dict[str, Any]) -> str:
     return f"{kind}@{target}" + (f":{extra}" if extra else "")
 
 
-def testbed_for(seed: int, folder: Path) -> Path:
-    """The default lab on its own emulation seed, paths made absolute."""
+def testbed_for(seed: int, folder: Path, noise: bool = False) -> Path:
+    """The default lab on its own emulation seed, paths made absolute, with ``--noise``'s."""
     doc = yaml.safe_load(TESTBED.read_text())
     for key in ("limits", "suite_settings"):
         if doc.get(key):
             doc[key] = str((TESTBED.parent / doc[key]).resolve())
     doc["emulation"]["seed"] = seed
+    if noise:
+        switches = sorted(d for d, v in doc["devices"].items() if v["role"] in ("leaf", "spine"))
+        late = random.Random(seed).choice(switches)
+        doc["emulation"]["noise"] = {"link_loss": NOISE_LOSS, "answer_delay_s": {
+            "*": NOISE_ANSWER_S, late: NOISE_LATE_S}}
     path = folder / f"testbed-{seed}.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
@@ -105,11 +118,11 @@ def testbed_for(seed: int, folder: Path) -> Path:
 
 def run_case(n: int, kind: str | None, target: str, params: dict[str, Any], lab_seed: int,
              out: Path, max_s: float, blame_names: tuple[str, ...], load: bool = False,
-             idle: bool = False) -> Outcome:
+             idle: bool = False, noise: bool = False) -> Outcome:
     events = out / f"{n:03d}.jsonl"
     events.unlink(missing_ok=True)
     argv = [sys.executable, "-m", "labtest.cli", "doctor", "--once", "--max-s", f"{max_s:g}",
-            "--testbed", str(testbed_for(lab_seed, out)), "--json-lines", str(events)]
+            "--testbed", str(testbed_for(lab_seed, out, noise)), "--json-lines", str(events)]
     if kind is not None:
         argv += ["--fault", spec(kind, target, params)]
     if (kind in LOADED and not idle) or load:
@@ -188,6 +201,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="every case (healthy too) beside the training-job load (--load)")
     ap.add_argument("--idle", action="store_true",
                     help="no case under the load, stragglers neither (the bursts find them)")
+    ap.add_argument("--noise", action="store_true",
+                    help="production's noise on every case's lab: a background frame loss on "
+                         "every link, late answers (one switch much later); see NOISE_*")
     ap.add_argument("--kinds", nargs="+", choices=sorted(DOCTOR_DOMAINS),
                     help="draw only these kinds (default: every kind)")
     args = ap.parse_args(argv)
@@ -204,7 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     outcomes = []
     for n, (kind, target, params) in enumerate(cases, 1):
         o = run_case(n, kind, target, params, rng.randrange(1, 10**6), out, args.max_s,
-                     blame(tb, target) if kind else (), load=args.load_all, idle=args.idle)
+                     blame(tb, target) if kind else (), load=args.load_all, idle=args.idle,
+                     noise=args.noise)
         outcomes.append(o)
         mark = ("ok" if (o.top1 if kind else not o.suspects) else
                 "named (not first)" if o.detected else "MISS" if kind else "FALSE PAGE")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import random
 import secrets as pysecrets
 import shutil
 import stat
@@ -173,6 +174,7 @@ class EmulatedLab:
                 banner=served.banner,
                 allow_exec=served.allow_exec,
                 serving=self._serving,
+                before_answer=self._late_answers(name),
             ).start()
         if served.mib is not None:
             dev.community = _credential()
@@ -182,6 +184,22 @@ class EmulatedLab:
         if served.scpi is not None:
             dev.scpi = ScpiServer(served.scpi, idn=served.idn, serving=self._serving)
             dev.scpi.start()
+
+    def _late_answers(self, name: str) -> Callable[[], None] | None:
+        """``emulation.noise.answer_delay_s``: a wait of 0..max device seconds before each
+        answer of this device, drawn from the lab's seed (a busy control plane)."""
+        noise = self.testbed.emulation.noise if self.testbed.emulation else None
+        delays = noise.answer_delay_s if noise is not None else {}
+        most = delays.get(name, delays.get("*", 0.0))
+        if most <= 0:
+            return None
+        rng = random.Random(f"{self.fabric.seed}:{name}:answers")
+        clock = self.fabric.clock
+
+        def wait() -> None:
+            clock.sleep(rng.uniform(0.0, most))
+
+        return wait
 
     def _serving(self) -> Any:
         """Held while an emulator answers a request: the elastic clock keeps its plain pace then."""

@@ -143,6 +143,7 @@ class SshServer:
         host: str = "127.0.0.1",
         port: int = 0,
         serving: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
+        before_answer: Callable[[], None] | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")
@@ -156,6 +157,7 @@ class SshServer:
         self.allow_exec = allow_exec  # some network OSes only offer a shell
         self.host = host
         self.serving = serving  # held while a command is answered (the lab's clock keeps its pace)
+        self.before_answer = before_answer  # a busy control plane's wait before each answer
         self._requested_port = port
         self.port = 0
         self.connections = 0  # TCP connections accepted so far (tests check reuse)
@@ -296,6 +298,8 @@ class SshServer:
     def serve_exec(
         self, transport: paramiko.Transport, channel: paramiko.Channel, command: str
     ) -> None:
+        if self.before_answer is not None:
+            self.before_answer()
         with self.serving():
             reply = self.handler().run(command)
         try:
@@ -360,6 +364,8 @@ class SshServer:
         if not line.strip():
             channel.sendall(handler.prompt.encode())
             return True
+        if self.before_answer is not None:
+            self.before_answer()
         with self.serving():
             reply = handler.run(line)
         if self.mode == "drop":

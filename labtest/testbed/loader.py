@@ -44,6 +44,7 @@ def load_testbed(path: str | Path, *, check_drivers: bool = True) -> Testbed:
         _check_drivers(src.data, src)
     _check_device_vars(src.data, src)
     _check_faults(src.data, src)
+    _check_noise(src.data, src)
     src.raise_if_problems()
     assert testbed is not None
     testbed._source = path
@@ -250,6 +251,25 @@ def _check_faults(data: Any, src: Source) -> None:
         if isinstance(spec, dict):
             for where, message in check_fault(i + 1, spec, catalogue, layout):
                 src.problem(("emulation", "faults", i, *where), message)
+
+
+def _check_noise(data: Any, src: Source) -> None:
+    """``emulation.noise.answer_delay_s`` keys are devices (or ``*``): a typo would leave
+    the device answering on time, and the evaluation would think it noisy."""
+    emulation = data.get("emulation") if isinstance(data, dict) else None
+    noise = emulation.get("noise") if isinstance(emulation, dict) else None
+    delays = noise.get("answer_delay_s") if isinstance(noise, dict) else None
+    devices = data.get("devices") if isinstance(data, dict) else None
+    if isinstance(emulation, dict) and noise and emulation.get("backend") == "kernel":
+        src.problem(("emulation", "noise"), "noise is the model backend's (the kernel lab's "
+                    "answers and losses are the real software's)")
+    if not isinstance(delays, dict) or not isinstance(devices, dict):
+        return
+    known = [str(d) for d in devices]
+    for name in delays:
+        if name != "*" and name not in devices:
+            src.problem(("emulation", "noise", "answer_delay_s", name),
+                        f"names unknown device {name!r}; {_suggest(str(name), known)}")
 
 
 def _fault_declarations(backend: Any) -> Mapping[str, Declared] | None:

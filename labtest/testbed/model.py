@@ -145,6 +145,26 @@ class BfdTimers(Strict):
     transmit_interval_ms: int = Field(100, ge=10, le=60000)
 
 
+class Noise(Strict):
+    """Production's noise on an emulated lab (the doctor's evaluation): what a healthy
+    fabric shows that must not be paged."""
+
+    #: a busy control plane: each SSH answer of a device waits a random 0..max device
+    #: seconds first; keyed by device name, ``"*"`` for every other device
+    answer_delay_s: dict[str, float] = Field(default_factory=dict)
+    #: a fabric-wide background frame loss on every link, both ways (a link within its BER
+    #: budget still loses the odd frame): far below what a lossy link is paged for
+    link_loss: float = Field(0.0, ge=0.0, le=1e-3)
+
+    @field_validator("answer_delay_s")
+    @classmethod
+    def _delays(cls, v: dict[str, float]) -> dict[str, float]:
+        bad = {k: d for k, d in v.items() if not 0.0 <= d <= 600.0}
+        if bad:
+            raise ValueError(f"answer delays must be 0..600 s: {bad}")
+        return v
+
+
 class Emulation(Strict):
     #: "model": the fabric model and its emulators; "kernel": real FRR, lldpd, snmpd and
     #: sshd in network namespaces (docs/kernel-lab.md)
@@ -153,6 +173,7 @@ class Emulation(Strict):
     time_scale: float = Field(1.0, gt=0)
     ambient_c: float = 25.0
     faults: list[FaultSpec] = Field(default_factory=list)
+    noise: Noise | None = None
     bfd: BfdTimers | None = Field(None, description="kernel backend: BFD timers of every session")
     bgp: Literal["numbered", "unnumbered"] = Field(
         "numbered", description="kernel backend: eBGP over each fabric link's /31 (numbered), "
