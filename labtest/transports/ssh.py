@@ -80,6 +80,7 @@ from labtest.transports.ssh_channel import (
     remaining,
     strip_echo,
     take_marker,
+    wait_marker,
 )
 
 log = logging.getLogger("labtest.transport.ssh")
@@ -115,6 +116,9 @@ E = TypeVar("E", bound=TransportError)
 _PSEUDO_KEX = ("ext-info-", "kex-strict-")
 _PTY_WIDTH, _PTY_HEIGHT = 511, 1000  # wide and tall: no wrapped lines, fewer pagers
 _STOP_TIMEOUT_S = 5.0  # bound on killing a timed-out command's process group
+#: how long a timed-out grouped command may still take to name its process group (the
+#: wrapper's first line): a loaded host started the shell later than the command's timeout
+_MARKER_GRACE_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -446,6 +450,11 @@ class SshTransport:
             pump(channel, stdout, stderr, deadline if failed is None else 0.0)
             if channel.eof_received:
                 channel.status_event.wait(remaining(deadline))
+            elif grouped and failed is None:
+                # timed out before the wrapper's first line (a loaded host starts the shell
+                # late): without the group's id the command would run on, so wait for it
+                wait_marker(channel, stdout, stderr, self._marker,
+                            time.monotonic() + _MARKER_GRACE_S)
         duration = time.monotonic() - start
         leader: int | None = None
         if grouped:

@@ -112,6 +112,24 @@ class _Deadlines:
 _DEADLINES = _Deadlines()
 
 
+def wait_marker(channel: paramiko.Channel, stdout: bytearray, stderr: bytearray, marker: str,
+                deadline: float) -> None:
+    """Read on until the group wrapper's whole ``<marker><pid>`` line (its first output on
+    stderr) is in, something else came first, the channel ends, or the deadline."""
+    head = marker.encode()
+
+    def waiting() -> bool:
+        return head.startswith(stderr[: len(head)]) and b"\n" not in stderr
+
+    while waiting():
+        if channel.closed or channel.eof_received or not wait_readable(channel, deadline):
+            return
+        while channel.recv_ready():
+            stdout += channel.recv(65536)
+        while channel.recv_stderr_ready():
+            stderr += channel.recv_stderr(65536)
+
+
 def remaining(deadline: float) -> float:
     return max(deadline - time.monotonic(), 0.001)
 

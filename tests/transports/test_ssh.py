@@ -599,3 +599,45 @@ def test_group_marker_is_split_from_stderr() -> None:
         None,
         bytearray(b"bash: x: not found\n"),
     )
+
+
+class _LateShell:
+    """A channel whose wrapper line arrives in pieces after the command's deadline, with the
+    command's own output interleaved (a loaded host: fresh-clone run beside a kernel lab)."""
+
+    closed = False
+    eof_received = False
+
+    def __init__(self, chunks: list[tuple[str, bytes]]) -> None:
+        self.chunks = chunks
+
+    def recv_ready(self) -> bool:
+        return bool(self.chunks) and self.chunks[0][0] == "out"
+
+    def recv_stderr_ready(self) -> bool:
+        return bool(self.chunks) and self.chunks[0][0] == "err"
+
+    def recv(self, _n: int) -> bytes:
+        return self.chunks.pop(0)[1]
+
+    recv_stderr = recv
+
+
+def test_a_late_group_marker_is_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """exec timed out before the shell wrote its process group: without waiting for it, the
+    command was left running (tests/transports/test_ssh_real_sshd.py failed under load)."""
+    import labtest.transports.ssh_channel as ch
+
+    mark = "labtest-pgid-0a1b2c3d:"
+    monkeypatch.setattr(ch, "wait_readable", lambda channel, deadline: bool(channel.chunks))
+    late = _LateShell([("err", mark[:9].encode()), ("out", b"partial"),
+                       ("err", f"{mark[9:]}4242\n".encode()), ("err", b"never read\n")])
+    stdout, stderr = bytearray(), bytearray()
+    ch.wait_marker(late, stdout, stderr, mark, deadline=0.0)  # type: ignore[arg-type]
+    assert take_marker(stderr, mark)[0] == 4242 and stdout == b"partial"
+    # something else first on stderr: no marker will come, nothing more is waited for
+    other = _LateShell([("err", b"bash: warning\n"), ("out", b"x"),
+                        ("err", f"{mark}4242\n".encode())])
+    stderr = bytearray()
+    ch.wait_marker(other, bytearray(), stderr, mark, deadline=0.0)  # type: ignore[arg-type]
+    assert stderr == b"bash: warning\n"
