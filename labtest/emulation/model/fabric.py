@@ -115,11 +115,6 @@ class Fabric(FabricCore):
             except (FaultError, ModelError) as exc:  # name the entry: the error can locate it
                 raise FaultError(f"fault {i + 1} ({spec.kind} at {spec.target!r}): {exc}",
                                  index=i) from None
-        noise = (testbed.emulation or Emulation()).noise
-        if noise is not None and noise.link_loss > 0:
-            from labtest.emulation.model import gray
-
-            gray.background_loss(self, noise.link_loss)
 
     # --- LinkView (consumed by the traffic model) -------------------------------------
 
