@@ -48,7 +48,10 @@ class Suspect:
 def rank(evidence: Iterable[Evidence], hosts: Collection[str] = ()) -> list[Suspect]:
     by_unit: dict[str, dict[str, Evidence]] = defaultdict(dict)
     for e in evidence:
-        fact = "drift" if e.verdict == "CHANGE" else e.metric  # drifts of one unit: one fact
+        # drifts of one unit are one fact; so are its anomalies (counters grown without a
+        # limit: FCS errors at one end and rx errors at the other are one corrupting link,
+        # watched, and two of them must not add up to a page)
+        fact = {"CHANGE": "drift", "ANOMALY": "anomaly"}.get(e.verdict, e.metric)
         best = by_unit[e.unit].get(fact)
         if best is None or e.weight > best.weight:
             by_unit[e.unit][fact] = e

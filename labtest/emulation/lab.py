@@ -29,7 +29,6 @@ import yaml
 from pydantic import SecretStr
 
 from labtest import labtime, runs, safefs
-from labtest.emulation.model import gray
 from labtest.emulation.model.clock import serving
 from labtest.emulation.model.fabric import Fabric
 from labtest.emulation.scpiserver import ScpiServer
@@ -145,9 +144,6 @@ class EmulatedLab:
         labtime.use(self.fabric.clock)
         for kind, target, params in self.faults:
             self.fabric.inject(kind, target, **params)
-        noise = self.testbed.emulation.noise if self.testbed.emulation else None
-        if noise is not None and noise.link_loss > 0:
-            gray.background_loss(self.fabric, noise.link_loss)
         try:
             for name, device in self.testbed.devices.items():
                 self._start_device(name, device)

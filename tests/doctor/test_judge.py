@@ -152,3 +152,21 @@ def test_a_bottleneck_draining_below_its_speed_fails_the_line_rate_criterion(
     (eos,) = judge.judge(_snap(_queues(10.0, 250_000_000_000, 27_000_000, port_bytes=True)),
                          _snap(_queues(0.0, 0, 0, port_bytes=True)))
     assert eos.value == pytest.approx(0.5)
+
+
+def test_anomalies_of_one_link_are_one_fact_and_never_page() -> None:
+    """Noise evaluation (seed 20261207): every link of a loaded fabric corrupting 1e-5 of its
+    frames grew FCS errors at one end and rx errors at the other; two anomalies of weight
+    0.3 added up to 0.51 and paged every link. Counters without a limit are watched."""
+    from labtest.doctor.judge import Evidence
+    from labtest.doctor.localise import REPORT_CONFIDENCE
+
+    link = "leaf1:Ethernet8--spine2:Ethernet1/1"
+    fcs = Evidence(link, "spine2:Ethernet1/1", "rx_fcs_errors", 7736, "ANOMALY", "", None, 0.3)
+    errors = Evidence(link, "leaf1:Ethernet8", "rx_errors", 14934, "ANOMALY", "", None, 0.3)
+    (s,) = rank([fcs, errors])
+    assert s.confidence == pytest.approx(0.3) and s.confidence < REPORT_CONFIDENCE
+    # beside a real failure the anomaly still adds what it says
+    ber = Evidence(link, "spine2:Ethernet1/1", "pre_fec_ber", 2e-4, "FAIL", "", "x", 0.9)
+    (s,) = rank([fcs, errors, ber])
+    assert s.confidence == pytest.approx(1 - 0.1 * 0.7)

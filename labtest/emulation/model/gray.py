@@ -127,16 +127,6 @@ def lossy_link(fabric: Fabric, target: str, p: LossyLink) -> Any:
     return _both(undo, traffic.add_wire_loss(fabric.link_names()[li], p.direction, p.loss, True))
 
 
-def background_loss(fabric: Fabric, loss: float) -> None:
-    """Production's noise (``emulation.noise.link_loss``): every link loses ``loss`` of its
-    frames both ways, as a lossy link does, for the lab's life; not a fault (no record)."""
-    traffic = _traffic(fabric)
-    for li, name in enumerate(fabric.link_names()):
-        _add(state(fabric).loss, [(li, "ab"), (li, "ba")], loss)
-        if traffic is not None:
-            traffic.add_wire_loss(name, "both", loss, True)
-
-
 class SilentDrop(FaultParams):
     loss: float = Field(1.0, gt=0, le=1)
     direction: Literal["ab", "ba"] = "ab"

@@ -76,7 +76,10 @@ def traceroute(host: HostState, argv: list[str], rng: random.Random) -> Output:
     hops = _hops(host, egress, dst.ipv4 if dst is not None else None) if dst else []
     flow = zlib.crc32(f"{host.name}>{peer.name}:{sport}:{dport}".encode())
     lines = [f"traceroute to {target} ({target}), {max_hops} hops max, 60 byte packets\n"]
-    keep_to = 1.0  # the probe's survival up to this hop (and its answer's, back)
+    noise = fabric.testbed.emulation.noise if fabric.testbed.emulation else None
+    # the probe's survival up to this hop (and its answer's, back); a noisy lab's hosts
+    # drop an answer now and then whatever its path
+    keep_to = 1.0 - (noise.probe_loss if noise is not None else 0.0)
     for ttl in range(1, max_hops + 1):
         if ttl <= len(hops):
             address, link, direction = hops[ttl - 1]
