@@ -257,6 +257,28 @@ def test_traceroute_follows_the_model_path_and_its_gray_losses(hosts: Hosts) -> 
     assert all(h.answered == 0 for h in lost.hops[1:])
 
 
+def test_a_noisy_labs_probe_answers_are_lost_on_no_link(
+    hosts: Hosts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``emulation.noise.probe_loss``: each probe answer is dropped with that chance,
+    whatever the path; quiet, every answer comes back."""
+    from labtest.drivers.linux.parsers.traceroute import parse_traceroute
+
+    def answered(sport: int) -> int:
+        (trace,) = parse_traceroute(hosts.out(
+            "host1", f"traceroute -n -U --sport={sport} -p 33434 -q 10 -w 0.2 -m 4 10.0.0.7"))
+        return sum(h.answered for h in trace.hops)
+
+    quiet = sum(answered(41000 + i) for i in range(40))
+    emulation = hosts.fabric.testbed.emulation or Emulation()
+    noisy_tb = hosts.fabric.testbed.model_copy(update={"emulation": emulation.model_copy(
+        update={"noise": tb.Noise(probe_loss=0.05)})})
+    monkeypatch.setattr(hosts.fabric, "testbed", noisy_tb)
+    noisy = sum(answered(41000 + i) for i in range(40))
+    assert quiet == 1600  # 40 traces x 4 hops x 10 probes
+    assert 40 < quiet - noisy < 120  # 80 lost expected (sd 8.7): beyond 4 sigma either side
+
+
 def test_a_pfc_storm_shows_in_the_nic_pause_counters(hosts: Hosts) -> None:
     hosts.fabric.inject("pfc_storm", "host2", priority=3)
     hosts.fabric.advance(1.0)
