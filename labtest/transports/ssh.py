@@ -448,7 +448,8 @@ class SshTransport:
                     failed = exc  # refused, dropped or timed out: judged below
             # read what arrived (even before a close); after a failed request, don't wait
             pump(channel, stdout, stderr, deadline if failed is None else 0.0)
-            if channel.eof_received:
+            cut = not channel.eof_received  # no whole answer by the deadline
+            if not cut:
                 channel.status_event.wait(remaining(deadline))
             elif grouped and failed is None:
                 # timed out before the wrapper's first line (a loaded host starts the shell
@@ -459,7 +460,8 @@ class SshTransport:
         leader: int | None = None
         if grouped:
             leader, stderr = take_marker(stderr, self._marker)
-        if failed is not None or not channel.eof_received:
+        # ``cut``, not eof now: an answer that completed while we waited for the marker is late
+        if failed is not None or cut:
             raw = lf_text(stdout) + lf_text(stderr)
             kind: type[TransportError]
             if dog.fired or time.monotonic() >= deadline:

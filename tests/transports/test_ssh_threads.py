@@ -88,3 +88,29 @@ def test_watchdogs_still_fire_and_their_thread_ends_after_the_last(tmp_path: Pat
     ):
         time.sleep(0.05)
     assert not [t.name for t in threading.enumerate() if t.name == "ssh-watchdog"]
+
+
+def test_an_answer_completed_while_waiting_for_the_group_marker_is_still_late(
+    tmp_path: Path,
+) -> None:
+    """A grouped exec past its timeout waits for the wrapper's process-group line; if the
+    whole answer arrives in that grace, it came after the timeout all the same: a timeout,
+    not a success (the grace exists only to stop the command)."""
+    from labtest.emulation.sshserver import CliReply
+
+    class Slow:
+        prompt = "# "
+
+        def run(self, command: str) -> CliReply:
+            marker = command.split("$$", 1)[0].removeprefix("echo ")
+            if "sleep" in command:  # the late command: its answer (marker first) after 1.5 s
+                time.sleep(1.5)
+                return CliReply("done\n", stderr=f"{marker}4242\n")
+            return CliReply("gone\n", stderr=f"{marker}4243\n")  # the group stop's script
+
+    with SshServer(Slow, password=PASSWORD) as server:
+        ssh = _transport(server, tmp_path)
+        ssh.process_group = True
+        with pytest.raises(TransportTimeout, match="within 1 s"):
+            ssh.exec("sleep 1.5", timeout_s=1)
+        ssh.close()
