@@ -50,6 +50,7 @@ TESTBED = ROOT / "testbeds" / "kernel" / "leafspine.yaml"
 SUITES = ("cabling", "failover", "paths", "routing")
 TIMEOUT_S = 900.0  # a gray fault makes every failover event wait its bounds out (9-10 min a run)
 FIB_UPDATE_LOSS = "failover.unaffected_flow_loss_frames"
+NOT_RUN = "not run"  # the verdict of a row whose suites did not run (--doctor-only)
 DOCTOR_MAX_S = 120.0  # device seconds of --once rounds before "undecided" (time scale 1 here)
 
 
@@ -117,14 +118,20 @@ def run_case(case: Mapping[str, Any], folder: Path) -> dict[str, Any]:
     for suite in SUITES:
         argv += ["--suite", suite]
     t0 = time.monotonic()
+    code = _run(argv, folder / "run.log")
+    return judge(case, folder, time.monotonic() - t0, code)
+
+
+def _run(argv: Sequence[str], log: Path) -> int:
+    """One child within TIMEOUT_S, its output to ``log``; its exit status (-1: timed out)."""
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S,
                               check=False)
-        log, code = done.stdout + done.stderr, done.returncode
+        text, code = done.stdout + done.stderr, done.returncode
     except subprocess.TimeoutExpired as exc:
-        log, code = f"timed out after {TIMEOUT_S:g} s\n{exc.stdout or ''}", -1
-    (folder / "run.log").write_text(str(log), encoding="utf-8")
-    return judge(case, folder, time.monotonic() - t0, code)
+        text, code = f"timed out after {TIMEOUT_S:g} s\n{exc.stdout or ''}", -1
+    log.write_text(str(text), encoding="utf-8")
+    return code
 
 
 def run_doctor(case: Mapping[str, Any], folder: Path) -> dict[str, Any]:
@@ -136,13 +143,7 @@ def run_doctor(case: Mapping[str, Any], folder: Path) -> dict[str, Any]:
             f"{DOCTOR_MAX_S:g}", "--testbed", str(testbed_for(case, folder)),
             "--json-lines", str(events)]
     t0 = time.monotonic()
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S,
-                              check=False)
-        log = done.stdout + done.stderr
-    except subprocess.TimeoutExpired as exc:
-        log = f"timed out after {TIMEOUT_S:g} s\n{exc.stdout or ''}"
-    (folder / "doctor.log").write_text(str(log), encoding="utf-8")
+    _run(argv, folder / "doctor.log")
     reports = [e for e in map(json.loads, events.read_text(encoding="utf-8").splitlines())
                if e.get("event") == "report"] if events.exists() else []
     return judge_doctor(case, reports[-1] if reports else None, time.monotonic() - t0)
@@ -203,7 +204,8 @@ def _names(text: str, who: str) -> bool:
     return text == who or ("--" not in text and text.startswith(f"{who}:"))
 
 
-def render(rows: Sequence[Mapping[str, Any]], seed: int) -> str:
+def render(all_rows: Sequence[Mapping[str, Any]], seed: int) -> str:
+    rows = [r for r in all_rows if r["verdict"] != NOT_RUN]  # --doctor-only's bare rows
     lines = [f"Kernel-lab campaign, seed {seed}: {len(rows)} case(s), suites "
              f"{', '.join(SUITES)}, one at a time.", "",
              "| fault kind | cases | verdict right | first root cause right | wall s (median) |",
@@ -221,7 +223,7 @@ def render(rows: Sequence[Mapping[str, Any]], seed: int) -> str:
         fib = sum(bool(r.get("fib_update_loss")) for r in healthy)
         lines.append(f"Healthy: {sum(r['right'] for r in healthy)}/{len(healthy)} PASS"
                      + (f", {fib} failing only on Linux's FIB-update loss" if fib else "") + ".")
-    doc_rows = [r for r in rows if "doctor_right" in r]
+    doc_rows = [r for r in all_rows if "doctor_right" in r]
     if doc_rows:
         lines += ["", f"Doctor (`labtest doctor --once`, at most {DOCTOR_MAX_S:g} s of device "
                   "time):", "", "| fault kind | cases | rank-1 right | decided (page / healthy "
@@ -284,24 +286,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     for n, case in enumerate(cases, 1):
         name = case["name"]
-        if (args.only is not None and name not in args.only) or (
-                args.rejudge and name not in previous):
+        if (args.only is not None and name not in args.only) or (args.rejudge and (
+                name not in previous or previous[name]["verdict"] == NOT_RUN)):
             continue
         if args.doctor_only:
             row = {**previous.get(name, {"name": name, "kind": case["kind"] or "healthy",
                                          "target": case["target"], "params": case["params"],
-                                         "verdict": "not run", "first": "—", "right": False,
+                                         "verdict": NOT_RUN, "first": "—", "right": False,
                                          "wall_s": 0.0}), **run_doctor(case, out / name)}
-        elif args.rejudge:
-            row = {**previous[name], **judge(case, out / name, previous[name]["wall_s"],
-                                             previous[name]["exit"])}
+        elif args.rejudge:  # the suites' row anew; the doctor's, if any, as it was
+            row = {**judge(case, out / name, previous[name]["wall_s"], previous[name]["exit"]),
+                   **{k: v for k, v in previous[name].items() if k.startswith("doctor")}}
         else:
             row = run_case(case, out / name)
             if args.doctor:
                 row |= run_doctor(case, out / name)
         done[name] = row
-        state = "right" if row["right"] else ("FIB loss" if row.get("fib_update_loss")
-                                              else "WRONG")
+        state = ("—" if row["verdict"] == NOT_RUN else "right" if row["right"]
+                 else "FIB loss" if row.get("fib_update_loss") else "WRONG")
         doctor = (f"  doctor {row['doctor_first']} "
                   f"{'right' if row['doctor_right'] else 'WRONG'} ({row['doctor']})"
                   if "doctor_right" in row else "")

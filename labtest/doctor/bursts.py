@@ -135,7 +135,7 @@ class Bursts:
                 self.not_observed.pop(BUSY, None)
             elif burst.busy:
                 self._busy_streak += 1
-        if self._busy_streak >= 2 * self.per_interval and self._limit is not None:
+        if self._busy_streak >= 2 * self.per_interval:
             self.not_observed[BUSY] = ("every path busy for two intervals: a burst would "
                                        "measure a share, not a rate (the counters' bottleneck "
                                        "check judges loaded links)")
