@@ -10,7 +10,9 @@ on, and the switches' BGP sessions say which link holds that address); a hop
 nobody answered (or one whose address no switch knows) stands for every link
 that could have been crossed there on a shortest path of the cabling plan, so
 the vote, not a guess, decides among them. Probes count as lost when the target
-did not answer them.
+did not answer them. A switch on the way whose answer can only have come back over
+the links its probe crossed (a spine, the source's leaf) makes a path of its own,
+``via_switch``: such paths tell twin links apart and never vote with the others.
 
 What it cannot see: the answer's own return path (a reply lost on a link the
 probe never crossed is charged to the probe's path), and RDMA-level trouble
@@ -86,6 +88,9 @@ class LiveMesh:
                                         wait_s=self.wait_s, max_hops=hops):
                     out.append(ProbePath(drv.name, dst, self.links(drv.name, dst, t, snap),
                                          t.sent, t.sent - t.arrived))
+                    out += [ProbePath(drv.name, sw, links, sent, lost, via_switch=True)
+                            for sw, links, sent, lost in self.reader.switch_answers(
+                                drv.name, dst, t, snap.addresses)]
             return out
 
         done = sweep(lab, list(by_src), trace, timeout_s=self.timeout_s)

@@ -23,7 +23,7 @@ from labtest.doctor.localise import REPORT_CONFIDENCE, Suspect, rank
 from labtest.doctor.mesh import LiveMesh
 from labtest.doctor.pager import PAGE_POSTERIOR, Pager, probe_weight
 from labtest.measure.limits import LimitsProfile
-from labtest.measure.probes import Blame, Ledger, ProbePath, blame
+from labtest.measure.probes import Blame, Ledger, ProbePath, SwitchAnswers, blame
 from labtest.transports import breaker
 
 #: metric -> (how it is read from a port, its limit key, the reading's resolution)
@@ -117,6 +117,7 @@ class Doctor:
     detectors: dict[tuple[str, str], Cusum] = field(default_factory=dict)
     count: int = 0
     ledger: Ledger = field(default_factory=Ledger)  # probe evidence across intervals
+    switch_answers: SwitchAnswers = field(default_factory=SwitchAnswers)  # twins told apart
     pager: Pager = field(default_factory=Pager)  # pages that hold until cleared
     bursts: Bursts | None = None  # active bandwidth bursts (``interval`` runs them)
     _t0: dict[str, float] = field(default_factory=dict)  # each port's first reading time
@@ -132,16 +133,26 @@ class Doctor:
                               d.text(where), None, WEIGHTS["CHANGE"]) for where, d in drifts]
         # this interval's traces (holes, dark moments, a drop) and the window's (a thin
         # steady loss; what the interval's blame pages is kept out of it)
+        self.switch_answers.add([p for p in probes if p.via_switch])
+        probes = [p for p in probes if not p.via_switch]
         now = blame(probes)
         self.ledger.add(probes, [b.link for b in now if b.confidence >= PAGE_POSTERIOR])
         # explaining away: probes that cannot tell two links apart (twins) are the twin's
         # when its own readings fail and this link's do not (issue 34's evaluation: a
         # flapping host8 link, its down events read, also paged host6's link, whose only
-        # probes in the dark second had gone to host8)
+        # probes in the dark second had gone to host8), or when the switches' answers on
+        # the way lost more back over it than over this link
         failing = {e.unit for e in evidence if e.verdict == "FAIL"}
+        told_apart: set[str] = set()
         for b in [*now, *self.ledger.blame()]:
             if b.twin is not None and b.twin in failing and b.link not in failing:
                 continue
+            louder = self.switch_answers.louder(b.link, b.twin) if b.twin else None
+            if louder is not None and louder[0] != b.link:
+                told_apart.add(b.link)
+                continue
+            if louder is not None:
+                b = replace(b, twin=None, told_apart=louder[1])
             evidence.append(_probe_evidence(b))
         if self.bursts is not None:  # a link slow while nothing loads it
             self.bursts.settle(self.prev.ports if self.prev else {}, snap.ports)
@@ -161,7 +172,7 @@ class Doctor:
         now_s = self._device_s(snap)
         paged, watched = self.pager.update(
             ranked, self.count, now_s,
-            self.ledger.cleared)
+            lambda link: link in told_apart or self.ledger.cleared(link))
         return Report(
             interval=self.count, time_s=time.time(), suspects=paged, watched=watched,
             drifts=drifts, failed=dict(snap.failed),

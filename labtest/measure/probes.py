@@ -29,6 +29,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.special import bdtrc
 
 from labtest.measure.inference import Cause, Observation, infer
 from labtest.stats import ber_upper_bound
@@ -136,6 +137,9 @@ class ProbePath:
     #: probe, whatever way its answer came back). Empty: anywhere on ``links`` (the
     #: doctor's mesh, which does not read its middle hops)
     suspects: tuple[str, ...] = ()
+    #: answered by a switch on the way, back over ``links`` (``TraceReader.switch_answers``):
+    #: it tells twin links apart (``SwitchAnswers``), never votes with the end-to-end paths
+    via_switch: bool = False
 
 
 @dataclass(frozen=True)
@@ -150,11 +154,13 @@ class Blame:
     #: a link whose probes were exactly this one's (every route through one crossed the
     #: other): the probes cannot separate them, ``confidence`` is that one of them is it
     twin: str | None = None
+    #: the twin the switches' answers cleared, and why (``SwitchAnswers.louder``)
+    told_apart: str = ""
 
     def text(self) -> str:
         rivals = (f"it or {self.twin}: every probe through one crossed the other, so the "
                   "probes cannot tell them apart" if self.twin else
-                  "no other link explains them as well")
+                  self.told_apart or "no other link explains them as well")
         if self.window:
             return (f"probes over the last {self.window} interval(s): {self.lost} of "
                     f"{self.sent} lost through {self.link} ({self.bad_paths} of its "
@@ -325,6 +331,52 @@ class Ledger:
         """Its clean run rules out a loss rate of DETECT_LOSS at confidence 1 - ALPHA."""
         run = self.clean.get(link, 0)
         return run > 0 and ber_upper_bound(run, 0, 1.0 - ALPHA) < DETECT_LOSS
+
+
+@dataclass
+class SwitchAnswers:
+    """The switches' answers on the way (``ProbePath.via_switch``) per link over the last
+    ``window`` intervals: what tells apart two links every end-to-end probe crosses together.
+
+    Of twins, the faulty one loses more of the answers that came back over it: a spine's
+    answers to leaf1's hosts cross only leaf1's link to it, those to leaf2's hosts only
+    leaf2's. Compared with each other, not with a rate: a hole's unanswered hops are counted
+    lost on every candidate, so either twin's answers may carry losses that are not its own,
+    and a switch that rate-limits its answers loses them on both."""
+
+    window: int = 12
+    intervals: deque[dict[str, tuple[int, int]]] = field(default_factory=deque)
+
+    def add(self, paths: Sequence[ProbePath]) -> None:
+        tally: dict[str, tuple[int, int]] = {}
+        for p in paths:
+            for lk in p.links:
+                sent, lost = tally.get(lk, (0, 0))
+                tally[lk] = (sent + p.sent, lost + p.lost)
+        self.intervals.append(tally)
+        while len(self.intervals) > self.window:
+            self.intervals.popleft()
+
+    def counts(self, link: str) -> tuple[int, int]:
+        """(sent, lost) of the answers back over ``link`` in the window."""
+        sent = sum(t.get(link, (0, 0))[0] for t in self.intervals)
+        return sent, sum(t.get(link, (0, 0))[1] for t in self.intervals)
+
+    def louder(self, a: str, b: str) -> tuple[str, str] | None:
+        """The one of ``a`` and ``b`` whose answers lost significantly more (at ``ALPHA``,
+        one-sided, exact: given the losses of both, a's share is binomial under equal rates),
+        and the reason in words; None when they do not differ that much."""
+        (na, ka), (nb, kb) = self.counts(a), self.counts(b)
+        if not na or not nb or not ka + kb:
+            return None
+        share = na / (na + nb)
+        for (hi, nh, kh), (lo, nl, kl), q in (((a, na, ka), (b, nb, kb), share),
+                                              ((b, nb, kb), (a, na, ka), 1.0 - share)):
+            if kh and float(bdtrc(kh - 1, ka + kb, q)) < ALPHA:
+                return hi, (f"{lo}, crossed by every probe that crossed it, is cleared by "
+                            f"the switches' answers: {kl} of {nl} lost back over it, {kh} of "
+                            f"{nh} over this one (p < {ALPHA:g})")
+        return None
 
 
 def _suspected(p: ProbePath) -> tuple[str, ...]:

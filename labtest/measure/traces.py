@@ -69,6 +69,51 @@ class TraceReader:
         past = self.links(src, dst, _first(trace, last + 2), peers)
         return tuple(lk for lk in past if lk not in reached)
 
+    def switch_answers(self, src: str, dst: str, trace: UdpTrace, peers: Mapping[str, str]
+                       ) -> list[tuple[str, tuple[str, ...], int, int]]:
+        """The trace's hops that are probes of their own, as (switch, links, sent, lost): a
+        switch's answer whose only way back to ``src`` is the links its probe crossed (the
+        source's leaf, a spine of a two-tier fabric). They tell apart two links every
+        end-to-end probe crosses together (a spine's links to the only two leaves). A hop
+        whose answerer is not pinned stands for each candidate with all its probes lost (a
+        hole leaves no answer to pin, and must not make the link that swallowed it look
+        clean). A switch with more than one way back (the far leaf, whose answer may return
+        over another ECMP member) is left out: that is why the middle hops are no paths of
+        the end-to-end vote (``doctor.md``)."""
+        dist = self.dist(dst)
+        at, prefix = src, ()
+        out: list[tuple[str, tuple[str, ...], int, int]] = []
+        for hop in trace.hops:
+            cands = [(lk, far) for lk in self.testbed.links_of(at)
+                     for far in [self.far(lk, at)] if dist.get(far, -1) == dist[at] - 1
+                     and far != dst and self.forwards(far)]
+            known = self._named(hop.addresses, dst, peers)
+            step = [(lk, far) for lk, far in cands if lk.name == known] or cands
+            for lk, far in step:
+                links = (*prefix, lk.name)
+                if set(self.way_back(far, src) or ()) == set(links):
+                    lost = hop.sent - hop.answered if len(step) == 1 else hop.sent
+                    out.append((far, links, hop.sent, lost))
+            if len(step) != 1:
+                break
+            prefix, at = (*prefix, step[0][0].name), step[0][1]
+        return out
+
+    def way_back(self, device: str, src: str) -> tuple[str, ...] | None:
+        """The links of the one shortest path from ``device`` to ``src`` (None: several)."""
+        dist = self.dist(src)
+        if device not in dist:
+            return None
+        out, at = [], device
+        while at != src:
+            step = [lk for lk in self.testbed.links_of(at) for far in [self.far(lk, at)]
+                    if dist.get(far, -1) == dist[at] - 1 and (far == src or self.forwards(far))]
+            if len(step) != 1:
+                return None
+            out.append(step[0].name)
+            at = self.far(step[0], at)
+        return tuple(reversed(out))
+
     def max_hops(self) -> int:
         """TTLs a trace needs to reach any probing host (the longest host-to-host path)."""
         hosts = list(self.hosts)

@@ -69,3 +69,38 @@ def test_a_flow_lost_whole_vanished_on_the_step_past_its_last_answer() -> None:
     up = _trace(("gw",), (), (), ())
     assert set(reader.vanished_on("host1", "host2", up, peers)) == {
         "leaf1:Ethernet1--spine1:Ethernet1", "leaf1:Ethernet2--spine2:Ethernet1"}
+
+
+def _answers(*hops: tuple[tuple[str, ...], int]) -> UdpTrace:
+    return UdpTrace("10.0.0.2", 40000, 33434, tuple(
+        TraceHop(i + 1, a, 10, n) for i, (a, n) in enumerate(hops)))
+
+
+def test_switches_whose_answer_can_only_come_back_the_way_the_probe_went_are_paths() -> None:
+    """The source's leaf and the spine answer over the links the probe crossed (one way
+    back each); the far leaf's answer may come back over either spine and is left out. A
+    spine that answered nothing is not pinned: each candidate spine stands for it with all
+    its probes lost (a hole must not make the link that swallowed it look clean)."""
+    reader = TraceReader(_plan().testbed, {"host1": "10.0.0.1", "host2": "10.0.0.2"})
+    peers = {"198.18.0.1": "leaf1:Ethernet2", "198.18.0.3": "spine2:Ethernet2"}
+    access, up2 = "host1:eth0--leaf1:Ethernet9", "leaf1:Ethernet2--spine2:Ethernet1"
+    trace = _answers((("gw",), 10), (("198.18.0.1",), 7), (("198.18.0.3",), 10),
+                     (("10.0.0.2",), 10))
+    assert reader.switch_answers("host1", "host2", trace, peers) == [
+        ("leaf1", (access,), 10, 0), ("spine2", (access, up2), 10, 3)]
+    dark = _answers((("gw",), 10), ((), 0), ((), 0), ((), 0))
+    assert reader.switch_answers("host1", "host2", dark, peers) == [
+        ("leaf1", (access,), 10, 0), ("spine1", (access, "leaf1:Ethernet1--spine1:Ethernet1"),
+                                      10, 10), ("spine2", (access, up2), 10, 10)]
+
+
+def test_parallel_links_leave_the_spine_answer_out() -> None:
+    """Two links between leaf1 and spine2: the answer may come back over the other one."""
+    plan = _plan()
+    testbed = plan.testbed.model_copy(update={
+        "links": [*plan.testbed.links, Link(a="leaf1:Ethernet3", b="spine2:Ethernet3")]})
+    reader = TraceReader(testbed, {"host1": "10.0.0.1", "host2": "10.0.0.2"})
+    trace = _answers((("gw",), 10), (("198.18.0.1",), 10), (("198.18.0.3",), 10),
+                     (("10.0.0.2",), 10))
+    assert reader.switch_answers("host1", "host2", trace, {"198.18.0.1": "leaf1:Ethernet2"}) == [
+        ("leaf1", ("host1:eth0--leaf1:Ethernet9",), 10, 0)]
