@@ -28,9 +28,10 @@ def register(sub: Any) -> None:
     ap.add_argument("--testbed", type=Path, default=None, metavar="FILE",
                     help="testbed YAML (default: the built-in emulated leaf-spine lab)")
     ap.add_argument("--once", action="store_true",
-                    help="a baseline read, then rounds until a unit is paged or the fabric is "
-                         "cleared (each probed link rules out 1%% loss at 99%%), or --max-s; "
-                         "one report saying which, then exit")
+                    help="a baseline read, then rounds until a unit is paged (two links the "
+                         "probes cannot yet tell apart: until the switches' answers do) or the "
+                         "fabric is cleared (each probed link rules out 1%% loss at 99%%), or "
+                         "--max-s; one report saying which, then exit")
     ap.add_argument("--max-s", type=float, default=60.0, metavar="S",
                     help="with --once: give up undecided after S seconds of device time "
                          "(default 60)")
@@ -264,7 +265,9 @@ def _watch(args: argparse.Namespace, testbed: Any, profile: Any, scale: float,
 def _once(args: argparse.Namespace, doctor: Any, lab: Any, scale: float, poll_wall_s: float,
           emit: Any) -> int:
     """Rounds of at most ONCE_ROUND_S device seconds until a page, a healthy decision or
-    ``--max-s`` of device time; one report, the last round's, saying which."""
+    ``--max-s`` of device time; one report, the last round's, saying which. A page of twins
+    (links every probe crossed together) waits for the switches' answers to tell them apart,
+    up to the bound, and then says they were not."""
     from labtest.measure.probes import ALPHA, DETECT_LOSS
 
     doctor.interval(lab, watch_s=0.0, poll_s=poll_wall_s)  # baseline: counters to diff
@@ -279,8 +282,11 @@ def _once(args: argparse.Namespace, doctor: Any, lab: Any, scale: float, poll_wa
         if report.ports_read == 0:
             report.decision = f"undecided: nothing could be read ({spent})"
             code = EXIT_UNREAD
+        elif report.suspects and report.twins and report.device_s < args.max_s:
+            continue  # a page naming two links is not an answer yet: the switches may tell
         elif report.suspects:
-            report.decision = f"decided: paged ({spent})"
+            untold = "; ".join(f"{a} and {b} not told apart" for a, b in report.twins)
+            report.decision = f"decided: paged ({spent}{'; ' + untold if untold else ''})"
             code = EXIT_SUSPECTS
         elif cleared is not None and not report.watched and not report.failed:
             report.decision = (f"decided: healthy ({spent}; each of the {cleared} links probed "

@@ -56,6 +56,8 @@ class Report:
     rates: dict[str, dict[str, float]] = field(default_factory=dict)
     device_s: float = 0.0  # device seconds since the doctor's first reading
     decision: str = ""  # --once: what it decided (paged, healthy, or undecided at its bound)
+    #: paged links whose probes cannot yet be told from their twin's (each pair once)
+    twins: list[tuple[str, str]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -68,7 +70,7 @@ class Report:
             "ports_read": self.ports_read, "probe_paths": self.probe_paths,
             "collect_s": round(self.collect_s, 3), "cpu_s": round(self.cpu_s, 4),
             "device_s": round(self.device_s, 1), "decision": self.decision,
-            "rates": self.rates,
+            "rates": self.rates, "twins": [list(t) for t in self.twins],
         }
 
     def text(self) -> str:
@@ -144,6 +146,7 @@ class Doctor:
         # the way lost more back over it than over this link
         failing = {e.unit for e in evidence if e.verdict == "FAIL"}
         told_apart: set[str] = set()
+        untold: set[tuple[str, str]] = set()
         for b in [*now, *self.ledger.blame()]:
             if b.twin is not None and b.twin in failing and b.link not in failing:
                 continue
@@ -153,6 +156,8 @@ class Doctor:
                 continue
             if louder is not None:
                 b = replace(b, twin=None, told_apart=louder[1])
+            elif b.twin is not None and b.confidence >= PAGE_POSTERIOR:
+                untold.add((min(b.link, b.twin), max(b.link, b.twin)))
             evidence.append(_probe_evidence(b))
         if self.bursts is not None:  # a link slow while nothing loads it
             self.bursts.settle(self.prev.ports if self.prev else {}, snap.ports)
@@ -181,6 +186,7 @@ class Doctor:
             ports_read=len(snap.ports), probe_paths=len(probes), collect_s=snap.wall_s,
             cpu_s=time.process_time() - cpu0,
             rates={n: r for n, r in counter_rates.items() if r}, device_s=now_s,
+            twins=sorted(t for t in untold if {s.unit for s in paged} >= set(t)),
         )
 
     def healthy(self) -> int | None:

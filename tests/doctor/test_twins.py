@@ -106,6 +106,7 @@ def test_the_twin_the_switches_answers_clear_is_not_paged(
     paged = [s.unit for s in report.suspects]
     assert paged == [bad], report.text()
     assert "cleared by the switches' answers" in report.text(), report.text()
+    assert report.twins == [], report.twins
     # the end-to-end probes alone page both (a hole on the spine's way down to leaf2 leaves
     # the answers of both twins clean in this model: nothing tells them apart then)
     assert {s.unit for s in without.suspects} == {bad, twin}, without.text()
@@ -123,6 +124,9 @@ def test_twins_the_answers_cannot_tell_apart_stay_twins() -> None:
                              _interval(reader, rng, (1, 1, "transit", 0.3), False))
     assert {s.unit for s in report.suspects} == {_link(1, 1), _link(2, 1)}, report.text()
     assert "cannot tell them apart" in report.text()
+    # ``labtest doctor --once`` probes on while a page names twins (up to its bound)
+    assert report.twins == [tuple(sorted((_link(1, 1), _link(2, 1))))]
+    assert report.as_dict()["twins"] == [list(report.twins[0])]
 
 
 def test_louder_needs_a_significant_difference_and_says_why() -> None:
