@@ -81,7 +81,8 @@ class TraceReader:
         over another ECMP member) is left out: that is why the middle hops are no paths of
         the end-to-end vote (``doctor.md``)."""
         dist = self.dist(dst)
-        at, prefix = src, ()
+        prefix: tuple[str, ...] = ()
+        at = src
         out: list[tuple[str, tuple[str, ...], int, int]] = []
         for hop in trace.hops:
             cands = [(lk, far) for lk in self.testbed.links_of(at)
