@@ -206,7 +206,8 @@ def _watch(args: argparse.Namespace, testbed: Any, profile: Any, scale: float,
     stack.callback(lab.close)
     plan = Plan.of(testbed)
     doctor = Doctor(plan, profile, drift_horizon_h=args.drift_horizon_h,
-                    bursts=Bursts(plan, profile, args.bursts) if args.bursts > 0 else None)
+                    bursts=Bursts(plan, profile, args.bursts) if args.bursts > 0 else None,
+                    scale=scale)
     metrics = None
     if args.metrics_port is not None or args.metrics_file is not None:
         try:
@@ -288,7 +289,8 @@ def _once(args: argparse.Namespace, doctor: Any, lab: Any, scale: float, poll_wa
             untold = "; ".join(f"{a} and {b} not told apart" for a, b in report.twins)
             report.decision = f"decided: paged ({spent}{'; ' + untold if untold else ''})"
             code = EXIT_SUSPECTS
-        elif cleared is not None and not report.watched and not report.failed:
+        elif (cleared is not None and not report.watched and not report.failed
+              and not report.late):
             report.decision = (f"decided: healthy ({spent}; each of the {cleared} links probed "
                                f"ruled out a loss of {DETECT_LOSS:.0%} at {1 - ALPHA:.0%})")
             code = EXIT_HEALTHY

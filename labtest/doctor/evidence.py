@@ -24,10 +24,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from labtest.capabilities.switch import link_flap_counts
+from labtest.doctor.reads import LATE_FACTOR, Arrived, Reads
 from labtest.errors import CapabilityAbsent, TransportError
 from labtest.lab import Lab
 from labtest.registry import provides, resolve_capability
-from labtest.sweep import sweep
+from labtest.sweep import SweepResult, sweep
 from labtest.testbed.model import Testbed
 
 #: cumulative counters the doctor turns into rates (names in the doctor's own vocabulary)
@@ -105,6 +106,13 @@ class Snapshot:
     #: traceroute hop that answers from its ingress interface names the link it came over
     addresses: dict[str, str] = field(default_factory=dict)
     wall_s: float = 0.0  # how long the collection took
+    #: devices still answering when the round ended (device seconds their read has run)
+    late: dict[str, float] = field(default_factory=dict)
+
+
+#: device seconds a late device's kind is waited for beyond the watch, at the least (a
+#: read's few commands; the median rule decides above it)
+LATE_FLOOR_S = 5.0
 
 
 def _offers(driver: Any, capability: str) -> bool:
@@ -323,10 +331,15 @@ def collect(
     timeout_s: float = 120.0,
     max_workers: int = 32,
     counting: frozenset[str] = frozenset(),
+    reads: Reads | None = None,
+    scale: float = 1.0,
 ) -> Snapshot:
     """One interval's readings of every switch and host of the lab. A switch in
     ``counting`` counts its oper-status changes (seen last interval): its link state is
-    sampled only at the watch's start and end, as the counter sees every flap between."""
+    sampled only at the watch's start and end, as the counter sees every flap between.
+    With ``reads`` a device far slower than its kind is left answering in the background
+    (``labtest.doctor.reads``) and named in ``Snapshot.late``; ``scale`` is device seconds
+    per wall second (an emulated lab's time scale; ``watch_s`` and ``poll_s`` are wall)."""
     tb = lab.testbed
     switches = lab.names(capability="Interfaces")
     hosts = [n for n, d in tb.devices.items() if d.role == "host" and n not in switches]
@@ -341,9 +354,21 @@ def collect(
         return read_switch(drv, name, watch_s, pace, addresses)
 
     # every driver is built as ``cls(name, device, testbed)`` and keeps its ``name``
-    res = sweep(lab, switches + hosts, lambda drv: one(drv.name), max_workers=max_workers,
-                timeout_s=timeout_s + watch_s)
+    if reads is None:
+        res: SweepResult[Any] | Arrived = sweep(
+            lab, switches + hosts, lambda drv: one(drv.name), max_workers=max_workers,
+            timeout_s=timeout_s + watch_s)
+        late: dict[str, float] = {}
+    else:
+        res = reads.round(lab, [switches, hosts], lambda drv: one(drv.name),
+                          floor_s=watch_s + LATE_FLOOR_S / scale)
+        late = res.late
     snap = Snapshot(wall_s=time.monotonic() - began, addresses=addresses)
+    for name, ran_s in late.items():
+        snap.late[name] = ran_s * scale
+        snap.not_observed[f"{name} readings"] = (
+            f"late: its read has run {ran_s * scale:.0f} s of device time, "
+            f"over {LATE_FACTOR:g}x its kind's median; judged when it arrives")
     for ports, missing in res.ok.values():
         snap.ports.update(ports)
         snap.not_observed.update(missing)

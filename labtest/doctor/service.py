@@ -22,6 +22,7 @@ from labtest.doctor.judge import WEIGHTS, Evidence, Judge, Plan, limit_for, rate
 from labtest.doctor.localise import REPORT_CONFIDENCE, Suspect, rank
 from labtest.doctor.mesh import LiveMesh
 from labtest.doctor.pager import PAGE_POSTERIOR, Pager, probe_weight
+from labtest.doctor.reads import Reads
 from labtest.measure.limits import LimitsProfile
 from labtest.measure.probes import Blame, Ledger, ProbePath, SwitchAnswers, blame
 from labtest.transports import breaker
@@ -56,6 +57,8 @@ class Report:
     rates: dict[str, dict[str, float]] = field(default_factory=dict)
     device_s: float = 0.0  # device seconds since the doctor's first reading
     decision: str = ""  # --once: what it decided (paged, healthy, or undecided at its bound)
+    #: devices whose read was still running when the round ended (device s it has run)
+    late: dict[str, float] = field(default_factory=dict)
     #: paged links whose probes cannot yet be told from their twin's (each pair once)
     twins: list[tuple[str, str]] = field(default_factory=list)
 
@@ -71,6 +74,7 @@ class Report:
             "collect_s": round(self.collect_s, 3), "cpu_s": round(self.cpu_s, 4),
             "device_s": round(self.device_s, 1), "decision": self.decision,
             "rates": self.rates, "twins": [list(t) for t in self.twins],
+            "late": {n: round(s, 1) for n, s in self.late.items()},
         }
 
     def text(self) -> str:
@@ -122,6 +126,10 @@ class Doctor:
     switch_answers: SwitchAnswers = field(default_factory=SwitchAnswers)  # twins told apart
     pager: Pager = field(default_factory=Pager)  # pages that hold until cleared
     bursts: Bursts | None = None  # active bandwidth bursts (``interval`` runs them)
+    #: reads left running by a round for a late device (``interval``), and the lab's device
+    #: seconds per wall second (an emulated lab's time scale: how late is said in device s)
+    reads: Reads = field(default_factory=Reads)
+    scale: float = 1.0
     _t0: dict[str, float] = field(default_factory=dict)  # each port's first reading time
     #: each port's counter rates over the last interval (the bursts' idle test)
     _last_rates: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -172,7 +180,10 @@ class Doctor:
         self._last_rates = self.rates_of(snap)
         counter_rates = {n: {k: v for k, v in r.items() if v}
                          for n, r in self._last_rates.items()}
-        self.prev = snap
+        # a late device's ports keep their last reading as the one its next is diffed with
+        held = {n: r for n, r in (self.prev.ports.items() if self.prev else ())
+                if n not in snap.ports and r.device in snap.late}
+        self.prev = replace(snap, ports={**held, **snap.ports}) if held else snap
         self.count += 1
         now_s = self._device_s(snap)
         paged, watched = self.pager.update(
@@ -187,6 +198,7 @@ class Doctor:
             cpu_s=time.process_time() - cpu0,
             rates={n: r for n, r in counter_rates.items() if r}, device_s=now_s,
             twins=sorted(t for t in untold if {s.unit for s in paged} >= set(t)),
+            late=dict(snap.late),
         )
 
     def healthy(self) -> int | None:
@@ -219,7 +231,10 @@ class Doctor:
         # interval's counters then hold their bytes (which uplink each took: bursts.settle)
         if self.bursts is not None and self.prev is not None and self._last_rates:
             self.bursts.run(lab, self._last_rates, speeds_of(self.prev.ports))
-        snap = collect(lab, watch_s=watch_s, poll_s=poll_s, counting=self._counting())
+        snap = collect(lab, watch_s=watch_s, poll_s=poll_s, counting=self._counting(),
+                       reads=self.reads, scale=self.scale)
+        if self.prev is not None:  # a late switch's BGP peers still pin the hops they pinned
+            snap.addresses = {**self.prev.addresses, **snap.addresses}
         if self.prober is not None:
             probes: Sequence[ProbePath] = self.prober()
         else:

@@ -1,0 +1,68 @@
+"""A switch whose control plane answers late does not hold the doctor's rounds.
+
+Issue 34's noise evaluation: one switch answering each command up to 10 s late stretched
+every round to its serial reads (98 s of device time instead of 25 s), and ``--once``
+ended undecided. Its read now goes on in the background; the round names it late (never
+unreachable, never paged for it) and judges its readings in the interval they arrive in.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from labtest.doctor.judge import Plan
+from labtest.doctor.service import Doctor
+from labtest.emulation.lab import EmulatedLab
+from labtest.lab import Lab
+from labtest.measure import load_limits
+from labtest.run import default_testbed
+from labtest.testbed import load_testbed
+from labtest.testbed.model import Noise
+
+LATE = "leaf1"
+
+
+@pytest.fixture(scope="module")
+def lab() -> Iterator[tuple[EmulatedLab, Lab]]:
+    tb = load_testbed(default_testbed())
+    assert tb.emulation is not None
+    noisy = tb.model_copy(update={"emulation": tb.emulation.model_copy(
+        update={"noise": Noise(answer_delay_s={LATE: 30.0})})})
+    em = EmulatedLab(noisy)
+    drivers = Lab(em.start())
+    try:
+        yield em, drivers
+    finally:
+        drivers.close()
+        em.stop()
+
+
+def test_a_late_switch_is_named_late_and_judged_when_its_read_arrives(
+        lab: tuple[EmulatedLab, Lab]) -> None:
+    em, drivers = lab
+    scale = em.testbed.emulation.time_scale  # type: ignore[union-attr]
+    doctor = Doctor(Plan.of(drivers.testbed), load_limits(em.testbed.limits),  # type: ignore[arg-type]
+                    scale=scale)
+    began = time.monotonic()
+    first = doctor.interval(drivers, watch_s=0.2, poll_s=0.05)
+    round_s = time.monotonic() - began
+    assert LATE in first.late and set(first.late) == {LATE}, first.text()
+    assert f"{LATE} readings" in first.not_observed, first.not_observed
+    assert LATE not in first.failed and first.suspects == [], first.text()
+    assert not any(r.device == LATE for r in (doctor.prev.ports.values() if doctor.prev
+                                              else ())), "a late read was judged early"
+    # the round did not wait for it: its read alone takes ~10 commands x 0..3 s of wall
+    assert round_s < 10.0, round_s
+    arrived = None
+    for _ in range(12):
+        report = doctor.interval(drivers, watch_s=0.2, poll_s=0.05)
+        assert LATE not in report.failed and report.suspects == [], report.text()
+        if LATE not in report.late:
+            arrived = report
+            break
+    assert arrived is not None, "the late switch's read never arrived"
+    assert doctor.prev is not None
+    assert any(r.device == LATE for r in doctor.prev.ports.values())
