@@ -82,13 +82,29 @@ def cli(name: str, device: Device, *, posix_shell: bool = False) -> CommandRunne
     return guard(name, transport, _ssh_probe(name, device))
 
 
+def probe_of(name: str, device: Device, *, answer_s: float | None = None) -> Probe | None:
+    """The liveness probe of the device's management plane, as its breaker probes it (SSH,
+    else SNMP, else VISA); None for a replayed device or one with no management plane.
+    ``answer_s``: how long its one request may take (default ``PROBE_TIMEOUT_S``; a device
+    known to answer slowly gets its own command timeout)."""
+    if device.replay is not None:
+        return None
+    if device.ssh is not None and device.address is not None:
+        return _ssh_probe(name, device, answer_s)
+    if device.snmp is not None and device.address is not None:
+        return _snmp_probe(name, device, answer_s)
+    if device.visa is not None:
+        return _visa_probe(name, device, answer_s)
+    return None
+
+
 def _answered() -> contextlib.AbstractContextManager[None]:
     """In a probe, a ProtocolError (a refusal, an error-status, a garbled reply) is an
     answer: the device is up, it only did not like the question."""
     return contextlib.suppress(ProtocolError)
 
 
-def _ssh_probe(name: str, device: Device) -> Probe:
+def _ssh_probe(name: str, device: Device, answer_s: float | None = None) -> Probe:
     """A TCP connection within PROBE_TIMEOUT_S (no route or no host fails fast), a login
     within the device's own ``timeout_s`` (AAA servers can take seconds to say yes), one
     command within PROBE_TIMEOUT_S (a refusal is an answer)."""
@@ -107,7 +123,7 @@ def _ssh_probe(name: str, device: Device) -> Probe:
         except OSError as exc:
             raise ConnectionRefused(name, f"probe: cannot reach {where}: "
                                           f"{exc.strerror or exc}") from None
-        settings = device.ssh.model_copy(update={"command_timeout_s": short})
+        settings = device.ssh.model_copy(update={"command_timeout_s": answer_s or short})
         with SshTransport(name, device.address, settings) as transport:
             transport.connect()
             with _answered():
@@ -132,14 +148,14 @@ def snmp(name: str, device: Device) -> Any:
     )
 
 
-def _snmp_probe(name: str, device: Device) -> Probe:
+def _snmp_probe(name: str, device: Device, answer_s: float | None = None) -> Probe:
     """One GET, one try, a short timeout (an error-status is an answer)."""
 
     def probe() -> None:
         from labtest.transports.snmp import SnmpTransport
 
         assert device.snmp is not None and device.address is not None
-        short = min(device.snmp.timeout_s, PROBE_TIMEOUT_S)
+        short = answer_s or min(device.snmp.timeout_s, PROBE_TIMEOUT_S)
         settings = device.snmp.model_copy(update={"timeout_s": short, "retries": 0})
         with SnmpTransport(name, device.address, settings) as transport, _answered():
             transport.get(PROBE_OID, missing_ok=True)
@@ -187,14 +203,14 @@ def visa(name: str, device: Device, *, recorder: Any = None) -> Any:
                  _visa_probe(name, device))
 
 
-def _visa_probe(name: str, device: Device) -> Probe:
+def _visa_probe(name: str, device: Device, answer_s: float | None = None) -> Probe:
     """A fresh session and ``*IDN?``, with a short timeout (a garbled reply is an answer)."""
 
     def probe() -> None:
         from labtest.transports.visa import VisaTransport
 
         assert device.visa is not None
-        short = min(device.visa.timeout_s, PROBE_TIMEOUT_S)
+        short = answer_s or min(device.visa.timeout_s, PROBE_TIMEOUT_S)
         settings = device.visa.model_copy(update={"timeout_s": short})
         with VisaTransport(name, settings) as transport, _answered():
             transport.query("*IDN?")

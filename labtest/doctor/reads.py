@@ -7,12 +7,16 @@ waits for its devices until half of each kind (switches, hosts: their reads diff
 answered, then grants the rest ``LATE_FACTOR`` times their kind's median read; a read
 still running then goes on in the background and is judged in the interval it arrives
 in (its own clock stamps its counters, so rates over the longer gap stay right). The
-round names the device late, with how long its read has run; late is not unreachable:
-a device that does not answer at all still fails at the sweep's deadline.
+round names the device late, with how long its read has run. Late is not dead: a late
+device is probed as its circuit breaker probes (a fresh connection, one trivial command),
+given the device's own command timeout to answer (it is known to be slow); one that does
+not answer is failed (its driver closed to free the hung read) and the doctor pages it
+unreachable, as when the read itself timed out.
 """
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import threading
 import time
@@ -20,8 +24,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from labtest.connect import probe_of
+from labtest.errors import TransportError, TransportTimeout
 from labtest.lab import Lab
 from labtest.sweep import SweepResult, sweep
+from labtest.transports import breaker
 
 #: a read slower than this many times its kind's median in the round is left running
 LATE_FACTOR = 3.0
@@ -77,6 +84,9 @@ class Reads:
                 del self.pending[name]
                 out.ok.update(read.result.ok)
                 out.failed.update(read.result.failed)
+        for name, error in _dead(lab, out.late).items():
+            del out.late[name], self.pending[name]  # the hung read's answer is not waited for
+            out.failed[name] = error
         return out
 
     def _wait_s(self, kind: Sequence[str], began: float, floor_s: float) -> float | None:
@@ -96,3 +106,42 @@ class Reads:
         with self._cond:
             read.result, read.took_s = result, time.monotonic() - read.began
             self._cond.notify_all()
+
+
+def _dead(lab: Lab, late: dict[str, float]) -> dict[str, TransportError]:
+    """The late devices a probe gets no answer from (all probed at once), each with why;
+    their drivers are closed so their hung reads return."""
+    found: dict[str, TransportError] = {}
+
+    def check(name: str) -> None:
+        device = lab.testbed.devices[name]
+        probe = probe_of(name, device, answer_s=_command_timeout_s(device))
+        if probe is None:
+            return
+        board = breaker.current()
+        if board is not None:  # the breaker probes, and trips: later reads fail at once
+            board.breaker(name).failed(TransportTimeout(name, "doctor read hung"), probe)
+            dead = board.breaker(name).trip is not None
+        else:
+            dead = not breaker.answers(name, probe)
+        if dead:
+            found[name] = TransportTimeout(
+                name, f"its read hung {late[name]:.0f} s and a probe got no answer")
+            with contextlib.suppress(Exception):
+                lab.device(name).close()
+
+    threads = [threading.Thread(target=check, args=(n,), daemon=True) for n in late]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return found
+
+
+def _command_timeout_s(device: Any) -> float | None:
+    for settings in (device.ssh, device.snmp, device.visa):
+        timeout = getattr(settings, "command_timeout_s", None) or getattr(
+            settings, "timeout_s", None)
+        if timeout:
+            return float(timeout)
+    return None

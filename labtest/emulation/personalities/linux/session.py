@@ -7,10 +7,8 @@ from __future__ import annotations
 import fnmatch
 import logging
 import posixpath
-import random
 import re
 import threading
-import zlib
 from collections.abc import Callable
 
 from labtest.emulation.lab import Served
@@ -157,7 +155,6 @@ class Shell(ProcessTools, NicTools):
         self.last_bg: int | None = None
         self.status = 0
         self._sysfs: dict[str, str | None] | None = None
-        self._rng = random.Random(zlib.crc32(host.name.encode()))  # probe losses, per session
 
     @property
     def prompt(self) -> str:
@@ -497,7 +494,7 @@ class Shell(ProcessTools, NicTools):
             "show_gids": self._show_gids,
             "show_counters": self._show_counters,
             "mpirun": self._mpirun,
-            "traceroute": lambda a, c: probe.traceroute(self.host, a, self._rng),
+            "traceroute": lambda a, c: probe.traceroute(self.host, a, self.host.rng),
             "iperf3": lambda a, c: iperf.run(self.host, a),
         }
         table |= dict.fromkeys(TOOLS, self._perftest)

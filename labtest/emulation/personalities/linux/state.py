@@ -21,6 +21,7 @@ i.e. under the fabric's lock, in the lock order the fault catalogue uses
 from __future__ import annotations
 
 import itertools
+import random
 import threading
 import weakref
 from collections.abc import Callable
@@ -97,6 +98,10 @@ class HostState:
         self.files: dict[str, str] = {}
         self.stopped = threading.Event()
         self._pids = itertools.count(2000 + stable_int(name, modulo=30000))
+        #: probe answers lost to noise: one stream per host for the lab's life, seeded by the
+        #: lab's seed (a stream per SSH session replayed the same draws in every command,
+        #: so one host lost the same probes every interval: a "lossy" access link)
+        self.rng = random.Random(f"{fabric.seed}:{name}:probes")
 
     def __repr__(self) -> str:
         return f"HostState({self.name!r})"

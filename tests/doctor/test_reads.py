@@ -1,0 +1,76 @@
+"""The doctor's background reads: a slow device is left answering and judged later, a
+hung one that a probe cannot reach is failed in the round (never waited out)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from labtest.doctor import reads
+from labtest.errors import TransportTimeout
+
+
+class _Driver:
+    def __init__(self, name: str, lab: _Lab) -> None:
+        self.name, self.lab, self.closed = name, lab, threading.Event()
+
+    def close(self) -> None:
+        self.closed.set()
+
+
+class _Lab:
+    def __init__(self, names: list[str]) -> None:
+        self.testbed = SimpleNamespace(devices={
+            n: SimpleNamespace(ssh=None, snmp=None, visa=None) for n in names})
+        self.drivers = {n: _Driver(n, self) for n in names}
+
+    def device(self, name: str) -> _Driver:
+        return self.drivers[name]
+
+
+def _read(drv: _Driver) -> str:
+    if drv.name == "hung":
+        drv.closed.wait(30)
+        raise TransportTimeout(drv.name, "closed while reading")
+    time.sleep(1.5 if drv.name == "slow" else 0.05)
+    return f"{drv.name} read"
+
+
+def test_slow_is_late_and_arrives_next_round_hung_is_failed_at_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    def probe_of(name: str, device: Any, answer_s: float | None = None) -> Any:
+        def probe() -> None:
+            if name == "hung":
+                raise TransportTimeout(name, "probe: no answer")
+        return probe
+
+    monkeypatch.setattr(reads, "probe_of", probe_of)
+    lab = _Lab(["sw1", "sw2", "sw3", "slow", "hung"])
+    r = reads.Reads()
+    began = time.monotonic()
+    first = r.round(lab, [list(lab.drivers), []], _read, floor_s=0.2)  # type: ignore[arg-type]
+    took = time.monotonic() - began
+    assert set(first.ok) == {"sw1", "sw2", "sw3"} and set(first.late) == {"slow"}, first
+    assert "probe got no answer" in str(first.failed["hung"]), first.failed
+    assert lab.drivers["hung"].closed.is_set()  # its hung read is freed
+    assert took < 1.5, took  # neither the slow read nor the hung one was waited out
+    time.sleep(1.6)
+    second = r.round(lab, [list(lab.drivers), []], _read, floor_s=0.2)  # type: ignore[arg-type]
+    assert second.ok["slow"] == "slow read" and not second.late, second
+
+
+def test_a_kind_waits_for_half_of_it_before_the_grant() -> None:
+    """Half of a kind not yet answered: the round waits (no median to grant from)."""
+    lab = _Lab(["a", "b"])
+
+    def read(drv: _Driver) -> str:
+        time.sleep(0.3 if drv.name == "a" else 0.6)
+        return drv.name
+
+    got = reads.Reads().round(lab, [["a", "b"]], read, floor_s=0.0)  # type: ignore[arg-type]
+    # a answered at 0.3 s: the grant is 3 x 0.3 = 0.9 s, so b (0.6 s) is waited for
+    assert set(got.ok) == {"a", "b"} and not got.late, got
