@@ -277,6 +277,13 @@ def test_a_noisy_labs_probe_answers_are_lost_on_no_link(
     noisy = sum(answered(41000 + i) for i in range(40))
     assert quiet == 1600  # 40 traces x 4 hops x 10 probes
     assert 40 < quiet - noisy < 120  # 80 lost expected (sd 8.7): beyond 4 sigma either side
+    # one stream per host, not per SSH session: the same command in 20 fresh sessions loses
+    # other probes each time (a stream per session replayed its draws, so one host lost the
+    # same probes every interval and the doctor paged its access link on a healthy lab)
+    same = "traceroute -n -U --sport=41000 -p 33434 -q 10 -w 0.2 -m 4 10.0.0.7"
+    lost = {tuple(line.count("*") for line in hosts.out("host1", same).splitlines())
+            for _ in range(20)}
+    assert len(lost) > 1, lost
 
 
 def test_a_pfc_storm_shows_in_the_nic_pause_counters(hosts: Hosts) -> None:
