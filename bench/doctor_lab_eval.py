@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -38,6 +39,7 @@ from typing import Any
 
 import yaml
 
+from labtest.emulation.lab import ELASTIC_ENV
 from labtest.matrix.cases import load_data
 from labtest.matrix.draws import Domain, FloatRange, Placement, blame, draw_kind
 from labtest.matrix.judge import names
@@ -127,8 +129,13 @@ def run_case(n: int, kind: str | None, target: str, params: dict[str, Any], lab_
         argv += ["--fault", spec(kind, target, params)]
     if (kind in LOADED and not idle) or load:
         argv.append("--load")
+    # a late answer must take time, as on a real lab: the elastic clock skips the time
+    # every party only waits (a late answer's wait among them), so the doctor's wall-time
+    # round could not leave a late switch behind while its device time ran on
+    env = {**os.environ, ELASTIC_ENV: "0"} if noise else None
     t0 = time.monotonic()
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False,
+                          env=env)
     wall = time.monotonic() - t0
     (out / f"{n:03d}.log").write_text(done.stdout + done.stderr)
     reports = [e for e in map(json.loads, events.read_text().splitlines())
