@@ -24,7 +24,14 @@ from labtest.doctor.mesh import LiveMesh
 from labtest.doctor.pager import PAGE_POSTERIOR, Pager, probe_weight
 from labtest.doctor.reads import Reads
 from labtest.measure.limits import LimitsProfile
-from labtest.measure.probes import Blame, Ledger, ProbePath, SwitchAnswers, blame
+from labtest.measure.probes import (
+    Blame,
+    Ledger,
+    ProbePath,
+    SwitchAnswers,
+    blame,
+    lossy_ways,
+)
 from labtest.transports import breaker
 
 #: metric -> (how it is read from a port, its limit key, the reading's resolution)
@@ -151,19 +158,20 @@ class Doctor:
         # when its own readings fail and this link's do not (issue 34's evaluation: a
         # flapping host8 link, its down events read, also paged host6's link, whose only
         # probes in the dark second had gone to host8), or when the switches' answers on
-        # the way lost more back over it than over this link
+        # the way cleared it or lost more back over it than over this link
         failing = {e.unit for e in evidence if e.verdict == "FAIL"}
         told_apart: set[str] = set()
+        ways = lossy_ways(probes, self.ledger)
         untold: set[tuple[str, str]] = set()
         for b in [*now, *self.ledger.blame()]:
             if b.twin is not None and b.twin in failing and b.link not in failing:
                 continue
-            louder = self.switch_answers.louder(b.link, b.twin) if b.twin else None
-            if louder is not None and louder[0] != b.link:
+            named = self.switch_answers.tell_apart(b, ways)
+            if named is not None and named[0] != b.link:
                 told_apart.add(b.link)
                 continue
-            if louder is not None:
-                b = replace(b, twin=None, told_apart=louder[1])
+            if named is not None:
+                b = replace(b, twin=None, told_apart=named[1])
             elif b.twin is not None and b.confidence >= PAGE_POSTERIOR:
                 untold.add((min(b.link, b.twin), max(b.link, b.twin)))
             evidence.append(_probe_evidence(b))

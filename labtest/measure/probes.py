@@ -25,11 +25,11 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import deque
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import bdtrc
+from scipy.special import bdtr, bdtrc
 
 from labtest.measure.inference import Cause, Observation, infer
 from labtest.stats import ber_upper_bound
@@ -338,29 +338,72 @@ class SwitchAnswers:
     """The switches' answers on the way (``ProbePath.via_switch``) per link over the last
     ``window`` intervals: what tells apart two links every end-to-end probe crosses together.
 
-    Of twins, the faulty one loses more of the answers that came back over it: a spine's
-    answers to leaf1's hosts cross only leaf1's link to it, those to leaf2's hosts only
-    leaf2's. Compared with each other, not with a rate: a hole's unanswered hops are counted
-    lost on every candidate, so either twin's answers may carry losses that are not its own,
-    and a switch that rate-limits its answers loses them on both."""
+    A spine's answers to leaf1's hosts cross only leaf1's link to it, those to leaf2's hosts
+    only leaf2's; ``tell_apart`` reads them twice. First by direction: the probe reached the
+    switch over the prefix's links in the direction the end-to-end probes crossed them, in
+    their protocol (the answer comes back as ICMP), so a twin whose every lossy direction
+    carried answers that rule out the lossy probes' rate is cleared (a UDP drop on the
+    spine's way down to leaf2 spares the answers up leaf1's link). Then, if that decides
+    nothing, by comparison: the faulty twin loses more of its answers than the other (a hole
+    on leaf1's way up: its unanswered hops are counted lost on every candidate, so either
+    twin's answers may carry losses not its own, and a switch that rate-limits its answers
+    loses them over both alike)."""
 
     window: int = 12
-    intervals: deque[dict[str, tuple[int, int]]] = field(default_factory=deque)
+    #: per interval: link -> (sent, lost), and "link>device" -> (sent, lost) the way the
+    #: probes went (towards the switch)
+    intervals: deque[tuple[dict[str, tuple[int, int]], dict[str, tuple[int, int]]]] = field(
+        default_factory=deque)
 
     def add(self, paths: Sequence[ProbePath]) -> None:
-        tally: dict[str, tuple[int, int]] = {}
+        links: dict[str, tuple[int, int]] = {}
+        ways: dict[str, tuple[int, int]] = {}
         for p in paths:
-            for lk in p.links:
-                sent, lost = tally.get(lk, (0, 0))
-                tally[lk] = (sent + p.sent, lost + p.lost)
-        self.intervals.append(tally)
+            for table, keys in ((links, p.links), (ways, _directed(p))):
+                for key in keys:
+                    sent, lost = table.get(key, (0, 0))
+                    table[key] = (sent + p.sent, lost + p.lost)
+        self.intervals.append((links, ways))
         while len(self.intervals) > self.window:
             self.intervals.popleft()
 
     def counts(self, link: str) -> tuple[int, int]:
         """(sent, lost) of the answers back over ``link`` in the window."""
-        sent = sum(t.get(link, (0, 0))[0] for t in self.intervals)
-        return sent, sum(t.get(link, (0, 0))[1] for t in self.intervals)
+        sent = sum(t.get(link, (0, 0))[0] for t, _ in self.intervals)
+        return sent, sum(t.get(link, (0, 0))[1] for t, _ in self.intervals)
+
+    def way_counts(self, way: str) -> tuple[int, int]:
+        """(sent, lost) of the answers whose probes crossed ``way`` ("link>device")."""
+        sent = sum(t.get(way, (0, 0))[0] for _, t in self.intervals)
+        return sent, sum(t.get(way, (0, 0))[1] for _, t in self.intervals)
+
+    def tell_apart(self, b: Blame, lossy: Mapping[str, set[str]]) -> tuple[str, str] | None:
+        """Which of ``b.link`` and ``b.twin`` the answers name, and why; None if they cannot.
+        ``lossy``: per link, the ways the lossy end-to-end probes crossed it
+        (``lossy_ways``)."""
+        if b.twin is None:
+            return None
+        rate = b.lost / b.sent if b.sent else 0.0
+        why = {lk: self.cleared(lk, lossy.get(lk, set()), rate) for lk in (b.link, b.twin)}
+        if (why[b.link] is None) != (why[b.twin] is None):
+            named, other = (b.twin, b.link) if why[b.link] else (b.link, b.twin)
+            return named, f"{other}, crossed by every probe that crossed it, is {why[other]}"
+        return self.louder(b.link, b.twin)
+
+    def cleared(self, link: str, ways: set[str], rate: float) -> str | None:
+        """Why ``link`` did not lose probes at ``rate`` the ``ways`` they crossed it: each way
+        carried answers whose loss rules that rate out (at ``ALPHA``); None if not so."""
+        if not ways or rate <= 0:
+            return None
+        said = []
+        for way in sorted(ways):
+            n, k = self.way_counts(way)
+            if not n or float(bdtr(k, n, rate)) >= ALPHA:
+                return None
+            said.append(f"{k} of {n} lost towards {way.rsplit(WAY, 1)[1]}")
+        return (f"cleared by the switches' answers: the probes they answer crossed it the "
+                f"lossy way and {', '.join(said)}, where the lossy probes lost {rate:.1%} "
+                f"(p < {ALPHA:g})")
 
     def louder(self, a: str, b: str) -> tuple[str, str] | None:
         """The one of ``a`` and ``b`` whose answers lost significantly more (at ``ALPHA``,
@@ -377,6 +420,22 @@ class SwitchAnswers:
                             f"the switches' answers: {kl} of {nl} lost back over it, {kh} of "
                             f"{nh} over this one (p < {ALPHA:g})")
         return None
+
+
+def lossy_ways(paths: Sequence[ProbePath], ledger: Ledger | None = None
+               ) -> dict[str, set[str]]:
+    """Per link, the ways ("link>device") the end-to-end probes that lost any crossed it:
+    this interval's ``paths`` and the ``ledger``'s window."""
+    routes = [_directed(p) for p in paths if p.lost and not p.via_switch]
+    if ledger is not None:
+        routes += [r for _, tally in ledger.intervals for r, (_, lost) in tally.items() if lost]
+    out: dict[str, set[str]] = {}
+    for route in routes:
+        for way in route:
+            link, sep, _ = way.rpartition(WAY)
+            if sep:
+                out.setdefault(link, set()).add(way)
+    return out
 
 
 def _suspected(p: ProbePath) -> tuple[str, ...]:
