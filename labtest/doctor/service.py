@@ -210,14 +210,16 @@ class Doctor:
         )
 
     def healthy(self) -> int | None:
-        """Links the probes cleared (each ruled out a loss of DETECT_LOSS at 1 - ALPHA),
-        when nothing is paged and every link probed so far is cleared, and the bandwidth
-        bursts (if on) crossed every link or can judge none; else None."""
+        """Links the probes cleared (each ruled out a loss of DETECT_LOSS at 1 - ALPHA over
+        the ledger's window), when nothing is paged and every link probed so far is
+        cleared, and the bandwidth bursts (if on) crossed every link or can judge none;
+        else None."""
         if self.pager.pages or not self.ledger.clean:
             return None
         if self.bursts is not None and not self.bursts.covered():
             return None
-        cleared = [lk for lk in self.ledger.clean if self.ledger.cleared(lk)]
+        ruled_out = self.ledger.ruled_out()
+        cleared = [lk for lk in self.ledger.clean if lk in ruled_out]
         return len(cleared) if len(cleared) == len(self.ledger.clean) else None
 
     def _device_s(self, snap: Snapshot) -> float:

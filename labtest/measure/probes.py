@@ -332,6 +332,20 @@ class Ledger:
         run = self.clean.get(link, 0)
         return run > 0 and ber_upper_bound(run, 0, 1.0 - ALPHA) < DETECT_LOSS
 
+    def ruled_out(self) -> set[str]:
+        """The links whose probes in the window, losses counted, rule out a loss rate of
+        DETECT_LOSS at 1 - ALPHA: what a healthy decision needs. Unlike the clean run (a
+        page's clearing, which a lost probe restarts), a stray loss of the background (a
+        busy host, an ICMP rate limit: one answer in a thousand) does not start it over."""
+        counts: dict[str, tuple[int, int]] = {}
+        for _, tally in self.intervals:
+            for route, (sent, lost) in tally.items():
+                for link in {w.rsplit(WAY, 1)[0] for w in route}:
+                    s, k = counts.get(link, (0, 0))
+                    counts[link] = (s + sent, k + lost)
+        return {lk for lk, (sent, lost) in counts.items()
+                if sent and ber_upper_bound(sent, lost, 1.0 - ALPHA) < DETECT_LOSS}
+
 
 @dataclass
 class SwitchAnswers:
