@@ -81,6 +81,8 @@ class BfdPeer:
     transmit_interval_ms: int | None
     uptime_s: int | None = None
     downtime_s: int | None = None
+    remote_detect_multiplier: int | None = None
+    remote_transmit_interval_ms: int | None = None
 
 
 # --- facts -------------------------------------------------------------------------------
@@ -259,6 +261,8 @@ def parse_bfd_peers(text: str) -> dict[str, BfdPeer]:
             transmit_interval_ms=p.get("transmit-interval"),
             uptime_s=p.get("uptime"),
             downtime_s=p.get("downtime"),
+            remote_detect_multiplier=p.get("remote-detect-multiplier"),
+            remote_transmit_interval_ms=p.get("remote-transmit-interval"),
         )
     return out
 
@@ -322,20 +326,19 @@ def parse_bfd_sessions(text: str) -> dict[str, BfdSession]:
     """``show bfd peers json`` (its ``interface`` where given, else the port from the
     addresses), then ``ADDRESSES_MARK`` and ``ip -j -4 addr show``."""
     body, subnets = _split(text)
-    out = {}
-    for row in _json(body, list):
-        peer = str(row["peer"])
-        out[peer] = BfdSession(
+    return {
+        peer: BfdSession(
             peer_address=peer,
-            local_port=row.get("interface") or _port_of(peer, subnets),
-            status=str(row["status"]).lower(),
-            detect_multiplier=row.get("detect-multiplier"),
-            receive_interval_ms=row.get("receive-interval"),
-            transmit_interval_ms=row.get("transmit-interval"),
-            remote_detect_multiplier=row.get("remote-detect-multiplier"),
-            remote_transmit_interval_ms=row.get("remote-transmit-interval"),
+            local_port=p.interface or _port_of(peer, subnets),
+            status=p.status.lower(),
+            detect_multiplier=p.detect_multiplier,
+            receive_interval_ms=p.receive_interval_ms,
+            transmit_interval_ms=p.transmit_interval_ms,
+            remote_detect_multiplier=p.remote_detect_multiplier,
+            remote_transmit_interval_ms=p.remote_transmit_interval_ms,
         )
-    return out
+        for peer, p in parse_bfd_peers(body).items()
+    }
 
 
 # --- running-config: what restoring a snapshot must undo ----------------------------------
