@@ -290,7 +290,7 @@ def _once(args: argparse.Namespace, doctor: Any, lab: Any, scale: float, poll_wa
             report.decision = f"decided: paged ({spent}{'; ' + untold if untold else ''})"
             code = EXIT_SUSPECTS
         elif (cleared is not None and not report.watched and not report.failed
-              and not report.late):
+              and not report.unread):
             report.decision = (f"decided: healthy ({spent}; each of the {cleared} links probed "
                                f"ruled out a loss of {DETECT_LOSS:.0%} at {1 - ALPHA:.0%})")
             code = EXIT_HEALTHY

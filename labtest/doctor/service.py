@@ -66,6 +66,8 @@ class Report:
     decision: str = ""  # --once: what it decided (paged, healthy, or undecided at its bound)
     #: devices whose read was still running when the round ended (device s it has run)
     late: dict[str, float] = field(default_factory=dict)
+    #: late devices with no reading judged yet (a healthy decision waits for them)
+    unread: list[str] = field(default_factory=list)
     #: paged links whose probes cannot yet be told from their twin's (each pair once)
     twins: list[tuple[str, str]] = field(default_factory=list)
 
@@ -191,7 +193,7 @@ class Doctor:
         # a late device's ports keep their last reading as the one its next is diffed with
         held = {n: r for n, r in (self.prev.ports.items() if self.prev else ())
                 if n not in snap.ports and r.device in snap.late}
-        self.prev = replace(snap, ports={**held, **snap.ports}) if held else snap
+        self.prev = kept = replace(snap, ports={**held, **snap.ports}) if held else snap
         self.count += 1
         now_s = self._device_s(snap)
         paged, watched = self.pager.update(
@@ -207,6 +209,8 @@ class Doctor:
             rates={n: r for n, r in counter_rates.items() if r}, device_s=now_s,
             twins=sorted(t for t in untold if {s.unit for s in paged} >= set(t)),
             late=dict(snap.late),
+            unread=sorted(n for n in snap.late
+                          if not any(r.device == n for r in kept.ports.values())),
         )
 
     def healthy(self) -> int | None:

@@ -50,6 +50,7 @@ def test_a_late_switch_is_named_late_and_judged_when_its_read_arrives(
     assert LATE in first.late, first.text()
     assert f"{LATE} readings" in first.not_observed, first.not_observed
     assert LATE not in first.failed and first.suspects == [], first.text()
+    assert first.unread == [LATE]  # no healthy decision before its first reading
     assert not any(r.device == LATE for r in (doctor.prev.ports.values() if doctor.prev
                                               else ())), "a late read was judged early"
     arrived = None
@@ -62,3 +63,5 @@ def test_a_late_switch_is_named_late_and_judged_when_its_read_arrives(
     assert arrived is not None, "the late switch's read never arrived"
     assert doctor.prev is not None
     assert any(r.device == LATE for r in doctor.prev.ports.values())
+    later = doctor.interval(drivers, watch_s=0.2, poll_s=0.05)
+    assert later.unread == [], later.unread  # late again perhaps, but read: not unread
