@@ -26,12 +26,22 @@ from typing import Any
 
 import numpy as np
 
+from labtest.capabilities.probes import UdpTrace
 from labtest.doctor.evidence import Snapshot
 from labtest.doctor.judge import Plan
 from labtest.lab import Lab
 from labtest.measure.probes import OverBudget, ProbePath, plan_mesh
 from labtest.measure.traces import TraceReader
 from labtest.sweep import sweep
+
+
+@dataclass
+class Traced:
+    """One interval's raw traces (source host -> (target host, trace)) and what could not
+    be probed."""
+
+    traces: dict[str, list[tuple[str, UdpTrace]]] = field(default_factory=dict)
+    not_observed: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -53,50 +63,65 @@ class LiveMesh:
 
     def run(self, lab: Lab, snap: Snapshot) -> list[ProbePath]:
         """One interval's probe paths; what could not be probed goes in ``snap.not_observed``."""
+        return self.read(self.trace(lab), snap)
+
+    def trace(self, lab: Lab) -> Traced:
+        """Run this interval's traces (all hosts at once); ``read`` makes them paths once
+        the switches' BGP peers are known, so the traces may run while the switches are
+        read (``Doctor.interval``)."""
         tb = self.plan.testbed
+        out = Traced()
         hosts = [n for n in tb.devices if tb.devices[n].role == "host"]
         probing = set(lab.names(capability="UdpProbes"))
         for h in hosts:
             if h not in probing:
-                snap.not_observed[f"{h} probes"] = "driver offers no UdpProbes"
+                out.not_observed[f"{h} probes"] = "driver offers no UdpProbes"
         need = [h for h in hosts if h in probing and h not in self.addresses]
         res = sweep(lab, need, lambda drv: drv.probe_address(), timeout_s=self.timeout_s)
         self.addresses.update(res.ok)
         for h, err in res.failed.items():
-            snap.not_observed[f"{h} probes"] = f"no probe address: {type(err).__name__}: {err}"
+            out.not_observed[f"{h} probes"] = f"no probe address: {type(err).__name__}: {err}"
         leaves = {h: self._leaf(h) for h in self.addresses}
         leaf_of = {h: lf for h, lf in leaves.items() if lf is not None}
         if len(leaf_of) < 2:
-            snap.not_observed["probe mesh"] = (
+            out.not_observed["probe mesh"] = (
                 f"{len(leaf_of)} host(s) can probe (UdpProbes with an address): no pair")
-            return []
+            return out
         try:
             mesh = plan_mesh(leaf_of, self._ecmp_width(), self.rng,
                              peers_per_host=self.peers_per_host, probes_per_path=self.probes)
         except OverBudget as exc:
-            snap.not_observed["probe mesh"] = str(exc)
-            return []
+            out.not_observed["probe mesh"] = str(exc)
+            return out
         by_src: dict[str, dict[str, list[int]]] = {}
         for (src, dst), sports in mesh.probes_by_pair().items():
             by_src.setdefault(src, {})[dst] = sports
         hops = self.max_hops()
 
-        def trace(drv: Any) -> list[ProbePath]:
-            out = []
-            for dst, sports in by_src[drv.name].items():
-                for t in drv.udp_traces(self.addresses[dst], sports, probes=self.probes,
-                                        wait_s=self.wait_s, max_hops=hops):
-                    out.append(ProbePath(drv.name, dst, self.links(drv.name, dst, t, snap),
-                                         t.sent, t.sent - t.arrived))
-                    out += [ProbePath(drv.name, sw, links, sent, lost, via_switch=True)
-                            for sw, links, sent, lost in self.reader.switch_answers(
-                                drv.name, dst, t, snap.addresses)]
-            return out
+        def run(drv: Any) -> list[tuple[str, UdpTrace]]:
+            return [(dst, t) for dst, sports in by_src[drv.name].items()
+                    for t in drv.udp_traces(self.addresses[dst], sports, probes=self.probes,
+                                            wait_s=self.wait_s, max_hops=hops)]
 
-        done = sweep(lab, list(by_src), trace, timeout_s=self.timeout_s)
+        done = sweep(lab, list(by_src), run, timeout_s=self.timeout_s)
         for h, err in done.failed.items():
-            snap.not_observed[f"{h} probes"] = f"{type(err).__name__}: {err}"
-        return [p for paths in done.ok.values() for p in paths]
+            out.not_observed[f"{h} probes"] = f"{type(err).__name__}: {err}"
+        out.traces = done.ok
+        return out
+
+    def read(self, traced: Traced, snap: Snapshot) -> list[ProbePath]:
+        """The traces as probe paths, pinned by this interval's BGP peers (``snap``), and
+        the switches' answers on the way as paths of their own (``via_switch``)."""
+        snap.not_observed.update(traced.not_observed)
+        out = []
+        for src, traces in traced.traces.items():
+            for dst, t in traces:
+                out.append(ProbePath(src, dst, self.links(src, dst, t, snap), t.sent,
+                                     t.sent - t.arrived))
+                out += [ProbePath(src, sw, links, sent, lost, via_switch=True)
+                        for sw, links, sent, lost in self.reader.switch_answers(
+                            src, dst, t, snap.addresses)]
+        return out
 
     def links(self, src: str, dst: str, trace: Any, snap: Snapshot) -> tuple[str, ...]:
         """The links a trace crossed (``labtest.measure.traces``), the switches' BGP peers
