@@ -156,7 +156,8 @@ class Doctor:
         self.switch_answers.add([p for p in probes if p.via_switch])
         probes = [p for p in probes if not p.via_switch]
         now = blame(probes)
-        self.ledger.add(probes, [b.link for b in now if b.confidence >= PAGE_POSTERIOR])
+        named = [b.link for b in now if b.confidence >= PAGE_POSTERIOR]
+        self.ledger.add(probes, named)
         # explaining away: probes that cannot tell two links apart (twins) are the twin's
         # when its own readings fail and this link's do not (issue 34's evaluation: a
         # flapping host8 link, its down events read, also paged host6's link, whose only
@@ -164,17 +165,18 @@ class Doctor:
         # the way cleared it or lost more back over it than over this link
         failing = {e.unit for e in evidence if e.verdict == "FAIL"}
         told_apart: set[str] = set()
-        ways = lossy_ways(probes, self.ledger)
+        ways = lossy_ways([p for p in probes if not set(named).isdisjoint(p.links)],
+                          self.ledger)  # the interval's paths the ledger left out, and it
         untold: set[tuple[str, str]] = set()
         for b in [*now, *self.ledger.blame()]:
             if b.twin is not None and b.twin in failing and b.link not in failing:
                 continue
-            named = self.switch_answers.tell_apart(b, ways)
-            if named is not None and named[0] != b.link:
+            told = self.switch_answers.tell_apart(b, ways)
+            if told is not None and told[0] != b.link:
                 told_apart.add(b.link)
                 continue
-            if named is not None:
-                b = replace(b, twin=None, told_apart=named[1])
+            if told is not None:
+                b = replace(b, twin=None, told_apart=told[1])
             elif b.twin is not None and b.confidence >= PAGE_POSTERIOR:
                 untold.add((min(b.link, b.twin), max(b.link, b.twin)))
             evidence.append(_probe_evidence(b))

@@ -391,33 +391,36 @@ class SwitchAnswers:
         sent = sum(t.get(way, (0, 0))[0] for _, t in self.intervals)
         return sent, sum(t.get(way, (0, 0))[1] for _, t in self.intervals)
 
-    def tell_apart(self, b: Blame, lossy: Mapping[str, set[str]]) -> tuple[str, str] | None:
+    def tell_apart(self, b: Blame, lossy: Mapping[str, Mapping[str, tuple[int, int]]]
+                   ) -> tuple[str, str] | None:
         """Which of ``b.link`` and ``b.twin`` the answers name, and why; None if they cannot.
-        ``lossy``: per link, the ways the lossy end-to-end probes crossed it
-        (``lossy_ways``)."""
+        ``lossy``: per link, the ways the lossy end-to-end probes crossed it, each with the
+        end-to-end probes' (sent, lost) that way (``lossy_ways``)."""
         if b.twin is None:
             return None
-        rate = b.lost / b.sent if b.sent else 0.0
-        why = {lk: self.cleared(lk, lossy.get(lk, set()), rate) for lk in (b.link, b.twin)}
+        why = {lk: self.cleared(lk, lossy.get(lk, {})) for lk in (b.link, b.twin)}
         if (why[b.link] is None) != (why[b.twin] is None):
             named, other = (b.twin, b.link) if why[b.link] else (b.link, b.twin)
             return named, f"{other}, crossed by every probe that crossed it, is {why[other]}"
         return self.louder(b.link, b.twin)
 
-    def cleared(self, link: str, ways: set[str], rate: float) -> str | None:
-        """Why ``link`` did not lose probes at ``rate`` the ``ways`` they crossed it: each way
-        carried answers whose loss rules that rate out (at ``ALPHA``); None if not so."""
-        if not ways or rate <= 0:
-            return None
+    def cleared(self, link: str, ways: Mapping[str, tuple[int, int]]) -> str | None:
+        """Why ``link`` is not where the probes were lost: each way the lossy ones crossed it
+        carried answers whose loss rules out the end-to-end probes' loss rate that way (all
+        of them, not only the lossy pairs': a hole loses its flows whole, and a link's rate
+        is the share of flows it swallows); None if not so."""
         said = []
-        for way in sorted(ways):
+        for way, (sent, lost) in sorted(ways.items()):
+            rate = lost / sent if sent else 0.0
             n, k = self.way_counts(way)
-            if not n or float(bdtr(k, n, rate)) >= ALPHA:
+            if rate <= 0 or not n or float(bdtr(k, n, rate)) >= ALPHA:
                 return None
-            said.append(f"{k} of {n} lost towards {way.rsplit(WAY, 1)[1]}")
-        return (f"cleared by the switches' answers: the probes they answer crossed it the "
-                f"lossy way and {', '.join(said)}, where the lossy probes lost {rate:.1%} "
-                f"(p < {ALPHA:g})")
+            said.append(f"{k} of {n} answers lost towards {way.rsplit(WAY, 1)[1]}, where "
+                        f"the probes crossing it so lost {rate:.1%}")
+        if not said:
+            return None
+        return (f"cleared by the switches' answers, whose probes crossed it the lossy way: "
+                f"{'; '.join(said)} (p < {ALPHA:g})")
 
     def louder(self, a: str, b: str) -> tuple[str, str] | None:
         """The one of ``a`` and ``b`` whose answers lost significantly more (at ``ALPHA``,
@@ -437,18 +440,27 @@ class SwitchAnswers:
 
 
 def lossy_ways(paths: Sequence[ProbePath], ledger: Ledger | None = None
-               ) -> dict[str, set[str]]:
-    """Per link, the ways ("link>device") the end-to-end probes that lost any crossed it:
-    this interval's ``paths`` and the ``ledger``'s window."""
-    routes = [_directed(p) for p in paths if p.lost and not p.via_switch]
+               ) -> dict[str, dict[str, tuple[int, int]]]:
+    """Per link, the ways ("link>device") the end-to-end probes that lost any crossed it,
+    each with (sent, lost) of every end-to-end probe that crossed it that way: ``paths``
+    (those the ledger left out) and the ``ledger``'s window."""
+    routes = [(_directed(p), p.sent, p.lost) for p in paths if not p.via_switch]
     if ledger is not None:
-        routes += [r for _, tally in ledger.intervals for r, (_, lost) in tally.items() if lost]
-    out: dict[str, set[str]] = {}
-    for route in routes:
+        routes += [(r, sent, lost) for _, tally in ledger.intervals
+                   for r, (sent, lost) in tally.items()]
+    totals: dict[str, tuple[int, int]] = {}
+    lossy: set[str] = set()
+    for route, sent, lost in routes:
         for way in route:
-            link, sep, _ = way.rpartition(WAY)
-            if sep:
-                out.setdefault(link, set()).add(way)
+            s, k = totals.get(way, (0, 0))
+            totals[way] = (s + sent, k + lost)
+            if lost:
+                lossy.add(way)
+    out: dict[str, dict[str, tuple[int, int]]] = {}
+    for way in lossy:
+        link, sep, _ = way.rpartition(WAY)
+        if sep:
+            out.setdefault(link, {})[way] = totals[way]
     return out
 
 
