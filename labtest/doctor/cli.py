@@ -296,7 +296,7 @@ def _once(args: argparse.Namespace, doctor: Any, lab: Any, scale: float, poll_wa
             code = EXIT_HEALTHY
         elif report.device_s >= args.max_s:
             report.decision = (f"undecided at the bound --max-s {args.max_s:g} ({spent}): "
-                               "nothing paged, not every link cleared")
+                               f"nothing paged; {doctor.undecided(report)}")
             code = EXIT_UNDECIDED
         else:
             continue

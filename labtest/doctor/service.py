@@ -229,6 +229,23 @@ class Doctor:
         cleared = [lk for lk in self.ledger.clean if lk in ruled_out]
         return len(cleared) if len(cleared) == len(self.ledger.clean) else None
 
+    def undecided(self, report: Report) -> str:
+        """Why ``report`` decides nothing healthy (what ``healthy`` and ``--once`` wait for)."""
+        why = []
+        if not self.ledger.clean:
+            why.append("no link probed")
+        ruled_out = self.ledger.ruled_out()
+        left = sorted(lk for lk in self.ledger.clean if lk not in ruled_out)
+        if left:
+            why.append(f"{len(left)} of {len(self.ledger.clean)} links probed not cleared "
+                       f"({', '.join(left[:3])}{' ...' if len(left) > 3 else ''})")
+        if self.bursts is not None and not self.bursts.covered():
+            why.append("the bandwidth bursts have not crossed every link yet")
+        why += [f"watched: {s.unit}" for s in report.watched[:2]]
+        why += [f"not read: {n}" for n in report.failed]
+        why += [f"{n} late and never read" for n in report.unread]
+        return "; ".join(why) or "nothing"
+
     def _device_s(self, snap: Snapshot) -> float:
         """Device seconds since the first reading: the median over ports of their own clock's
         advance (clocks differ in origin; the median shrugs off one that jumped)."""
