@@ -183,6 +183,30 @@ def test_a_port_without_a_rate_over_the_last_interval_is_not_taken_for_idle(
     assert lab.runs == 0
 
 
+def test_a_host_whose_counters_are_never_read_is_left_out_and_said(
+    setup: tuple[Plan, Any, list[str], dict[str, float]],
+) -> None:
+    """The kernel lab: its hosts' veths carry none of the NIC counters the Linux driver
+    reads, so their ports never have a rate; every burst was 'not judged' without a word,
+    the bursts never covered the fabric, and a healthy kernel lab never decided healthy."""
+    plan, profile, _, speeds = setup
+    bursts = Bursts(plan, profile, per_interval=4)
+    lab = FakeLab(bursts, 0, {})
+    hosts = set(bursts.fabric_hosts)
+    rates = {p: ({} if p.split(":")[0] in hosts else {"tx_bytes": 0.0}) for p in speeds}
+    assert all(b.gbps is None for b in bursts.run(lab, rates, speeds))
+    assert lab.runs == 0 and not bursts.window
+    left = {k.removesuffix(f" {BUSY}") for k in bursts.not_observed}
+    assert left and left <= hosts, bursts.not_observed
+    assert all("no traffic counters read" in why for why in bursts.not_observed.values())
+    for _ in range(len(hosts)):
+        bursts.run(lab, rates, speeds)
+    assert bursts.covered()  # nothing left to judge with: no longer holds a decision back
+    fresh = Bursts(plan, profile, per_interval=4)  # the first round: no rate anywhere yet
+    fresh.run(lab, {p: {} for p in speeds}, speeds)
+    assert fresh.not_observed == {}
+
+
 def test_without_the_bandwidth_limit_the_bursts_say_so_and_judge_nothing(
     setup: tuple[Plan, Any, list[str], dict[str, float]],
 ) -> None:
