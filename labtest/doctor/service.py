@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -21,7 +20,7 @@ from labtest.doctor.change import Cusum, Drift
 from labtest.doctor.evidence import PortReading, Snapshot, collect
 from labtest.doctor.judge import WEIGHTS, Evidence, Judge, Plan, limit_for, rates
 from labtest.doctor.localise import REPORT_CONFIDENCE, Suspect, rank
-from labtest.doctor.mesh import LiveMesh, Traced
+from labtest.doctor.mesh import LiveMesh
 from labtest.doctor.pager import PAGE_POSTERIOR, Pager, probe_weight
 from labtest.doctor.reads import Reads
 from labtest.measure.limits import LimitsProfile
@@ -265,22 +264,19 @@ class Doctor:
         # interval's counters then hold their bytes (which uplink each took: bursts.settle)
         if self.bursts is not None and self.prev is not None and self._last_rates:
             self.bursts.run(lab, self._last_rates, speeds_of(self.prev.ports))
-        # the probe mesh runs on the hosts while the switches are read and watched (its
-        # traces are read against this interval's BGP peers after): a round costs the
-        # longer of the two, not their sum
-        if self.prober is None and self.mesh is None:
-            self.mesh = LiveMesh(self.plan)
-        tracing = None if self.mesh is None or self.prober is not None else _Background(
-            lambda: self.mesh.trace(lab) if self.mesh is not None else Traced())
         snap = collect(lab, watch_s=watch_s, poll_s=poll_s, counting=self._counting(),
                        reads=self.reads, scale=self.scale)
         if self.prev is not None:  # a late switch's BGP peers still pin the hops they pinned
             snap.addresses = {**self.prev.addresses, **snap.addresses}
+        # the probes after the watch, not during it: traced while routing reconverged after a
+        # drop, a flow lost in the seconds of the change paged an innocent link first
+        # (tests/doctor/test_doctor_kernel.py, with the traces run beside the reads)
         if self.prober is not None:
             probes: Sequence[ProbePath] = self.prober()
         else:
-            assert self.mesh is not None and tracing is not None
-            probes = self.mesh.read(tracing.result(), snap)
+            if self.mesh is None:
+                self.mesh = LiveMesh(self.plan)
+            probes = self.mesh.run(lab, snap)
         report = self.step(snap, probes)
         report.cpu_s = time.process_time() - cpu0
         return report
@@ -337,29 +333,6 @@ def _moved_traffic(evidence: list[Evidence]) -> list[Evidence]:
                              "down in the interval: traffic moved, not a steady bottleneck)")
         out.append(e)
     return out
-
-
-class _Background:
-    """``fn()`` in a thread of its own; ``result()`` waits for it (and re-raises)."""
-
-    def __init__(self, fn: Callable[[], Traced]) -> None:
-        self._fn, self._value = fn, Traced()
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, daemon=True,
-                                        name="labtest-doctor-mesh")
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._value = self._fn()
-        except BaseException as exc:  # handed to the caller of result()
-            self._error = exc
-
-    def result(self) -> Traced:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value
 
 
 def _probe_evidence(b: Blame) -> Evidence:
