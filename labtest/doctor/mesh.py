@@ -66,9 +66,10 @@ class LiveMesh:
         return self.read(self.trace(lab), snap)
 
     def trace(self, lab: Lab) -> Traced:
-        """Run this interval's traces (all hosts at once); ``read`` makes them paths once
-        the switches' BGP peers are known, so the traces may run while the switches are
-        read (``Doctor.interval``)."""
+        """Run this interval's traces (all hosts at once); ``read`` makes them paths with
+        the switches' BGP peers. ``Doctor.interval`` runs them after the watch: traced
+        during it, a flow lost while routing reconverged after a drop paged an innocent
+        link (docs/doctor.md)."""
         tb = self.plan.testbed
         out = Traced()
         hosts = [n for n in tb.devices if tb.devices[n].role == "host"]
