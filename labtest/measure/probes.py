@@ -383,13 +383,15 @@ class SwitchAnswers:
 
     def counts(self, link: str) -> tuple[int, int]:
         """(sent, lost) of the answers back over ``link`` in the window."""
-        sent = sum(t.get(link, (0, 0))[0] for t, _ in self.intervals)
-        return sent, sum(t.get(link, (0, 0))[1] for t, _ in self.intervals)
+        return self._summed(link, 0)
 
     def way_counts(self, way: str) -> tuple[int, int]:
         """(sent, lost) of the answers whose probes crossed ``way`` ("link>device")."""
-        sent = sum(t.get(way, (0, 0))[0] for _, t in self.intervals)
-        return sent, sum(t.get(way, (0, 0))[1] for _, t in self.intervals)
+        return self._summed(way, 1)
+
+    def _summed(self, key: str, table: int) -> tuple[int, int]:
+        rows = [tables[table].get(key, (0, 0)) for tables in self.intervals]
+        return sum(r[0] for r in rows), sum(r[1] for r in rows)
 
     def tell_apart(self, b: Blame, lossy: Mapping[str, Mapping[str, tuple[int, int]]]
                    ) -> tuple[str, str] | None:
