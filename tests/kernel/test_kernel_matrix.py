@@ -204,13 +204,13 @@ def test_paths_names_a_straggler_at_a_random_placement(tmp_path: Path) -> None:
     assert code == 1 and "verdict: FAIL" in out, f"{placed}\n{out[-3000:]}"
     failed = {ln.split("::")[-1].split(" - ")[0].strip()
               for ln in out.splitlines() if ln.startswith("FAILED ")}
-    # the leaf's spread may fail too (the host streams hashed onto the slow member got
-    # through at its rate only): then as the straggler's consequence, never a cause of its own
     assert f"test_path_delivery[{link}]" in failed, f"{placed}\n{out[-3000:]}"
-    assert failed <= {f"test_path_delivery[{link}]", "test_ecmp_spread"}, f"{placed}\n{out}"
-    if "test_ecmp_spread" in failed:
-        spread = [ln for ln in out.splitlines() if "FAILED  paths: test_ecmp_spread:" in ln]
-        assert spread and f"(consequence of {link}" in spread[0], out[-3000:]
+    # other tests may fail too (the leaf's spread: host streams hashed onto the slow member
+    # got through at its rate only; the member's own loss test: its streams stalled behind
+    # the rate limit), but only as the straggler's consequences, never causes of their own
+    for test in failed - {f"test_path_delivery[{link}]"}:
+        rows = [ln for ln in out.splitlines() if f"FAILED  paths: {test}:" in ln]
+        assert rows and f"(consequence of {link}" in rows[0], f"{placed}: {test}\n{out[-3000:]}"
     a, b = link.split("--")
     for near, far in ((a, b), (b, a)):
         device, port = near.split(":")
