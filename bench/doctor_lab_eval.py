@@ -19,7 +19,8 @@ fault's blame names (``labtest.matrix.draws.blame``: the port, its far end, the 
 host's own ports), or for an unreachable device when the report lists it as failed to
 read; *top-1* when the first paged suspect does; a suspect that names none of them is a
 false one (precision); a healthy case is right when nothing is paged. Time to detect: the
-report's device seconds at its decision. Written: ``DIR/cases.json`` (draws),
+report's device seconds from the doctor's start (its baseline read included) to its
+decision (``elapsed_s``). Written: ``DIR/cases.json`` (draws),
 ``DIR/NNN.jsonl`` (the doctor's events), ``DIR/summary.json``; a table on stdout.
 """
 
@@ -148,7 +149,7 @@ def run_case(n: int, kind: str | None, target: str, params: dict[str, Any], lab_
     return Outcome(n, lab_seed, kind or "healthy", target, params, done.returncode,
                    bool(right) or unreachable, bool(units and units[0] in right) or (
                        unreachable and not units), units, [u for u in units if u not in right],
-                   float(last.get("device_s", 0.0)), round(wall, 1),
+                   float(last.get("elapsed_s", last.get("device_s", 0.0))), round(wall, 1),
                    str(last.get("decision", "no report")))
 
 

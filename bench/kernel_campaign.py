@@ -164,7 +164,8 @@ def judge_doctor(case: Mapping[str, Any], last: Mapping[str, Any] | None, wall_s
     else:
         right = bool(units) and any(_names(units[0], who) for who in case["blame"])
     return {"doctor": str(last.get("decision", "")), "doctor_first": units[0] if units else "—",
-            "doctor_right": right, "doctor_device_s": float(last.get("device_s", 0.0)),
+            "doctor_right": right,
+            "doctor_device_s": float(last.get("elapsed_s", last.get("device_s", 0.0))),
             "doctor_wall_s": round(wall_s, 1)}
 
 

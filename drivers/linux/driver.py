@@ -157,6 +157,16 @@ class LinuxHost:
     def links(self) -> list[LinkInfo]:
         return self._read("ip -j link", "ip", parse_ip_link)
 
+    def link_status_changes(self) -> dict[str, int]:
+        """Each netdev's carrier changes (LinkFlapCounts): a flap between two reads shows
+        here where a state sample misses it; ``ip -s -s`` prints the count."""
+        links = self._read("ip -s -s -j link", "ip", parse_ip_link)
+        missing = [li.ifname for li in links if li.carrier_changes is None]
+        if missing:
+            raise CommandNotSupported(
+                self.name, f"ip -s -s -j link printed no carrier_changes for {missing[0]}")
+        return {li.ifname: li.carrier_changes for li in links if li.carrier_changes is not None}
+
     def link_speed_gbps(self, ifname: str) -> float | None:
         """The negotiated speed from sysfs; None when the link is down (the kernel says -1)."""
         path = shlex.quote(f"/sys/class/net/{ifname}/speed")

@@ -76,6 +76,8 @@ class LinkInfo:
     mac: str | None  # the link-layer address as printed (20 bytes on IPoIB)
     link_type: str | None = None  # ether, infiniband, loopback, none, ...
     flags: list[str] = field(default_factory=list)
+    #: carrier up/down transitions since the netdev appeared (``ip -s -s``; None: not printed)
+    carrier_changes: int | None = None
 
     @property
     def lower_up(self) -> bool:

@@ -265,25 +265,32 @@ def _watch(args: argparse.Namespace, testbed: Any, profile: Any, scale: float,
 
 def _once(args: argparse.Namespace, doctor: Any, lab: Any, scale: float, poll_wall_s: float,
           emit: Any) -> int:
-    """Rounds of at most ONCE_ROUND_S device seconds until a page, a healthy decision or
-    ``--max-s`` of device time; one report, the last round's, saying which. A page of twins
+    """A baseline read, then rounds of at most ONCE_ROUND_S device seconds until a page, a
+    healthy decision or ``--max-s`` of device time; one report, the last round's, saying
+    which. The baseline pages what it already proves (its probes, a unit's state, a dead
+    device): counters need a second read, a healthy decision the rounds. A page of twins
     (links every probe crossed together) waits for the switches' answers to tell them apart,
     up to the bound, and then says they were not."""
     from labtest.measure.probes import ALPHA, DETECT_LOSS
 
-    doctor.interval(lab, watch_s=0.0, poll_s=poll_wall_s)  # baseline: counters to diff
+    report = doctor.interval(lab, watch_s=0.0, poll_s=poll_wall_s)  # counters to diff
+    if report.ports_read and report.suspects and not report.twins:
+        report.decision = (f"decided: paged (at the baseline read, {report.elapsed_s:.0f} s "
+                           "of device time)")
+        emit(report)
+        return EXIT_SUSPECTS
     doctor.count = 0  # the rounds are intervals 1, 2, ...
     watch = min(args.interval, ONCE_ROUND_S / scale)
     rounds = 0
     while True:
         report = doctor.interval(lab, watch_s=watch, poll_s=poll_wall_s)
         rounds += 1
-        spent = f"{rounds} round(s), {report.device_s:.0f} s of device time"
+        spent = f"{rounds} round(s), {report.elapsed_s:.0f} s of device time"
         cleared = doctor.healthy()
         if report.ports_read == 0:
             report.decision = f"undecided: nothing could be read ({spent})"
             code = EXIT_UNREAD
-        elif report.suspects and report.twins and report.device_s < args.max_s:
+        elif report.suspects and report.twins and report.elapsed_s < args.max_s:
             continue  # a page naming two links is not an answer yet: the switches may tell
         elif report.suspects:
             untold = "; ".join(f"{a} and {b} not told apart" for a, b in report.twins)
@@ -294,7 +301,7 @@ def _once(args: argparse.Namespace, doctor: Any, lab: Any, scale: float, poll_wa
             report.decision = (f"decided: healthy ({spent}; each of the {cleared} links probed "
                                f"ruled out a loss of {DETECT_LOSS:.0%} at {1 - ALPHA:.0%})")
             code = EXIT_HEALTHY
-        elif report.device_s >= args.max_s:
+        elif report.elapsed_s >= args.max_s:
             report.decision = (f"undecided at the bound --max-s {args.max_s:g} ({spent}): "
                                f"nothing paged; {doctor.undecided(report)}")
             code = EXIT_UNDECIDED

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,6 +109,16 @@ class Snapshot:
     wall_s: float = 0.0  # how long the collection took
     #: devices still answering when the round ended (device seconds their read has run)
     late: dict[str, float] = field(default_factory=dict)
+
+
+def fail_dead(snap: Snapshot, dead: Mapping[str, Exception]) -> None:
+    """Late devices a probe got no answer from (``Reads.probe``): failed and unreachable in
+    ``snap``, no longer late."""
+    for name, err in dead.items():
+        snap.late.pop(name, None)
+        snap.not_observed.pop(f"{name} readings", None)
+        snap.failed[name] = f"{type(err).__name__}: {err}"
+        snap.unreachable.add(name)
 
 
 #: device seconds a late device's kind is waited for beyond the watch, at the least (a
@@ -281,9 +292,14 @@ def _dom(t: Any) -> dict[str, Any]:
 
 def read_host(driver: Any, name: str, testbed: Testbed) -> tuple[
         dict[str, PortReading], dict[str, str]]:
-    """A host's cabled NIC ports: link speed, module DOM, NIC counters where offered."""
+    """A host's cabled NIC ports: link speed, module DOM, NIC counters where offered, and
+    its carrier changes: a host link that flaps between two reads is seen from the host's
+    end too, when the switch at the other end is late or unread."""
     missing: dict[str, str] = {}
     out: dict[str, PortReading] = {}
+    flaps = link_flap_counts(driver)
+    if flaps is None:
+        missing[f"{name} link-down counter"] = "driver reports no carrier changes"
     for link in testbed.links_of(name):
         end = next(e for e in link.ends if e.device == name)
         d: dict[str, Any] = {"counters": {}}
@@ -318,6 +334,8 @@ def read_host(driver: Any, name: str, testbed: Testbed) -> tuple[
                 missing[f"{name} FEC"] = str(exc)
         else:
             missing[f"{name} FEC"] = "driver offers no NicFec (NIC PHY bit counters)"
+        if flaps is not None and end.port in flaps:
+            d["counters"]["link_status_changes"] = flaps[end.port]
         out[f"{name}:{end.port}"] = PortReading(device=name, port=end.port, time_s=_clock(driver),
                                                 **d)
     return out, missing

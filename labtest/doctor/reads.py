@@ -11,7 +11,8 @@ round names the device late, with how long its read has run. Late is not dead: a
 device is probed as its circuit breaker probes (a fresh connection, one trivial command),
 given the device's own command timeout to answer (it is known to be slow); one that does
 not answer is failed (its driver closed to free the hung read) and the doctor pages it
-unreachable, as when the read itself timed out.
+unreachable, as when the read itself timed out. The probes run while the interval's
+probe mesh does (:meth:`Reads.probe`): they wait on different devices.
 """
 
 from __future__ import annotations
@@ -84,10 +85,18 @@ class Reads:
                 del self.pending[name]
                 out.ok.update(read.result.ok)
                 out.failed.update(read.result.failed)
-        for name, error in _dead(lab, out.late).items():
-            del out.late[name], self.pending[name]  # the hung read's answer is not waited for
-            out.failed[name] = error
         return out
+
+    def probe(self, lab: Lab, late: dict[str, float]) -> Probing:
+        """Probe the ``late`` devices (name -> seconds their read has run, for the message)
+        in the background; :meth:`Probing.join` gives the dead ones."""
+        probing = Probing(self)
+        for name in late:
+            t = threading.Thread(target=_check, args=(lab, name, late[name], probing.dead),
+                                 daemon=True, name=f"labtest-doctor-probe-{name}")
+            t.start()
+            probing.threads.append(t)
+        return probing
 
     def _wait_s(self, kind: Sequence[str], began: float, floor_s: float) -> float | None:
         """Seconds this kind may still be waited for (<= 0: done waiting; None: until half
@@ -108,34 +117,41 @@ class Reads:
             self._cond.notify_all()
 
 
-def _dead(lab: Lab, late: dict[str, float]) -> dict[str, TransportError]:
-    """The late devices a probe gets no answer from (all probed at once), each with why;
-    their drivers are closed so their hung reads return."""
-    found: dict[str, TransportError] = {}
+@dataclass
+class Probing:
+    """Late devices being probed; ``join`` waits for the probes and gives the dead ones,
+    whose hung reads are no longer waited for."""
 
-    def check(name: str) -> None:
-        device = lab.testbed.devices[name]
-        probe = probe_of(name, device, answer_s=_command_timeout_s(device))
-        if probe is None:
-            return
-        board = breaker.current()
-        if board is not None:  # the breaker probes, and trips: later reads fail at once
-            board.breaker(name).failed(TransportTimeout(name, "doctor read hung"), probe)
-            dead = board.breaker(name).trip is not None
-        else:
-            dead = not breaker.answers(name, probe)
-        if dead:
-            found[name] = TransportTimeout(
-                name, f"its read hung {late[name]:.0f} s and a probe got no answer")
-            with contextlib.suppress(Exception):
-                lab.device(name).close()
+    reads: Reads
+    threads: list[threading.Thread] = field(default_factory=list)
+    dead: dict[str, TransportError] = field(default_factory=dict)
 
-    threads = [threading.Thread(target=check, args=(n,), daemon=True) for n in late]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return found
+    def join(self) -> dict[str, TransportError]:
+        for t in self.threads:
+            t.join()
+        for name in self.dead:
+            self.reads.pending.pop(name, None)
+        return dict(self.dead)
+
+
+def _check(lab: Lab, name: str, ran_s: float, dead: dict[str, TransportError]) -> None:
+    """Probe one late device; no answer puts it in ``dead`` with why and closes its driver
+    so its hung read returns."""
+    device = lab.testbed.devices[name]
+    probe = probe_of(name, device, answer_s=_command_timeout_s(device))
+    if probe is None:
+        return
+    board = breaker.current()
+    if board is not None:  # the breaker probes, and trips: later reads fail at once
+        board.breaker(name).failed(TransportTimeout(name, "doctor read hung"), probe)
+        hung = board.breaker(name).trip is not None
+    else:
+        hung = not breaker.answers(name, probe)
+    if hung:
+        dead[name] = TransportTimeout(
+            name, f"its read hung {ran_s:.0f} s and a probe got no answer")
+        with contextlib.suppress(Exception):
+            lab.device(name).close()
 
 
 def _command_timeout_s(device: Any) -> float | None:

@@ -15,9 +15,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
+from labtest import labtime
 from labtest.doctor.bursts import Bursts, speeds_of
 from labtest.doctor.change import Cusum, Drift
-from labtest.doctor.evidence import PortReading, Snapshot, collect
+from labtest.doctor.evidence import PortReading, Snapshot, collect, fail_dead
 from labtest.doctor.judge import WEIGHTS, Evidence, Judge, Plan, limit_for, rates
 from labtest.doctor.localise import REPORT_CONFIDENCE, Suspect, rank
 from labtest.doctor.mesh import LiveMesh
@@ -63,6 +64,9 @@ class Report:
     #: "device:port" -> counter -> per device-second over the interval (non-zero ones only)
     rates: dict[str, dict[str, float]] = field(default_factory=dict)
     device_s: float = 0.0  # device seconds since the doctor's first reading
+    #: device seconds since the doctor began (its first read's own time included): the
+    #: time to detect and the bound of ``--once``
+    elapsed_s: float = 0.0
     decision: str = ""  # --once: what it decided (paged, healthy, or undecided at its bound)
     #: devices whose read was still running when the round ended (device s it has run)
     late: dict[str, float] = field(default_factory=dict)
@@ -81,7 +85,8 @@ class Report:
             "not_observed": self.not_observed, "failed": self.failed,
             "ports_read": self.ports_read, "probe_paths": self.probe_paths,
             "collect_s": round(self.collect_s, 3), "cpu_s": round(self.cpu_s, 4),
-            "device_s": round(self.device_s, 1), "decision": self.decision,
+            "device_s": round(self.device_s, 1), "elapsed_s": round(self.elapsed_s, 1),
+            "decision": self.decision,
             "rates": self.rates, "twins": [list(t) for t in self.twins],
             "late": {n: round(s, 1) for n, s in self.late.items()},
         }
@@ -140,6 +145,7 @@ class Doctor:
     reads: Reads = field(default_factory=Reads)
     scale: float = 1.0
     _t0: dict[str, float] = field(default_factory=dict)  # each port's first reading time
+    _began_lab_s: float | None = None  # labtime when the first interval began
     #: each port's counter rates over the last interval (the bursts' idle test)
     _last_rates: dict[str, dict[str, float]] = field(default_factory=dict)
 
@@ -257,6 +263,8 @@ class Doctor:
 
     def interval(self, lab: Any, *, watch_s: float, poll_s: float) -> Report:
         cpu0 = time.process_time()
+        if self._began_lab_s is None:
+            self._began_lab_s = labtime.monotonic()
         board = breaker.current()
         if board is not None:  # a device marked down is probed once an interval, not per read
             board.at(f"doctor interval {self.count + 1}", f"interval {self.count + 1}")
@@ -268,6 +276,7 @@ class Doctor:
                        reads=self.reads, scale=self.scale)
         if self.prev is not None:  # a late switch's BGP peers still pin the hops they pinned
             snap.addresses = {**self.prev.addresses, **snap.addresses}
+        probing = self.reads.probe(lab, snap.late)  # is a late device dead? while the mesh runs
         # the probes after the watch, not during it: traced while routing reconverged after a
         # drop, a flow lost in the seconds of the change paged an innocent link first
         # (tests/doctor/test_doctor_kernel.py, with the traces run beside the reads)
@@ -277,8 +286,10 @@ class Doctor:
             if self.mesh is None:
                 self.mesh = LiveMesh(self.plan)
             probes = self.mesh.run(lab, snap)
+        fail_dead(snap, probing.join())
         report = self.step(snap, probes)
         report.cpu_s = time.process_time() - cpu0
+        report.elapsed_s = (labtime.monotonic() - self._began_lab_s) * self.scale
         return report
 
     def _counting(self) -> frozenset[str]:

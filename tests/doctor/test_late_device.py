@@ -19,7 +19,7 @@ from labtest.lab import Lab
 from labtest.measure import load_limits
 from labtest.run import default_testbed
 from labtest.testbed import load_testbed
-from labtest.testbed.model import Noise
+from labtest.testbed.model import FaultSpec, Noise
 
 LATE = "leaf1"
 
@@ -65,3 +65,31 @@ def test_a_late_switch_is_named_late_and_judged_when_its_read_arrives(
     assert any(r.device == LATE for r in doctor.prev.ports.values())
     later = doctor.interval(drivers, watch_s=0.2, poll_s=0.05)
     assert later.unread == [], later.unread  # late again perhaps, but read: not unread
+
+
+def test_a_host_link_flapping_behind_a_late_switch_is_paged_from_the_host_end() -> None:
+    """Issue 34's noise evaluation missed ``flapping_link@host1:eth0--leaf1:Ethernet16``
+    when leaf1 was the late switch: its link counter was never read in the bound, and the
+    probes crossed no dark moment. The host's own carrier changes (``ip -s -s``) see it."""
+    tb = load_testbed(default_testbed())
+    assert tb.emulation is not None
+    flap = FaultSpec(kind="flapping_link", target="host1:eth0--leaf1:Ethernet16",
+                     params={"down_s": 0.5, "period_s": 3.0})
+    noisy = tb.model_copy(update={"emulation": tb.emulation.model_copy(
+        update={"noise": Noise(answer_delay_s={LATE: 60.0}), "faults": [flap]})})
+    em = EmulatedLab(noisy)
+    drivers = Lab(em.start())
+    try:
+        doctor = Doctor(Plan.of(drivers.testbed), load_limits(em.testbed.limits),  # type: ignore[arg-type]
+                        prober=lambda: [], scale=em.testbed.emulation.time_scale)  # type: ignore[union-attr]
+        reports = [doctor.interval(drivers, watch_s=0.2, poll_s=0.05) for _ in range(3)]
+    finally:
+        drivers.close()
+        em.stop()
+    assert all(LATE in r.late for r in reports), [r.late for r in reports]  # never read
+    paged = [r for r in reports if r.suspects]
+    assert paged, reports[-1].text()
+    first = paged[0].suspects[0]
+    assert first.unit == "host1:eth0--leaf1:Ethernet16", paged[0].text()
+    assert any(e.where == "host1:eth0" and "link status changes" in e.text
+               for e in first.evidence), paged[0].text()

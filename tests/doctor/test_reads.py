@@ -1,5 +1,6 @@
 """The doctor's background reads: a slow device is left answering and judged later, a
-hung one that a probe cannot reach is failed in the round (never waited out)."""
+hung one that a probe cannot reach is failed in the round (never waited out): its probe runs
+beside the round's probe mesh (``Reads.probe``)."""
 
 from __future__ import annotations
 
@@ -53,9 +54,11 @@ def test_slow_is_late_and_arrives_next_round_hung_is_failed_at_once(
     r = reads.Reads()
     first = r.round(lab, [list(lab.drivers), []], _read, floor_s=0.2)  # type: ignore[arg-type]
     # neither the slow read nor the hung one was waited out
-    assert set(first.ok) == {"sw1", "sw2", "sw3"} and set(first.late) == {"slow"}, first
-    assert "probe got no answer" in str(first.failed["hung"]), first.failed
+    assert set(first.ok) == {"sw1", "sw2", "sw3"} and set(first.late) == {"slow", "hung"}
+    dead = r.probe(lab, first.late).join()  # type: ignore[arg-type]
+    assert set(dead) == {"hung"} and "probe got no answer" in str(dead["hung"]), dead
     assert lab.drivers["hung"].closed.is_set()  # its hung read is freed
+    assert "hung" not in r.pending and "slow" in r.pending  # the slow one is still awaited
     while r.pending["slow"].result is None:  # the slow read goes on in the background
         time.sleep(0.05)
     second = r.round(lab, [list(lab.drivers), []], _read, floor_s=0.2)  # type: ignore[arg-type]

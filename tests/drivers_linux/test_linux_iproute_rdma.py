@@ -47,6 +47,17 @@ def test_ip_json_after_a_shell_prompt(sample):
         ("veth2", 1500, "UP"),
     ]
     assert links[1].mac == "8e:c0:a5:7d:87:ad"
+    # the second -s prints each netdev's carrier changes; one -s (or none) does not
+    assert [x.carrier_changes for x in links] == [0, 2]
+
+
+def test_carrier_changes_absent_is_unknown_and_garbled_is_refused(sample):
+    plain = parse_ip_link(sample("ip_link/netdev_ip_s_s_j_link_veth.txt").replace(
+        ',"carrier_changes":2', ""))
+    assert plain[1].carrier_changes is None  # not printed: unknown, never 0
+    with pytest.raises(ParseError, match="carrier_changes"):
+        parse_ip_link(sample("ip_link/netdev_ip_s_s_j_link_veth.txt").replace(
+            '"carrier_changes":2', '"carrier_changes":"2"'))
 
 
 def test_ip_json_ipoib_ports(sample):

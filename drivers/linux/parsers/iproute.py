@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from typing import Any
 
 from labtest.capabilities.host import LinkInfo
 from labtest.drivers.linux.parsers._common import parse_error
@@ -94,9 +95,23 @@ def parse_ip_link(text: str) -> list[LinkInfo]:
             mac=d.get("address"),
             link_type=d.get("link_type"),
             flags=list(d.get("flags", [])),
+            carrier_changes=_carrier_changes(d, text),
         )
         for d in data
     ]
+
+
+def _carrier_changes(entry: dict[str, Any], text: str) -> int | None:
+    """``stats64.tx.carrier_changes`` (printed with a second ``-s``); None when absent."""
+    stats = entry.get("stats64") or entry.get("stats")
+    tx = stats.get("tx") if isinstance(stats, dict) else None
+    if not isinstance(tx, dict) or "carrier_changes" not in tx:
+        return None
+    value = tx["carrier_changes"]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise parse_error(f"{entry['ifname']}: carrier_changes {value!r} is not a count", text,
+                          expected="a non-negative integer")
+    return value
 
 
 def parse_ip_addresses(text: str) -> dict[str, list[str]]:

@@ -77,6 +77,7 @@ class PortNow:
     speed_gbps: float  # negotiated; 0 when down
     mtu_bytes: int
     roce_mtu_bytes: int
+    carrier_changes: int = 0  # each carrier loss and each return, as the kernel counts
 
 
 def nic_ports(fabric: Fabric, name: str, device: Device) -> tuple[NicPort, ...]:
@@ -119,7 +120,10 @@ def port_now(fabric: Fabric, host: str, nic: NicPort) -> PortNow:
     if nic.cabled:
         pc = fabric.traffic.port_counters(nic.endpoint)
         speed, mtu = pc.speed_gbps, pc.mtu
-    return PortNow(nic, st.admin_up, st.oper_up, speed if st.oper_up else 0.0, mtu, roce_mtu(mtu))
+    drops = fabric.counters(host, nic.port).oper_down_count
+    changes = 2 * drops - int(drops > 0 and not st.oper_up)  # a dark port has not come back
+    return PortNow(nic, st.admin_up, st.oper_up, speed if st.oper_up else 0.0, mtu, roce_mtu(mtu),
+                   changes)
 
 
 # --- identities ---------------------------------------------------------------
@@ -180,6 +184,8 @@ def ip_json(ports: list[PortNow], addresses: bool, stats: Mapping[str, dict[str,
         "address": "00:00:00:00:00:00",
         "broadcast": "00:00:00:00:00:00",
     }
+    if "lo" in stats:
+        lo["stats64"] = stats["lo"]
     if addresses:
         lo["addr_info"] = [
             _addr("inet", "127.0.0.1", 8, "host", "lo"),
@@ -233,10 +239,12 @@ def _addr(family: str, local: str, prefix: int, scope: str, label: str | None) -
     return entry
 
 
-def stats64(counters: Mapping[str, int]) -> dict[str, Any]:
-    """``ip -s -j link``: the kernel's netdev counters (RDMA traffic bypasses them)."""
+def stats64(counters: Mapping[str, int], carrier_changes: int | None = None) -> dict[str, Any]:
+    """``ip -s -j link``: the kernel's netdev counters (RDMA traffic bypasses them); a
+    second ``-s`` adds ``carrier_changes``."""
     zero_rx = ("errors", "dropped", "over_errors", "multicast")
     zero_tx = ("errors", "dropped", "carrier_errors", "collisions")
+    more = {} if carrier_changes is None else {"carrier_changes": carrier_changes}
     return {
         "rx": {
             "bytes": counters["rx_bytes"],
@@ -247,6 +255,7 @@ def stats64(counters: Mapping[str, int]) -> dict[str, Any]:
             "bytes": counters["tx_bytes"],
             "packets": counters["tx_packets"],
             **dict.fromkeys(zero_tx, 0),
+            **more,
         },
     }
 

@@ -7,6 +7,7 @@ A mixin of the session's ``Shell``.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from labtest.emulation.model.optics import DARK_DBM
 from labtest.emulation.model.traffic.topology import TrafficSettings
@@ -41,11 +42,11 @@ class NicTools:
 
     def _ip(self, argv: list[str], ctx: Ctx) -> Output:
         words = argv[1:]
-        flags = set()
+        flags: list[str] = []
         while words and words[0].startswith("-"):
-            flags.add(words.pop(0).lstrip("-"))
-        json_out = bool({"j", "json"} & flags) or any(f.startswith("j") for f in flags)
-        stats = "s" in flags or "stats" in flags
+            flags.append(words.pop(0).lstrip("-"))
+        json_out = bool({"j", "json"} & set(flags)) or any(f.startswith("j") for f in flags)
+        stats = sum(f in ("s", "stats") for f in flags)  # twice: carrier changes too
         if not words:
             return Output(stderr="Usage: ip [ OPTIONS ] OBJECT { COMMAND | help }\n", status=255)
         obj = words[0]
@@ -58,11 +59,13 @@ class NicTools:
             ports = [p for p in ports if p.nic.netdev == rest[0]]
             if not ports and rest[0] != "lo":
                 return Output(stderr=f'Device "{rest[0]}" does not exist.\n', status=1)
-        counters = (
-            {p.nic.netdev: nic_text.stats64(self._ethtool_counters(p)) for p in ports}
-            if stats
-            else {}
-        )
+        counters: dict[str, dict[str, Any]] = {}
+        if stats:  # the loopback counts too (nothing crosses it here)
+            counters = {p.nic.netdev: nic_text.stats64(self._ethtool_counters(p),
+                                                       p.carrier_changes if stats > 1 else None)
+                        for p in ports}
+            idle = dict.fromkeys(("rx_bytes", "rx_packets", "tx_bytes", "tx_packets"), 0)
+            counters["lo"] = nic_text.stats64(idle, 0 if stats > 1 else None)
         text = nic_text.ip_json(ports, addresses, counters)
         data = json.loads(text)
         if rest:
