@@ -143,6 +143,9 @@ class Doctor:
     #: reads left running by a round for a late device (``interval``), and the lab's device
     #: seconds per wall second (an emulated lab's time scale: how late is said in device s)
     reads: Reads = field(default_factory=Reads)
+    #: probes per TTL of the mesh's traces (None: the mesh's own); ``--once`` raises it
+    #: after its baseline
+    probes_per_path: int | None = None
     scale: float = 1.0
     _t0: dict[str, float] = field(default_factory=dict)  # each port's first reading time
     _began_lab_s: float | None = None  # labtime when the first interval began
@@ -285,6 +288,8 @@ class Doctor:
         else:
             if self.mesh is None:
                 self.mesh = LiveMesh(self.plan)
+            if self.probes_per_path is not None:
+                self.mesh.probes = self.probes_per_path
             probes = self.mesh.run(lab, snap)
         fail_dead(snap, probing.join())
         report = self.step(snap, probes)

@@ -7,6 +7,7 @@ baseline and one watched interval through the real drivers, then clears the faul
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -147,6 +148,25 @@ def test_cli_once_decides_a_healthy_lab_healthy(capsys: Any) -> None:
     rc = main(["doctor", "--once", "--interval", "1"])
     out = capsys.readouterr().out
     assert rc == 0 and "decided: healthy" in out and "ruled out a loss of 1% at 99%" in out, out
+    # never at the baseline: counters need a second read, flaps the watch
+    assert "at the baseline read" not in out and re.search(r"decided: healthy \(\d+ round", out)
+
+
+def test_cli_once_pages_what_the_baseline_proves_and_counts_its_read(tmp_path: Path,
+                                                                     capsys: Any) -> None:
+    """Issue 34's time to detect: a one-way drop of half the flows' packets is proven by the
+    baseline's own probes, so ``--once`` pages there, and says so; its time counts from the
+    doctor's start (the baseline read included), not from the first reading."""
+    events = tmp_path / "doctor.jsonl"
+    link = "leaf2:Ethernet0--spine1:Ethernet8"
+    rc = main(["doctor", "--once", "--interval", "1", "--fault",
+               f"silent_drop@{link}:direction=ab,loss=0.5", "--json-lines", str(events)])
+    out = capsys.readouterr().out
+    assert rc == 1 and f"  1. link {link}" in out, out
+    assert "decided: paged (at the baseline read, " in out, out
+    report = next(json.loads(x) for x in events.read_text().splitlines()
+                  if json.loads(x)["event"] == "report")
+    assert report["interval"] == 1 and report["elapsed_s"] > report["device_s"], report
 
 
 @pytest.mark.parametrize("device", ["spine2", "host5"])  # an EOS switch, a host
