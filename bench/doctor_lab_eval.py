@@ -4,6 +4,7 @@ skew, the live traceroute mesh), at placements and parameters drawn from a print
 
     python bench/doctor_lab_eval.py [--seed S] [--cases 40] [--healthy 6] [--out DIR]
                                     [--kinds K ...] [--load-all | --idle] [--noise]
+                                    [--time-scale S]
 
 Each case is one child ``labtest doctor --once --fault KIND@TARGET:k=v --json-lines F`` on
 its own emulation seed (another hash, other module temperatures and margins); stragglers
@@ -102,13 +103,17 @@ def spec(kind: str, target: str, params: dict[str, Any]) -> str:
     return f"{kind}@{target}" + (f":{extra}" if extra else "")
 
 
-def testbed_for(seed: int, folder: Path, noise: bool = False) -> Path:
-    """The default lab on its own emulation seed, paths made absolute, with ``--noise``'s."""
+def testbed_for(seed: int, folder: Path, noise: bool = False,
+                time_scale: float | None = None) -> Path:
+    """The default lab on its own emulation seed, paths made absolute, with ``--noise``'s
+    and ``--time-scale``'s."""
     doc = yaml.safe_load(TESTBED.read_text())
     for key in ("limits", "suite_settings"):
         if doc.get(key):
             doc[key] = str((TESTBED.parent / doc[key]).resolve())
     doc["emulation"]["seed"] = seed
+    if time_scale is not None:
+        doc["emulation"]["time_scale"] = time_scale
     if noise:
         switches = sorted(d for d, v in doc["devices"].items() if v["role"] in ("leaf", "spine"))
         late = random.Random(seed).choice(switches)
@@ -121,11 +126,13 @@ def testbed_for(seed: int, folder: Path, noise: bool = False) -> Path:
 
 def run_case(n: int, kind: str | None, target: str, params: dict[str, Any], lab_seed: int,
              out: Path, max_s: float, blame_names: tuple[str, ...], load: bool = False,
-             idle: bool = False, noise: bool = False) -> Outcome:
+             idle: bool = False, noise: bool = False, time_scale: float | None = None
+             ) -> Outcome:
     events = out / f"{n:03d}.jsonl"
     events.unlink(missing_ok=True)
     argv = [sys.executable, "-m", "labtest.cli", "doctor", "--once", "--max-s", f"{max_s:g}",
-            "--testbed", str(testbed_for(lab_seed, out, noise)), "--json-lines", str(events)]
+            "--testbed", str(testbed_for(lab_seed, out, noise, time_scale)),
+            "--json-lines", str(events)]
     if kind is not None:
         argv += ["--fault", spec(kind, target, params)]
     if (kind in LOADED and not idle) or load:
@@ -212,6 +219,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--noise", action="store_true",
                     help="production's noise on every case's lab: probe answers lost at "
                          "random, late answers (one switch much later); see NOISE_*")
+    ap.add_argument("--time-scale", type=float, default=None, metavar="S",
+                    help="the labs' emulation.time_scale (default: the testbed's, 10): at 1 "
+                         "device time is wall time, as on a real lab, and the doctor's and "
+                         "the emulator's CPU count once, not ten times")
     ap.add_argument("--kinds", nargs="+", choices=sorted(DOCTOR_DOMAINS),
                     help="draw only these kinds (default: every kind)")
     args = ap.parse_args(argv)
@@ -229,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     for n, (kind, target, params) in enumerate(cases, 1):
         o = run_case(n, kind, target, params, rng.randrange(1, 10**6), out, args.max_s,
                      blame(tb, target) if kind else (), load=args.load_all, idle=args.idle,
-                     noise=args.noise)
+                     noise=args.noise, time_scale=args.time_scale)
         outcomes.append(o)
         mark = ("ok" if (o.top1 if kind else not o.suspects) else
                 "named (not first)" if o.detected else "MISS" if kind else "FALSE PAGE")

@@ -12,11 +12,13 @@ import importlib
 import inspect
 import pkgutil
 from functools import cache
-from importlib.metadata import entry_points
 from typing import Any, Protocol
 
 import labtest.capabilities
+from labtest.installed import DriverNotFound, driver_class, driver_names, register_driver
 from labtest.testbed.model import Device, Testbed
+
+__all__ = ["Driver", "DriverNotFound", "driver_class", "driver_names", "register_driver"]
 
 
 class Driver(Protocol):
@@ -25,35 +27,6 @@ class Driver(Protocol):
     def __init__(self, name: str, device: Device, testbed: Testbed) -> None: ...
 
     def close(self) -> None: ...
-
-
-class DriverNotFound(LookupError):
-    pass
-
-
-def driver_names() -> list[str]:
-    return sorted({ep.name for ep in entry_points(group="labtest.drivers")} | set(_local))
-
-
-_local: dict[str, type] = {}
-
-
-def register_driver(name: str, cls: type) -> None:
-    """Register a driver without packaging it (a lab's own conftest, a test)."""
-    _local[name] = cls
-    driver_class.cache_clear()
-
-
-@cache
-def driver_class(name: str) -> type:
-    if name in _local:
-        return _local[name]
-    for ep in entry_points(group="labtest.drivers"):
-        if ep.name == name:
-            return ep.load()
-    raise DriverNotFound(
-        f"no driver {name!r} is installed; installed drivers: {', '.join(driver_names()) or 'none'}"
-    )
 
 
 @cache

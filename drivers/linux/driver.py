@@ -35,7 +35,12 @@ from labtest.capabilities.host import (
     RdmaHwCounters,
 )
 from labtest.capabilities.nic_fec import NicPhyErrors
-from labtest.capabilities.probes import UdpStreamResult, UdpStreamsRun, UdpTrace
+from labtest.capabilities.probes import (
+    UdpStreamResult,
+    UdpStreamsRun,
+    UdpTrace,
+    merge_traces,
+)
 from labtest.capabilities.transceiver import Transceiver
 from labtest.drivers.common.cli import telling
 from labtest.drivers.common.clock import DATE_EPOCH_COMMAND, parse_date_epoch
@@ -118,6 +123,10 @@ def host_vars(name: str, device: Device) -> HostVars:
             f"devices.{name}.vars.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
         ]
         raise ConfigError(name, problems) from None
+
+
+#: traceroute takes at most this many probes a hop (``-q``; "No more than 10 probes per hop")
+TRACEROUTE_MAX_PROBES = 10
 
 
 class LinuxHost:
@@ -319,21 +328,29 @@ class LinuxHost:
         trip of another answer from its hop (HERE) or 10x a later hop's (NEAR); at the
         lab's 0.1 ms round trips that is a few milliseconds, and on a busy machine a late
         answer was printed ``*``, a loss no link caused (a healthy kernel-lab link lost 23
-        of 60 probes beside a CPU-heavy test). Every probe gets ``wait_s``."""
+        of 60 probes beside a CPU-heavy test). Every probe gets ``wait_s``.
+
+        traceroute takes at most ``TRACEROUTE_MAX_PROBES`` a hop (``-q``; it refuses more):
+        more ``probes`` run as several traces of the same 5-tuple (the same path), merged
+        hop by hop."""
         if not sports:
             return []
         dst = shlex.quote(target)
+        runs = [TRACEROUTE_MAX_PROBES] * (probes // TRACEROUTE_MAX_PROBES)
+        runs += [probes % TRACEROUTE_MAX_PROBES] if probes % TRACEROUTE_MAX_PROBES else []
         line = "; ".join(
-            f"traceroute -n -U --sport={int(s)} -p {int(dport)} -q {int(probes)} "
-            f"-w {wait_s:g},0,0 -m {int(max_hops)} {dst} 2>&1" for s in sports)
+            f"traceroute -n -U --sport={int(s)} -p {int(dport)} -q {q} "
+            f"-w {wait_s:g},0,0 -m {int(max_hops)} {dst} 2>&1" for s in sports for q in runs)
         worst_s = len(sports) * max_hops * probes * wait_s + 10.0  # every probe unanswered
         out = self.shell.run(line, tool="traceroute", timeout_s=worst_s).stdout
         traces = self.shell.parse(parse_traceroute, out)
-        if len(traces) != len(sports):
-            raise ParseError(self.name, f"{len(traces)} traces for {len(sports)} source ports",
-                             command="traceroute", expected=f"{len(sports)} traces")
-        return [dataclasses.replace(t, sport=int(s), dport=int(dport))
-                for t, s in zip(traces, sports, strict=True)]
+        if len(traces) != len(sports) * len(runs):
+            raise ParseError(self.name, f"{len(traces)} traces for {len(sports)} source ports "
+                             f"x {len(runs)} run(s)", command="traceroute",
+                             expected=f"{len(sports) * len(runs)} traces")
+        return [dataclasses.replace(merge_traces(traces[i * len(runs):(i + 1) * len(runs)]),
+                                    sport=int(s), dport=int(dport))
+                for i, s in enumerate(sports)]
 
     def udp_streams_start(self, server: Any, *, streams: int, rate_pps: float,
                           payload_bytes: int, duration_s: float,

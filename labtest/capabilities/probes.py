@@ -54,6 +54,22 @@ class UdpTrace:
         return next((h for h in self.hops if self.target in h.addresses), self.hops[-1])
 
 
+def merge_traces(traces: Sequence[UdpTrace]) -> UdpTrace:
+    """Traces of one 5-tuple (one path) run one after the other, as one: each TTL's probes
+    and answers added up, its addresses and round trips joined (a TTL one run stopped
+    before, on reaching the target, it sent nothing at)."""
+    first = traces[0]
+    by_ttl: dict[int, TraceHop] = {}
+    for t in traces:
+        for h in t.hops:
+            was = by_ttl.get(h.ttl)
+            by_ttl[h.ttl] = h if was is None else TraceHop(
+                h.ttl, was.addresses + tuple(a for a in h.addresses if a not in was.addresses),
+                was.sent + h.sent, was.answered + h.answered, was.rtt_ms + h.rtt_ms)
+    return UdpTrace(first.target, first.sport, first.dport,
+                    tuple(by_ttl[ttl] for ttl in sorted(by_ttl)))
+
+
 @runtime_checkable
 class UdpProbes(Protocol):
     def probe_address(self) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from labtest import secrets
+from labtest import installed, secrets
 from labtest.errors import SecretError
 from labtest.testbed.faultcheck import Declared, Layout, check_fault
 from labtest.testbed.faultcheck import suggest as _suggest
@@ -174,9 +174,7 @@ def _devices(data: Any) -> dict[Any, Any]:
 def installed_drivers() -> list[str]:
     """Driver names a testbed may use: the ``labtest.drivers`` entry points, and drivers a
     lab's conftest registered (``labtest.registry.register_driver``)."""
-    from labtest.registry import driver_names  # the registry imports the testbed model
-
-    return driver_names()
+    return installed.driver_names()
 
 
 def _check_drivers(data: Any, src: Source) -> None:
@@ -243,9 +241,14 @@ def _check_faults(data: Any, src: Source) -> None:
     faults = emulation.get("faults")
     if not isinstance(faults, list) or not faults:
         return
-    catalogue = _fault_declarations(emulation.get("backend", "model"))
+    backend = emulation.get("backend", "model")
+    catalogue = _fault_declarations(backend)
     if catalogue is None:
-        return  # an unknown backend: the schema reports it
+        if backend in ("model", "kernel"):  # never unchecked: say why (else the schema does)
+            src.problem(("emulation", "backend"), f"no installed package declares the faults "
+                        f"of backend {backend!r} (entry point group "
+                        f"{installed.FAULT_BACKENDS}): is labtest installed (pip install .)?")
+        return
     layout = Layout.of(data)
     for i, spec in enumerate(faults):
         if isinstance(spec, dict):
@@ -273,14 +276,7 @@ def _check_noise(data: Any, src: Source) -> None:
 
 
 def _fault_declarations(backend: Any) -> Mapping[str, Declared] | None:
-    """The faults a backend can inject; imported only for a testbed that injects faults
-    (the model's catalogue pulls numpy)."""
-    if backend == "model":
-        from labtest.emulation.model.faults import load_catalogue
-
-        return load_catalogue()
-    if backend == "kernel":
-        from labtest.emulation.kernel.faults import FAULTS
-
-        return FAULTS
-    return None
+    """The faults a backend can inject (``labtest.fault_backends`` entry points: the
+    emulation declares them, the loader does not import it); loaded only for a testbed that
+    injects faults (the model's catalogue pulls numpy)."""
+    return installed.fault_declarations(str(backend))

@@ -134,26 +134,13 @@ def test_the_rules_name_an_upward_import(tmp_path: Path) -> None:
 #: circles still standing, each with why (a circle not listed, or one that changed, fails)
 KNOWN_CIRCLES: dict[frozenset[str], str] = {
     frozenset({
-        "labtest.emulation.kernel", "labtest.emulation.kernel.faults",
-        "labtest.emulation.kernel.lab", "labtest.emulation.kernel.plan",
-        "labtest.emulation.model", "labtest.emulation.model.fabric",
-        "labtest.emulation.model.fabric_core", "labtest.emulation.model.fabric_records",
-        "labtest.emulation.model.faults", "labtest.emulation.model.linkcounts",
-        "labtest.emulation.model.modules", "labtest.emulation.model.traffic",
-        "labtest.emulation.model.traffic.congestion", "labtest.emulation.model.traffic.fluid",
-        "labtest.emulation.model.traffic.fluid_dcqcn", "labtest.emulation.model.traffic.fluid_run",
-        "labtest.emulation.model.traffic.forwarding", "labtest.emulation.model.traffic.model",
-        "labtest.emulation.model.traffic.model_core", "labtest.emulation.model.traffic.topology",
-        "labtest.emulation.model.traffic.wireloss", "labtest.registry", "labtest.testbed",
-        "labtest.testbed.loader",
-    }): "not cut yet (issue 38), one knot of three ties: (1) the testbed loader checks "
-        "emulation faults and driver names with imports inside its functions "
-        "(emulation.model.faults, emulation.kernel.faults, registry), and labtest.testbed's "
-        "__init__ imports the loader, so the emulation's and the registry's import of the "
-        "testbed model runs it; (2) the kernel lab injects its faults and the faults start "
-        "its daemons (kernel.lab <-> kernel.faults; emulation/kernel had another owner that "
-        "session); (3) the fabric model, its fault catalogue and its traffic model import "
-        "each other (emulation/model, 13 modules)",
+        "labtest.emulation.model.traffic.fluid", "labtest.emulation.model.traffic.fluid_dcqcn",
+        "labtest.emulation.model.traffic.fluid_run",
+    }): "type annotations only (issue 38): the fluid engine's DCQCN and run helpers take the "
+        "engine (``FluidNet``) they were split from, imported under TYPE_CHECKING. The knot of "
+        "24 modules before was cut on 2026-12-05: the testbed loader finds driver names and "
+        "fault declarations by entry point (``labtest.installed``), the kernel faults take "
+        "the lab as a Protocol, the fault catalogue no longer names the fabric",
 }
 
 
@@ -267,3 +254,25 @@ def test_a_circle_is_named_with_its_arrows(tmp_path: Path) -> None:
                           frozenset({"labtest.pkg", "labtest.pkg.part", "labtest.user"})}
     text = describe_circle(frozenset({"labtest.low", "labtest.high"}), graph)
     assert "labtest.low -> labtest.high" in text and "labtest.high -> labtest.low" in text
+
+
+def test_the_loader_checks_faults_through_entry_points_and_says_when_none(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loader finds each backend's fault declarations by entry point (so it imports no
+    emulation); the built-in backends are declared, and a missing declaration is a located
+    problem, never a testbed whose faults go unchecked."""
+    from labtest import installed
+    from labtest.errors import ConfigError
+    from labtest.testbed import load_testbed
+
+    assert "link_down" in (installed.fault_declarations("kernel") or {})
+    assert "silent_drop" in (installed.fault_declarations("model") or {})
+    path = tmp_path / "tb.yaml"
+    path.write_text(
+        "name: t\ndevices:\n  sw1: {role: leaf, driver: sonic, address: 127.0.0.1}\n"
+        "links: []\nemulation:\n  faults:\n    - {kind: silent_drop, target: sw1:Ethernet0}\n")
+    monkeypatch.setattr(installed, "FAULT_BACKENDS", "labtest.no_such_group")
+    with pytest.raises(ConfigError) as refused:
+        load_testbed(path)
+    assert any("emulation.backend" in p and "no installed package declares" in p
+               for p in refused.value.problems), refused.value.problems

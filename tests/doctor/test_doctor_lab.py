@@ -68,6 +68,17 @@ def test_healthy_lab_has_no_suspect_and_observes_every_capability(lab: Any) -> N
     assert report.rates["spine1:Ethernet0"]["fec_corrected_cw"] > 0
 
 
+def test_more_probes_a_hop_than_traceroute_takes_run_as_merged_traces(lab: Any) -> None:
+    """traceroute refuses more than 10 probes a hop; the host driver runs 25 as three
+    traces of the same 5-tuple (10, 10, 5) and adds them up hop by hop."""
+    _em, drivers = lab
+    host1, host7 = drivers.device("host1"), drivers.device("host7")
+    (merged,) = host1.udp_traces(host7.probe_address(), [40000], probes=25, wait_s=0.2,
+                                 max_hops=6)
+    assert merged.reached and (merged.sent, merged.arrived) == (25, 25), merged
+    assert merged.sport == 40000 and all(h.sent == 25 for h in merged.hops), merged.hops
+
+
 def test_a_switch_that_counts_its_flaps_is_sampled_at_the_watch_ends_only(lab: Any) -> None:
     em, drivers = lab
     doctor = Doctor(Plan.of(drivers.testbed), load_limits(em.testbed.limits))  # type: ignore[arg-type]

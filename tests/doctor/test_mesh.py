@@ -104,3 +104,18 @@ def test_parallel_links_leave_the_spine_answer_out() -> None:
                      (("10.0.0.2",), 10))
     assert reader.switch_answers("host1", "host2", trace, {"198.18.0.1": "leaf1:Ethernet2"}) == [
         ("leaf1", ("host1:eth0--leaf1:Ethernet9",), 10, 0)]
+
+
+def test_merged_traces_add_up_each_hop_and_keep_where_a_run_stopped() -> None:
+    """A run that reached the target stops there; one that lost it goes on to max_hops:
+    merged, the target's TTL carries both runs' probes, the later TTLs the second's only."""
+    from labtest.capabilities.probes import TraceHop, UdpTrace, merge_traces
+
+    reached = UdpTrace("10.0.0.7", 40000, 33434, (
+        TraceHop(1, ("10.1.0.1",), 10, 10), TraceHop(2, ("10.0.0.7",), 10, 9)))
+    lost = UdpTrace("10.0.0.7", 40000, 33434, (
+        TraceHop(1, ("10.1.0.1",), 10, 10), TraceHop(2, (), 10, 0), TraceHop(3, (), 10, 0)))
+    merged = merge_traces([reached, lost])
+    assert [(h.ttl, h.sent, h.answered) for h in merged.hops] == [
+        (1, 20, 20), (2, 20, 9), (3, 10, 0)]
+    assert merged.reached and (merged.sent, merged.arrived) == (20, 9)

@@ -257,6 +257,16 @@ def test_traceroute_follows_the_model_path_and_its_gray_losses(hosts: Hosts) -> 
     assert all(h.answered == 0 for h in lost.hops[1:])
 
 
+def test_traceroute_refuses_more_than_ten_probes_a_hop(hosts: Hosts) -> None:
+    """Real traceroute refuses ``-q 11`` ("No more than 10 probes per hop", exit 2); the
+    doctor's 30-probe rounds failed every trace on the kernel lab while the emulator
+    accepted them (the driver's split: tests/doctor/test_doctor_lab.py)."""
+    refused = hosts.run("host1", "traceroute -n -U --sport=40000 -p 33434 -q 11 10.0.0.7")
+    assert refused.exit_status == 2 and "No more than 10 probes per hop" in refused.stderr
+    ten = hosts.run("host1", "traceroute -n -U --sport=40000 -p 33434 -q 10 10.0.0.7")
+    assert ten.exit_status == 0, ten.stderr
+
+
 def test_a_noisy_labs_probe_answers_are_lost_on_no_link(
     hosts: Hosts, monkeypatch: pytest.MonkeyPatch
 ) -> None:

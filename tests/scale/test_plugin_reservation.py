@@ -255,9 +255,9 @@ def test_a_run_that_loses_its_lease_stops_before_the_next_test(touch_project, tm
 
 
 def test_a_busy_lab_fails_fast_naming_the_holder(touch_project, tmp_path, monkeypatch) -> None:
-    from labtest import registry
+    from labtest import installed
 
-    monkeypatch.setitem(registry._local, "touch-switch", object)  # as the project's conftest
+    monkeypatch.setitem(installed._local, "touch-switch", object)  # as the project's conftest
     store = r.SqliteLeaseStore(tmp_path / "leases.db")
     touch_project.makepyfile(test_busy="def test_touch(lab):\n    lab.device('sw1').touch()\n")
     keys = r.testbed_keys(load_testbed(touch_project.path / "tb.yaml"))

@@ -32,14 +32,37 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from labtest import netns as ns
 from labtest.emulation.kernel import plan as pl
-from labtest.emulation.kernel.lab import WIRE_A, WIRE_B, KernelLab
+from labtest.emulation.kernel.plan import WIRE_A, WIRE_B
 from labtest.testbed.faultcheck import TargetType, param_problems
+from labtest.testbed.model import Testbed
+
+
+class KernelLab(Protocol):
+    """What a fault does to a running kernel lab (``labtest.emulation.kernel.lab.KernelLab``
+    is one; the lab injects its faults, so this module does not import it)."""
+
+    testbed: Testbed
+    plan: pl.LabPlan
+
+    def veth_of(self, link: str) -> pl.VethPlan: ...
+
+    def through_wire(self, link: str) -> str: ...
+
+    def direct(self, link: str, wire: str) -> None: ...
+
+    def vtysh(self, name: str, *commands: str, timeout_s: float = 10.0) -> str: ...
+
+    def stop_daemon(self, name: str, what: str) -> None: ...
+
+    def start_snmpd(self, name: str) -> None: ...
+
+    def start_sshd(self, name: str) -> None: ...
 
 Undo = Callable[[], None]
 NFT_TABLE = "labtest_fault"
@@ -353,6 +376,11 @@ FAULTS: dict[str, KernelFault] = {
     "unreachable_device": KernelFault(unreachable_device, ("switch", "host")),
     "miswired": KernelFault(miswired, ("link",), MiswiredParams, {"other": ("link",)}),
 }
+
+
+def declarations() -> dict[str, KernelFault]:
+    """The kernel lab's faults, for the testbed loader (``labtest.fault_backends``)."""
+    return FAULTS
 
 
 def inject(lab: KernelLab, kind: str, target: str, **params: Any) -> Undo:

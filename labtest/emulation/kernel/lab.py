@@ -256,9 +256,9 @@ class KernelLab:
             self._run.save()
         na, nb = self.plan.nodes[v.a_device], self.plan.nodes[v.b_device]
         ns.ip("link", "del", v.a_port, netns=na.netns)  # the pair goes with it
-        _veth_pair(v.a_port, na.netns, WIRE_A, wire)
-        _veth_pair(WIRE_B, wire, v.b_port, nb.netns)
-        for port in (WIRE_A, WIRE_B):
+        _veth_pair(v.a_port, na.netns, pl.WIRE_A, wire)
+        _veth_pair(pl.WIRE_B, wire, v.b_port, nb.netns)
+        for port in (pl.WIRE_A, pl.WIRE_B):
             ns.ip("link", "set", "dev", port, "mtu", str(pl.LINK_MTU_BYTES), netns=wire)
             ns.ip("link", "set", "dev", port, "up", netns=wire)
         self._ends_up(v)
@@ -693,9 +693,6 @@ class KernelLab:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-
-#: the wire namespace's ports: ``WIRE_A`` faces the link's ``a`` end (``through_wire``)
-WIRE_A, WIRE_B = "wa", "wb"
 
 # --- helpers -----------------------------------------------------------------------------
 

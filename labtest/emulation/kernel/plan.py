@@ -38,6 +38,10 @@ LINK_MTU_BYTES = 9100
 BFD_DEFAULTS = {"detect_multiplier": 3, "receive_interval_ms": 100, "transmit_interval_ms": 100}
 
 
+#: the wire namespace's ports: ``WIRE_A`` faces the link's ``a`` end (``KernelLab.through_wire``)
+WIRE_A, WIRE_B = "wa", "wb"
+
+
 class PlanError(ValueError):
     """The testbed cannot be built as a kernel lab (the message says why)."""
 

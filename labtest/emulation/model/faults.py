@@ -14,14 +14,11 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from labtest.testbed.faultcheck import TargetType, param_problems
-
-if TYPE_CHECKING:
-    from labtest.emulation.model.fabric import Fabric
 
 
 class FaultParams(BaseModel):
@@ -39,7 +36,9 @@ class FaultError(ValueError):
         self.index = index
 
 
-Effect = Callable[["Fabric", str, Any], Callable[[], None] | None]
+#: ``effect(fabric, target, params) -> undo | None``: the fabric is not named here, as the
+#: fabric imports this catalogue (an import back would tie the model into a circle)
+Effect = Callable[..., Callable[[], None] | None]
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,8 @@ USAGE = ("Usage:\n  traceroute [ -46dFITnreAUDV ] [ -f first_ttl ] [ -g gate,...
          "[ -m max_ttl ] [ -N squeries ] [ -p port ] [ -t tos ] [ -l flow_label ] "
          "[ -w MAX,HERE,NEAR ] [ -q nqueries ] [ -s src_addr ] [ -z sendwait ] "
          "[ --fwmark=num ] host [ packetlen ]\n")
+#: the most probes per hop traceroute takes (``-q``; more is refused)
+MAX_PROBES = 10
 _VALUED = {"-p": "port", "-q": "probes", "-w": "wait", "-m": "max_hops", "--sport": "sport"}
 
 
@@ -62,6 +64,8 @@ def traceroute(host: HostState, argv: list[str], rng: random.Random) -> Output:
         float(opts.get("wait", "5").split(",")[0])
     except ValueError:
         return Output(stderr=USAGE, status=2)
+    if not 1 <= probes <= MAX_PROBES:  # traceroute 2.1's own limit (its message, exit 2)
+        return Output(stderr=f"No more than {MAX_PROBES} probes per hop\n", status=2)
     target = opts["target"]
     found = host.resolve(target)
     if found is None:
