@@ -228,9 +228,12 @@ def load(results_dir: Path) -> dict[str, Any]:
         raise ResultsError(f"{path}: refused: {exc.problem}") from None
     except (OSError, ValueError) as exc:
         raise ResultsError(f"{path}: unreadable: {exc}") from None
+    if not isinstance(doc, dict):
+        raise ResultsError(f"{path}: a JSON {type(doc).__name__}, not a labtest results object")
     if doc.get("schema") != SCHEMA:
         raise ResultsError(f"{path}: schema {doc.get('schema')!r}, expected {SCHEMA!r}")
-    return doc
+    found: dict[str, Any] = doc
+    return found
 
 
 # --- the run's verdict: coverage and root causes ---------------------------------------

@@ -168,7 +168,8 @@ def _check_finite(node: Any, loc: Loc, src: Source) -> None:
 def _devices(data: Any) -> dict[Any, Any]:
     if not isinstance(data, dict) or not isinstance(data.get("devices"), dict):
         return {}
-    return data["devices"]
+    devices: dict[Any, Any] = data["devices"]
+    return devices
 
 
 def installed_drivers() -> list[str]:

@@ -61,12 +61,12 @@ class RecordingSnmp:
         self.recorder = recorder
 
     def get(self, *oids: str, missing_ok: bool = False) -> dict[str, Any]:
-        answer = self.inner.get(*oids, missing_ok=missing_ok)
+        answer: dict[str, Any] = self.inner.get(*oids, missing_ok=missing_ok)
         self.recorder.snmp("get", list(oids), answer)
         return answer
 
     def walk(self, oid: str, max_repetitions: int = 50) -> list[tuple[str, Any]]:
-        answer = self.inner.walk(oid, max_repetitions)
+        answer: list[tuple[str, Any]] = self.inner.walk(oid, max_repetitions)
         self.recorder.snmp("walk", oid, [list(row) for row in answer])
         return answer
 
@@ -111,7 +111,8 @@ class Replay:
                 raise ReplayMissing(
                     self.device, f"{self.path.name} has no recorded answer to {what}"
                 )
-            return queue.popleft() if len(queue) > 1 else queue[0]
+            entry: dict[str, Any] = queue.popleft() if len(queue) > 1 else queue[0]
+            return entry
 
     # the SSH side (same shape as SshTransport.exec)
     def exec(self, command: str, timeout_s: float | None = None) -> CommandResult:
@@ -120,7 +121,9 @@ class Replay:
 
     # the SNMP side (same shape as SnmpTransport.get / walk)
     def get(self, *oids: str, missing_ok: bool = False) -> dict[str, Any]:
-        return self._next(("snmp-get", json.dumps(list(oids))), f"SNMP get {list(oids)}")["answer"]
+        answer: dict[str, Any] = self._next(("snmp-get", json.dumps(list(oids))),
+                                            f"SNMP get {list(oids)}")["answer"]
+        return answer
 
     def walk(self, oid: str, max_repetitions: int = 50) -> list[tuple[str, Any]]:
         rows = self._next(("snmp-walk", json.dumps(oid)), f"SNMP walk {oid}")["answer"]

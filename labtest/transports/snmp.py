@@ -62,7 +62,13 @@ from pysnmp.hlapi.v3arch.asyncio import (
 from pysnmp.proto import errind, rfc1902
 
 from labtest.aio import close_loop
-from labtest.errors import AuthFailed, ConfigError, ProtocolError, TransportTimeout
+from labtest.errors import (
+    AuthFailed,
+    ConfigError,
+    LabtestError,
+    ProtocolError,
+    TransportTimeout,
+)
 from labtest.secrets import MASK, redact
 from labtest.testbed.model import SnmpSettings
 from labtest.transports import mibs, snmp_wire
@@ -70,6 +76,7 @@ from labtest.transports import mibs, snmp_wire
 log = logging.getLogger("labtest.transport.snmp")
 
 T = TypeVar("T")
+_E = TypeVar("_E", bound=LabtestError)
 
 #: testbed names -> pysnmp USM protocol ids (shared with the emulated agent)
 AUTH_PROTOCOLS: dict[str, tuple[int, ...]] = {
@@ -156,7 +163,7 @@ class SnmpTransport:
         self._lock = threading.Lock()
         self._session: _Session | None = None
         self._wire: snmp_wire.SnmpWireClient | None = None
-        self._finalizer: weakref.finalize | None = None
+        self._finalizer: weakref.finalize[[], SnmpTransport] | None = None
         self._last_progress = 0.0
 
     def __repr__(self) -> str:
@@ -422,7 +429,7 @@ class SnmpTransport:
             f"{s.timeout_s:g} s ({hint})",
         )
 
-    def _error(self, kind: type[Exception], message: str) -> Any:
+    def _error(self, kind: type[_E], message: str) -> _E:
         """A typed error whose text is scrubbed of this transport's secrets."""
         error = kind(self.device, self._scrub(message))
         log.info("%s", error)

@@ -45,7 +45,8 @@ def password_to_key(password: bytes, engine_id: bytes, hash_fn: Callable[..., An
 
 
 def localize(key: bytes, engine_id: bytes, hash_fn: Callable[..., Any]) -> bytes:
-    return hash_fn(key + engine_id + key).digest()
+    digest: bytes = hash_fn(key + engine_id + key).digest()
+    return digest
 
 
 def priv_key(

@@ -36,7 +36,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TypeVar
 
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
@@ -165,6 +165,8 @@ __all__ = [
     "tlv",
 ]
 
+_R = TypeVar("_R")  # what an exchange's ``accept`` takes a reply as
+
 
 # --- the client ---------------------------------------------------------------------------
 
@@ -284,7 +286,7 @@ class SnmpWireClient:
             self._sock = sock
         return self._sock
 
-    def _exchange(self, message: bytes, accept: Callable[[bytes], Any]) -> Any:
+    def _exchange(self, message: bytes, accept: Callable[[bytes], _R | None]) -> _R:
         """Send ``message`` up to ``retries + 1`` times; the first reply ``accept`` takes.
 
         ``accept`` returns None for a stale reply (ignored) and raises Malformed.

@@ -46,7 +46,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import paramiko
 
@@ -407,7 +407,7 @@ class SshTransport:
             return False
         except (paramiko.SSHException, EOFError, OSError) as exc:
             raise self._error(ProtocolError, f"authentication broke off: {exc}") from None
-        return transport.is_authenticated()
+        return bool(transport.is_authenticated())
 
     def _load_key(self, path: Path) -> paramiko.PKey:
         secret = self.settings.passphrase
@@ -690,7 +690,7 @@ class _ClientTransport(paramiko.Transport):
 
     peer_kex: tuple[str, ...] = ()
 
-    def _really_parse_kex_init(self, m, ignore_first_byte=False):
+    def _really_parse_kex_init(self, m: Any, ignore_first_byte: bool = False) -> Any:
         parsed = super()._really_parse_kex_init(m, ignore_first_byte)
         self.peer_kex = tuple(k for k in parsed["kex_algo_list"] if not k.startswith(_PSEUDO_KEX))
         return parsed
