@@ -114,14 +114,15 @@ class LiveMesh:
         """The traces as probe paths, pinned by this interval's BGP peers (``snap``), and
         the switches' answers on the way as paths of their own (``via_switch``)."""
         snap.not_observed.update(traced.not_observed)
+        every = [(src, dst, t) for src, traces in traced.traces.items() for dst, t in traces]
+        peers = self.reader.learned(every, snap.addresses)  # hops past a late switch too
         out = []
-        for src, traces in traced.traces.items():
-            for dst, t in traces:
-                out.append(ProbePath(src, dst, self.links(src, dst, t, snap), t.sent,
-                                     t.sent - t.arrived))
-                out += [ProbePath(src, sw, links, sent, lost, via_switch=True)
-                        for sw, links, sent, lost in self.reader.switch_answers(
-                            src, dst, t, snap.addresses)]
+        for src, dst, t in every:
+            out.append(ProbePath(src, dst, self.reader.links(src, dst, t, peers), t.sent,
+                                 t.sent - t.arrived))
+            out += [ProbePath(src, sw, links, sent, lost, via_switch=True)
+                    for sw, links, sent, lost in self.reader.switch_answers(
+                        src, dst, t, peers)]
         return out
 
     def links(self, src: str, dst: str, trace: Any, snap: Snapshot) -> tuple[str, ...]:

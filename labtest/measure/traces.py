@@ -12,7 +12,7 @@ nothing). Both the doctor's probe mesh and the paths suite read traces here.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from labtest.capabilities.probes import UdpTrace
@@ -56,6 +56,48 @@ class TraceReader:
             out += [lk.name for lk, _ in step]
             at = {far for _, far in step}
         return tuple(dict.fromkeys(out))
+
+    def learned(self, traces: Iterable[tuple[str, str, UdpTrace]], peers: Mapping[str, str]
+                ) -> dict[str, str]:
+        """``peers`` and the hop addresses the traces themselves pin: a hop that answered
+        from an address no BGP session names, followed by a hop that pins its link (whose
+        near end is then the unnamed hop's device), answered from that device's port
+        toward the hop before (one link between the two). So a switch whose own read is
+        late (its sessions name its neighbours' addresses) does not leave every hop past it
+        unpinned (issue 34: a late leaf3 made twins of its two uplinks). An address pinned
+        to two links (a router answering from one address whatever the ingress) is left
+        out."""
+        found: dict[str, set[str]] = {}
+        for src, dst, trace in traces:
+            dist, at = self.dist(dst), {src}
+            for hop, nxt in zip(trace.hops, trace.hops[1:], strict=False):
+                if dst in at:
+                    break
+                cands = [(lk, far) for d in at for lk in self.testbed.links_of(d)
+                         for far in [self.far(lk, d)] if dist.get(far, -1) == dist[d] - 1
+                         and (far == dst or self.forwards(far))]
+                known = self._named(hop.addresses, dst, peers)
+                then = self._named(nxt.addresses, dst, peers)
+                if known is None and then is not None and len(hop.addresses) == 1:
+                    ends = {e.device for e in self._link_by_name(then).ends}
+                    mine = [(lk, far) for lk, far in cands if far in ends]
+                    if len(mine) == 1:
+                        lk, far = mine[0]
+                        found.setdefault(hop.addresses[0], set()).add(
+                            next(str(e) for e in lk.ends if e.device == far))
+                        known = lk.name
+                step = [(lk, far) for lk, far in cands if lk.name == known] or cands
+                if not step:
+                    break
+                at = {far for _, far in step}
+        out = dict(peers)
+        for address, where in found.items():
+            if len(where) == 1 and address not in out:
+                out[address] = where.pop()
+        return out
+
+    def _link_by_name(self, name: str) -> Link:
+        return next(lk for lk in self.testbed.links if lk.name == name)
 
     def vanished_on(self, src: str, dst: str, trace: UdpTrace, peers: Mapping[str, str]
                     ) -> tuple[str, ...]:

@@ -119,3 +119,29 @@ def test_merged_traces_add_up_each_hop_and_keep_where_a_run_stopped() -> None:
     assert [(h.ttl, h.sent, h.answered) for h in merged.hops] == [
         (1, 20, 20), (2, 20, 9), (3, 10, 0)]
     assert merged.reached and (merged.sent, merged.arrived) == (20, 9)
+
+
+def test_a_hop_past_a_late_switch_is_pinned_by_the_hop_after_it() -> None:
+    """Issue 34 (noise evaluation, load at time scale 1): with leaf3 late, no BGP session
+    read named the spines' addresses toward leaf3, so every hop past leaf3 stood for both
+    uplinks and they were paged as twins. The next hop (leaf1, named by spine1's session)
+    says the unnamed one was spine1: its address is learned for the interval's traces."""
+    from labtest.run import default_testbed
+    from labtest.testbed import load_testbed
+
+    reader = TraceReader(load_testbed(default_testbed()), {"host1": "10.0.0.1"})
+    peers = {"10.9.0.1": "spine1:Ethernet0"}  # spine1's session: leaf1's address on their link
+    via_spine1 = _trace(("10.3.0.1",), ("10.8.8.8",), ("10.9.0.1",), ("10.0.0.1",))
+    unpinned = reader.links("host5", "host1", via_spine1, peers)
+    assert {"leaf3:Ethernet1/1--spine1:Ethernet16",
+            "leaf3:Ethernet2/1--spine2:Ethernet3/1"} <= set(unpinned)  # both uplinks: twins
+    learned = reader.learned([("host5", "host1", via_spine1)], peers)
+    assert learned["10.8.8.8"] in ("leaf3:Ethernet1/1", "spine1:Ethernet16"), learned
+    lost = _trace(("10.3.0.1",), ("10.8.8.8",), (), ())  # died past spine1: pinned now
+    assert reader.links("host5", "host1", lost, learned)[:2] == (
+        "host5:eth0--leaf3:Ethernet3/1", "leaf3:Ethernet1/1--spine1:Ethernet16")
+    # one address answering over two links (a loopback) is pinned to neither
+    via_spine2 = _trace(("10.3.0.1",), ("10.8.8.8",), ("10.9.1.1",), ("10.0.0.1",))
+    both = reader.learned([("host5", "host1", via_spine1), ("host5", "host1", via_spine2)],
+                          {**peers, "10.9.1.1": "spine2:Ethernet1/1"})
+    assert "10.8.8.8" not in both
