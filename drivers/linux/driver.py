@@ -335,6 +335,8 @@ class LinuxHost:
         hop by hop."""
         if not sports:
             return []
+        if probes < 1:
+            raise ValueError(f"probes per hop must be at least 1, not {probes}")
         dst = shlex.quote(target)
         runs = [TRACEROUTE_MAX_PROBES] * (probes // TRACEROUTE_MAX_PROBES)
         runs += [probes % TRACEROUTE_MAX_PROBES] if probes % TRACEROUTE_MAX_PROBES else []
