@@ -39,15 +39,12 @@ class TraceReader:
         """The links a trace crossed, in order: pinned where a hop's address names one (a
         BGP peer address in ``peers``, -> the "device:port" facing it), else every link a
         shortest path could have taken there."""
-        dist = self.dist(dst)
         at = {src}
         out: list[str] = []
         for hop in trace.hops:
             if dst in at:
                 break
-            cands = [(lk, far) for d in at for lk in self.testbed.links_of(d)
-                     for far in [self.far(lk, d)] if dist.get(far, -1) == dist[d] - 1
-                     and (far == dst or self.forwards(far))]
+            cands = self._next_steps(at, dst)
             known = self._named(hop.addresses, dst, peers)
             pinned = [(lk, far) for lk, far in cands if lk.name == known]
             step = pinned or cands
@@ -69,13 +66,11 @@ class TraceReader:
         out."""
         found: dict[str, set[str]] = {}
         for src, dst, trace in traces:
-            dist, at = self.dist(dst), {src}
+            at = {src}
             for hop, nxt in zip(trace.hops, trace.hops[1:], strict=False):
                 if dst in at:
                     break
-                cands = [(lk, far) for d in at for lk in self.testbed.links_of(d)
-                         for far in [self.far(lk, d)] if dist.get(far, -1) == dist[d] - 1
-                         and (far == dst or self.forwards(far))]
+                cands = self._next_steps(at, dst)
                 known = self._named(hop.addresses, dst, peers)
                 then = self._named(nxt.addresses, dst, peers)
                 if known is None and then is not None and len(hop.addresses) == 1:
@@ -95,6 +90,13 @@ class TraceReader:
             if len(where) == 1 and address not in out:
                 out[address] = where.pop()
         return out
+
+    def _next_steps(self, at: set[str], dst: str) -> list[tuple[Link, str]]:
+        """(link, far device) one hop on from ``at`` along a shortest path to ``dst``."""
+        dist = self.dist(dst)
+        return [(lk, far) for d in at for lk in self.testbed.links_of(d)
+                for far in [self.far(lk, d)] if dist.get(far, -1) == dist[d] - 1
+                and (far == dst or self.forwards(far))]
 
     def _link_by_name(self, name: str) -> Link:
         return next(lk for lk in self.testbed.links if lk.name == name)
