@@ -405,9 +405,10 @@ class LinuxHost:
         while True:
             text = self.shell.run(command, tool="cat", ok=(0, 1)).stdout
             try:
-                return self.shell.parse(parse_iperf3_udp, text)
+                found = self.shell.parse(parse_iperf3_udp, text)
             except ParseError as exc:
                 if INCOMPLETE not in str(exc) and text.strip():
+                    self._forget(run.log_path)  # its text goes with the error (raw)
                     failure = iperf3_failure(text)
                     if failure is not None and failure[1]:  # died under way: the network's
                         raise DataplaneFailed(self.name, f"iperf3 to {run.server}: {exc}",
@@ -416,10 +417,16 @@ class LinuxHost:
                         raise CommandFailed(self.name, f"iperf3 to {run.server}: {exc}",
                                             raw=text) from None
                     raise
+            else:  # read: its report leaves nothing behind in the host's tmp folder
+                self._forget(run.log_path)
+                return found
             if labtime.monotonic() > deadline:
                 raise TransportTimeout(self.name, f"iperf3 to {run.server} wrote no whole "
                                        f"report {timeout_s:g} s after its {run.duration_s:g} s")
             labtime.sleep(min(0.5, max(run.duration_s / 10, 0.05)))
+
+    def _forget(self, path: str) -> None:
+        self.shell.run(f"rm -f {shlex.quote(path)}", tool="rm", ok=(0, 1))
 
     def rdma_hw_counters(self, device: str | None = None, port: int = 1) -> RdmaHwCounters:
         """RDMA hardware counters (CNPs, ECN-marked packets, out-of-sequence, retransmits):
