@@ -72,9 +72,9 @@ class TraceReader:
                     break
                 cands = self._next_steps(at, dst)
                 known = self._named(hop.addresses, dst, peers)
-                then = self._named(nxt.addresses, dst, peers)
+                then = self._named_link(nxt.addresses, dst, peers)
                 if known is None and then is not None and len(hop.addresses) == 1:
-                    ends = {e.device for e in self._link_by_name(then).ends}
+                    ends = {e.device for e in then.ends}
                     mine = [(lk, far) for lk, far in cands if far in ends]
                     if len(mine) == 1:
                         lk, far = mine[0]
@@ -98,8 +98,6 @@ class TraceReader:
                 for far in [self.far(lk, d)] if dist.get(far, -1) == dist[d] - 1
                 and (far == dst or self.forwards(far))]
 
-    def _link_by_name(self, name: str) -> Link:
-        return next(lk for lk in self.testbed.links if lk.name == name)
 
     def vanished_on(self, src: str, dst: str, trace: UdpTrace, peers: Mapping[str, str]
                     ) -> tuple[str, ...]:
@@ -191,12 +189,17 @@ class TraceReader:
 
     def _named(self, addresses: tuple[str, ...], dst: str, peers: Mapping[str, str]
                ) -> str | None:
+        link = self._named_link(addresses, dst, peers)
+        return link.name if link is not None else None
+
+    def _named_link(self, addresses: tuple[str, ...], dst: str, peers: Mapping[str, str]
+                    ) -> Link | None:
         for a in addresses:
             if a == self.hosts.get(dst):
-                return self.testbed.links_of(dst)[0].name
+                return self.testbed.links_of(dst)[0]
             near = peers.get(a)
             if near is not None and near in self._link_of:
-                return self._link_of[near].name
+                return self._link_of[near]
         return None
 
 
