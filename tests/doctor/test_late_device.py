@@ -89,7 +89,9 @@ def test_a_host_link_flapping_behind_a_late_switch_is_paged_from_the_host_end() 
     assert all(LATE in r.late for r in reports), [r.late for r in reports]  # never read
     paged = [r for r in reports if r.suspects]
     assert paged, reports[-1].text()
-    first = paged[0].suspects[0]
-    assert first.unit == "host1:eth0--leaf1:Ethernet16", paged[0].text()
+    assert all(r.suspects[0].unit == "host1:eth0--leaf1:Ethernet16" for r in paged), \
+        paged[0].text()
+    # a read may also land in a dark moment (link oper down); the count sees the flaps
+    # between reads, in some interval after the first
     assert any(e.where == "host1:eth0" and "link status changes" in e.text
-               for e in first.evidence), paged[0].text()
+               for r in paged for e in r.suspects[0].evidence), [r.text() for r in paged]
