@@ -21,6 +21,7 @@ probe never crossed is charged to the probe's path), and RDMA-level trouble
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,14 +117,7 @@ class LiveMesh:
         snap.not_observed.update(traced.not_observed)
         every = [(src, dst, t) for src, traces in traced.traces.items() for dst, t in traces]
         peers = self.reader.learned(every, snap.addresses)  # hops past a late switch too
-        out = []
-        for src, dst, t in every:
-            out.append(ProbePath(src, dst, self.reader.links(src, dst, t, peers), t.sent,
-                                 t.sent - t.arrived))
-            out += [ProbePath(src, sw, links, sent, lost, via_switch=True)
-                    for sw, links, sent, lost in self.reader.switch_answers(
-                        src, dst, t, peers)]
-        return out
+        return probe_paths(self.reader, every, peers)
 
     def links(self, src: str, dst: str, trace: Any, snap: Snapshot) -> tuple[str, ...]:
         """The links a trace crossed (``labtest.measure.traces``), the switches' BGP peers
@@ -144,3 +138,34 @@ class LiveMesh:
 
     def max_hops(self) -> int:
         return self.reader.max_hops()
+
+
+def probe_paths(reader: TraceReader, traces: Sequence[tuple[str, str, UdpTrace]],
+                peers: Mapping[str, str]) -> list[ProbePath]:
+    """One interval's traces (source, target, trace) as probe paths, and the switches'
+    answers on the way as paths of their own (``via_switch``).
+
+    A flow lost whole (a hole, a dark moment) is suspected only on the step past its last
+    answering hop (``TraceReader.vanished_on``: Paris-style, the hops that answered were
+    reached by the flow), when every device at that step's ends answered some trace of the
+    interval: a switch that answers nobody says nothing about where a flow died, and the
+    whole path stays suspect. A hole on a leaf's way up then narrows to the leaf's uplinks,
+    which the flows' shares over them tell apart across intervals (``Doctor``)."""
+    answering: set[str] = set()
+    for src, dst, t in traces:
+        answering |= reader.answerers(src, dst, t, peers) | {src}
+        if t.arrived:
+            answering.add(dst)
+    out = []
+    for src, dst, t in traces:
+        links = reader.links(src, dst, t, peers)
+        suspects: tuple[str, ...] = ()
+        if t.sent and not t.arrived:
+            past = reader.vanished_on(src, dst, t, peers)
+            ends = {e.device for lk in reader.testbed.links if lk.name in past for e in lk.ends}
+            if past and ends <= answering:
+                suspects = past
+        out.append(ProbePath(src, dst, links, t.sent, t.sent - t.arrived, suspects))
+        out += [ProbePath(src, sw, sl, sent, lost, via_switch=True)
+                for sw, sl, sent, lost in reader.switch_answers(src, dst, t, peers)]
+    return out

@@ -27,6 +27,7 @@ from labtest.doctor.reads import Reads
 from labtest.measure.limits import LimitsProfile
 from labtest.measure.probes import (
     Blame,
+    FlowShares,
     Ledger,
     ProbePath,
     SwitchAnswers,
@@ -138,6 +139,7 @@ class Doctor:
     count: int = 0
     ledger: Ledger = field(default_factory=Ledger)  # probe evidence across intervals
     switch_answers: SwitchAnswers = field(default_factory=SwitchAnswers)  # twins told apart
+    flows: FlowShares = field(default_factory=FlowShares)  # a leaf's holed uplink told apart
     pager: Pager = field(default_factory=Pager)  # pages that hold until cleared
     bursts: Bursts | None = None  # active bandwidth bursts (``interval`` runs them)
     #: reads left running by a round for a late device (``interval``), and the lab's device
@@ -163,6 +165,7 @@ class Doctor:
         # steady loss; what the interval's blame pages is kept out of it)
         self.switch_answers.add([p for p in probes if p.via_switch])
         probes = [p for p in probes if not p.via_switch]
+        self.flows.add(probes)
         now = blame(probes)
         named = [b.link for b in now if b.confidence >= PAGE_POSTERIOR]
         self.ledger.add(probes, named)
@@ -178,6 +181,18 @@ class Doctor:
         untold: set[tuple[str, str]] = set()
         for b in [*now, *self.ledger.blame()]:
             if b.twin is not None and b.twin in failing and b.link not in failing:
+                continue
+            if self.flows.siblings(b.link):  # where a hole's flows vanished: the flows say
+                judged, why = self.flows.judge(b)
+                if judged is None:
+                    told_apart.add(b.link)
+                    continue
+                b = replace(judged, told_apart=why) if why else judged
+                evidence.append(_probe_evidence(b))
+                if b.twin is not None:  # tied in the window: both, or the interval's pick
+                    evidence.append(_probe_evidence(replace(b, link=b.twin, twin=b.link)))
+                    if b.confidence >= PAGE_POSTERIOR:
+                        untold.add((min(b.link, b.twin), max(b.link, b.twin)))
                 continue
             told = self.switch_answers.tell_apart(b, ways)
             if told is not None and told[0] != b.link:

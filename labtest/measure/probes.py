@@ -26,7 +26,7 @@ import dataclasses
 import math
 from collections import deque
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.special import bdtr, bdtrc
@@ -286,7 +286,10 @@ class Ledger:
     def add(self, paths: Sequence[ProbePath], named: Collection[str] = ()) -> None:
         """This interval's paths; those through a link the interval's own blame ``named``
         stay out of the window (a hole or a one-way drop is not a steady rate, and merged
-        with the clean intervals before it would smear onto the links beside it)."""
+        with the clean intervals before it would smear onto the links beside it), and so do
+        flows lost whole where they vanished is known (``lost_whole``: a hole's, which
+        ``FlowShares`` judges as flows; as probes they would charge every candidate link
+        of their silent hops with a loss rate)."""
         self.added += 1
         tally: dict[tuple[str, ...], tuple[int, int]] = {}
         for p in paths:
@@ -294,9 +297,10 @@ class Ledger:
                 continue
             if named and not set(named).isdisjoint(p.links):
                 continue
-            route = _directed(p)
-            sent, lost = tally.get(route, (0, 0))
-            tally[route] = (sent + p.sent, lost + p.lost)
+            if not lost_whole(p):
+                route = _directed(p)
+                sent, lost = tally.get(route, (0, 0))
+                tally[route] = (sent + p.sent, lost + p.lost)
             for lk in p.links:  # a silent hop's candidates: each may have carried it
                 if p.lost:
                     self.clean[lk], self.last_loss[lk] = 0, self.added
@@ -439,6 +443,80 @@ class SwitchAnswers:
                             f"the switches' answers: {kl} of {nl} lost back over it, {kh} of "
                             f"{nh} over this one (p < {ALPHA:g})")
         return None
+
+
+def lost_whole(p: ProbePath) -> bool:
+    """Every probe of the flow lost, and the step it vanished on known (``suspects``)."""
+    return bool(p.suspects) and p.sent > 0 and p.lost == p.sent
+
+
+@dataclass
+class FlowShares:
+    """The end-to-end flows of the last ``window`` intervals: what tells apart the twins of
+    a hole on a leaf's way up. Such a hole takes its flows before any switch past the leaf
+    answers them, so each lost flow is suspected on every uplink alike (``ProbePath
+    .suspects``) and one interval's few flows tie the uplinks. But ECMP spreads flows evenly:
+    the holed uplink carried its lost flows besides the ones that came back over it, so it
+    is the one that seems to carry too few; over enough intervals the engine's hole model
+    (a link's rate is the share of its flows it swallows) tells them apart. A steady rate
+    that every flow through one twin also met on the other (a spine's links to the only two
+    leaves) stays tied: their flows are the same."""
+
+    window: int = 12
+    intervals: deque[list[ProbePath]] = field(default_factory=deque)
+    _judged: dict[frozenset[str], list[Blame]] = field(default_factory=dict)
+
+    def add(self, paths: Sequence[ProbePath]) -> None:
+        self.intervals.append([p for p in paths if not p.via_switch and p.sent > 0])
+        while len(self.intervals) > self.window:
+            self.intervals.popleft()
+        self._judged.clear()
+
+    def siblings(self, link: str) -> frozenset[str]:
+        """The links a flow of the window may have vanished on alike with ``link`` (a
+        leaf's uplinks, when its hole took the flow), ``link`` among them; empty when no
+        flow was lost so. Their blame is this window's to judge, not one interval's: a
+        few flows that happened to hash away from one uplink make it look holed."""
+        out: set[str] = set()
+        for ps in self.intervals:
+            for p in ps:
+                if lost_whole(p) and len(p.suspects) > 1 and link in p.suspects:
+                    out |= set(p.suspects)
+        return frozenset(out)
+
+    def judge(self, b: Blame) -> tuple[Blame | None, str]:
+        """``b`` as the window's flows judge it, when its link has ``siblings``: (the
+        window's blame of it, with why its siblings are not it when it is named alone; or
+        None: a sibling is, and why). A link named with a twin, or below the posterior the
+        interval gave it, keeps the window's (lower) confidence."""
+        group = self.siblings(b.link)
+        if group not in self._judged:
+            paths = [p for ps in self.intervals for p in ps if not group.isdisjoint(p.links)]
+            self._judged[group] = blame(paths)
+        found = {f.link: f for f in self._judged[group]}
+        alone = [f for f in found.values()
+                 if f.link in group and f.twin is None and f.confidence >= 1.0 - ALPHA]
+        if alone and alone[0].link != b.link:
+            return None, self._why(alone[0], group - {alone[0].link})
+        mine = found.get(b.link)
+        if mine is None:
+            return replace(b, confidence=0.0), ""
+        if alone:
+            return replace(b, confidence=mine.confidence, twin=None), self._why(
+                mine, group - {b.link})
+        return replace(b, confidence=min(b.confidence, mine.confidence), twin=mine.twin), ""
+
+    def _why(self, named: Blame, others: Collection[str]) -> str:
+        paths = [p for ps in self.intervals for p in ps]
+        whole = sum(1 for p in paths if lost_whole(p) and named.link in p.suspects)
+        came = {lk: sum(1 for p in paths if p.lost < p.sent and lk in p.links)
+                for lk in (named.link, *sorted(others))}
+        over = ", ".join(f"{n} over {lk}" for lk, n in came.items())
+        return (f"{', '.join(sorted(others))} cleared by the flows' shares over the last "
+                f"{len(self.intervals)} interval(s): {whole} flow(s) lost whole where either "
+                f"could have taken them, and of those that came back {over}; ECMP spreads "
+                f"flows evenly, so the lost ones were {named.link}'s (posterior "
+                f"{named.confidence:.4f})")
 
 
 def lossy_ways(paths: Sequence[ProbePath], ledger: Ledger | None = None

@@ -99,6 +99,26 @@ class TraceReader:
                 and (far == dst or self.forwards(far))]
 
 
+    def answerers(self, src: str, dst: str, trace: UdpTrace, peers: Mapping[str, str]
+                  ) -> set[str]:
+        """The devices known to have answered one of the trace's hops: a hop pinned to one
+        link (or with one candidate) that answered was answered from its far end. A device
+        that answers nobody (a switch whose time-exceeded answers are off) is then told from
+        one whose answers a hole swallowed."""
+        at, out = {src}, set()
+        for hop in trace.hops:
+            if dst in at:
+                break
+            cands = self._next_steps(at, dst)
+            known = self._named(hop.addresses, dst, peers)
+            step = [(lk, far) for lk, far in cands if lk.name == known] or cands
+            if not step:
+                break
+            if len(step) == 1 and hop.answered:
+                out.add(step[0][1])
+            at = {far for _, far in step}
+        return out
+
     def vanished_on(self, src: str, dst: str, trace: UdpTrace, peers: Mapping[str, str]
                     ) -> tuple[str, ...]:
         """Where a flow whose probes all went unanswered at the target was lost: the links of

@@ -6,7 +6,7 @@ from __future__ import annotations
 from labtest.capabilities.probes import TraceHop, UdpTrace
 from labtest.doctor.evidence import Snapshot
 from labtest.doctor.judge import Plan
-from labtest.doctor.mesh import LiveMesh
+from labtest.doctor.mesh import LiveMesh, probe_paths
 from labtest.measure.traces import TraceReader
 from labtest.testbed import model as tb
 from labtest.testbed.model import Device, Link
@@ -145,3 +145,30 @@ def test_a_hop_past_a_late_switch_is_pinned_by_the_hop_after_it() -> None:
     both = reader.learned([("host5", "host1", via_spine1), ("host5", "host1", via_spine2)],
                           {**peers, "10.9.1.1": "spine2:Ethernet1/1"})
     assert "10.8.8.8" not in both
+
+
+def test_a_flow_lost_whole_is_suspected_past_its_last_answer_only_where_switches_answer(
+        ) -> None:
+    """The step past a lost flow's last answering hop is where it vanished, if the switches
+    there answer anyone: a spine that answers nobody (its time-exceeded answers off) would
+    leave a hole past it looking like one in the leaf's uplinks, so the whole path stays
+    suspect then."""
+    plan = _plan()
+    reader = TraceReader(plan.testbed, {"host1": "10.0.0.1", "host2": "10.0.0.2"})
+    peers = {"198.18.0.1": "leaf1:Ethernet2", "198.18.0.5": "leaf1:Ethernet1",
+             "198.18.0.3": "spine2:Ethernet2"}
+    lost = _trace(("gw",), (), (), ())
+    one = _trace(("gw",), ("198.18.0.5",), ("x",), ("10.0.0.2",))  # over spine1
+    two = _trace(("gw",), ("198.18.0.1",), ("198.18.0.3",), ("10.0.0.2",))  # over spine2
+    traces = [("host1", "host2", t) for t in (lost, one, two)]
+    flows = [p for p in probe_paths(reader, traces, peers) if not p.via_switch]
+    assert flows[0].lost == flows[0].sent and flows[0].suspects == (
+        "leaf1:Ethernet1--spine1:Ethernet1", "leaf1:Ethernet2--spine2:Ethernet1")
+    assert flows[1].suspects == flows[2].suspects == ()  # they came back: no hole to place
+    # spine2 answered nobody this interval: the flow may have died past it
+    traces = [("host1", "host2", t) for t in (lost, one)]
+    assert probe_paths(reader, traces, peers)[0].suspects == ()
+    # the spines answer nobody: where the flow died past leaf1 is not known
+    mute = _trace(("gw",), (), ("198.18.0.3",), ("10.0.0.2",))
+    paths = probe_paths(reader, [("host1", "host2", lost), ("host1", "host2", mute)], peers)
+    assert [p.suspects for p in paths if not p.via_switch] == [(), ()]
