@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from labtest import db as dbm
+from labtest.burnin.schema import POSTGRES_DDL, SCHEMA_VERSION
 from labtest.burnin.store import (
-    SCHEMA_VERSION,
     Event,
     Reading,
     Run,
@@ -37,84 +37,6 @@ from labtest.burnin.store import (
 )
 
 SCHEMA = "labtest_burnin"
-
-DDL = """
-CREATE TABLE IF NOT EXISTS meta (key text PRIMARY KEY, value text NOT NULL);
-CREATE TABLE IF NOT EXISTS runs (
-    run_id text PRIMARY KEY,
-    station text NOT NULL,
-    status text NOT NULL,
-    created_utc text NOT NULL,
-    duration_s float8 NOT NULL,
-    position_s float8 NOT NULL DEFAULT 0,
-    pid integer,
-    host text,
-    info jsonb NOT NULL
-);
-CREATE TABLE IF NOT EXISTS units (
-    run_id text NOT NULL REFERENCES runs (run_id),
-    serial text NOT NULL,
-    kind text NOT NULL,
-    device text NOT NULL,
-    port text NOT NULL,
-    under_test boolean NOT NULL,
-    info jsonb NOT NULL,
-    PRIMARY KEY (run_id, serial)
-);
-CREATE INDEX IF NOT EXISTS units_serial ON units (serial);
-CREATE TABLE IF NOT EXISTS series (
-    series_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    run_id text NOT NULL REFERENCES runs (run_id),
-    unit text NOT NULL,
-    port text NOT NULL,
-    lane integer NOT NULL,
-    metric text NOT NULL,
-    uom text NOT NULL,
-    UNIQUE (run_id, unit, port, lane, metric)
-);
-CREATE INDEX IF NOT EXISTS series_unit ON series (unit, metric);
-CREATE TABLE IF NOT EXISTS samples (
-    series_id bigint NOT NULL REFERENCES series (series_id),
-    sched_index integer NOT NULL,
-    t_s float8 NOT NULL,
-    wall_s float8 NOT NULL,
-    value float8,
-    PRIMARY KEY (series_id, sched_index)
-);
-CREATE TABLE IF NOT EXISTS readings (
-    run_id text NOT NULL REFERENCES runs (run_id),
-    monitor text NOT NULL,
-    target text NOT NULL,
-    sched_index integer NOT NULL,
-    t_s float8 NOT NULL,
-    wall_s float8 NOT NULL,
-    error text,
-    PRIMARY KEY (run_id, monitor, target, sched_index)
-);
-CREATE TABLE IF NOT EXISTS events (
-    event_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    run_id text NOT NULL REFERENCES runs (run_id),
-    t_s float8 NOT NULL,
-    wall_s float8 NOT NULL,
-    kind text NOT NULL,
-    unit text,
-    key text,
-    text text NOT NULL
-);
-CREATE INDEX IF NOT EXISTS events_run ON events (run_id, event_id);
-CREATE TABLE IF NOT EXISTS verdicts (
-    run_id text NOT NULL REFERENCES runs (run_id),
-    serial text NOT NULL,
-    kind text NOT NULL,
-    location text NOT NULL,
-    verdict text NOT NULL,
-    coverage_pct float8 NOT NULL,
-    reason text,
-    judged_utc text NOT NULL,
-    PRIMARY KEY (run_id, serial)
-);
-CREATE INDEX IF NOT EXISTS verdicts_serial ON verdicts (serial)
-"""
 
 
 def _format_style(sql: str) -> str:
@@ -149,7 +71,7 @@ class PgSampleStore(SqlStoreBase):
         self._lock = threading.Lock()
         self._series: dict[tuple[str, str, str, int, str], int] = {}
         try:
-            self._conn: Any = dbm.connect(url, SCHEMA, DDL)
+            self._conn: Any = dbm.connect(url, SCHEMA, POSTGRES_DDL)
         except dbm.DatabaseUnavailable as exc:
             raise StoreError(" ".join(str(exc).split())) from None
         try:
@@ -164,7 +86,7 @@ class PgSampleStore(SqlStoreBase):
         """After a server error the session may be unusable: reconnect on the next call."""
         if self._conn.broken:
             with contextlib.suppress(dbm.DatabaseUnavailable):
-                self._conn = dbm.connect(self.path, SCHEMA, DDL)
+                self._conn = dbm.connect(self.path, SCHEMA, POSTGRES_DDL)
 
     @contextlib.contextmanager
     def _tx(self) -> Iterator[Any]:

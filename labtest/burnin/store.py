@@ -6,7 +6,8 @@ for SQLite without touching the runner or the analysis: a ``postgresql://``
 URL (``--db``, ``storage.url`` or ``$LABTEST_DB``) opens
 :class:`labtest.burnin.postgres.PgSampleStore`, one database for a floor of stations.
 
-SQLite layout (WAL journal, one writer):
+SQLite layout (WAL journal, one writer; the tables are PostgreSQL's too, written once in
+:mod:`labtest.burnin.schema`):
 
 - ``series``: one row per (run, unit serial, port, lane, metric) with its unit
   of measure; ``UNIQUE(run_id, unit, port, lane, metric)``.
@@ -51,84 +52,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from labtest import safefs, secrets
-
-SCHEMA_VERSION = 1
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS runs (
-    run_id TEXT PRIMARY KEY,
-    station TEXT NOT NULL,
-    status TEXT NOT NULL,
-    created_utc TEXT NOT NULL,
-    duration_s REAL NOT NULL,
-    position_s REAL NOT NULL DEFAULT 0,
-    pid INTEGER,
-    host TEXT,
-    info TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS units (
-    run_id TEXT NOT NULL,
-    serial TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    device TEXT NOT NULL,
-    port TEXT NOT NULL,
-    under_test INTEGER NOT NULL,
-    info TEXT NOT NULL,
-    PRIMARY KEY (run_id, serial)
-);
-CREATE TABLE IF NOT EXISTS series (
-    series_id INTEGER PRIMARY KEY,
-    run_id TEXT NOT NULL,
-    unit TEXT NOT NULL,
-    port TEXT NOT NULL,
-    lane INTEGER NOT NULL,
-    metric TEXT NOT NULL,
-    uom TEXT NOT NULL,
-    UNIQUE (run_id, unit, port, lane, metric)
-);
-CREATE TABLE IF NOT EXISTS samples (
-    series_id INTEGER NOT NULL REFERENCES series(series_id),
-    sched_index INTEGER NOT NULL,
-    t_s REAL NOT NULL,
-    wall_s REAL NOT NULL,
-    value REAL,
-    PRIMARY KEY (series_id, sched_index)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS readings (
-    run_id TEXT NOT NULL,
-    monitor TEXT NOT NULL,
-    target TEXT NOT NULL,
-    sched_index INTEGER NOT NULL,
-    t_s REAL NOT NULL,
-    wall_s REAL NOT NULL,
-    error TEXT,
-    PRIMARY KEY (run_id, monitor, target, sched_index)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS events (
-    event_id INTEGER PRIMARY KEY,
-    run_id TEXT NOT NULL,
-    t_s REAL NOT NULL,
-    wall_s REAL NOT NULL,
-    kind TEXT NOT NULL,
-    unit TEXT,
-    key TEXT,
-    text TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS events_run ON events (run_id, event_id);
-CREATE TABLE IF NOT EXISTS verdicts (
-    run_id TEXT NOT NULL,
-    serial TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    location TEXT NOT NULL,
-    verdict TEXT NOT NULL,
-    coverage_pct REAL NOT NULL,
-    reason TEXT,
-    judged_utc TEXT NOT NULL,
-    PRIMARY KEY (run_id, serial)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS verdicts_serial ON verdicts (serial);
-"""
+from labtest.burnin.schema import SCHEMA_VERSION, SQLITE_DDL
 
 
 class StoreError(Exception):
@@ -506,7 +430,7 @@ class SqliteStore(SqlStoreBase):
             raise StoreError(f"{self.path}: cannot use WAL journal mode (got {mode})")
         level = {"full": "FULL", "normal": "NORMAL"}[synchronous]
         self._db.execute(f"PRAGMA synchronous={level}")
-        self._db.executescript(SCHEMA)
+        self._db.executescript(SQLITE_DDL)
         self._check_version()
 
     @_guarded
