@@ -80,3 +80,56 @@ def test_a_bad_out_is_refused_before_any_lab_starts(tmp_path: Path) -> None:
     assert done.returncode == 2 and "is not a folder" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr and "is up" not in done.stdout
     assert [p.name for p in tmp_path.iterdir()] == ["file"]
+
+
+class _FakeKernelLab:
+    """What ``kernel_cli.run`` uses of a KernelLab, without namespaces: a testbed with an
+    SNMP community to write as a secret, and a record of ``stop``."""
+
+    def __init__(self, testbed: object, faults: object = ()) -> None:
+        self.testbed = testbed
+        self.stopped = False
+        self.start_s = 0.1
+        self.skipped: dict[str, str] = {}
+        self.plan = types.SimpleNamespace(nodes={})
+
+    def start(self) -> None:
+        pass
+
+    def lab_testbed(self) -> object:
+        return self.testbed
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def test_the_kernel_labs_secrets_beside_out_go_when_it_stops(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 39 item 5: the kernel lab's SNMP secrets beside --out FILE stayed after it stopped
+    doc = yaml.safe_load((REPO / "testbeds" / "kernel" / "leafspine.yaml").read_text())
+    doc.pop("emulation")
+    doc.pop("limits")
+    doc.pop("suite_settings")
+    doc["devices"]["spine1"].update(address="127.0.0.1", snmp={"community": "s3cret-community"})
+    source = tmp_path / "kernel.yaml"
+    source.write_text(yaml.safe_dump(doc))
+    testbed = load_testbed(source, check_drivers=False)
+    labs: list[_FakeKernelLab] = []
+
+    def make(tb: object, faults: object = ()) -> _FakeKernelLab:
+        labs.append(_FakeKernelLab(tb, faults))
+        return labs[-1]
+
+    monkeypatch.setattr(kernel_cli, "KernelLab", make)
+    out = tmp_path / "out" / "lab.yaml"
+    while_up: list[str] = []
+
+    def wait(done: object, duration_s: object) -> None:  # the lab is up: look beside --out
+        while_up.extend(sorted(p.name for p in (out.parent / "secrets").iterdir()))
+        assert "s3cret-community" not in out.read_text()
+
+    out.parent.mkdir()
+    assert kernel_cli.run(testbed, out, wait, None, 0.0, []) == 0
+    assert while_up == ["spine1.snmp.community"]
+    assert labs[0].stopped and out.is_file()
+    assert not (out.parent / "secrets").exists(), "the stopped lab's secrets stayed"
