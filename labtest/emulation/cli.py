@@ -44,14 +44,17 @@ def register(sub: Any) -> None:
 
 
 def parse_fault(text: str) -> tuple[str, str, dict[str, Any]]:
-    """``kind@target:k=v,k=v`` (target may itself contain one ``:``, as ``dev:port``)."""
+    """``kind@target:k=v,k=v``. The target may itself contain ``:`` (``dev:port``, a link
+    ``a:p--b:q``), and so may a value (``other=leaf2:Ethernet0``): the parameters start at
+    the first ``:``-separated part holding a ``=``, which a target never has."""
     kind, _, rest = text.partition("@")
     params: dict[str, Any] = {}
     target = rest
-    head, sep, tail = rest.rpartition(":")
-    if sep and "=" in tail:
-        target = head
-        for pair in tail.split(","):
+    parts = rest.split(":")
+    first = next((i for i, part in enumerate(parts) if "=" in part), None)
+    if first:  # None (no parameters) or 0 (no target: left as it was written)
+        target = ":".join(parts[:first])
+        for pair in ":".join(parts[first:]).split(","):
             key, _, value = pair.partition("=")
             params[key.strip()] = yaml.safe_load(value)
     return kind.strip(), target.strip(), params
