@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
+from labtest.capabilities.switch import InterfaceStatus
 from labtest.capabilities.transceiver import LaneDom, mw_to_dbm
 from labtest.parsing import Garbled
 
@@ -117,6 +118,46 @@ def row_cells(row: str, columns: list[tuple[str, int]]) -> dict[str, str]:
         stop = columns[i + 1][1] if i + 1 < len(columns) else None
         cells[name] = row[start:stop].strip()
     return cells
+
+
+def status_header(lines: Sequence[str]) -> int:
+    """The index of the ``Port  Name  Status ...`` header of ``show interface(s) status``
+    (EOS and NX-OS print the same one); a capture without it is refused."""
+    header = next((i for i, ln in enumerate(lines) if re.match(r"^Port\s+Name\s+Status", ln)), None)
+    if header is None:
+        raise Garbled("no 'Port Name Status ...' header")
+    return header
+
+
+def status_table(
+    lines: Sequence[str],
+    header: int,
+    row: Callable[[int, str, dict[str, str]], InterfaceStatus],
+    *,
+    prompt: re.Pattern[str],
+    rule: Callable[[str], object],
+) -> dict[str, InterfaceStatus]:
+    """The rows under ``lines[header]`` as one status record a port, the walk EOS and NX-OS
+    share: the table ends at a blank line or the next ``prompt``, a ``rule`` line (the
+    family's dashes) is skipped, and a port listed twice or a table without rows is
+    refused. ``row`` reads and checks one row from its line number, its text and its cells
+    cut at the header's columns; what a row must hold is the family's own."""
+    columns = header_columns(lines[header])
+    out: dict[str, InterfaceStatus] = {}
+    for number, line in enumerate(lines[header + 1 :], start=header + 2):
+        if not line.strip() or prompt.match(line):
+            break
+        if rule(line):
+            continue
+        status = row(number, line, row_cells(line, columns))
+        if status.name in out:
+            raise Garbled(
+                f"port {status.name} listed twice", line=number, expected="one row per port"
+            )
+        out[status.name] = status
+    if not out:
+        raise Garbled("status table has no rows")
+    return out
 
 
 # --- lanes ----------------------------------------------------------------------------

@@ -34,10 +34,10 @@ from labtest.drivers.common.cells import (
     NA_NXOS,
     cell_int,
     cell_text,
-    header_columns,
     in_field_unit,
     lane_doms,
-    row_cells,
+    status_header,
+    status_table,
 )
 from labtest.drivers.common.lldp import newest_per_port
 from labtest.parsing import F, checked
@@ -140,9 +140,7 @@ def _speed_gbps(cell: str) -> float | None:
 @_nxos("show interface status", "show interfaces status")
 def parse_interface_status(text: str) -> dict[str, InterfaceStatus]:
     lines = text.splitlines()
-    header = next((i for i, ln in enumerate(lines) if re.match(r"^Port\s+Name\s+Status", ln)), None)
-    if header is None:
-        raise _Garbled("no 'Port Name Status ...' header")
+    header = status_header(lines)
     if re.search(r"\bFlags\s+Encapsulation\b", lines[header]):
         raise _Garbled(
             "this looks like Arista EOS 'show interfaces status' output (Flags/Encapsulation "
@@ -150,42 +148,34 @@ def parse_interface_status(text: str) -> dict[str, InterfaceStatus]:
             line=header + 1,
             expected="Port Name Status Vlan Duplex Speed Type",
         )
-    columns = header_columns(lines[header])
-    out: dict[str, InterfaceStatus] = {}
-    for number, row in enumerate(lines[header + 1 :], start=header + 2):
-        if _RULE.match(row):
-            continue
-        if not row.strip() or _PROMPT.match(row):
-            break
-        cells = row_cells(row, columns)
-        port, status = cells["Port"], cells["Status"]
-        if not _PORT_NAME.fullmatch(port):
-            raise _Garbled(
-                f"row {row.strip()!r} has no port name",
-                line=number,
-                expected="PORT NAME STATUS VLAN DUPLEX SPEED TYPE",
-            )
-        if not status or not all(cells.get(c) for c in ("Duplex", "Speed")):
-            raise _Garbled(
-                f"row {row.strip()!r} stops before its Duplex/Speed cells",
-                line=number,
-                expected="PORT NAME STATUS VLAN DUPLEX SPEED TYPE",
-            )
-        if port in out:
-            raise _Garbled(f"port {port} listed twice", line=number, expected="one row per port")
-        out[port] = InterfaceStatus(
-            name=port,
-            admin_up=False if status in _ADMIN_DOWN else True if status in _ADMIN_UP else None,
-            oper_up=status == "connected" if status in _ADMIN_DOWN | _ADMIN_UP else None,
-            speed_gbps=_speed_gbps(cells.get("Speed", "")),
-            type=_text(cells.get("Type")),
-            vlan=_text(cells.get("Vlan")),
-            description=_text(cells.get("Name")),
-            state=status,
+    return status_table(lines, header, _status_row, prompt=_PROMPT, rule=_RULE.match)
+
+
+def _status_row(number: int, row: str, cells: dict[str, str]) -> InterfaceStatus:
+    """One row: an NX-OS port name, a status, then at least its Duplex and Speed cells."""
+    port, status = cells["Port"], cells["Status"]
+    if not _PORT_NAME.fullmatch(port):
+        raise _Garbled(
+            f"row {row.strip()!r} has no port name",
+            line=number,
+            expected="PORT NAME STATUS VLAN DUPLEX SPEED TYPE",
         )
-    if not out:
-        raise _Garbled("status table has no rows")
-    return out
+    if not status or not all(cells.get(c) for c in ("Duplex", "Speed")):
+        raise _Garbled(
+            f"row {row.strip()!r} stops before its Duplex/Speed cells",
+            line=number,
+            expected="PORT NAME STATUS VLAN DUPLEX SPEED TYPE",
+        )
+    return InterfaceStatus(
+        name=port,
+        admin_up=False if status in _ADMIN_DOWN else True if status in _ADMIN_UP else None,
+        oper_up=status == "connected" if status in _ADMIN_DOWN | _ADMIN_UP else None,
+        speed_gbps=_speed_gbps(cells.get("Speed", "")),
+        type=_text(cells.get("Type")),
+        vlan=_text(cells.get("Vlan")),
+        description=_text(cells.get("Name")),
+        state=status,
+    )
 
 
 def _port_tables(text: str) -> dict[str, dict[str, str]]:

@@ -12,7 +12,7 @@ from labtest.capabilities.switch import (
     InterfaceCounters,
     InterfaceStatus,
 )
-from labtest.drivers.common.cells import header_columns, row_cells
+from labtest.drivers.common.cells import status_header, status_table
 from labtest.drivers.eos.parsers._common import (
     _PROMPT,
     DRIVER,
@@ -113,48 +113,42 @@ def _speed_gbps_text(cell: str) -> float | None:
     return float(m.group(1)) if m.group(2) == "G" else float(m.group(1)) / 1000
 
 
+def _rule(row: str) -> bool:
+    """EOS rules the header off with dashes (cut at the column gaps)."""
+    return set(row.strip()) <= {"-", " "}
+
+
+def _status_row(number: int, row: str, cells: dict[str, str]) -> InterfaceStatus:
+    """One text row: an EOS port and link status word, then every column the header has."""
+    port, status = long_name(cells["Port"]), cells["Status"]
+    if not _PORT.fullmatch(cells["Port"]) or status not in _LINK_STATUSES:
+        raise _Garbled(
+            f"row {row.strip()!r} has no port and link status",
+            line=number,
+            expected="PORT [NAME] STATUS VLAN DUPLEX SPEED TYPE",
+        )
+    if not all(cells.get(c) for c in ("Duplex", "Speed", "Type") if c in cells):
+        raise _Garbled(
+            f"row {row.strip()!r} stops before its Duplex/Speed/Type cells",
+            line=number,
+            expected="every column of the header",
+        )
+    admin, oper = _admin_oper(status)
+    return InterfaceStatus(
+        name=port,
+        admin_up=admin,
+        oper_up=oper,
+        speed_gbps=_speed_gbps_text(cells.get("Speed", "")),
+        type=_str(cells.get("Type")),
+        vlan=_str(cells.get("Vlan")),
+        description=_str(cells.get("Name")),
+        state=status,
+    )
+
+
 def _status_text(text: str) -> dict[str, InterfaceStatus]:
     lines = text.splitlines()
-    header = next((i for i, ln in enumerate(lines) if re.match(r"^Port\s+Name\s+Status", ln)), None)
-    if header is None:
-        raise _Garbled("no 'Port Name Status ...' header")
-    columns = header_columns(lines[header])
-    out: dict[str, InterfaceStatus] = {}
-    for number, row in enumerate(lines[header + 1 :], start=header + 2):
-        if not row.strip() or _PROMPT.match(row):
-            break
-        if set(row.strip()) <= {"-", " "}:
-            continue
-        cells = row_cells(row, columns)
-        port, status = long_name(cells["Port"]), cells["Status"]
-        if not _PORT.fullmatch(cells["Port"]) or status not in _LINK_STATUSES:
-            raise _Garbled(
-                f"row {row.strip()!r} has no port and link status",
-                line=number,
-                expected="PORT [NAME] STATUS VLAN DUPLEX SPEED TYPE",
-            )
-        if not all(cells.get(c) for c in ("Duplex", "Speed", "Type") if c in cells):
-            raise _Garbled(
-                f"row {row.strip()!r} stops before its Duplex/Speed/Type cells",
-                line=number,
-                expected="every column of the header",
-            )
-        if port in out:
-            raise _Garbled(f"port {port} listed twice", line=number, expected="one row per port")
-        admin, oper = _admin_oper(status)
-        out[port] = InterfaceStatus(
-            name=port,
-            admin_up=admin,
-            oper_up=oper,
-            speed_gbps=_speed_gbps_text(cells.get("Speed", "")),
-            type=_str(cells.get("Type")),
-            vlan=_str(cells.get("Vlan")),
-            description=_str(cells.get("Name")),
-            state=status,
-        )
-    if not out:
-        raise _Garbled("status table has no rows")
-    return out
+    return status_table(lines, status_header(lines), _status_row, prompt=_PROMPT, rule=_rule)
 
 
 @_eos("show interfaces status")
