@@ -14,8 +14,14 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+
+if TYPE_CHECKING:
+    from labtest.reservation import LeaseRow
+
+T = TypeVar("T")
 
 
 def register(subparsers: Any) -> None:
@@ -33,16 +39,25 @@ def register(subparsers: Any) -> None:
     rel.set_defaults(handler=_release)
 
 
-def _open(args: argparse.Namespace) -> Any:
+class _Listing(Protocol):
+    """What the two actions ask of a store (the SQLite and PostgreSQL stores answer it; a
+    plug-in store need not)."""
+
+    def leases(self) -> list[LeaseRow]: ...
+
+    def release_run(self, run_id: str) -> int: ...
+
+
+def _open(args: argparse.Namespace) -> _Listing:
     from labtest.reservation import open_store
 
     store = open_store(args.store)
     if not hasattr(store, "leases"):
         raise LookupError(f"{store!r} cannot list its leases")
-    return store
+    return cast("_Listing", store)
 
 
-def _close(store: Any) -> None:
+def _close(store: _Listing) -> None:
     close = getattr(store, "close", None)
     if close is not None:
         close()
@@ -52,17 +67,25 @@ def _when(epoch_s: float) -> str:
     return datetime.fromtimestamp(epoch_s).isoformat(sep=" ", timespec="seconds")
 
 
-def _list(args: argparse.Namespace) -> int:
+def _ask(args: argparse.Namespace, question: Callable[[_Listing], T]) -> T | None:
+    """The store's answer to one question, the store closed after; None (said in one line on
+    stderr) when the store is unusable: both actions' exit status 2."""
     from labtest.errors import InfraError
 
     try:
         store = _open(args)
         try:
-            rows = store.leases()
+            return question(store)
         finally:
             _close(store)
     except (InfraError, LookupError, ValueError) as exc:
         print(f"labtest lease: {exc}", file=sys.stderr)
+        return None
+
+
+def _list(args: argparse.Namespace) -> int:
+    rows = _ask(args, lambda store: store.leases())
+    if rows is None:
         return 2
     if not rows:
         print("no device is held")
@@ -80,16 +103,8 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _release(args: argparse.Namespace) -> int:
-    from labtest.errors import InfraError
-
-    try:
-        store = _open(args)
-        try:
-            freed = store.release_run(args.run_id)
-        finally:
-            _close(store)
-    except (InfraError, LookupError, ValueError) as exc:
-        print(f"labtest lease: {exc}", file=sys.stderr)
+    freed = _ask(args, lambda store: store.release_run(args.run_id))
+    if freed is None:
         return 2
     if not freed:
         print(f"labtest lease: run {args.run_id} holds no device", file=sys.stderr)
