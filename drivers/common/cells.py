@@ -11,6 +11,7 @@ belong to the field is refused. Lane readings collected per lane number become
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -60,6 +61,16 @@ def cell_text(cell: str | None, na: frozenset[str] = NA) -> str | None:
         return None
     cell = cell.strip()
     return None if cell in na else cell
+
+
+def is_address(token: str) -> bool:
+    """``token`` is an IPv4 or IPv6 address: where a row may start with a peer or a hop
+    address, this tells an address from a name or a note."""
+    try:
+        ipaddress.ip_address(token)
+    except ValueError:
+        return False
+    return True
 
 
 # --- units -----------------------------------------------------------------------------

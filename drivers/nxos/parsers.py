@@ -35,6 +35,7 @@ from labtest.drivers.common.cells import (
     cell_int,
     cell_text,
     in_field_unit,
+    is_address,
     lane_doms,
     status_header,
     status_table,
@@ -625,7 +626,7 @@ def parse_bgp_summary(text: str) -> dict[str, BgpSession]:
             continue
         if not table:
             first = line.split()[0]
-            if line[0].isspace() or _looks_like_address(first):
+            if line[0].isspace() or is_address(first):
                 raise _Garbled(
                     f"row {line.strip()!r} before the 'Neighbor V AS ...' header",
                     line=number,
@@ -670,14 +671,6 @@ def parse_bgp_summary(text: str) -> dict[str, BgpSession]:
             "no 'BGP summary information for VRF ...' section and no 'Neighbor V AS ...' table"
         )
     return out
-
-
-def _looks_like_address(token: str) -> bool:
-    try:
-        ipaddress.ip_address(token)
-    except ValueError:
-        return False
-    return True
 
 
 # --- BFD ---------------------------------------------------------------------------------
@@ -796,7 +789,7 @@ def _bfd_block(
     values: dict[str, int] = {}
     for n, line in rows[1:]:
         stripped = line.strip()
-        if _looks_like_address(stripped.split()[0].removeprefix("*")):
+        if is_address(stripped.split()[0].removeprefix("*")):
             raise _Garbled(
                 f"a second session row {stripped!r} under one header",
                 line=n,

@@ -11,10 +11,10 @@ headers. Anything else is refused.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 
 from labtest.capabilities.probes import TraceHop, UdpTrace
+from labtest.drivers.common.cells import is_address
 from labtest.drivers.linux.parsers._common import parse_error
 from labtest.parsing import fingerprint, parser
 
@@ -24,14 +24,6 @@ _HOP = re.compile(r"^\s*(\d+)\s+(.*?)\s*$")
 _NOTE = re.compile(r"^!(?:[HNPSFXVC]|F-\d+|\d+|<\d+>)?$")
 
 fingerprint("linux", "traceroute", r"^traceroute to \S+ \(\S+\), \d+ hops max", "traceroute")
-
-
-def _address(token: str) -> bool:
-    try:
-        ipaddress.ip_address(token)
-    except ValueError:
-        return False
-    return True
 
 
 def _hop(ttl: int, rest: str, text: str, line: int) -> TraceHop:
@@ -45,7 +37,7 @@ def _hop(ttl: int, rest: str, text: str, line: int) -> TraceHop:
         tok = tokens[i]
         if tok == "*":
             sent += 1
-        elif _address(tok):
+        elif is_address(tok):
             current = tok
             if tok not in addresses:
                 addresses.append(tok)
