@@ -169,13 +169,7 @@ class FlappingLink(FaultParams):
     targets=("link",),
 )
 def flapping_link(fabric: Fabric, target: str, p: FlappingLink) -> Undo:
-    li = fabric.resolve_link(target)
-    flap = fabric.add_flap(li, fabric.new_flap(p.period_s, p.down_s))
-
-    def undo() -> None:
-        flap.end_s = fabric.model_time_s
-
-    return undo
+    return fabric.flap_link(target, p.period_s, p.down_s)
 
 
 # --- cabling ---------------------------------------------------------------------------

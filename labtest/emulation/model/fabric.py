@@ -18,6 +18,7 @@ what everything else talks to.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -537,11 +538,19 @@ class Fabric(FabricCore):
                 self._ambient_c[name] = float(temp_c)
             self._bump()
 
-    def add_flap(self, link: int, flap: Flap) -> Flap:
-        return self._timeline.add(link, flap)
+    def flap_link(self, target: str, period_s: float, down_s: float) -> Callable[[], None]:
+        """The link goes dark for ``down_s`` at the start of every ``period_s`` from now;
+        returns the undo (the flapping ends then). The effect of both flap faults, the
+        acceptance catalogue's ``flapping_link`` and the doctor's hourly ``intermittent_flap``,
+        which differ only in their defaults."""
+        flap = self._timeline.add(
+            self.resolve_link(target), Flap(start_s=self._t_s, period_s=period_s, down_s=down_s)
+        )
 
-    def new_flap(self, period_s: float, down_s: float) -> Flap:
-        return Flap(start_s=self._t_s, period_s=period_s, down_s=down_s)
+        def undo() -> None:
+            flap.end_s = self.model_time_s
+
+        return undo
 
     # --- faults --------------------------------------------------------------------------------
 

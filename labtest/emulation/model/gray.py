@@ -165,13 +165,7 @@ class IntermittentFlap(FaultParams):
 
 
 def intermittent_flap(fabric: Fabric, target: str, p: IntermittentFlap) -> Any:
-    li = fabric.resolve_link(target)
-    flap = fabric.add_flap(li, fabric.new_flap(p.period_s, p.down_s))
-
-    def undo() -> None:
-        flap.end_s = fabric.model_time_s
-
-    return undo
+    return fabric.flap_link(target, p.period_s, p.down_s)
 
 
 #: in the acceptance catalogue (imported by ``faults.load_catalogue``): the paths suite's
