@@ -96,6 +96,16 @@ _UNITS: dict[str, dict[str, Callable[[float], float]]] = {
     "_v": {"V": _same, "Volts": _same},
 }
 
+#: a DOM quantity as the EOS and NX-OS ``transceiver detail(s)`` text names it -> the
+#: record field (and so the unit) its readings go into
+DOM_TEXT_FIELD = {
+    "Temperature": "temperature_c",
+    "Voltage": "voltage_v",
+    "Current": "tx_bias_ma",
+    "Tx Power": "tx_power_dbm",
+    "Rx Power": "rx_power_dbm",
+}
+
 
 def in_field_unit(value: float, unit: str | None, field: str) -> float:
     """``value`` printed in ``unit`` (None: printed bare, in the field's own unit) as the

@@ -31,6 +31,7 @@ from labtest.capabilities.switch import (
 )
 from labtest.capabilities.transceiver import Threshold, Transceiver
 from labtest.drivers.common.cells import (
+    DOM_TEXT_FIELD,
     NA_NXOS,
     cell_int,
     cell_text,
@@ -267,13 +268,6 @@ def parse_interface_counters(text: str) -> dict[str, InterfaceCounters]:
 # --- transceivers ------------------------------------------------------------
 
 _DOM_ROW = re.compile(r"^\s+(Temperature|Voltage|Current|Tx Power|Rx Power)\s+((?:N/A|[-+]?\d).*)$")
-_QUANTITY = {
-    "Temperature": "temperature_c",
-    "Voltage": "voltage_v",
-    "Current": "tx_bias_ma",
-    "Tx Power": "tx_power_dbm",
-    "Rx Power": "rx_power_dbm",
-}
 _FLAG_LEVEL = {"++": "high_alarm", "+": "high_warn", "--": "low_alarm", "-": "low_warn"}
 _UNITS = {"C", "V", "mA", "dBm", "mW"}
 _INFO = re.compile(
@@ -349,7 +343,7 @@ def _transceiver(lines: list[str]) -> Transceiver:
         if m := re.match(r"^Lane Number:(\d+)", line):
             lane = int(m.group(1))
         elif m := _DOM_ROW.match(line):
-            quantity = _QUANTITY[m.group(1)]
+            quantity = DOM_TEXT_FIELD[m.group(1)]
             values, flag = _dom_values(m.group(2), quantity)
             current, hi_alarm, lo_alarm, hi_warn, lo_warn = values
             thresholds.setdefault(quantity, Threshold(lo_alarm, lo_warn, hi_warn, hi_alarm))

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from labtest.capabilities.transceiver import LaneDom, Threshold, Transceiver
-from labtest.drivers.common.cells import in_field_unit
+from labtest.drivers.common.cells import DOM_TEXT_FIELD, in_field_unit
 from labtest.drivers.eos.parsers._common import (
     _PROMPT,
     _TRANSCEIVER_KEYS,
@@ -167,15 +167,6 @@ def _transceiver_text(text: str) -> dict[str, Transceiver]:
     return out
 
 
-_DETAIL_TEXT_QUANTITY = {
-    "Temperature": "temperature_c",
-    "Voltage": "voltage_v",
-    "Current": "tx_bias_ma",
-    "Tx Power": "tx_power_dbm",
-    "Rx Power": "rx_power_dbm",
-}
-
-
 def _transceiver_detail_text(lines: list[str]) -> dict[str, Transceiver]:
     """One table per quantity: ``PORT VALUE HIGH-ALARM HIGH-WARN LOW-ALARM LOW-WARN``."""
     readings: dict[str, dict[str, float | None]] = {}
@@ -187,7 +178,7 @@ def _transceiver_detail_text(lines: list[str]) -> dict[str, Transceiver]:
         if _PROMPT.match(line):
             break
         if m := re.match(r"^\s+(Temperature|Voltage|Current|Tx Power|Rx Power)\s+Threshold", line):
-            quantity, unit, in_rows = _DETAIL_TEXT_QUANTITY[m.group(1)], None, False
+            quantity, unit, in_rows = DOM_TEXT_FIELD[m.group(1)], None, False
             continue
         if quantity is not None and re.match(r"^Port\s", line):
             printed = set(re.findall(r"\(([^)]+)\)", line))
