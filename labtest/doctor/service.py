@@ -150,6 +150,7 @@ class Doctor:
     probes_per_path: int | None = None
     scale: float = 1.0
     _t0: dict[str, float] = field(default_factory=dict)  # each port's first reading time
+    _untold: set[tuple[str, str]] = field(default_factory=set)  # paged twins not told apart
     _began_lab_s: float | None = None  # labtime when the first interval began
     #: each port's counter rates over the last interval (the bursts' idle test)
     _last_rates: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -225,6 +226,13 @@ class Doctor:
         paged, watched = self.pager.update(
             ranked, self.count, now_s,
             lambda link: link in told_apart or self.ledger.cleared(link))
+        # twins stay twins while both are paged and nothing told them apart: a page the
+        # pager holds through a quiet interval keeps its twin (kernel campaign 017: the
+        # baseline paged both uplinks, round 1 blamed neither, and the held pair read as
+        # two pages, ranked by name)
+        units = {s.unit for s in paged}
+        self._untold = {t for t in self._untold | untold
+                        if units >= set(t) and told_apart.isdisjoint(t)}
         return Report(
             interval=self.count, time_s=time.time(), suspects=paged, watched=watched,
             drifts=drifts, failed=dict(snap.failed),
@@ -233,7 +241,7 @@ class Doctor:
             ports_read=len(snap.ports), probe_paths=len(probes), collect_s=snap.wall_s,
             cpu_s=time.process_time() - cpu0,
             rates={n: r for n, r in counter_rates.items() if r}, device_s=now_s,
-            twins=sorted(t for t in untold if {s.unit for s in paged} >= set(t)),
+            twins=sorted(self._untold),
             late=dict(snap.late),
             unread=sorted(n for n in snap.late
                           if not any(r.device == n for r in kept.ports.values())),

@@ -223,3 +223,22 @@ def test_louder_needs_a_significant_difference_and_says_why() -> None:
     window.add([ProbePath("h2", "s1", ("b",), 100, 30), ProbePath("h1", "s1", ("a",), 100, 0)])
     window.add([ProbePath("h2", "s1", ("b",), 100, 0), ProbePath("h1", "s1", ("a",), 100, 0)])
     assert window.louder("a", "b") is None  # the lossy interval left the window
+
+
+def test_held_twins_stay_twins_through_a_quiet_interval() -> None:
+    """Kernel campaign 017: the baseline paged a leaf's two uplinks as twins; the next
+    round's flows all hashed past the hole, the pager held both pages, and the pair, not
+    blamed again, read as two pages ranked by name (``--once`` then paged the wrong one)."""
+    plan = _plan(TWO_HOSTS)
+    reader = TraceReader(plan.testbed, {h: a for h, (_, a) in TWO_HOSTS.items()})
+    doctor = _doctor(plan)
+    rng = np.random.default_rng(3)
+    fault = (2, 2, "up", 0.2)
+    first = doctor.step(Snapshot(addresses=PEERS), _interval(
+        reader, rng, fault, True, udp_only=True, hosts=TWO_HOSTS))
+    pair = tuple(sorted((_link(2, 1), _link(2, 2))))
+    assert first.twins == [pair], first.text()
+    quiet = doctor.step(Snapshot(addresses=PEERS), _interval(
+        reader, rng, (2, 2, "up", 0.0), True, udp_only=True, hosts=TWO_HOSTS))
+    assert {s.unit for s in quiet.suspects} == set(pair), quiet.text()
+    assert quiet.twins == [pair], quiet.text()
