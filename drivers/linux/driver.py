@@ -86,6 +86,7 @@ from labtest.testbed.model import Device, Testbed
 log = logging.getLogger("labtest.drivers.linux")
 
 T = TypeVar("T")
+_Pair = TypeVar("_Pair", PerftestBandwidthPair, PerftestLatencyPair)
 NCCL_TIMEOUT_S = 600.0
 #: what iproute2's rdma says without the RDMA netlink family (no RDMA driver loaded)
 NO_RDMA = "Failed to open NETLINK_RDMA socket"
@@ -481,25 +482,32 @@ class LinuxHost:
         self, server: Any, server_address: str | None, spec: PerftestSpec, *, timeout_s: float
     ) -> PerftestBandwidthPair:
         """This host runs the client, ``server`` (another LinuxHost) the server."""
-        if is_latency(spec.test):
-            raise ValueError(f"{spec.test} is a latency test: use perftest_latency")
-        _require_rdma(self, server)
-        (result,) = run_pairs(
-            [PerftestPair(self, server, spec, server_address)], timeout_s=timeout_s
-        )
-        assert isinstance(result, PerftestBandwidthPair)
-        return result
+        return self._one_pair(server, server_address, spec, timeout_s, PerftestBandwidthPair)
 
     def perftest_latency(
         self, server: Any, server_address: str | None, spec: PerftestSpec, *, timeout_s: float
     ) -> PerftestLatencyPair:
-        if not is_latency(spec.test):
-            raise ValueError(f"{spec.test} is a bandwidth test: use perftest_bandwidth")
+        return self._one_pair(server, server_address, spec, timeout_s, PerftestLatencyPair)
+
+    def _one_pair(
+        self,
+        server: Any,
+        server_address: str | None,
+        spec: PerftestSpec,
+        timeout_s: float,
+        kind: type[_Pair],
+    ) -> _Pair:
+        """One pair, this host the client, of the kind the caller's method promises: a spec
+        of the other kind is refused (naming the method it belongs to) before any process
+        starts."""
+        if is_latency(spec.test) != (kind is PerftestLatencyPair):
+            other = "latency" if is_latency(spec.test) else "bandwidth"
+            raise ValueError(f"{spec.test} is a {other} test: use perftest_{other}")
         _require_rdma(self, server)
         (result,) = run_pairs(
             [PerftestPair(self, server, spec, server_address)], timeout_s=timeout_s
         )
-        assert isinstance(result, PerftestLatencyPair)
+        assert isinstance(result, kind)
         return result
 
     def perftest_pairs(

@@ -511,6 +511,16 @@ def test_latency_pair(make_lab):
     _assert_no_server_left(lab)
 
 
+def test_a_spec_of_the_other_kind_is_refused_before_anything_runs(make_lab):
+    lab = make_lab()
+    client, server = lab.hosts
+    with pytest.raises(ValueError, match="ib_write_lat is a latency test: use perftest_latency"):
+        client.run_bandwidth(server, test="ib_write_lat")
+    with pytest.raises(ValueError, match="ib_write_bw is a bandwidth test: use perftest_bandwidth"):
+        client.run_latency(server, test="ib_write_bw")
+    assert not any(fake.commands for fake in lab.fakes)
+
+
 def test_concurrent_pairs_run_their_clients_at_the_same_time(make_lab):
     lab = make_lab(client_run_s=0.3)
     h1, h2 = lab.hosts
