@@ -36,6 +36,7 @@ import numpy as np
 from pydantic import Field
 
 from labtest.emulation.model.faults import CATALOGUE, FaultParams, FaultType
+from labtest.emulation.model.traffic.wireloss import put
 
 if TYPE_CHECKING:
     from labtest.emulation.model.fabric import Fabric
@@ -86,18 +87,6 @@ def frame_loss(fabric: Fabric, link: str, direction: str, flow_hash: int) -> flo
     return 1.0 - keep
 
 
-def _add(table: dict[tuple[int, str], list[Any]], keys: Sequence[tuple[int, str]],
-         item: Any) -> Any:
-    for k in keys:
-        table.setdefault(k, []).append(item)
-
-    def undo() -> None:
-        for k in keys:
-            table[k].remove(item)
-
-    return undo
-
-
 # --- the faults ------------------------------------------------------------------
 
 
@@ -120,7 +109,7 @@ def _traffic(fabric: Fabric) -> Any:
 
 def lossy_link(fabric: Fabric, target: str, p: LossyLink) -> Any:
     li = fabric.resolve_link(target)
-    undo = _add(state(fabric).loss, [(li, d) for d in _dirs(p.direction)], p.loss)
+    undo = put(state(fabric).loss, [(li, d) for d in _dirs(p.direction)], p.loss)
     traffic = _traffic(fabric)
     if traffic is None:
         return undo
@@ -134,7 +123,7 @@ class SilentDrop(FaultParams):
 
 def silent_drop(fabric: Fabric, target: str, p: SilentDrop) -> Any:
     li = fabric.resolve_link(target)
-    undo = _add(state(fabric).loss, [(li, p.direction)], p.loss)
+    undo = put(state(fabric).loss, [(li, p.direction)], p.loss)
     traffic = _traffic(fabric)
     if traffic is None:
         return undo
@@ -151,7 +140,7 @@ class EcmpBlackhole(FaultParams):
 def ecmp_blackhole(fabric: Fabric, target: str, p: EcmpBlackhole) -> Any:
     li = fabric.resolve_link(target)
     hole = _Blackhole(p.flow_fraction, p.salt)
-    undo = _add(state(fabric).holes, [(li, d) for d in _dirs(p.direction)], hole)
+    undo = put(state(fabric).holes, [(li, d) for d in _dirs(p.direction)], hole)
     traffic = _traffic(fabric)
     if traffic is None:
         return undo

@@ -510,27 +510,23 @@ class TrafficModel(TrafficCore):
         """``link`` (either way, or one direction: ``ab`` = a end to b end) loses ``loss`` of
         its frames on the wire: corrupted (the receiver counts FCS errors) or silently."""
         li, dirs = self._directions(link, direction)
-        item = self.engine.wire.add_loss(li, dirs, loss, corrupt)
-        self._changed()
-
-        def undo() -> None:
-            with self._lock:
-                self.engine.wire.remove_loss(li, dirs, item)
-                self._changed()
-
-        return undo
+        return self._wire_fault(self.engine.wire.add_loss(li, dirs, loss, corrupt))
 
     @locked
     def add_wire_hole(self, link: str, direction: str, fraction: float, salt: int) -> Undo:
         """``link`` as an ECMP member drops every frame of the flows whose hash falls in
         ``fraction`` of the hash space, silently."""
         li, dirs = self._directions(link, direction)
-        hole = self.engine.wire.add_hole(li, dirs, fraction, salt)
+        return self._wire_fault(self.engine.wire.add_hole(li, dirs, fraction, salt))
+
+    def _wire_fault(self, take_out: Callable[[], None]) -> Undo:
+        """A wire fault just put in the table: the model re-plans now, and the undo takes it
+        out and re-plans again (under the model's lock)."""
         self._changed()
 
         def undo() -> None:
             with self._lock:
-                self.engine.wire.remove_hole(li, dirs, hole)
+                take_out()
                 self._changed()
 
         return undo

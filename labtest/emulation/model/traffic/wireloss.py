@@ -18,8 +18,9 @@ lost packet, so goodput falls far faster than the loss rate (:func:`go_back_n_go
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -30,6 +31,9 @@ if TYPE_CHECKING:
 #: packets a 400G RoCE QP keeps in flight and resends after a loss: the bandwidth-delay
 #: product of a two-tier fabric (RTT ~10 us x 400 Gb/s = 500 KB) in 4 KB packets
 GBN_WINDOW_PACKETS = 122
+
+K = TypeVar("K")
+T = TypeVar("T")
 
 
 def go_back_n_goodput(loss: float, window: int = GBN_WINDOW_PACKETS) -> float:
@@ -52,6 +56,20 @@ def go_back_n_goodput(loss: float, window: int = GBN_WINDOW_PACKETS) -> float:
     return float((1.0 - p) ** window / (1.0 + p * window))
 
 
+def put(table: dict[K, list[T]], keys: Sequence[K], item: T) -> Callable[[], None]:
+    """Add ``item`` to the list of every key (a fault in force on each link direction);
+    returns what takes it out again. Faults of equal value stack, each undone once: here,
+    and in the probe model's own table (``labtest.emulation.model.gray``)."""
+    for k in keys:
+        table.setdefault(k, []).append(item)
+
+    def take_out() -> None:
+        for k in keys:
+            table[k].remove(item)
+
+    return take_out
+
+
 @dataclass
 class _Hole:
     fraction: float
@@ -69,26 +87,15 @@ class WireTable:
         return not any(self.loss.values()) and not any(self.holes.values())
 
     def add_loss(self, link: int, directions: tuple[int, ...], loss: float,
-                 corrupt: bool) -> object:
-        item = (float(loss), bool(corrupt))
-        for d in directions:
-            self.loss.setdefault((link, d), []).append(item)
-        return item
-
-    def remove_loss(self, link: int, directions: tuple[int, ...], item: object) -> None:
-        for d in directions:
-            self.loss[(link, d)].remove(item)  # type: ignore[arg-type]
+                 corrupt: bool) -> Callable[[], None]:
+        """Lose ``loss`` of the frames on the link's directions; returns what takes it out."""
+        return put(self.loss, [(link, d) for d in directions], (float(loss), bool(corrupt)))
 
     def add_hole(self, link: int, directions: tuple[int, ...], fraction: float,
-                 salt: int) -> object:
-        hole = _Hole(float(fraction), int(salt))
-        for d in directions:
-            self.holes.setdefault((link, d), []).append(hole)
-        return hole
-
-    def remove_hole(self, link: int, directions: tuple[int, ...], hole: object) -> None:
-        for d in directions:
-            self.holes[(link, d)].remove(hole)  # type: ignore[arg-type]
+                 salt: int) -> Callable[[], None]:
+        """Blackhole ``fraction`` of the flows on the link's directions; returns what takes
+        it out."""
+        return put(self.holes, [(link, d) for d in directions], _Hole(float(fraction), int(salt)))
 
     def hop(self, link: int, direction: int, flow_key: str) -> tuple[float, float]:
         """(loss, corrupted share of it) for one flow crossing one link direction."""
