@@ -192,20 +192,24 @@ def _str(value: Any) -> str | None:
     return value or None
 
 
-def _int(value: Any) -> int | None:
+def _number(value: object) -> int | float | None:
+    """A JSON number as it stands, None when absent: a bool or a string is refused, never
+    read as one (EOS prints numbers bare)."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise _Garbled(f"expected a number, got {value!r}")
-    return int(value)
+    return value
+
+
+def _int(value: Any) -> int | None:
+    number = _number(value)
+    return None if number is None else int(number)
 
 
 def _num(value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _Garbled(f"expected a number, got {value!r}")
-    return float(value)
+    number = _number(value)
+    return None if number is None else float(number)
 
 
 _SHORT_NAMES = {"Et": "Ethernet", "Po": "Port-Channel", "Ma": "Management", "Lo": "Loopback"}
