@@ -22,6 +22,7 @@ import numpy as np
 
 from labtest.emulation.model.traffic import TrafficModel
 from labtest.emulation.model.traffic.lab import DictLinkView, clos_testbed
+from labtest.emulation.model.traffic.roce import LatencyResult
 
 LINE_GBPS = 400.0
 
@@ -31,6 +32,17 @@ def fabric(seed: int) -> TrafficModel:
     return TrafficModel(tb, DictLinkView.of(tb), np.random.default_rng(seed))
 
 
+def idle_then_incast(m: TrafficModel, into: str) -> LatencyResult:
+    """host3 -> host1's idle latency, read before the 5:1 incast (host4..host8) into
+    ``into`` starts; the incast has then run 10 ms, so the caller's next read is loaded.
+    Both experiments measure this way: they differ only in where the incast goes."""
+    idle = m.run_latency("host3", "host1", iterations=5000)
+    for h in range(4, 9):
+        m.start_roce(f"host{h}", into, qps=2)
+    m.advance(0.01)
+    return idle
+
+
 def head_of_line(seed: int, setup: str) -> tuple[float, float]:
     """(idle p99, worst loaded p99 of 8 QPs) of host3 -> host1 beside a 5:1 incast into host2."""
     m = fabric(seed)
@@ -38,10 +50,7 @@ def head_of_line(seed: int, setup: str) -> tuple[float, float]:
         m.set_pg_xoff("leaf1", 200e3)
     if setup == "ecn_thresholds":
         m.set_ecn_thresholds("leaf1", 8e6, 32e6)
-    idle = m.run_latency("host3", "host1", iterations=5000)
-    for h in range(4, 9):
-        m.start_roce(f"host{h}", "host2", qps=2)
-    m.advance(0.01)
+    idle = idle_then_incast(m, into="host2")
     worst = max(m.run_latency("host3", "host1", iterations=5000).p99_us for _ in range(8))
     return idle.p99_us, worst
 
@@ -54,10 +63,7 @@ def run(seed: int, setup: str, kmax_b: float | None) -> tuple[float, float, floa
         m.set_ecn("leaf1", False)
     if setup == "ecn_thresholds":
         m.set_ecn_thresholds("leaf1", 8e6, 32e6)
-    idle = m.run_latency("host3", "host1", iterations=5000)
-    for h in range(4, 9):
-        m.start_roce(f"host{h}", "host1", qps=2)
-    m.advance(0.01)
+    idle = idle_then_incast(m, into="host1")
     busy = m.run_latency("host3", "host1", iterations=5000)
     return idle.t_typical_us, busy.t_typical_us, busy.p99_us, busy.p99_9_us
 
