@@ -55,6 +55,9 @@ class LiveMesh:
     #: of it (pager.DETECT_LOSS at 99 %: 459 clean probes) in one interval
     probes: int = 10
     wait_s: float = 0.2  # per unanswered probe (traceroute -w)
+    #: source ports per inter-leaf pair, times the coverage's: the doctor raises it while a
+    #: hole's uplinks are paged as twins (``FlowShares``: their flows' shares tell them apart)
+    ports_factor: int = 1
     timeout_s: float = 120.0
     addresses: dict[str, str] = field(default_factory=dict)  # host -> its probe address
     reader: TraceReader = field(init=False)
@@ -91,7 +94,8 @@ class LiveMesh:
             return out
         try:
             mesh = plan_mesh(leaf_of, self._ecmp_width(), self.rng,
-                             peers_per_host=self.peers_per_host, probes_per_path=self.probes)
+                             peers_per_host=self.peers_per_host, probes_per_path=self.probes,
+                             ports_factor=self.ports_factor)
         except OverBudget as exc:
             out.not_observed["probe mesh"] = str(exc)
             return out

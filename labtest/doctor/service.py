@@ -121,6 +121,12 @@ class Report:
         return "\n".join(lines)
 
 
+#: source ports per inter-leaf pair (times the coverage's 8 for two paths) while twins wait
+#: on the flows' shares: at 8 flows a pair a round, a leaf's holed uplink took 3 to 12 rounds
+#: to tell in the model of tests/doctor/test_twins.py, or more than 16
+SIBLING_PORTS_FACTOR = 4
+
+
 @dataclass
 class Doctor:
     """Library entry: ``step(snapshot)`` judges readings from anywhere (the drivers, or a
@@ -247,6 +253,12 @@ class Doctor:
                           if not any(r.device == n for r in kept.ports.values())),
         )
 
+    def sibling_twins(self) -> bool:
+        """Flows vanished where several links could have taken them (a leaf's uplinks) and
+        the window names none alone yet: more flows, not more probes, tell them apart, so
+        the next mesh probes more source ports."""
+        return self.flows.undecided()
+
     def healthy(self) -> int | None:
         """Links the probes cleared (each ruled out a loss of DETECT_LOSS at 1 - ALPHA over
         the ledger's window), when nothing is paged and every link probed so far is
@@ -313,6 +325,7 @@ class Doctor:
                 self.mesh = LiveMesh(self.plan)
             if self.probes_per_path is not None:
                 self.mesh.probes = self.probes_per_path
+            self.mesh.ports_factor = SIBLING_PORTS_FACTOR if self.sibling_twins() else 1
             probes = self.mesh.run(lab, snap)
         fail_dead(snap, probing.join())
         report = self.step(snap, probes)

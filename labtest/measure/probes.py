@@ -87,6 +87,7 @@ def plan_mesh(
     *,
     peers_per_host: int = 4,
     coverage: float = 0.99,
+    ports_factor: int = 1,
     probes_per_path: int = 4,
     interval_s: float = 10.0,
     probe_bytes: int = 64,
@@ -95,11 +96,12 @@ def plan_mesh(
 ) -> MeshPlan:
     """One interval's probes: each host probes one host on its own leaf (the ToR mesh)
     and ``peers_per_host - 1`` on other leaves, each inter-leaf pair on enough random
-    source ports to cover every ECMP path with ``coverage``. Peers are drawn afresh each
+    source ports to cover every ECMP path with ``coverage`` (times ``ports_factor``: more
+    flows, when flows, not probes, are the evidence wanted). Peers are drawn afresh each
     interval, so over a few intervals every pair of leaves is probed. Raises
     ``OverBudget`` when the busiest access link would carry more than ``budget`` of its
     capacity in probes (R-Pingmesh's and issue 20's 0.1 %)."""
-    ports = probes_per_pair(ecmp_width, coverage)
+    ports = probes_per_pair(ecmp_width, coverage) * max(ports_factor, 1)
     hosts = sorted(leaf_of)
     probes: list[Probe] = []
     load: dict[str, int] = dict.fromkeys(hosts, 0)
@@ -484,18 +486,31 @@ class FlowShares:
                     out |= set(p.suspects)
         return frozenset(out)
 
+    def undecided(self) -> bool:
+        """Some flow of the window vanished where several links could have taken it, and
+        the window does not name one of them alone yet: more flows would tell."""
+        groups = {frozenset(p.suspects) for ps in self.intervals for p in ps
+                  if lost_whole(p) and len(p.suspects) > 1}
+        return any(not self._alone(self.siblings(next(iter(g)))) for g in groups)
+
+    def _judged_group(self, group: frozenset[str]) -> list[Blame]:
+        if group not in self._judged:
+            paths = [p for ps in self.intervals for p in ps if not group.isdisjoint(p.links)]
+            self._judged[group] = blame(paths)
+        return self._judged[group]
+
+    def _alone(self, group: frozenset[str]) -> list[Blame]:
+        return [f for f in self._judged_group(group)
+                if f.link in group and f.twin is None and f.confidence >= 1.0 - ALPHA]
+
     def judge(self, b: Blame) -> tuple[Blame | None, str]:
         """``b`` as the window's flows judge it, when its link has ``siblings``: (the
         window's blame of it, with why its siblings are not it when it is named alone; or
         None: a sibling is, and why). A link named with a twin, or below the posterior the
         interval gave it, keeps the window's (lower) confidence."""
         group = self.siblings(b.link)
-        if group not in self._judged:
-            paths = [p for ps in self.intervals for p in ps if not group.isdisjoint(p.links)]
-            self._judged[group] = blame(paths)
-        found = {f.link: f for f in self._judged[group]}
-        alone = [f for f in found.values()
-                 if f.link in group and f.twin is None and f.confidence >= 1.0 - ALPHA]
+        found = {f.link: f for f in self._judged_group(group)}
+        alone = self._alone(group)
         if alone and alone[0].link != b.link:
             return None, self._why(alone[0], group - {alone[0].link})
         mine = found.get(b.link)
