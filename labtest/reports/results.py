@@ -22,11 +22,11 @@ from labtest import safefs
 from labtest.errors import ConfigError
 from labtest.measure import coverage, load_limits
 from labtest.outcome import BROKEN, FAILED, PASSED, SKIPPED, outcome_of
-from labtest.reports import RESULTS_FILE
+from labtest.reports import RESULTS_FILE, model
 from labtest.reports.files import sha256_file, write_atomic
 from labtest.testbed import Testbed
 
-SCHEMA = "labtest-results/1"
+SCHEMA = model.SCHEMA
 
 NODEID_LABEL = "labtest_nodeid"
 
@@ -210,8 +210,13 @@ def _attachments_of(node: dict[str, Any]) -> Iterable[dict[str, str]]:
 
 
 def write(results_dir: Path, doc: dict[str, Any]) -> Path:
+    """Write the document, then check it against the model: a writer's slip is written
+    (the run is not lost) and raised, never left for a reader to trip on."""
     path = results_dir / RESULTS_FILE
     write_atomic(path, json.dumps(doc, indent=2, default=str) + "\n")
+    wrong = model.problems(json.loads(path.read_text(encoding="utf-8")))
+    if wrong:
+        raise ResultsError(f"{path}: written, but not a {SCHEMA} document: " + "; ".join(wrong))
     return path
 
 
@@ -232,8 +237,16 @@ def load(results_dir: Path) -> dict[str, Any]:
         raise ResultsError(f"{path}: a JSON {type(doc).__name__}, not a labtest results object")
     if doc.get("schema") != SCHEMA:
         raise ResultsError(f"{path}: schema {doc.get('schema')!r}, expected {SCHEMA!r}")
+    wrong = model.problems(doc)
+    if wrong:
+        raise ResultsError(f"{path}: not a {SCHEMA} document: " + "; ".join(wrong))
     found: dict[str, Any] = doc
     return found
+
+
+def load_typed(results_dir: Path) -> model.Results:
+    """``load``'s document as the typed model (``labtest.reports.model``)."""
+    return model.Results.model_validate(load(results_dir))
 
 
 # --- the run's verdict: coverage and root causes ---------------------------------------
