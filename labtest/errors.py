@@ -167,6 +167,17 @@ class CapabilityAbsent(CommandNotSupported):
     the check is *not proven* there, with this reason, rather than the lab broken."""
 
 
+class ServiceDown(CommandFailed):
+    """The device answered that a service the command needs is not running (FRR's vtysh:
+    "bgpd is not running"): its own fault, a product failure located at the device, never
+    broken infrastructure (the lab asked and was told). ``service`` is the one named."""
+
+    def __init__(self, device: str, message: str, raw: str | None = None, *,
+                 service: str) -> None:
+        self.service = service
+        super().__init__(device, message, raw)
+
+
 class DataplaneFailed(CommandFailed):
     """The tool ran and the data plane failed under it (perftest's RDMA completion error: the
     fabric lost the QP's packets): a product failure of that run, not broken infrastructure.

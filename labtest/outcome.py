@@ -18,7 +18,7 @@ from enum import StrEnum
 from typing import Any, TypedDict
 
 from labtest import secrets
-from labtest.errors import InfraError, LabtestError
+from labtest.errors import InfraError, LabtestError, ServiceDown
 
 #: lines of an error message a record keeps
 MESSAGE_MAX_LINES = 40
@@ -91,6 +91,8 @@ def classify(exc: BaseException) -> ErrorKind:
     """The kind of a red test's exception (the one classification labtest makes)."""
     if isinstance(exc, EmulationDeviation):
         return ErrorKind.DEVIATION
+    if isinstance(exc, ServiceDown):  # the device was asked and said its daemon is dead
+        return ErrorKind.ASSERTION
     if isinstance(exc, InfraError):
         return ErrorKind.INFRA
     import pytest  # here: the results' readers (labtest run, report) need no pytest

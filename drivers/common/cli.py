@@ -13,6 +13,8 @@ as if it were data:
   not found`` (bash, exit 127);
 - ``PermissionDenied``: ``Permission denied``, ``% Authorization denied``, SONiC's
   ``Root privileges are required``, sudo's ``not in the sudoers file``;
+- ``ServiceDown``: a non-zero exit whose answer says a daemon is not running (FRR's
+  vtysh: "bgpd is not running"): the device's own fault, judged as a failure there;
 - ``CommandFailed``: any other non-zero exit status, with every line of the answer's
   head (not only the first: a warning often comes before the cause).
 
@@ -42,6 +44,7 @@ from labtest.errors import (
     InfraError,
     ParseError,
     PermissionDenied,
+    ServiceDown,
     TransportError,
     TransportTimeout,
 )
@@ -70,6 +73,9 @@ PERMISSION = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 
+#: the device says a daemon the command needs is dead (FRR's vtysh: "bgpd is not running")
+SERVICE_DOWN = re.compile(r"^\s*%?\s*(?P<service>[\w.-]+) is not running\b", re.MULTILINE)
+
 _PORT = re.compile(r"[A-Za-z][\w./:-]*")
 _TOKEN = re.compile(r"labtest-[0-9TZ]+-[0-9a-f]{6}")
 
@@ -86,6 +92,10 @@ def check_answer(device: str, command: str, result: CommandResult) -> None:
     if (m := NOT_SUPPORTED.search(head)) or status == 127:
         reason = _line_of(head, m) if m else "exit status 127"
         raise CommandNotSupported(device, f"{command!r} is not supported: {reason}", raw=raw)
+    if status not in (0, None) and (m := SERVICE_DOWN.search(head)):
+        raise ServiceDown(device, f"{command!r}: {m.group('service')} is not running "
+                          f"(exit status {status}: {telling(head)})", raw=raw,
+                          service=m.group("service"))
     if status not in (0, None):
         raise CommandFailed(device, f"{command!r} exited with status {status}: {telling(head)}",
                             raw=raw)

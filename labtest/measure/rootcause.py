@@ -39,7 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from labtest.errors import TransportError
+from labtest.errors import ServiceDown, TransportError
 from labtest.measure import inference
 from labtest.measure.coverage import expand_units, test_param
 from labtest.measure.inference import Observation, Route
@@ -385,10 +385,10 @@ def _named(labels: Mapping[str, Any], key: str, fabric: Fabric
         out.add(device)
     if link and fabric.link_ends(link) and not _stimulus_link(labels, key):
         out.add(link)
-    if matches(key, PEERED_KEYS):  # a session needs both ends: the far one is a suspect too
+    if matches(key, PEERED_KEYS):  # a session needs both ends: the far one is named too
         other_end = str(labels.get("peer") or "").partition(":")[0]
         if fabric.is_switch(other_end) or fabric.is_host(other_end):
-            nearby.add(other_end)
+            out.add(other_end)
     if matches(key, CABLE_KEYS):  # a switch does not swap its cables
         out.discard(device)
         seen_link = _link_of_endpoint(str(labels.get("seen") or ""), fabric)
@@ -484,6 +484,14 @@ def evidence_of(doc: Mapping[str, Any], fabric: Fabric
                               strength=UNREACHABLE_STRENGTH, traffic=False,
                               aspect="reachability")
             out.append(Evidence(obs, nodeid, None, f"{device} could not be asked: {text}"))
+            continue
+        if outcome == "failed" and _error_name(t) == ServiceDown.__name__ and str(
+                t.get("device") or "") in fabric.kind:  # asked, it said its daemon is dead
+            device = str(t["device"])
+            text = first_line(t.get("message")) or "a service is not running"
+            obs = Observation(f"{nodeid}#service", True, named=frozenset({device}),
+                              traffic=False, aspect="service")
+            out.append(Evidence(obs, nodeid, None, f"{device}: {text}"))
             continue
         for i, m in enumerate(t.get("measurements") or []):
             verdict = m.get("verdict")
@@ -847,9 +855,13 @@ def transport_errors() -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
+def _error_name(test: Mapping[str, object]) -> str:
+    """The class name of a red test's error (its message starts "module.Class: ...")."""
+    return str(test.get("message") or "").split(":", 1)[0].rsplit(".", 1)[-1]
+
+
 def _unreachable(test: Mapping[str, Any]) -> bool:
-    first = str(test.get("message") or "").split(":", 1)[0].rsplit(".", 1)[-1]
-    return test.get("outcome") == "broken" and first in transport_errors()
+    return test.get("outcome") == "broken" and _error_name(test) in transport_errors()
 
 
 def explained_by(causes: Iterable[RootCause]) -> dict[str, RootCause]:

@@ -11,7 +11,8 @@ from driver_harness import Script, driver_on
 from drivers.common.cli import telling
 from labtest.capabilities.switch import LinkFlapCounts, link_flap_counts
 from labtest.emulation.sshserver import CliReply
-from labtest.errors import CommandFailed
+from labtest.errors import CommandFailed, ServiceDown
+from labtest.outcome import ErrorKind, classify
 
 KERNEL_SAMPLES = Path(__file__).parents[1] / "kernel" / "samples"
 STATS = "ip -s -s -j link show"
@@ -59,6 +60,9 @@ def test_a_failed_command_says_why_past_a_harmless_first_line(tmp_path) -> None:
         frr.bgp_sessions()
     assert "bgpd is not running" in str(info.value) and "vtysh.conf" in str(info.value)
     assert info.value.device == "sw1" and "bgpd is not running" in info.value.raw
+    # the device said its daemon is dead: its own fault, judged a failure there (issue 39)
+    assert isinstance(info.value, ServiceDown) and info.value.service == "bgpd"
+    assert classify(info.value) is ErrorKind.ASSERTION
 
 
 def test_a_long_failure_keeps_its_first_and_last_lines() -> None:
