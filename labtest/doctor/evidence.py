@@ -26,7 +26,7 @@ from typing import Any
 
 from labtest.capabilities.switch import link_flap_counts
 from labtest.doctor.reads import LATE_FACTOR, Arrived, Reads
-from labtest.errors import CapabilityAbsent, TransportError
+from labtest.errors import CapabilityAbsent, ServiceDown, TransportError
 from labtest.lab import Lab
 from labtest.registry import provides, resolve_capability
 from labtest.sweep import SweepResult, sweep
@@ -88,6 +88,7 @@ class PortReading:
     down_events: int = 0  # up -> down transitions seen during the watch
     bgp_down: tuple[str, ...] = ()  # peers over this port whose BGP session is not Established
     bfd_down: tuple[str, ...] = ()  # peers over this port whose BFD session is not up
+    mtu_bytes: int | None = None  # the port's IP MTU, as its switch reports it
 
     @property
     def name(self) -> str:
@@ -109,6 +110,8 @@ class Snapshot:
     wall_s: float = 0.0  # how long the collection took
     #: devices still answering when the round ended (device seconds their read has run)
     late: dict[str, float] = field(default_factory=dict)
+    #: devices that said a daemon is dead (``ServiceDown``: "bfdd is not running") -> why
+    services_down: dict[str, str] = field(default_factory=dict)
 
 
 def fail_dead(snap: Snapshot, dead: Mapping[str, Exception]) -> None:
@@ -196,11 +199,14 @@ def watch_oper(driver: Any, watch_s: float, poll_s: float) -> dict[str, tuple[in
 
 
 def read_switch(driver: Any, name: str, watch_s: float, poll_s: float,
-                addresses: dict[str, str] | None = None) -> tuple[
+                addresses: dict[str, str] | None = None,
+                down: dict[str, str] | None = None) -> tuple[
         dict[str, PortReading], dict[str, str]]:
     """One switch's ports and the capabilities it did not offer; ``addresses`` is filled
-    with its BGP peers' addresses (peer address -> this switch's port facing it)."""
+    with its BGP peers' addresses (peer address -> this switch's port facing it), ``down``
+    with the daemon it said is dead (device -> why)."""
     missing: dict[str, str] = {}
+    down = {} if down is None else down
     addresses = {} if addresses is None else addresses
     ports: dict[str, dict[str, Any]] = {}
 
@@ -211,7 +217,7 @@ def read_switch(driver: Any, name: str, watch_s: float, poll_s: float,
         for p, (n, down, events) in watch_oper(driver, watch_s, poll_s).items():
             port(p).update(oper_samples=n, oper_down_samples=down, down_events=events)
         for p, st in driver.interfaces().items():
-            port(p).update(oper_up=st.oper_up, speed_gbps=st.speed_gbps)
+            port(p).update(oper_up=st.oper_up, speed_gbps=st.speed_gbps, mtu_bytes=st.mtu_bytes)
         counted = driver.counters()
         for p, c in counted.items():
             port(p)["counters"].update(_switch_counters(c))
@@ -256,7 +262,13 @@ def read_switch(driver: Any, name: str, watch_s: float, poll_s: float,
                                            if cap == "BgpSessions" else ""))
             continue
         unplaced = []
-        for peer, s in getattr(driver, read)().items():
+        try:
+            sessions = getattr(driver, read)()
+        except ServiceDown as exc:  # asked, it says the daemon is dead: its own fault
+            down[name] = f"{exc.service} is not running ({cap} unread)"
+            missing[f"{name} {cap}"] = f"{exc.service} is not running"
+            continue
+        for peer, s in sessions.items():
             if s.local_port is None:  # no connected subnet names the port it runs over
                 unplaced.append(peer)
                 continue
@@ -363,13 +375,14 @@ def collect(
     hosts = [n for n, d in tb.devices.items() if d.role == "host" and n not in switches]
     began = time.monotonic()
     addresses: dict[str, str] = {}  # each switch adds its own peers (one dict item at a time)
+    down: dict[str, str] = {}  # each switch its dead daemon, if it says so
 
     def one(name: str) -> Any:
         drv = lab.device(name)  # the driver sweep holds the lock of
         if name in hosts:
             return read_host(drv, name, tb)
         pace = max(poll_s, watch_s) if name in counting else poll_s
-        return read_switch(drv, name, watch_s, pace, addresses)
+        return read_switch(drv, name, watch_s, pace, addresses, down)
 
     # every driver is built as ``cls(name, device, testbed)`` and keeps its ``name``
     if reads is None:
@@ -381,7 +394,8 @@ def collect(
         res = reads.round(lab, [switches, hosts], lambda drv: one(drv.name),
                           floor_s=watch_s + LATE_FLOOR_S / scale)
         late = res.late
-    snap = Snapshot(wall_s=time.monotonic() - began, addresses=addresses)
+    snap = Snapshot(wall_s=time.monotonic() - began, addresses=addresses,
+                    services_down=dict(down))
     for name, ran_s in late.items():
         snap.late[name] = ran_s * scale
         snap.not_observed[f"{name} readings"] = (

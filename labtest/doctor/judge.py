@@ -162,6 +162,9 @@ class Judge:
         out += self._check(r, "temperature_c", r.temperature_c, "transceiver.temperature_c",
                            "module temperature")
         out += self._cabling(r)
+        # what the data needs to cross (a RoCE MTU's IP MTU): a port lowered below it drops
+        # every larger frame, while the small probes pass
+        out += self._check(r, "mtu_bytes", r.mtu_bytes, "roce.port_mtu_bytes", "IP MTU")
         out += self._loss(r, snap)
         out += self._bottleneck_rate(r, before, grew)
         for metric, peers, what in (("bgp_session_down", r.bgp_down, "BGP sessions not "

@@ -20,7 +20,7 @@ from labtest.doctor.judge import Evidence
 #: a suspect at or above this confidence is reported as one (below: watched, not paged)
 REPORT_CONFIDENCE = 0.5
 NIC_METRICS = {"speed_mismatch"}
-DEVICE_METRICS = {"unreachable"}
+DEVICE_METRICS = {"unreachable", "service_down"}
 MODULE_METRICS = {"tx_power_dbm", "temperature_c"}
 
 
@@ -74,7 +74,7 @@ def order(s: Suspect) -> tuple[float, float, str]:
 def _kind(evs: list[Evidence], hosts: Collection[str]) -> str:
     wheres = {e.where for e in evs}
     metrics = {e.metric for e in evs}
-    if metrics <= DEVICE_METRICS:
+    if metrics & DEVICE_METRICS:  # the device's own fact, and what it explains
         return "device"
     if metrics <= NIC_METRICS and all(w.split(":")[0] in hosts for w in wheres):
         return "nic"
@@ -85,4 +85,4 @@ def _kind(evs: list[Evidence], hosts: Collection[str]) -> str:
 
 def _unit_of(unit: str, evs: list[Evidence], hosts: Collection[str]) -> str:
     kind = _kind(evs, hosts)
-    return evs[0].where if kind in ("nic", "port", "device") else unit
+    return evs[0].where if kind in ("nic", "port") else unit

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
@@ -213,6 +213,9 @@ class Doctor:
         if self.bursts is not None:  # a link slow while nothing loads it
             self.bursts.settle(self.prev.ports if self.prev else {}, snap.ports)
             evidence += self.bursts.evidence()
+        # a switch that says its routing daemon is dead: the cause, and the sessions its
+        # neighbours see down towards it are its consequences, not faults of their links
+        evidence = _services_down(evidence, snap.services_down, self.plan)
         # a dead management plane is a fault of its own (and hides the device's evidence)
         evidence += [Evidence(name, name, "unreachable", math.nan, "FAIL",
                               f"{name} does not answer its management plane: "
@@ -384,6 +387,28 @@ def _moved_traffic(evidence: list[Evidence]) -> list[Evidence]:
                         text=f"{e.text} (while {', '.join(sorted(flapped - {e.unit}))} went "
                              "down in the interval: traffic moved, not a steady bottleneck)")
         out.append(e)
+    return out
+
+
+SESSION_METRICS = frozenset({"bgp_session_down", "bfd_session_down"})
+
+
+def _services_down(evidence: list[Evidence], down: Mapping[str, str], plan: Plan
+                   ) -> list[Evidence]:
+    """The device's own fact, and its neighbours' sessions towards it moved onto it."""
+    if not down:
+        return evidence
+    out = [Evidence(name, name, "service_down", math.nan, "FAIL",
+                    f"{name} says {why}: its sessions are down at their other ends too",
+                    None, WEIGHTS["FAIL"]) for name, why in sorted(down.items())]
+    for e in evidence:
+        ends = {x.device for lk in plan.testbed.links if lk.name == e.unit for x in lk.ends}
+        dead = sorted(ends & set(down))
+        if e.metric in SESSION_METRICS and dead:
+            out.append(replace(e, unit=dead[0], text=f"{e.text} (towards {dead[0]}, whose "
+                               f"{down[dead[0]].split(' (')[0]})"))
+        else:
+            out.append(e)
     return out
 
 

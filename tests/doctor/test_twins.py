@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from labtest.capabilities.probes import TraceHop, UdpTrace
-from labtest.doctor.evidence import Snapshot
+from labtest.doctor.evidence import PortReading, Snapshot
 from labtest.doctor.judge import Plan
 from labtest.doctor.mesh import probe_paths
 from labtest.doctor.service import SIBLING_PORTS_FACTOR, Doctor, Report
@@ -273,3 +273,41 @@ def test_held_twins_stay_twins_through_a_quiet_interval() -> None:
         reader, rng, (2, 2, "up", 0.0), True, udp_only=True, hosts=TWO_HOSTS))
     assert {s.unit for s in quiet.suspects} == set(pair), quiet.text()
     assert quiet.twins == [pair], quiet.text()
+
+
+def test_a_switch_that_says_its_daemon_is_dead_is_the_suspect_not_its_neighbours_links(
+        ) -> None:
+    """Kernel campaign 20261211 case 001 (bfdd killed on spine1): leaf1's and leaf2's BFD
+    sessions to spine1 were down, spine1's vtysh said "bfdd is not running", and the doctor
+    paged leaf1's link to spine1. The device that says so is the cause; its neighbours'
+    sessions towards it are its consequences, shown with it, not links of their own."""
+    plan = _plan(TWO_HOSTS)
+    doctor = _doctor(plan)
+    ports = {f"leaf{lf}:Ethernet1": PortReading(f"leaf{lf}", "Ethernet1", 0.0, oper_up=True,
+                                                bfd_down=(f"10.{lf}.1.1",))
+             for lf in (1, 2)}
+    report = doctor.step(Snapshot(ports=ports, addresses=PEERS, services_down={
+        "spine1": "bfdd is not running (BfdSessions unread)"}))
+    assert [(s.unit, s.kind) for s in report.suspects] == [("spine1", "device")], report.text()
+    facts = {e.metric for e in report.suspects[0].evidence}
+    assert facts == {"service_down", "bfd_session_down"}, report.text()
+    # without the device's word, the two links are suspects of their own
+    alone = _doctor(plan).step(Snapshot(ports=ports, addresses=PEERS))
+    assert {s.unit for s in alone.suspects} == {_link(1, 1), _link(2, 1)}, alone.text()
+
+
+def test_a_port_whose_mtu_was_lowered_is_named_though_every_probe_passes() -> None:
+    """Kernel campaign 20261211 case 006 (one end of leaf2--spine1 at MTU 1450): the small
+    probes crossed it and the doctor decided the lab healthy. The port's MTU, read with its
+    state, is judged against what the data needs (roce.port_mtu_bytes)."""
+    plan = _plan(TWO_HOSTS)
+    ports = {f"{d}:{p}": PortReading(d, p, 0.0, oper_up=True, mtu_bytes=9100)
+             for d, p in (("leaf1", "Ethernet1"), ("spine1", "Ethernet1"),
+                          ("leaf2", "Ethernet1"), ("spine1", "Ethernet2"))}
+    healthy = _doctor(plan).step(Snapshot(ports=ports, addresses=PEERS))
+    assert not healthy.suspects, healthy.text()
+    ports["leaf2:Ethernet1"] = PortReading("leaf2", "Ethernet1", 0.0, oper_up=True,
+                                           mtu_bytes=1450)
+    report = _doctor(plan).step(Snapshot(ports=ports, addresses=PEERS))
+    assert [s.unit for s in report.suspects] == [_link(2, 1)], report.text()
+    assert "IP MTU at leaf2:Ethernet1: 1450" in report.text(), report.text()
