@@ -254,6 +254,73 @@ def _datagrams(kernel: KernelLab, device: str, to_ip: str, n: int) -> None:
     ns.call_in_netns(kernel.plan.nodes[device].netns, send, timeout_s=30)
 
 
+def test_a_killed_bgpd_takes_its_sessions_down_and_comes_back_on_undo(
+        fresh_lab: tuple[KernelLab, Lab]) -> None:
+    """Issue 39: bgpd killed on a spine. Its neighbours' sessions leave Established, the
+    spine's own management plane still answers and says why ("bgpd is not running", past
+    vtysh's harmless first line); undone, the daemon is back and the sessions with it."""
+    from labtest.errors import CommandFailed
+
+    kernel, lab = fresh_lab
+    leaf1 = lab.device("leaf1")
+    spine2_ip = kernel.plan.nodes["spine2"].ports["Ethernet0"].split("/")[0]
+    undo = inject(kernel, "daemon_down", "spine2")
+
+    def down() -> bool:
+        """leaf1's session to spine2 leaves Established"""
+        peer = leaf1.bgp_peers().get(spine2_ip)
+        return peer is not None and peer.state != "Established"
+
+    poll(down, 20)
+    with pytest.raises(CommandFailed) as info:
+        lab.device("spine2").bgp_peers()
+    assert "bgpd is not running" in str(info.value)
+    undo()
+
+    def back() -> bool:
+        """leaf1's session to spine2 is Established again"""
+        peer = leaf1.bgp_peers().get(spine2_ip)
+        return peer is not None and peer.state == "Established"
+
+    poll(back, 30)
+
+
+def test_an_mtu_mismatch_drops_what_is_larger_at_one_end_only(
+        fresh_lab: tuple[KernelLab, Lab]) -> None:
+    """Issue 39: ``ip link set mtu`` at one end. A datagram larger than it, DF set, does not
+    leave that port; a smaller one does, and the far end keeps the plan's MTU."""
+    kernel, _lab = fresh_lab
+    spine1_ip = kernel.plan.nodes["spine1"].ports["Ethernet0"].split("/")[0]
+    undo = inject(kernel, "mtu_mismatch", "leaf1:Ethernet0", mtu=1400)
+    assert "mtu 1400 " in _sh(kernel, "leaf1", "ip", "link", "show", "Ethernet0")
+    assert "mtu 1400 " not in _sh(kernel, "spine1", "ip", "link", "show", "Ethernet0")
+
+    def fits(size: int) -> bool:
+        """a UDP datagram of ``size`` bytes, DF set, leaves leaf1 towards spine1"""
+        import errno
+        import socket
+
+        def send() -> bool:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+                # <linux/in.h>: IP_MTU_DISCOVER 10, IP_PMTUDISC_DO 2 (Python names neither)
+                sock.setsockopt(socket.IPPROTO_IP, 10, 2)
+                try:
+                    sock.sendto(b"x" * size, (spine1_ip, 9))
+                except OSError as exc:
+                    if exc.errno != errno.EMSGSIZE:
+                        raise
+                    return False
+                return True
+
+        return bool(ns.call_in_netns(kernel.plan.nodes["leaf1"].netns, send, timeout_s=10))
+
+    assert fits(1300)
+    assert not fits(1472)  # 1500 bytes of IP
+    undo()
+    assert "mtu 1400 " not in _sh(kernel, "leaf1", "ip", "link", "show", "Ethernet0")
+    assert fits(1472)
+
+
 def test_rate_limit_and_slow_bfd_are_applied(fresh_lab: tuple[KernelLab, Lab]) -> None:
     kernel, lab = fresh_lab
     inject(kernel, "straggler_link", "leaf1:Ethernet4", rate_mbit=50)

@@ -24,6 +24,9 @@ slow_convergence       BFD timers raised (``params``: detect_multiplier,
                        interval_ms) on the target link's sessions, at both ends
 straggler_link         ``tc`` HTB rate on IP data at both ends (``rate_mbit``)
 unreachable_device     the device's sshd and snmpd are stopped
+daemon_down            a switch's routing daemon (``daemon``: bgpd or bfdd) is killed;
+                       its management plane still answers
+mtu_mismatch           ``ip link set PORT mtu N`` at the target end only (``mtu``)
 =====================  ===========================================================
 """
 
@@ -63,6 +66,8 @@ class KernelLab(Protocol):
     def start_snmpd(self, name: str) -> None: ...
 
     def start_sshd(self, name: str) -> None: ...
+
+    def start_frr_daemon(self, name: str, daemon: str) -> None: ...
 
 Undo = Callable[[], None]
 NFT_TABLE = "labtest_fault"
@@ -279,6 +284,26 @@ def unreachable_device(lab: KernelLab, target: str) -> Undo:
     return undo
 
 
+def daemon_down(lab: KernelLab, target: str, daemon: str = "bgpd") -> Undo:
+    """The switch's routing daemon is killed (``pkill`` of its process group), as a crash
+    would leave it: zebra withdraws its routes, its neighbours' sessions go down after
+    their hold time (BFD at once for bgpd's sessions), and sshd and snmpd still answer, so
+    the device is asked and says "bgpd is not running"."""
+    device = target.partition(":")[0]
+    lab.stop_daemon(device, daemon)
+    return lambda: lab.start_frr_daemon(device, daemon)
+
+
+def mtu_mismatch(lab: KernelLab, target: str, mtu: int = 1400) -> Undo:
+    """One end of the link gets a smaller MTU (``ip link set PORT mtu``): a frame larger
+    than it is not sent out of that port (IPv4 with DF: dropped, "fragmentation needed"
+    back), and the far end, still at the plan's MTU, receives what it is sent."""
+    device, _, port = target.partition("--")[0].partition(":")
+    netns = lab.plan.nodes[device].netns
+    ns.ip("link", "set", port, "mtu", str(mtu), netns=netns)
+    return lambda: ns.ip("link", "set", port, "mtu", str(pl.LINK_MTU_BYTES), netns=netns)
+
+
 def miswired(lab: KernelLab, target: str, other: str) -> Undo:
     """The far (``b``) ends of the link at ``target`` and the link at ``other`` swap
     places: both veth pairs are deleted and re-created crossed, as a technician would
@@ -350,6 +375,14 @@ class BlackholeParams(_Params):
     salt: int = Field(0, ge=0, le=65535)  # the hash's seed: which flows
 
 
+class DaemonParams(_Params):
+    daemon: Literal["bgpd", "bfdd"] = "bgpd"
+
+
+class MtuParams(_Params):
+    mtu: int = Field(1400, ge=576, le=pl.LINK_MTU_BYTES - 1)  # IPv4's minimum to below the plan's
+
+
 class MiswiredParams(_Params):
     other: str  # the second link (name or either end)
 
@@ -375,6 +408,8 @@ FAULTS: dict[str, KernelFault] = {
     # sshd (and a switch's snmpd): a TG namespace runs neither
     "unreachable_device": KernelFault(unreachable_device, ("switch", "host")),
     "miswired": KernelFault(miswired, ("link",), MiswiredParams, {"other": ("link",)}),
+    "daemon_down": KernelFault(daemon_down, ("switch",), DaemonParams),
+    "mtu_mismatch": KernelFault(mtu_mismatch, ("port",), MtuParams),
 }
 
 

@@ -373,33 +373,41 @@ class KernelLab:
         run.mkdir(parents=True, exist_ok=True)
         shutil.chown(run, "frr", "frr")
         self._made_dirs.append(run)
-        d = self.node_dir(node.name)
         for daemon in ("zebra", "bfdd", "bgpd"):
-            argv = [
-                f"/usr/lib/frr/{daemon}",
-                "-N",
-                node.netns,
-                "-f",
-                str(d / f"{daemon}.conf"),
-                "-i",
-                str(run / f"{daemon}.pid"),
-                "-u",
-                "frr",
-                "-g",
-                "frr",
-                "--log",
-                f"file:{d / daemon}.log",
-            ]
-            p = self._spawn(node, daemon, argv)
-            sock = run / ("zserv.api" if daemon == "zebra" else f"{daemon}.vty")
-            _wait(
-                sock.exists,
-                DAEMON_READY_S,
-                node.name,
-                f"{daemon} socket {sock}",
-                p,
-                self.node_dir(node.name) / f"{daemon}.out",
-            )
+            self.start_frr_daemon(node.name, daemon)
+
+    def start_frr_daemon(self, name: str, daemon: str) -> None:
+        """Start one FRR daemon of a switch and wait for its socket (at start, and to undo
+        a ``daemon_down`` fault)."""
+        node = self.plan.nodes[name]
+        run = FRR_RUN / node.netns
+        d = self.node_dir(node.name)
+        argv = [
+            f"/usr/lib/frr/{daemon}",
+            "-N",
+            node.netns,
+            "-f",
+            str(d / f"{daemon}.conf"),
+            "-i",
+            str(run / f"{daemon}.pid"),
+            "-u",
+            "frr",
+            "-g",
+            "frr",
+            "--log",
+            f"file:{d / daemon}.log",
+        ]
+        sock = run / ("zserv.api" if daemon == "zebra" else f"{daemon}.vty")
+        sock.unlink(missing_ok=True)  # a killed daemon's socket is no sign of the new one
+        p = self._spawn(node, daemon, argv)
+        _wait(
+            sock.exists,
+            DAEMON_READY_S,
+            node.name,
+            f"{daemon} socket {sock}",
+            p,
+            self.node_dir(node.name) / f"{daemon}.out",
+        )
 
     def start_snmpd(self, name: str) -> None:
         node = self.plan.nodes[name]
