@@ -117,3 +117,33 @@ def test_reroutes_that_never_converged_are_consequences_of_the_spine2_side(
 def test_bgpd_dead_on_spine2_names_spine2_first(record: dict[str, Any]) -> None:
     causes = root_causes(doc_of(record, [*_routing(), *_events()]))
     assert [c.culprit for c in causes] == ["spine2"], [c.cause for c in causes]
+
+
+@pytest.mark.parametrize(("spine", "daemon"), [("spine1", "bfdd"), ("spine2", "bgpd")])
+def test_a_switch_that_says_its_daemon_is_dead_is_the_cause_of_its_sessions_failing(
+        record: dict[str, Any], spine: str, daemon: str) -> None:
+    """Kernel campaign 20261211 case 001 (bfdd killed on spine1): the leaf ends saw their
+    sessions to the spine down, and the spine's own reads said "bfdd is not running". Those
+    were *broken* tests, unexplained, and the leaf ports came first as two causes. Now the
+    device's word is a failure located at it (``ServiceDown``) and a session's reading
+    names its far end too: one cause, the spine, with every failure its own."""
+    links = SPINE1 if spine == "spine1" else SPINE2
+    key = f"routing.{daemon[:3]}_session_down"
+    tests = []
+    for leaf, lp, sp, spp in links:
+        link = _link(leaf, lp, sp, spp)
+        tests.append(t("routing", f"test_session[{link}]", [
+            m(key, 1, "FAIL", ONE, link=link, device=leaf, port=lp, peer=f"{sp}:{spp}")]))
+        tests.append(t("routing", f"test_detection_time[{link}]", [], outcome="failed",
+                       device=spine, message=f"labtest.errors.ServiceDown: [{spine}] \"vtysh -c "
+                       f"'show {daemon[:3]} peers json'\": {daemon} is not running"))
+    other = SPINE2 if spine == "spine1" else SPINE1
+    for leaf, lp, sp, spp in other:  # the other spine's sessions are up at both ends
+        link = _link(leaf, lp, sp, spp)
+        tests.append(t("routing", f"test_session[{link}]", [
+            m(key, 0, "PASS", ONE, link=link, device=d, port=p, peer=peer)
+            for d, p, peer in ((leaf, lp, f"{sp}:{spp}"), (sp, spp, f"{leaf}:{lp}"))]))
+    causes = root_causes(doc_of(record, tests))
+    assert [c.culprit for c in causes] == [spine], [c.cause for c in causes]
+    failed = {x["nodeid"] for x in tests if x["outcome"] == "failed"}
+    assert set(causes[0].tests) | set(causes[0].consequences) == failed, causes[0]
