@@ -200,13 +200,13 @@ def watch_oper(driver: Any, watch_s: float, poll_s: float) -> dict[str, tuple[in
 
 def read_switch(driver: Any, name: str, watch_s: float, poll_s: float,
                 addresses: dict[str, str] | None = None,
-                down: dict[str, str] | None = None) -> tuple[
+                dead: dict[str, str] | None = None) -> tuple[
         dict[str, PortReading], dict[str, str]]:
     """One switch's ports and the capabilities it did not offer; ``addresses`` is filled
-    with its BGP peers' addresses (peer address -> this switch's port facing it), ``down``
+    with its BGP peers' addresses (peer address -> this switch's port facing it), ``dead``
     with the daemon it said is dead (device -> why)."""
     missing: dict[str, str] = {}
-    down = {} if down is None else down
+    dead = {} if dead is None else dead
     addresses = {} if addresses is None else addresses
     ports: dict[str, dict[str, Any]] = {}
 
@@ -265,7 +265,7 @@ def read_switch(driver: Any, name: str, watch_s: float, poll_s: float,
         try:
             sessions = getattr(driver, read)()
         except ServiceDown as exc:  # asked, it says the daemon is dead: its own fault
-            down[name] = f"{exc.service} is not running ({cap} unread)"
+            dead[name] = f"{exc.service} is not running ({cap} unread)"
             missing[f"{name} {cap}"] = f"{exc.service} is not running"
             continue
         for peer, s in sessions.items():
@@ -375,14 +375,14 @@ def collect(
     hosts = [n for n, d in tb.devices.items() if d.role == "host" and n not in switches]
     began = time.monotonic()
     addresses: dict[str, str] = {}  # each switch adds its own peers (one dict item at a time)
-    down: dict[str, str] = {}  # each switch its dead daemon, if it says so
+    dead: dict[str, str] = {}  # each switch its dead daemon, if it says so
 
     def one(name: str) -> Any:
         drv = lab.device(name)  # the driver sweep holds the lock of
         if name in hosts:
             return read_host(drv, name, tb)
         pace = max(poll_s, watch_s) if name in counting else poll_s
-        return read_switch(drv, name, watch_s, pace, addresses, down)
+        return read_switch(drv, name, watch_s, pace, addresses, dead)
 
     # every driver is built as ``cls(name, device, testbed)`` and keeps its ``name``
     if reads is None:
@@ -395,7 +395,7 @@ def collect(
                           floor_s=watch_s + LATE_FLOOR_S / scale)
         late = res.late
     snap = Snapshot(wall_s=time.monotonic() - began, addresses=addresses,
-                    services_down=dict(down))
+                    services_down=dict(dead))
     for name, ran_s in late.items():
         snap.late[name] = ran_s * scale
         snap.not_observed[f"{name} readings"] = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from labtest.capabilities.switch import InterfaceCounters, InterfaceStatus
 from labtest.doctor.evidence import read_switch
-from labtest.errors import CommandNotSupported
+from labtest.errors import CommandNotSupported, ServiceDown
 
 MISSING = "sw1 link-down counter"
 
@@ -70,3 +70,24 @@ def test_a_switch_without_the_count_says_so() -> None:
         counters, missing = read(driver)
         assert counters == {"rx_packets": 10}
         assert missing[MISSING].startswith("driver reports no link status changes")
+
+
+class BfddDead(Switch):
+    """FRR with bfdd killed (kernel campaign 20261211, case 001): its BFD read says so."""
+
+    def bgp_sessions(self) -> dict[str, object]:
+        return {}
+
+    def bfd_sessions(self) -> dict[str, object]:
+        raise ServiceDown("sw1", "'show bfd peers json': bfdd is not running", service="bfdd")
+
+
+def test_a_switch_that_says_its_daemon_is_dead_is_read_and_says_so() -> None:
+    """Its other readings stand (the ports are read), and the dead daemon is kept for the
+    doctor's evidence (the first version lost the whole read to a name clash: "not read:
+    spine1: TypeError")."""
+    dead: dict[str, str] = {}
+    ports, missing = read_switch(BfddDead(changes=3), "sw1", watch_s=0.0, poll_s=0.01, dead=dead)
+    assert set(ports) == {"sw1:Ethernet0"} and ports["sw1:Ethernet0"].oper_up is True
+    assert dead == {"sw1": "bfdd is not running (BfdSessions unread)"}
+    assert missing["sw1 BfdSessions"] == "bfdd is not running"
