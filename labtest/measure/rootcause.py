@@ -128,6 +128,9 @@ MIN_FAIL_STRENGTH = 0.6
 MIN_PASS_STRENGTH = 0.2
 #: explanations closer than this (nats) are a tie the evidence cannot break
 TIE_NATS = 0.5
+#: a device's own word that a daemon is dead (``ServiceDown``): the aspect of its evidence
+SERVICE_ASPECT = "service"
+_DEAD = re.compile(r"([\w.-]+) is not running")
 #: a test broken because its device did not answer is certain, first-hand evidence
 UNREACHABLE_STRENGTH = 2.0
 #: labels that say what is wrong (shown in a cause's one-line summary)
@@ -141,7 +144,7 @@ PRIOR = {"link": inference.PRIOR, "host": inference.PRIOR * 0.995,
 @dataclass(frozen=True)
 class RootCause:
     cause: str  # one line: what is wrong and where
-    kind: str  # fault | unreachable | storm | unexplained
+    kind: str  # fault | unreachable | service_down | storm | ecmp | link_down | unexplained
     culprit: str  # the unit: a device, "device:port" or a link name; "" when unexplained
     evidence: list[str] = field(default_factory=list)
     tests: list[str] = field(default_factory=list)  # failures that show the cause itself
@@ -488,10 +491,11 @@ def evidence_of(doc: Mapping[str, Any], fabric: Fabric
         if outcome == "failed" and _error_name(t) == ServiceDown.__name__ and str(
                 t.get("device") or "") in fabric.kind:  # asked, it said its daemon is dead
             device = str(t["device"])
-            text = first_line(t.get("message")) or "a service is not running"
+            said = _DEAD.search(str(t.get("message") or ""))
+            text = f"{said.group(1)} is not running" if said else first_line(t.get("message"))
             obs = Observation(f"{nodeid}#service", True, named=frozenset({device}),
-                              traffic=False, aspect="service")
-            out.append(Evidence(obs, nodeid, None, f"{device}: {text}"))
+                              traffic=False, aspect=SERVICE_ASPECT)
+            out.append(Evidence(obs, nodeid, None, f"{device} says {text}"))
             continue
         for i, m in enumerate(t.get("measurements") or []):
             verdict = m.get("verdict")
@@ -695,6 +699,8 @@ def _describe(cause: inference.Cause, mine: Sequence[Evidence], direct: Sequence
         kind, what = "ecmp", ""
     elif cause.mode == "spreading":
         kind, what = "storm", "PFC storm"
+    elif any(e.measurement is None and e.obs.aspect == SERVICE_ASPECT for e in direct):
+        kind, what = "service_down", "says a daemon is dead"
     elif any(e.measurement is None for e in direct):
         kind, what = "unreachable", "could not be asked"
     elif fabric.link_ends(comp) and any(
@@ -710,7 +716,7 @@ def _describe(cause: inference.Cause, mine: Sequence[Evidence], direct: Sequence
                     for e in direct if e.port == culprit), "")
         host = far or next((d for d in ends if fabric.is_host(d)), "")
         peer = f" (from {host})" if host and host not in culprit else ""
-    if kind == "unreachable":
+    if kind in ("unreachable", "service_down"):
         head = next(e.text for e in direct if e.measurement is None)
     elif kind == "storm":
         head = f"PFC storm at {where}{peer}"
