@@ -9,6 +9,7 @@ installs the run's circuit breakers, so a dead device costs one timeout, not one
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import sys
 from collections.abc import Iterator
@@ -30,7 +31,7 @@ from labtest.outcome import (
     raw_evidence,
 )
 from labtest.reservation import plugin as reservation_plugin
-from labtest.testbed import Testbed, load_testbed
+from labtest.testbed import Testbed, emulates, load_testbed
 from labtest.transports import breaker
 
 RECORDER_ATTR = "_labtest_recorder"
@@ -41,8 +42,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--testbed", metavar="FILE", help="testbed YAML describing the lab")
     group.addoption(
         "--emulate",
-        action="store_true",
-        help="run against an emulated lab built from the testbed (no hardware)",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="run against an emulated lab built from the testbed (default: when the testbed "
+        "has an emulation: section; --no-emulate for the real lab)",
     )
     group.addoption("--limits", metavar="FILE", help="limits profile (overrides the testbed's)")
     group.addoption(
@@ -97,12 +100,16 @@ class _State:
         self.start_error = ""  # why the emulated lab did not start: the session stops
 
     def load(self) -> None:
+        flag = self.config.option.emulate
+        self.config.option.emulate = bool(flag)  # without a testbed, only the flag says
         path = self.config.getoption("testbed")
         if path is not None:
             try:
                 self._testbed = self.loaded = load_testbed(path)
             except ConfigError as exc:
                 raise pytest.UsageError(str(exc)) from None
+            # the one rule (labtest.testbed.emulates): what every reader of the option sees
+            self.config.option.emulate = emulates(self._testbed, flag)
             self.breakers = breaker.Board()
             breaker.install(self.breakers)
             if self._testbed.suite_settings is not None:  # before the suites import

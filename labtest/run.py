@@ -74,7 +74,7 @@ class RunError(Exception):
 @dataclass
 class RunOptions:
     testbed: Path = DEFAULT_TESTBED
-    emulate: bool = True
+    emulate: bool | None = None  # None: the testbed's emulation: section decides
     suites: list[str] = field(default_factory=list)  # empty: every suite
     limits: Path | None = None
     alluredir: Path = DEFAULT_RESULTS
@@ -130,8 +130,8 @@ def pytest_command(opts: RunOptions) -> list[str]:
     cmd = [sys.executable, "-m", "pytest", *(str(folders[s]) for s in ordered)]
     cmd += ["--testbed", str(opts.testbed), "--alluredir", str(opts.alluredir)]
     cmd.append("--clean-alluredir")  # one run per results directory
-    if opts.emulate:
-        cmd.append("--emulate")
+    if opts.emulate is not None:  # else the plugin applies the one rule to the testbed
+        cmd.append("--emulate" if opts.emulate else "--no-emulate")
     if opts.limits is not None:
         cmd += ["--limits", str(opts.limits)]
     return cmd + opts.pytest_args

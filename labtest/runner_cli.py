@@ -35,9 +35,9 @@ def register(subparsers: Any) -> None:
                     help="testbed YAML (default: ./testbed.yaml if there is one, else the "
                          "built-in emulated leaf-spine lab)")
     ap.add_argument("--list", action="store_true", help="list the suites found and exit")
-    ap.add_argument("--emulate", action=argparse.BooleanOptionalAction, default=True,
-                    help="run against the emulated lab built from the testbed (default: on; "
-                         "--no-emulate for a real lab)")
+    ap.add_argument("--emulate", action=argparse.BooleanOptionalAction, default=None,
+                    help="run against the emulated lab built from the testbed (default: when "
+                         "the testbed has an emulation: section; --no-emulate for the real lab)")
     ap.add_argument("--suite", action="append", default=[], metavar="NAME", dest="suites",
                     help="run only this suite family (repeatable; default: all)")
     ap.add_argument("--limits", type=Path, metavar="FILE",

@@ -36,8 +36,9 @@ def register(subparsers: Any) -> None:
         description="Run a burn-in station file, or resume / list / report runs.",
     )
     ap.add_argument("station", nargs="?", type=Path, help="the station file (YAML)")
-    ap.add_argument("--emulate", action="store_true",
-                    help="run against the emulated lab built from the station's testbed")
+    ap.add_argument("--emulate", action=argparse.BooleanOptionalAction, default=None,
+                    help="run against the emulated lab built from the station's testbed "
+                         "(default: when that testbed has an emulation: section)")
     ap.add_argument("--time-scale", type=float, metavar="X",
                     help="emulated lab: virtual seconds per wall second (default: stepped "
                     "virtual clock, as fast as the devices answer)")
@@ -128,10 +129,14 @@ def _run(args: argparse.Namespace, resume: str | None) -> int:
     from labtest.burnin.station import load_station
     from labtest.emulation.cli import parse_fault
     from labtest.reservation import DEFAULT_WAIT_S
+    from labtest.testbed import emulates, load_testbed
 
     stop = threading.Event()
+    station = load_station(args.station) if resume is None else None
     options = runner.Options(
-        emulate=args.emulate,
+        # the one rule (labtest.testbed.emulates); a resumed run keeps the mode it started in
+        emulate=bool(args.emulate) if station is None else emulates(
+            load_testbed(station.testbed), args.emulate),
         time_scale=args.time_scale,
         faults=[parse_fault(f) for f in args.fault],
         db=args.db,
@@ -145,9 +150,10 @@ def _run(args: argparse.Namespace, resume: str | None) -> int:
     )
     previous = _on_interrupt(stop)
     try:
-        if resume is None:
-            outcome = runner.start(load_station(args.station), options)
+        if station is not None:
+            outcome = runner.start(station, options)
         else:
+            assert resume is not None  # no station: a resumed run
             outcome = runner.resume(resume, options)
     finally:
         for sig, handler in previous.items():

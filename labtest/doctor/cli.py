@@ -138,7 +138,7 @@ def _doctor_body(args: argparse.Namespace) -> int:
     from labtest.errors import ConfigError
     from labtest.measure import load_limits
     from labtest.run import default_testbed
-    from labtest.testbed import load_testbed
+    from labtest.testbed import emulates, load_testbed
 
     path = args.testbed or default_testbed()
     try:
@@ -152,7 +152,7 @@ def _doctor_body(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print("\n".join(exc.problems), file=sys.stderr)
         return EXIT_USAGE
-    emulate = tb.emulation is not None if args.emulate is None else args.emulate
+    emulate = emulates(tb, args.emulate)
     if (args.fault or args.load) and not emulate:
         print("labtest doctor: --fault and --load need the emulated lab", file=sys.stderr)
         return EXIT_USAGE

@@ -211,7 +211,8 @@ def test_a_device_held_elsewhere_makes_burnin_fail_fast_naming_the_holder(
     path = station_variant(tmp_path)
     db = tmp_path / "b.db"
     with reservation.reserve(keys, store=reservation.open_store(str(leases)), run_id="pytest-run"):
-        rc = main([str(path), "--plain", "--db", str(db), "--lease-store", str(leases),
+        rc = main([str(path), "--no-emulate", "--plain", "--db", str(db),
+                   "--lease-store", str(leases),
                    "--reserve-timeout", "0"])
     assert rc == 2
     line = one_line(capsys.readouterr().err)

@@ -33,12 +33,14 @@ def test_command_selects_suites_in_order_with_the_plugin_options(tmp_path: Path)
     cmd = runner.pytest_command(opts)
     suites = [Path(a).name for a in cmd if a.startswith(str(runner.SUITES_DIR))]
     assert suites == ["link", "cabling"]  # physical layer first, whatever the order asked
-    for part in (["--testbed", str(runner.DEFAULT_TESTBED)], ["--emulate"],
+    for part in (["--testbed", str(runner.DEFAULT_TESTBED)],
                  ["--limits", str(tmp_path / "l.yaml")], ["--alluredir", str(tmp_path / "out")],
                  ["-k", "leaf1"]):
         assert any(cmd[i:i + len(part)] == part for i in range(len(cmd))), part
-    real = runner.pytest_command(runner.RunOptions(emulate=False))
-    assert "--emulate" not in real
+    # no flag: the plugin applies the one rule (the testbed's emulation: section decides)
+    assert "--emulate" not in cmd and "--no-emulate" not in cmd
+    assert "--no-emulate" in runner.pytest_command(runner.RunOptions(emulate=False))
+    assert "--emulate" in runner.pytest_command(runner.RunOptions(emulate=True))
     assert {"link", "transceiver", "cabling"} <= set(runner.available_suites())
 
 
