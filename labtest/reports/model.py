@@ -154,7 +154,7 @@ class RunRecord(_Closed):
     python: str = ""
     pytest: str = ""
     args: list[str] = Field(default_factory=list)
-    rootdir: str = ""
+    rootdir: str | None = None
     emulated: bool
     pytest_exit_status: int | None = None
 
