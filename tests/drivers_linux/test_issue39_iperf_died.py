@@ -15,11 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from linux_fakes import linux_host
 
 from labtest.capabilities.probes import UdpStreamsRun
 from labtest.drivers.linux.driver import LinuxHost
 from labtest.errors import CommandFailed, DataplaneFailed
-from labtest.testbed import model
 from labtest.transports.ssh import CommandResult
 
 SAMPLES = Path(__file__).parent / "samples" / "iperf3"
@@ -51,16 +51,8 @@ class Runner:
 
 
 def _result(report: str) -> tuple[LinuxHost, Runner, UdpStreamsRun]:
-    tb = model.Testbed.model_validate({
-        "name": "t",
-        "devices": {"host1": {"role": "host", "driver": "linux", "address": "127.0.0.1",
-                              "ssh": {"username": "root", "password": "unused"},
-                              "vars": {"netdev": "eth0"}}},
-        "links": [],
-    })
-    host = LinuxHost("host1", tb.devices["host1"], tb)
     runner = Runner(report)
-    host.shell.runner = runner  # type: ignore[assignment]
+    host = linux_host(runner)
     run = UdpStreamsRun(client="host1", server="host3", target="198.18.0.8", port=5201,
                         streams=8, rate_pps=500.0, payload_bytes=512, duration_s=0.0,
                         log_path=LOG, started_s=0.0)

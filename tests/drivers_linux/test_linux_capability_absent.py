@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from linux_fakes import linux_host
 
 from labtest.drivers.linux.driver import LinuxHost
 from labtest.drivers.linux.shell import ToolMissing
 from labtest.errors import CapabilityAbsent, CommandFailed
-from labtest.testbed.model import Testbed as Lab
 from labtest.transports.ssh import CommandResult
 
 
@@ -30,16 +30,7 @@ class Runner:
 
 
 def _host(answers: dict[str, tuple[str, str, int]]) -> LinuxHost:
-    tb = Lab.model_validate({
-        "name": "t",
-        "devices": {"host1": {"role": "host", "driver": "linux", "address": "127.0.0.1",
-                              "ssh": {"username": "root", "password": "unused"},
-                              "vars": {"netdev": "eth0"}}},
-        "links": [],
-    })
-    host = LinuxHost("host1", tb.devices["host1"], tb)
-    host.shell.runner = Runner(answers)  # type: ignore[assignment]
-    return host
+    return linux_host(Runner(answers))
 
 
 NO_NETLINK = ("", "Failed to open NETLINK_RDMA socket\n", 1)
