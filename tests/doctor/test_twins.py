@@ -15,7 +15,13 @@ from labtest.capabilities.probes import TraceHop, UdpTrace
 from labtest.doctor.evidence import PortReading, Snapshot
 from labtest.doctor.judge import Plan
 from labtest.doctor.mesh import probe_paths
-from labtest.doctor.service import SIBLING_PORTS_FACTOR, Doctor, Report
+from labtest.doctor.service import (
+    HOLE_PROBES,
+    SIBLING_PORTS_FACTOR,
+    Doctor,
+    Report,
+    hole_mesh,
+)
 from labtest.measure import load_limits
 from labtest.measure.probes import ProbePath, SwitchAnswers, plan_mesh
 from labtest.measure.traces import TraceReader
@@ -311,3 +317,9 @@ def test_a_port_whose_mtu_was_lowered_is_named_though_every_probe_passes() -> No
     report = _doctor(plan).step(Snapshot(ports=ports, addresses=PEERS))
     assert [s.unit for s in report.suspects] == [_link(2, 1)], report.text()
     assert "IP MTU at leaf2:Ethernet1: 1450" in report.text(), report.text()
+
+
+def test_more_flows_of_fewer_probes_while_undecided() -> None:
+    assert hole_mesh(30, False) == (1, 30)
+    assert hole_mesh(30, True) == (SIBLING_PORTS_FACTOR, 8)  # as many probes in all
+    assert hole_mesh(10, True) == (SIBLING_PORTS_FACTOR, HOLE_PROBES)
