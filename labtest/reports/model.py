@@ -17,14 +17,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from labtest.measure.limits import Limit, Verdict
 
 #: the document's format; a reader refuses another (``labtest.reports.results.load``)
-SCHEMA = "labtest-results/1"
+SCHEMA: Final = "labtest-results/1"
 
 Outcome = Literal["passed", "failed", "broken", "skipped"]
 RunVerdictName = Literal["PASS", "INCOMPLETE", "FAIL"]

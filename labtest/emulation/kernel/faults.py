@@ -301,7 +301,11 @@ def mtu_mismatch(lab: KernelLab, target: str, mtu: int = 1400) -> Undo:
     device, _, port = target.partition("--")[0].partition(":")
     netns = lab.plan.nodes[device].netns
     ns.ip("link", "set", port, "mtu", str(mtu), netns=netns)
-    return lambda: ns.ip("link", "set", port, "mtu", str(pl.LINK_MTU_BYTES), netns=netns)
+
+    def undo() -> None:
+        ns.ip("link", "set", port, "mtu", str(pl.LINK_MTU_BYTES), netns=netns)
+
+    return undo
 
 
 def miswired(lab: KernelLab, target: str, other: str) -> Undo:
