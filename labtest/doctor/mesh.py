@@ -21,6 +21,7 @@ probe never crossed is charged to the probe's path), and RDMA-level trouble
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +46,26 @@ class Traced:
     not_observed: dict[str, str] = field(default_factory=dict)
 
 
+#: source ports per inter-leaf pair (times the coverage's 8 for two paths) while twins wait
+#: on the flows' shares: at 8 flows a pair a round, a leaf's holed uplink took 3 to 12 rounds
+#: to tell in the model of tests/doctor/test_twins.py, or more than 16
+SIBLING_PORTS_FACTOR = 4
+
+
+#: probes per TTL of each flow while the ports are raised: enough that a flow lost whole is
+#: a hole, not a rate (a 30 % lossy link loses 8 of 8 once in 15,000 flows), and the round
+#: no longer than before (kernel campaign 009: 4x ports at 30 probes took a 152 s round)
+HOLE_PROBES = 8
+
+
+def hole_mesh(probes: int, undecided: bool) -> tuple[int, int]:
+    """(ports factor, probes per TTL) of the next mesh: while a hole's uplinks are undecided,
+    more flows of fewer probes each (as many probes in all, at least ``HOLE_PROBES`` a TTL)."""
+    if not undecided:
+        return 1, probes
+    return SIBLING_PORTS_FACTOR, max(math.ceil(probes / SIBLING_PORTS_FACTOR), HOLE_PROBES)
+
+
 @dataclass
 class LiveMesh:
     plan: Plan
@@ -55,9 +76,9 @@ class LiveMesh:
     #: of it (pager.DETECT_LOSS at 99 %: 459 clean probes) in one interval
     probes: int = 10
     wait_s: float = 0.2  # per unanswered probe (traceroute -w)
-    #: source ports per inter-leaf pair, times the coverage's: the doctor raises it while a
-    #: hole's uplinks are paged as twins (``FlowShares``: their flows' shares tell them apart)
-    ports_factor: int = 1
+    #: the doctor sets it while a hole's uplinks are undecided (``FlowShares``: their flows'
+    #: shares tell them apart): more flows of fewer probes each (``hole_mesh``)
+    for_holes: bool = False
     timeout_s: float = 120.0
     addresses: dict[str, str] = field(default_factory=dict)  # host -> its probe address
     reader: TraceReader = field(init=False)
@@ -92,10 +113,11 @@ class LiveMesh:
             out.not_observed["probe mesh"] = (
                 f"{len(leaf_of)} host(s) can probe (UdpProbes with an address): no pair")
             return out
+        factor, probes = hole_mesh(self.probes, self.for_holes)
         try:
             mesh = plan_mesh(leaf_of, self._ecmp_width(), self.rng,
-                             peers_per_host=self.peers_per_host, probes_per_path=self.probes,
-                             ports_factor=self.ports_factor)
+                             peers_per_host=self.peers_per_host, probes_per_path=probes,
+                             ports_factor=factor)
         except OverBudget as exc:
             out.not_observed["probe mesh"] = str(exc)
             return out
@@ -106,7 +128,7 @@ class LiveMesh:
 
         def run(drv: Any) -> list[tuple[str, UdpTrace]]:
             return [(dst, t) for dst, sports in by_src[drv.name].items()
-                    for t in drv.udp_traces(self.addresses[dst], sports, probes=self.probes,
+                    for t in drv.udp_traces(self.addresses[dst], sports, probes=probes,
                                             wait_s=self.wait_s, max_hops=hops)]
 
         done = sweep(lab, list(by_src), run, timeout_s=self.timeout_s)

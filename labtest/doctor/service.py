@@ -121,26 +121,6 @@ class Report:
         return "\n".join(lines)
 
 
-#: source ports per inter-leaf pair (times the coverage's 8 for two paths) while twins wait
-#: on the flows' shares: at 8 flows a pair a round, a leaf's holed uplink took 3 to 12 rounds
-#: to tell in the model of tests/doctor/test_twins.py, or more than 16
-SIBLING_PORTS_FACTOR = 4
-
-
-#: probes per TTL of each flow while the ports are raised: enough that a flow lost whole is
-#: a hole, not a rate (a 30 % lossy link loses 8 of 8 once in 15,000 flows), and the round
-#: no longer than before (kernel campaign 009: 4x ports at 30 probes took a 152 s round)
-HOLE_PROBES = 8
-
-
-def hole_mesh(probes: int, undecided: bool) -> tuple[int, int]:
-    """(ports factor, probes per TTL) of the next mesh: while a hole's uplinks are undecided,
-    more flows of fewer probes each (as many probes in all, at least ``HOLE_PROBES`` a TTL)."""
-    if not undecided:
-        return 1, probes
-    return SIBLING_PORTS_FACTOR, max(math.ceil(probes / SIBLING_PORTS_FACTOR), HOLE_PROBES)
-
-
 @dataclass
 class Doctor:
     """Library entry: ``step(snapshot)`` judges readings from anywhere (the drivers, or a
@@ -171,7 +151,6 @@ class Doctor:
     scale: float = 1.0
     _t0: dict[str, float] = field(default_factory=dict)  # each port's first reading time
     _untold: set[tuple[str, str]] = field(default_factory=set)  # paged twins not told apart
-    _mesh_probes: int = 10  # the mesh's own probes per TTL
     _began_lab_s: float | None = None  # labtime when the first interval began
     #: each port's counter rates over the last interval (the bursts' idle test)
     _last_rates: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -342,9 +321,9 @@ class Doctor:
         else:
             if self.mesh is None:
                 self.mesh = LiveMesh(self.plan)
-                self._mesh_probes = self.mesh.probes
-            base = self.probes_per_path or self._mesh_probes
-            self.mesh.ports_factor, self.mesh.probes = hole_mesh(base, self.sibling_twins())
+            if self.probes_per_path is not None:
+                self.mesh.probes = self.probes_per_path
+            self.mesh.for_holes = self.sibling_twins()
             probes = self.mesh.run(lab, snap)
         fail_dead(snap, probing.join())
         report = self.step(snap, probes)
@@ -418,8 +397,8 @@ def _services_down(evidence: list[Evidence], down: Mapping[str, str], plan: Plan
                     f"{name} says {why}: its sessions are down at their other ends too",
                     None, WEIGHTS["FAIL"]) for name, why in sorted(down.items())]
     for e in evidence:
-        ends = {x.device for lk in plan.testbed.links if lk.name == e.unit for x in lk.ends}
-        dead = sorted(ends & set(down))
+        lk = plan.link_of.get(e.where)  # the port the session was read at, and its link
+        dead = sorted({x.device for x in lk.ends} & set(down)) if lk is not None else []
         if e.metric in SESSION_METRICS and dead:
             out.append(replace(e, unit=dead[0], text=f"{e.text} (towards {dead[0]}, whose "
                                f"{down[dead[0]].split(' (')[0]})"))

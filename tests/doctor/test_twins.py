@@ -14,14 +14,8 @@ import pytest
 from labtest.capabilities.probes import TraceHop, UdpTrace
 from labtest.doctor.evidence import PortReading, Snapshot
 from labtest.doctor.judge import Plan
-from labtest.doctor.mesh import probe_paths
-from labtest.doctor.service import (
-    HOLE_PROBES,
-    SIBLING_PORTS_FACTOR,
-    Doctor,
-    Report,
-    hole_mesh,
-)
+from labtest.doctor.mesh import HOLE_PROBES, SIBLING_PORTS_FACTOR, hole_mesh, probe_paths
+from labtest.doctor.service import Doctor, Report
 from labtest.measure import load_limits
 from labtest.measure.probes import ProbePath, SwitchAnswers, plan_mesh
 from labtest.measure.traces import TraceReader
