@@ -203,12 +203,17 @@ def problems(doc: object) -> list[str]:
     try:
         Results.model_validate(doc)
     except ValidationError as exc:
-        out = []
-        for err in exc.errors()[:10]:
-            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
-            out.append(f"{where.lstrip('.') or '(document)'}: {err['msg']}")
-        return out
+        return located(exc)
     return []
+
+
+def located(exc: ValidationError) -> list[str]:
+    """The model's complaints, each at its place ("tests[3].outcome: ..."), at most ten."""
+    out = []
+    for err in exc.errors()[:10]:
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
+        out.append(f"{where.lstrip('.') or '(document)'}: {err['msg']}")
+    return out
 
 
 def json_schema() -> dict[str, JsonValue]:

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pydantic import ValidationError
+
 from labtest import safefs
 from labtest.errors import ConfigError
 from labtest.measure import coverage, load_limits
@@ -213,14 +215,25 @@ def write(results_dir: Path, doc: dict[str, Any]) -> Path:
     """Write the document, then check it against the model: a writer's slip is written
     (the run is not lost) and raised, never left for a reader to trip on."""
     path = results_dir / RESULTS_FILE
-    write_atomic(path, json.dumps(doc, indent=2, default=str) + "\n")
-    wrong = model.problems(json.loads(path.read_text(encoding="utf-8")))
+    text = json.dumps(doc, indent=2, default=str) + "\n"
+    write_atomic(path, text)
+    wrong = model.problems(json.loads(text))  # what the file holds, without reading it back
     if wrong:
         raise ResultsError(f"{path}: written, but not a {SCHEMA} document: " + "; ".join(wrong))
     return path
 
 
 def load(results_dir: Path) -> dict[str, Any]:
+    return _read(results_dir)[0]
+
+
+def load_typed(results_dir: Path) -> model.Results:
+    """``load``'s document as the typed model (``labtest.reports.model``)."""
+    return _read(results_dir)[1]
+
+
+def _read(results_dir: Path) -> tuple[dict[str, Any], model.Results]:
+    """The document as read and as the model validated it (once)."""
     path = results_dir / RESULTS_FILE
     if not path.is_file() and not path.is_symlink():
         raise ResultsError(
@@ -237,16 +250,13 @@ def load(results_dir: Path) -> dict[str, Any]:
         raise ResultsError(f"{path}: a JSON {type(doc).__name__}, not a labtest results object")
     if doc.get("schema") != SCHEMA:
         raise ResultsError(f"{path}: schema {doc.get('schema')!r}, expected {SCHEMA!r}")
-    wrong = model.problems(doc)
-    if wrong:
-        raise ResultsError(f"{path}: not a {SCHEMA} document: " + "; ".join(wrong))
+    try:
+        typed = model.Results.model_validate(doc)
+    except ValidationError as exc:
+        raise ResultsError(f"{path}: not a {SCHEMA} document: "
+                           + "; ".join(model.located(exc))) from None
     found: dict[str, Any] = doc
-    return found
-
-
-def load_typed(results_dir: Path) -> model.Results:
-    """``load``'s document as the typed model (``labtest.reports.model``)."""
-    return model.Results.model_validate(load(results_dir))
+    return found, typed
 
 
 # --- the run's verdict: coverage and root causes ---------------------------------------
