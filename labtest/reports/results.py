@@ -255,8 +255,7 @@ def _read(results_dir: Path) -> tuple[dict[str, Any], model.Results]:
     except ValidationError as exc:
         raise ResultsError(f"{path}: not a {SCHEMA} document: "
                            + "; ".join(model.located(exc))) from None
-    found: dict[str, Any] = doc
-    return found, typed
+    return doc, typed
 
 
 # --- the run's verdict: coverage and root causes ---------------------------------------
