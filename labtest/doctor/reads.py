@@ -7,12 +7,16 @@ waits for its devices until half of each kind (switches, hosts: their reads diff
 answered, then grants the rest ``LATE_FACTOR`` times their kind's median read; a read
 still running then goes on in the background and is judged in the interval it arrives
 in (its own clock stamps its counters, so rates over the longer gap stay right). The
-round names the device late, with how long its read has run. Late is not dead: a late
-device is probed as its circuit breaker probes (a fresh connection, one trivial command),
-given the device's own command timeout to answer (it is known to be slow); one that does
-not answer is failed (its driver closed to free the hung read) and the doctor pages it
-unreachable, as when the read itself timed out. The probes run while the interval's
-probe mesh does (:meth:`Reads.probe`): they wait on different devices.
+round names the device late, with how long its read has run. Its waits and grants are in
+lab time (``labtest.labtime``: the wall on a real lab): an emulated lab's elastic clock
+skips the time everybody only waits, a late device's answer wait too, so a grant on the
+wall clock let a busy control plane catch up in no time on one machine and not on another.
+Late is not dead: a late device is probed as its circuit breaker probes (a fresh
+connection, one trivial command), given the device's own command timeout to answer (it is
+known to be slow); one that does not answer is failed (its driver closed to free the hung
+read) and the doctor pages it unreachable, as when the read itself timed out. The probes
+run while the interval's probe mesh does (:meth:`Reads.probe`): they wait on different
+devices.
 """
 
 from __future__ import annotations
@@ -20,11 +24,11 @@ from __future__ import annotations
 import contextlib
 import statistics
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from labtest import labtime
 from labtest.connect import probe_of
 from labtest.errors import TransportError, TransportTimeout
 from labtest.lab import Lab
@@ -33,6 +37,9 @@ from labtest.transports import breaker
 
 #: a read slower than this many times its kind's median in the round is left running
 LATE_FACTOR = 3.0
+#: lab seconds between looks at the reads while a grant runs (a lab-time sleep: the elastic
+#: clock never skips past it, so a grant is never overrun by a jump)
+POLL_S = 0.02
 
 
 @dataclass
@@ -45,7 +52,7 @@ class _Read:
 @dataclass
 class Arrived:
     """A round's answers (``ok``/``failed`` as a sweep's), and the devices still answering
-    (device -> wall seconds their read has run)."""
+    (device -> lab seconds their read has run)."""
 
     ok: dict[str, Any] = field(default_factory=dict)
     failed: dict[str, Exception] = field(default_factory=dict)
@@ -61,22 +68,25 @@ class Reads:
     def round(self, lab: Lab, kinds: Sequence[Sequence[str]], fn: Callable[[Any], Any], *,
               floor_s: float) -> Arrived:
         """Ask every device of ``kinds`` (not still answering an earlier round) with
-        ``fn(driver)``; wait as above, never less than ``floor_s`` wall seconds for a kind."""
-        began = time.monotonic()
+        ``fn(driver)``; wait as above, never less than ``floor_s`` lab seconds for a kind."""
+        began = labtime.monotonic()
         for name in (n for kind in kinds for n in kind):
             if name not in self.pending:
-                self.pending[name] = read = _Read(time.monotonic())
+                self.pending[name] = read = _Read(labtime.monotonic())
                 threading.Thread(target=self._run, args=(lab, name, fn, read), daemon=True,
                                  name=f"labtest-doctor-read-{name}").start()
-        with self._cond:
-            while True:
+        while True:
+            with self._cond:
                 waits = [self._wait_s(kind, began, floor_s) for kind in kinds]
                 if all(w is not None and w <= 0 for w in waits):
                     break
-                self._cond.wait(timeout=min((w for w in waits if w is not None and w > 0),
-                                            default=None))
+                if all(w is None or w <= 0 for w in waits):  # no grant runs: wait for answers
+                    self._cond.wait()
+                    continue
+            labtime.sleep(min(POLL_S, *(w for w in waits if w is not None and w > 0)))
+        with self._cond:
             out = Arrived()
-            now = time.monotonic()
+            now = labtime.monotonic()
             for name in (n for kind in kinds for n in kind):
                 read = self.pending[name]
                 if read.result is None:
@@ -108,12 +118,12 @@ class Reads:
         if 2 * len(done) < len(reads):
             return None
         grant = max(floor_s, LATE_FACTOR * statistics.median(done))
-        return began + grant - time.monotonic()
+        return began + grant - labtime.monotonic()
 
     def _run(self, lab: Lab, name: str, fn: Callable[[Any], Any], read: _Read) -> None:
         result = sweep(lab, [name], fn, max_workers=1, timeout_s=self.timeout_s)
         with self._cond:
-            read.result, read.took_s = result, time.monotonic() - read.began
+            read.result, read.took_s = result, labtime.monotonic() - read.began
             self._cond.notify_all()
 
 
