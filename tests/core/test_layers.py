@@ -132,16 +132,7 @@ def test_the_rules_name_an_upward_import(tmp_path: Path) -> None:
 # --- circles -----------------------------------------------------------------------------
 
 #: circles still standing, each with why (a circle not listed, or one that changed, fails)
-KNOWN_CIRCLES: dict[frozenset[str], str] = {
-    frozenset({
-        "labtest.emulation.model.traffic.fluid", "labtest.emulation.model.traffic.fluid_dcqcn",
-        "labtest.emulation.model.traffic.fluid_run",
-    }): "type annotations only (issue 38): the fluid engine's DCQCN and run helpers take the "
-        "engine (``FluidNet``) they were split from, imported under TYPE_CHECKING. The knot of "
-        "24 modules before was cut on 2026-12-05: the testbed loader finds driver names and "
-        "fault declarations by entry point (``labtest.installed``), the kernel faults take "
-        "the lab as a Protocol, the fault catalogue no longer names the fabric",
-}
+KNOWN_CIRCLES: dict[frozenset[str], str] = {}  # none left (issue 38): keep it so
 
 
 def arrows_of(path: Path, modules: Mapping[str, Path]) -> set[str]:

@@ -29,11 +29,12 @@ accumulators into the per-port and per-queue counters the emulators print.
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 import numpy as np
 
-from labtest.emulation.model.traffic import fluid_dcqcn, fluid_run, wireloss
+from labtest.emulation.model.traffic import wireloss
 from labtest.emulation.model.traffic.congestion import (
     LOSSY_LIMIT_BYTES,
     XON_OFFSET_BYTES,
@@ -47,39 +48,21 @@ from labtest.emulation.model.traffic.congestion import (
     xoff_bytes,
 )
 from labtest.emulation.model.traffic.flows import Flow, PauseSource
-from labtest.emulation.model.traffic.fluid_run import TRACE_SLICES
+from labtest.emulation.model.traffic.fluid_dcqcn import CC_EVERY, Dcqcn
 from labtest.emulation.model.traffic.topology import PRIORITIES, Topology
 
 _TINY = 1e-30
+TRACE_SLICES = 1024  # queue occupancy kept per slice, for latency under load
 _WD_MODES = {"drop": 0, "forward": 1, "alert": 2}
 
 
-class FluidNet:
+class FluidNet(Dcqcn):
     """Configuration, state, counters and the slice step of the fluid network.
 
-    Its other parts: ``fluid_dcqcn`` (the senders' and receivers' congestion control)
-    and ``fluid_run`` (runs to steady state, the closed form, extrapolation, the
+    Its other parts: ``fluid_dcqcn`` (the senders' and receivers' congestion control,
+    inherited) and ``fluid_run`` (runs to steady state, the closed form, extrapolation, the
     watchdog's polls).
     """
-
-    # per-flow DCQCN state, laid out by ``fluid_dcqcn.restore`` on every ``build``
-    rc: np.ndarray  # current rate, bytes/s
-    rt: np.ndarray  # target rate, bytes/s
-    alpha: np.ndarray
-    seen_cnp: np.ndarray
-    last_cut: np.ndarray  # s
-    t_inc: np.ndarray  # s since the last rate increase
-    b_inc: np.ndarray  # bytes since the last rate increase
-    stage_t: np.ndarray
-    stage_b: np.ndarray
-    cnp_in_period: np.ndarray
-    timer_inc: np.ndarray
-    mark_acc: np.ndarray
-    last_cnp: np.ndarray  # s
-    cnp_due: np.ndarray  # s
-    cnp_count_due: np.ndarray
-    cnp_next: float  # s
-    cc_dt: float  # s
 
     def __init__(self, topo: Topology, dcqcn: DcqcnParams | None = None) -> None:
         self.topo = topo
@@ -272,7 +255,7 @@ class FluidNet:
         self.seg_frame = self.f_frame[self.seg_flow]
         self.seg_wloss, self.seg_wfcs = wireloss.segments(
             topo, self.wire, fl, self.seg_flow, self.seg_port)
-        fluid_dcqcn.restore(self)
+        self.restore_dcqcn()
         self.fc = np.zeros((n, 6))  # tx, rx, drop bytes; CE frames; latency x frames; ooo
         self.lat_min = np.full(n, np.inf)
         self.lat_max = np.zeros(n)
@@ -382,8 +365,22 @@ class FluidNet:
         self.qw = np.searchsorted(ws, self.qs)
         self.q_cap = self.cap[self.qs // PRIORITIES]
         self.any_partial = bool(((self.w_ext > 0) & (self.w_ext < 1)).any())
-        self.scenario_key = fluid_run.scenario_key(self)
+        self.scenario_key = self._scenario_key()
         self.q_trace_n = self.q_trace_from = 0  # a new scenario: its queues start a new trace
+
+    def _scenario_key(self) -> str:
+        """Everything the steady rates depend on, hashed (``fluid_run`` remembers rates by it)."""
+        fair = [float(f.meta.get("fair_bps", -1.0)) for f in self.flows]
+        parts = [
+            np.array([f.id for f in self.flows]), self.seg_port, self.seg_q, self.f_on,
+            self.f_max, np.array(fair), self.f_dcqcn, self.f_ect, self.f_np, self.cap,
+            self.down, self.mtu, self.ecn_q, self.kmin, self.kmax, self.pfc_g, self.honor_q,
+            self.wd_on, self.wd_storm, self.pf_ext, self.ext_frames, self.seg_wloss,
+        ]
+        digest = hashlib.blake2b(digest_size=16)
+        for a in parts:
+            digest.update(np.ascontiguousarray(a).tobytes())
+        return digest.hexdigest()
 
     def _watched_pause(self) -> np.ndarray:
         raw = self.w_ext.copy()
@@ -652,7 +649,7 @@ class FluidNet:
         # 8. DCQCN at the receivers (CNPs) and the senders (rate)
         t = now_s + dt
         if self.f_dcqcn.any():
-            fluid_dcqcn.react(self, t, ce, inj)
+            self.react_dcqcn(t, ce, inj)
 
         # 9. the watchdog's view: lowest and highest pause seen since the last look
         np.minimum(self.w_lo, self.w_raw, out=self.w_lo)
@@ -660,7 +657,7 @@ class FluidNet:
         self.acc_time += dt
         self.content = content
         self._t = t
-        if self.tick % fluid_dcqcn.CC_EVERY == 0:
+        if self.tick % CC_EVERY == 0:
             self._watch(t)
 
     def _watch(self, t: float) -> None:

@@ -9,20 +9,15 @@ over a ``FluidNet`` (``fluid.py``); the traffic model calls them between events.
 
 from __future__ import annotations
 
-import hashlib
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from labtest.emulation.model.traffic.congestion import Counters
+from labtest.emulation.model.traffic.fluid import TRACE_SLICES, FluidNet
 from labtest.emulation.model.traffic.topology import PRIORITIES
 
-if TYPE_CHECKING:
-    from labtest.emulation.model.traffic.fluid import FluidNet
-
 RATE_CACHE_SIZE = 64  # scenarios whose steady rates are kept (a flapping link cycles a few)
-TRACE_SLICES = 1024  # queue occupancy kept per slice, for latency under load
 TRACE_CHUNKS = 2  # the settled trace: the last chunks ``simulate`` stepped
 CHUNK_S = 1e-4  # a settling run's chunk: rates are compared chunk to chunk
 MAX_CHUNKS = 16  # chunks before a run gives up settling and answers the last one's rates
@@ -242,39 +237,6 @@ def next_watchdog_event_s(net: FluidNet, now_s: float) -> float:
 
 
 # --- steady rates remembered per scenario -------------------------------------
-
-
-def scenario_key(net: FluidNet) -> str:
-    """Everything the steady rates depend on, hashed."""
-    fair = [float(f.meta.get("fair_bps", -1.0)) for f in net.flows]
-    parts = [
-        np.array([f.id for f in net.flows]),
-        net.seg_port,
-        net.seg_q,
-        net.f_on,
-        net.f_max,
-        np.array(fair),
-        net.f_dcqcn,
-        net.f_ect,
-        net.f_np,
-        net.cap,
-        net.down,
-        net.mtu,
-        net.ecn_q,
-        net.kmin,
-        net.kmax,
-        net.pfc_g,
-        net.honor_q,
-        net.wd_on,
-        net.wd_storm,
-        net.pf_ext,
-        net.ext_frames,
-        net.seg_wloss,
-    ]
-    digest = hashlib.blake2b(digest_size=16)
-    for a in parts:
-        digest.update(np.ascontiguousarray(a).tobytes())
-    return digest.hexdigest()
 
 
 def cached_rates(net: FluidNet) -> np.ndarray | None:
