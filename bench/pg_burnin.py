@@ -24,6 +24,7 @@ import time
 
 from labtest.burnin.postgres import PgSampleStore
 from labtest.burnin.store import Reading, Run, Sample
+from labtest.db.pgserver import database
 
 PORTS, LANES, METRICS = 8, 4, ("tx_power_dbm", "rx_power_dbm", "tx_bias_ma")
 PER_READING = PORTS * LANES * len(METRICS)
@@ -91,18 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--period", type=float, default=10.0, help="seconds between readings")
     ap.add_argument("--url", help="an existing, empty database (default: a private server)")
     args = ap.parse_args(argv)
-    server = None
-    url = args.url
-    if url is None:
-        from labtest.db.pgserver import LocalServer
-
-        server = LocalServer(fsync=True).start()
-        url = server.url
-    try:
+    with database(args.url) as url:
         r = floor(url, args.writers, args.hours, args.period)
-    finally:
-        if server is not None:
-            server.stop()
     lost = r["expected"] - r["stored"]
     print(f"{r['writers']} stations x {args.hours:g} h of virtual samples "
           f"({r['readings_per_run']} readings x {PER_READING} samples each, a fifth re-written "

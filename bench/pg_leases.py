@@ -28,6 +28,7 @@ import sys
 import time
 
 from labtest import reservation as r
+from labtest.db.pgserver import database
 
 HOLDER = """
 import sys, time
@@ -122,14 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--url", help="an existing database (default: a private server)")
     args = ap.parse_args(argv)
-    server = None
-    url = args.url
-    if url is None:
-        from labtest.db.pgserver import LocalServer
-
-        server = LocalServer(fsync=True).start()
-        url = server.url
-    try:
+    with database(args.url) as url:
         freed_s = release_after_kill(url, args.ttl)
         print(f"kill -9 of a holder on another host: devices free after {freed_s:.2f} s "
               f"(lease {args.ttl:g} s, poll {r.POLL_S:g} s)")
@@ -140,9 +134,6 @@ def main(argv: list[str] | None = None) -> int:
               f"overlapping holds {c['overlaps']:.0f}")
         p50, p99 = renew_latency(url)
         print(f"renewal (confirm) latency: p50 {p50:.2f} ms, p99 {p99:.2f} ms")
-    finally:
-        if server is not None:
-            server.stop()
     return 0
 
 

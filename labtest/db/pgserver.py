@@ -20,6 +20,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 PACKAGE = "postgresql"  # the Debian package that provides the server
@@ -140,3 +141,14 @@ class LocalServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+@contextlib.contextmanager
+def database(url: str | None, fsync: bool = True) -> Iterator[str]:
+    """``url`` as given, or a private server's for the block (stopped after): the benches'
+    ``--url`` default, so each does not start and stop its own."""
+    if url is not None:
+        yield url
+        return
+    with LocalServer(fsync=fsync) as server:
+        yield server.url
