@@ -45,6 +45,7 @@ from labtest.emulation.personalities.linux.state import (
 )
 from labtest.emulation.personalities.linux.tools import (
     COLLECTIVES,
+    MPI_BAR,
     TOOLS,
     NcclUsageError,
     PerftestUsageError,
@@ -689,11 +690,10 @@ class Shell(ProcessTools, NicTools):
                 "Report bugs to https://www.open-mpi.org/community/help/\n"
             )
         opts, rest = mpirun_words(argv)
-        bar = "-" * 74 + "\n"
         if not rest:
             return Output(
-                stderr=f"{bar}No executable was specified on the mpirun command "
-                f"line.\n\nAborting.\n{bar}",
+                stderr=f"{MPI_BAR}No executable was specified on the mpirun command "
+                f"line.\n\nAborting.\n{MPI_BAR}",
                 status=1,
             )
         hosts = list(opts["hosts"])
@@ -711,11 +711,11 @@ class Shell(ProcessTools, NicTools):
             return Output(stderr=mpirun_unknown_host(unknown), status=1)
         if short > 0:
             return Output(
-                stderr=f"{bar}There are not enough slots available in the system to "
+                stderr=f"{MPI_BAR}There are not enough slots available in the system to "
                 f"satisfy the {opts['np']}\nslots that were requested by the "
                 f"application:\n\n  {rest[0]}\n\nEither request fewer slots for"
                 f" your application, or make more slots\navailable for use.\n"
-                f"{bar}",
+                f"{MPI_BAR}",
                 status=1,
             )
         for host in dict.fromkeys(p.host for p in placements):

@@ -680,39 +680,42 @@ def nccl_row(
     return f"{size:12d}  {count:12d}  {dtype:>8}  {redop:>6}  {root:6d}{groups}\n"
 
 
+#: the rule Open MPI draws above and below its help messages
+MPI_BAR = "-" * 74 + "\n"
+
+
 def mpirun_missing_executable(node: str, executable: str) -> str:
     """Open MPI's message when a node lacks the binary (as quoted in QEF/q-e#32)."""
-    bar = "-" * 74 + "\n"
     return (
-        f"{bar}mpirun was unable to find the specified executable file, and therefore\n"
+        f"{MPI_BAR}mpirun was unable to find the specified executable file, and therefore\n"
         "did not launch the job.  This error was first reported for process\n"
         "rank 0; it may have occurred for other processes as well.\n\n"
         f"NOTE: A common cause for this error is misspelling a mpirun command\n"
         "      line parameter option (remember that mpirun interprets the first\n"
         "      unrecognized command line token as the executable).\n\n"
-        f"Node:       {node}\nExecutable: {executable}\n{bar}"
+        f"Node:       {node}\nExecutable: {executable}\n{MPI_BAR}"
+    )
+
+
+def _orte_no_daemons(ssh_error: str, causes: str = "") -> str:
+    """ssh's own error, then ORTE's one message for any daemon it could not start."""
+    return (
+        f"{ssh_error}\n{MPI_BAR}ORTE was unable to reliably start one or more daemons.\n"
+        f"{causes}{MPI_BAR}"
     )
 
 
 def mpirun_unreachable(node: str) -> str:
     """Open MPI when it cannot start its daemon on a node over ssh."""
-    bar = "-" * 74 + "\n"
-    return (
-        f"ssh: connect to host {node} port 22: No route to host\n{bar}"
-        "ORTE was unable to reliably start one or more daemons.\n"
+    return _orte_no_daemons(
+        f"ssh: connect to host {node} port 22: No route to host",
         "This usually is caused by:\n\n"
         "* not finding the required libraries and/or binaries on\n"
         "  one or more nodes. Please check your PATH and LD_LIBRARY_PATH\n"
         "  settings, or configure OMPI with --enable-orterun-prefix-by-default\n\n"
-        "* lack of authority to execute on one or more specified nodes.\n"
-        f"{bar}"
+        "* lack of authority to execute on one or more specified nodes.\n",
     )
 
 
 def mpirun_unknown_host(node: str) -> str:
-    bar = "-" * 74 + "\n"
-    return (
-        f"ssh: Could not resolve hostname {node}: Name or service not known\n{bar}"
-        "ORTE was unable to reliably start one or more daemons.\n"
-        f"{bar}"
-    )
+    return _orte_no_daemons(f"ssh: Could not resolve hostname {node}: Name or service not known")
