@@ -41,6 +41,7 @@ from typing import Any
 from labtest.emulation.model.traffic.tgflows import TgDuration, TgFlowSpec, TgRate
 from labtest.emulation.personalities.linux.bash import Output
 from labtest.emulation.personalities.linux.nic import stable_int
+from labtest.emulation.personalities.linux.options import MissingValue, valued_option
 from labtest.emulation.personalities.linux.state import HostState, Proc, Sink, in_model
 
 VERSION = "iperf 3.12"
@@ -103,13 +104,12 @@ def parse_iperf(argv: list[str]) -> IperfOptions:
     words = list(argv[1:])
     while words:
         w = words.pop(0)
-        name, eq, value = w.partition("=")
-        if name in _VALUED:
-            if not eq:
-                if not words:
-                    raise IperfUsage(f"iperf3: option requires an argument -- '{w.lstrip('-')}'")
-                value = words.pop(0)
-            raw[_VALUED[name]] = value
+        try:
+            taken = valued_option(w, words, _VALUED)
+        except MissingValue:
+            raise IperfUsage(f"iperf3: option requires an argument -- '{w.lstrip('-')}'") from None
+        if taken is not None:
+            raw[taken[0]] = taken[1]
         elif w in _FLAGS:
             raw[_FLAGS[w]] = True
         else:

@@ -20,6 +20,7 @@ import zlib
 from labtest.emulation.model import gray
 from labtest.emulation.personalities import _routing
 from labtest.emulation.personalities.linux.bash import Output
+from labtest.emulation.personalities.linux.options import MissingValue, valued_option
 from labtest.emulation.personalities.linux.state import HostState
 
 USAGE = ("Usage:\n  traceroute [ -46dFITnreAUDV ] [ -f first_ttl ] [ -g gate,... ] [ -i device ] "
@@ -36,13 +37,12 @@ def _options(argv: list[str]) -> dict[str, str] | None:
     words = list(argv[1:])
     while words:
         w = words.pop(0)
-        name, eq, value = w.partition("=")
-        if name in _VALUED:
-            if not eq:
-                if not words:
-                    return None
-                value = words.pop(0)
-            opts[_VALUED[name]] = value
+        try:
+            taken = valued_option(w, words, _VALUED)
+        except MissingValue:
+            return None
+        if taken is not None:
+            opts[taken[0]] = taken[1]
         elif w in ("-n", "-U", "--udp"):
             opts[w.lstrip("-")[:1]] = "1"
         elif w.startswith("-"):
