@@ -28,6 +28,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -513,10 +514,7 @@ class KernelLab:
                         out.append(f"{node.name}:{port} (BGP {bgp.get(ip)}, BFD {bfd.get(ip)})")
             return out
 
-        deadline = time.monotonic() + timeout_s
-        while (left := down()) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        if left:
+        if left := _still_failing(down, timeout_s):
             raise InfraError(
                 left[0].split(":")[0],
                 f"kernel lab did not converge in {timeout_s:g} s: {', '.join(left)}",
@@ -582,10 +580,7 @@ class KernelLab:
                 out += [f"{node.name}:{p}" for p in node.ports if p not in heard]
             return out
 
-        deadline = time.monotonic() + timeout_s
-        while (left := deaf()) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        if left:
+        if left := _still_failing(deaf, timeout_s):
             raise InfraError(
                 left[0].split(":")[0], f"LLDP silent after {timeout_s:g} s on {', '.join(left)}"
             )
@@ -754,6 +749,15 @@ def _wait(
             state = f"exited {proc.returncode}" if proc.poll() is not None else "timed out"
             raise InfraError(device, f"{what}: {state}; log: {tail.strip()}")
         time.sleep(POLL_S / 4)
+
+
+def _still_failing(failing: Callable[[], list[str]], timeout_s: float) -> list[str]:
+    """Poll ``failing`` (what is not ready yet, as ``node:port ...`` texts) until it is
+    empty or ``timeout_s`` passed; what still fails then (empty: all ready)."""
+    deadline = time.monotonic() + timeout_s
+    while (left := failing()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return left
 
 
 def _kill_group(p: subprocess.Popen[bytes]) -> None:
