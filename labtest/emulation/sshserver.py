@@ -48,6 +48,7 @@ import paramiko
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
+from labtest.emulation.listen import accepted
 from labtest.transports.ssh import quiet_paramiko_logs
 
 log = logging.getLogger("labtest.emulation.ssh")
@@ -246,13 +247,7 @@ class SshServer:
 
     def _accept_loop(self) -> None:
         assert self._listener is not None
-        while not self._stop.is_set():
-            try:
-                sock, _ = self._listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return  # listener closed by stop()
+        for sock in accepted(self._listener, self._stop):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self.connections += 1
             if self.mode == "refuse":

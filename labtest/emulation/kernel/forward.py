@@ -16,6 +16,7 @@ import socket
 import threading
 
 from labtest import netns as ns
+from labtest.emulation.listen import accepted
 
 POLL_S = 0.2  # how often the loops look at the stop flag
 CONNECT_TIMEOUT_S = 5.0
@@ -41,13 +42,7 @@ class TcpForwarder:
         return self
 
     def _accept(self) -> None:
-        while not self._stop.is_set():
-            try:
-                client, _ = self._listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
+        for client in accepted(self._listener, self._stop):
             t = threading.Thread(target=self._serve, args=(client,), daemon=True)
             with self._lock:
                 self._threads = [x for x in self._threads if x.is_alive()] + [t]
