@@ -34,6 +34,7 @@ from labtest.fixtures.run_counters import PortDelta, counter_delta, fabric_delta
 from labtest.fixtures.suite_data import load_deviations, load_settings
 from labtest.fixtures.tg_probes import local_mac
 from labtest.fixtures.traffic import FabricView
+from labtest.measure.measurement import Recorder
 from labtest.reports import plots
 from labtest.reports.attach import attach_json, attach_png
 
@@ -588,23 +589,9 @@ def test_pfc_watchdog_storm(fabric_view: FabricView, measure: Any) -> None:
         tg.start_traffic()
         started = labtime.monotonic()  # the storm runs by now: the latest it can have begun
         try:
-            detected = _when(
-                switch,
-                queue_key,
-                stormed=True,
-                since=started,
-                timeout_s=detect_bound_ms / 1000 + cfg["timeout_margin_s"],
-            )
-            measure(
-                "congestion.pfcwd_detect_excess_ms",
-                detected[0] * 1000 - detect_bound_ms,
-                key="congestion.pfcwd_detect_excess_ms",
-                device=sw_name,
-                port=sw_port,
-                queue=str(prio),
-                detected_ms=_window_ms(detected),
-                bound_ms=str(detect_bound_ms),
-            )
+            _watchdog_change(measure, switch, sw_name, sw_port, prio, stormed=True,
+                             since=started, bound_ms=detect_bound_ms,
+                             margin_s=float(cfg["timeout_margin_s"]))
             held = labtime.monotonic()
             while labtime.monotonic() - held < float(cfg["storm_s"]):
                 labtime.sleep(0.05)  # the storm lasts storm_s: an observation window
@@ -626,25 +613,26 @@ def test_pfc_watchdog_storm(fabric_view: FabricView, measure: Any) -> None:
             priority=str(LOSSY[0]),
         )
     with allure.step("CONG-3.3/4: the queue is restored within restore + poll"):
-        restored = _when(
-            switch,
-            queue_key,
-            stormed=False,
-            since=stopped,
-            timeout_s=restore_bound_ms / 1000 + cfg["timeout_margin_s"],
-        )
-        measure(
-            "congestion.pfcwd_restore_excess_ms",
-            restored[0] * 1000 - restore_bound_ms,
-            key="congestion.pfcwd_restore_excess_ms",
-            device=sw_name,
-            port=sw_port,
-            queue=str(prio),
-            restored_ms=_window_ms(restored),
-            bound_ms=str(restore_bound_ms),
-        )
+        _watchdog_change(measure, switch, sw_name, sw_port, prio, stormed=False,
+                         since=stopped, bound_ms=restore_bound_ms,
+                         margin_s=float(cfg["timeout_margin_s"]))
         after = switch.pfc_watchdog().get(queue_key)
         attach_json("pfcwd queue state before/after", {"before": before, "after": after})
+
+
+def _watchdog_change(
+    measure: Recorder, switch: PfcQueues, device: str, port: str, prio: int, *,
+    stormed: bool, since: float, bound_ms: int, margin_s: float,
+) -> None:
+    """How late past its bound the watchdog detected (``stormed``) or restored the queue:
+    both directions are read and judged alike, only the names differ."""
+    event, seen = ("detect", "detected_ms") if stormed else ("restore", "restored_ms")
+    window = _when(switch, f"{port}:{prio}", stormed=stormed, since=since,
+                   timeout_s=bound_ms / 1000 + margin_s)
+    name = f"congestion.pfcwd_{event}_excess_ms"
+    measure(name, window[0] * 1000 - bound_ms, key=name, limit=None,  # the limit: the key's
+            device=device, port=port, queue=str(prio), **{seen: _window_ms(window)},
+            bound_ms=str(bound_ms))
 
 
 def _when(
