@@ -169,15 +169,8 @@ class Probe:
 def _map_paths(lab: Lab, view: FabricView, tg: TrafficGenerator, a: TgPort, b: TgPort) -> dict:
     """Which testbed links each flow crosses (labtest.fixtures.tg_probes.map_probe_paths)."""
     cfg = SETTINGS["probe"]
-    how = PathMapping(
-        flows=int(cfg["flows"]),
-        frame_size_bytes=int(cfg["frame_size_bytes"]),
-        rate_pps=float(cfg["rate_pps_per_flow"]),
-        dscp=int(cfg["dscp"]),
-        unit_frames=int(SETTINGS["path_probe_unit_frames"]),
-        attempts=int(SETTINGS.get("path_probe_attempts", 1)),
-        timeout_s=float(SETTINGS["recovery_timeout_s"]),
-    )
+    how = PathMapping.from_settings(cfg, SETTINGS, rate_pps=float(cfg["rate_pps_per_flow"]),
+                                    timeout_s=float(SETTINGS["recovery_timeout_s"]))
     hops = map_probe_paths(lab, view, tg, a, b, how, attach_json)
     return {flow: {h.link for h in path} for flow, path in hops.items()}
 

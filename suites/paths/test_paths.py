@@ -196,16 +196,9 @@ def deliveries(lab: Lab, fabric_view: FabricView) -> Deliveries:
     a, b = found
     tg = lab.device(a.tg, TrafficGenerator)
     cfg = SETTINGS["probe"]
-    how = PathMapping(
-        flows=int(cfg["flows"]),
-        frame_size_bytes=int(cfg["frame_size_bytes"]),
-        rate_pps=float(cfg["mapping_rate_pps_per_flow"]),
-        dscp=int(cfg["dscp"]),
-        unit_frames=int(SETTINGS["path_probe_unit_frames"]),
-        attempts=int(SETTINGS.get("path_probe_attempts", 1)),
-        timeout_s=float(SETTINGS["timeout_s"]),
-        mode=str(SETTINGS.get("path_mapping", "binary")),
-    )
+    how = PathMapping.from_settings(cfg, SETTINGS,
+                                    rate_pps=float(cfg["mapping_rate_pps_per_flow"]),
+                                    timeout_s=float(SETTINGS["timeout_s"]))
     out = Deliveries(leaves=(a.switch, b.switch), flows=how.flows)
     try:
         with allure.step("PATHS-1.1/1: map the probe flows onto the ECMP paths"):

@@ -108,6 +108,16 @@ def _how(mode: str, attempts: int = 1) -> PathMapping:
                        unit_frames=300, attempts=attempts, timeout_s=5.0, mode=mode)
 
 
+def test_the_mapping_reads_a_suites_settings_and_defaults_to_binary_rounds() -> None:
+    probe = {"flows": 8, "frame_size_bytes": 512, "dscp": 0}
+    settings = {"path_probe_unit_frames": 300, "path_probe_attempts": 2}
+    how = PathMapping.from_settings(probe, settings, rate_pps=1000.0, timeout_s=5.0)
+    assert how == _how("binary", attempts=2)
+    per_flow = PathMapping.from_settings(probe, {**settings, "path_mapping": "per_flow"},
+                                         rate_pps=1000.0, timeout_s=5.0)
+    assert per_flow == _how("per_flow", attempts=2)
+
+
 @pytest.mark.parametrize("mode", ["binary", "per_flow"])
 def test_every_flow_is_mapped_onto_its_spine(mode: str) -> None:
     fabric = Fabric()
