@@ -37,6 +37,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from labtest import connect, labtime
+from labtest.capabilities.switch import Interfaces, status_changes_in
 from labtest.connect import CommandRunner
 from labtest.errors import (
     CommandFailed,
@@ -148,6 +149,15 @@ def snapshot_token(token: str) -> str:
     if not _TOKEN.fullmatch(token):
         raise ValueError(f"not a labtest snapshot token: {token!r}")
     return token
+
+
+class FlapsFromCounters:
+    """LinkFlapCounts for a driver whose ``counters()`` already carry each port's
+    oper-status changes (EOS ``linkStatusChanges``, FRR ``carrier_changes``): read from
+    the same command, so a caller holding both reads it once (``link_flap_counts``)."""
+
+    def link_status_changes(self: Interfaces) -> dict[str, int]:
+        return status_changes_in(self.counters())
 
 
 class CliSwitch:

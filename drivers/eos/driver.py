@@ -47,16 +47,21 @@ from labtest.capabilities.switch import (
     PfcWatchdogConfig,
     PfcWatchdogState,
     QueueCounters,
-    status_changes_in,
 )
 from labtest.capabilities.transceiver import Transceiver
-from labtest.drivers.common.cli import CliSwitch, new_snapshot_token, port_name, snapshot_token
+from labtest.drivers.common.cli import (
+    CliSwitch,
+    FlapsFromCounters,
+    new_snapshot_token,
+    port_name,
+    snapshot_token,
+)
 from labtest.drivers.common.subnets import port_of
 from labtest.drivers.eos import parsers as p
 from labtest.errors import CommandNotSupported
 
 
-class EosSwitch(CliSwitch):
+class EosSwitch(FlapsFromCounters, CliSwitch):
     """An Arista EOS switch reached over SSH."""
 
     config_mode = ("configure", "end")
@@ -73,11 +78,6 @@ class EosSwitch(CliSwitch):
     def counters(self) -> dict[str, InterfaceCounters]:
         """``show interfaces | json``: packets, octets and the error detail in one answer."""
         return self.show("show interfaces | json", p.parse_interface_counters)
-
-    def link_status_changes(self) -> dict[str, int]:
-        """LinkFlapCounts: each port's ``linkStatusChanges`` from the same ``show interfaces |
-        json`` (``counters()`` carries them too, so a caller holding both reads it once)."""
-        return status_changes_in(self.counters())
 
     def transceivers(self) -> dict[str, Transceiver]:
         """DOM with thresholds; EOS lists each lane of a multi-lane optic as its own port.

@@ -28,9 +28,9 @@ from labtest.capabilities.switch import (
     InterfaceCounters,
     InterfaceStatus,
     LldpNeighbor,
-    status_changes_in,
 )
 from labtest.drivers.common.cli import (
+    FlapsFromCounters,
     new_snapshot_token,
     port_name,
     snapshot_token,
@@ -46,7 +46,7 @@ NET_SNMP_IFMIB_CACHE_S = 3.0
 SPEEDS = f"echo '{p.SPEED_MARK}'; grep -Hs . /sys/class/net/*/speed; true"
 
 
-class FrrSwitch(FrrRouting):
+class FrrSwitch(FlapsFromCounters, FrrRouting):
     """A Linux + FRR router reached over SSH (a shell with ip, lldpcli and vtysh)."""
 
     posix_shell = True  # every command is a shell line: a timed-out one is killed on the box
@@ -62,11 +62,6 @@ class FrrSwitch(FrrRouting):
 
     def counters(self) -> dict[str, InterfaceCounters]:
         return self.show("ip -s -s -j link show", p.parse_link_stats)
-
-    def link_status_changes(self) -> dict[str, int]:
-        """LinkFlapCounts: each link's ``carrier_changes`` from the same ``ip -s -s -j link
-        show`` (``counters()`` carries them too, so a caller holding both reads it once)."""
-        return status_changes_in(self.counters())
 
     def snmp_counters(self) -> dict[str, InterfaceCounters]:
         """IF-MIB counters through the box's SNMP agent, counting everything sent before
