@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -85,13 +85,7 @@ class Requirement:
     description: str = ""
 
     def as_dict(self) -> dict[str, str]:
-        return {
-            "id": self.id,
-            "unit": self.unit,
-            "test": self.test,
-            "suite": self.suite,
-            "description": self.description,
-        }
+        return asdict(self)
 
 
 def load_requirements(path: Path, suite: str) -> list[Requirement]:
@@ -259,14 +253,7 @@ class Cell:
     waiver: str = ""  # the waiver's reason and source, when waived
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "requirement": self.requirement,
-            "unit": self.unit,
-            "status": self.status,
-            "reason": self.reason,
-            "tests": list(self.tests),
-            "waiver": self.waiver,
-        }
+        return {**asdict(self), "tests": list(self.tests)}  # a JSON list, not a tuple
 
 
 @dataclass

@@ -36,7 +36,7 @@ import fnmatch
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from labtest.errors import ServiceDown, TransportError
@@ -157,19 +157,7 @@ class RootCause:
     downstream_of: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "cause": self.cause,
-            "kind": self.kind,
-            "culprit": self.culprit,
-            "evidence": list(self.evidence),
-            "tests": list(self.tests),
-            "consequences": list(self.consequences),
-            "not_runner_up": self.not_runner_up,
-            "impact": list(self.impact),
-            "waiting_hosts": list(self.waiting_hosts),
-            "score": round(self.score, 2),
-            "downstream_of": self.downstream_of,
-        }
+        return {**asdict(self), "score": round(self.score, 2)}
 
 
 def matches(key: str | None, patterns: Iterable[str]) -> bool:
