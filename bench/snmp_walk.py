@@ -37,8 +37,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
+from _child import stop  # bench/_child.py: this script's folder is on sys.path
 from pydantic import SecretStr
 
 from labtest import netns
@@ -113,12 +115,7 @@ def switch_mib_agent(ports: int) -> Iterator[Agent]:
         yield Agent("our SnmpAgent (emulated SONiC switch MIB)", int(line))
     finally:
         assert child.stdin is not None
-        child.stdin.close()
-        try:
-            child.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait(timeout=5)
+        stop(child, child.stdin.close, 15, 5)
 
 
 @contextmanager
@@ -150,12 +147,7 @@ def snmpd_agent(ports: int, workdir: Path) -> Iterator[Agent]:
             _wait_until(lambda: _answers(agent), 20.0, "snmpd did not answer")
             yield agent
         finally:
-            daemon.send_signal(signal.SIGTERM)
-            try:
-                daemon.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                daemon.kill()
-                daemon.wait(timeout=5)
+            stop(daemon, partial(daemon.send_signal, signal.SIGTERM), 10, 5)
 
 
 def _answers(agent: Agent) -> bool:

@@ -46,10 +46,12 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import yaml
+from _child import stop  # bench/_child.py: this script's folder is on sys.path
 
 from labtest.lab import Lab
 from labtest.sweep import SweepResult, SwitchHealth, health_sweep
@@ -185,12 +187,7 @@ def child_lab(testbed: Testbed, workdir: Path, latency_file: Path, tick_s: float
         _wait_for_line(child, "emulated lab", START_TIMEOUT_S)
         yield out
     finally:
-        child.send_signal(signal.SIGINT)
-        try:
-            child.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait(timeout=10)
+        stop(child, partial(child.send_signal, signal.SIGINT), 60, 10)
 
 
 def _wait_for_line(child: subprocess.Popen[str], prefix: str, timeout_s: float) -> None:
