@@ -152,6 +152,8 @@ SUBCOMMANDS = {
                 "a serial's or a port's measurements across the runs labtest run stored"),
     "doctor": ("labtest.doctor.cli",
                "watch a running fabric and name the sick link, port or NIC"),
+    "config": ("labtest.config_cli",
+               "print each setting's effective value and where it came from"),
 }
 
 
