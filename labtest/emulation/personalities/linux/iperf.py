@@ -41,7 +41,7 @@ from typing import Any
 from labtest.emulation.model.traffic.tgflows import TgDuration, TgFlowSpec, TgRate
 from labtest.emulation.personalities.linux.bash import Output
 from labtest.emulation.personalities.linux.nic import stable_int
-from labtest.emulation.personalities.linux.options import MissingValue, valued_option
+from labtest.emulation.personalities.linux.options import MissingValue, option_words
 from labtest.emulation.personalities.linux.state import HostState, Proc, Sink, in_model
 
 VERSION = "iperf 3.12"
@@ -101,19 +101,18 @@ def _size(text: str) -> int:
 
 def parse_iperf(argv: list[str]) -> IperfOptions:
     raw: dict[str, Any] = {}
-    words = list(argv[1:])
-    while words:
-        w = words.pop(0)
-        try:
-            taken = valued_option(w, words, _VALUED)
-        except MissingValue:
-            raise IperfUsage(f"iperf3: option requires an argument -- '{w.lstrip('-')}'") from None
-        if taken is not None:
-            raw[taken[0]] = taken[1]
-        elif w in _FLAGS:
-            raw[_FLAGS[w]] = True
-        else:
-            raise IperfUsage(f"iperf3: unrecognized option '{w}'")
+    try:
+        for key, w in option_words(argv[1:], _VALUED):
+            if key is not None:
+                raw[key] = w
+            elif w in _FLAGS:
+                raw[_FLAGS[w]] = True
+            else:
+                raise IperfUsage(f"iperf3: unrecognized option '{w}'")
+    except MissingValue as exc:
+        raise IperfUsage(
+            f"iperf3: option requires an argument -- '{exc.word.lstrip('-')}'"
+        ) from None
     try:
         opts = IperfOptions(
             server=bool(raw.get("server")),

@@ -2,22 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 
 class MissingValue(ValueError):
     """An option that takes a value was the last word."""
 
+    def __init__(self, word: str) -> None:
+        super().__init__(word)
+        self.word = word
 
-def valued_option(word: str, rest: list[str], valued: Mapping[str, str]) -> tuple[str, str] | None:
-    """``(key, value)`` when ``word`` names an option of ``valued`` (``--port=5``, or ``-p``
-    with the value popped from ``rest``); None when it is not one of them. One reading of
+
+def option_words(words: list[str], valued: Mapping[str, str]) -> Iterator[tuple[str | None, str]]:
+    """Walk ``words``: ``(key, value)`` for an option of ``valued`` (``--port=5``, or ``-p``
+    and the next word), ``(None, word)`` for any other word, left to the tool. One reading of
     ``name=value`` and ``name value`` for iperf3 and traceroute, whose errors differ."""
-    name, eq, value = word.partition("=")
-    if name not in valued:
-        return None
-    if not eq:
-        if not rest:
-            raise MissingValue(word)
-        value = rest.pop(0)
-    return valued[name], value
+    rest = list(words)
+    while rest:
+        word = rest.pop(0)
+        name, eq, value = word.partition("=")
+        if name not in valued:
+            yield None, word
+            continue
+        if not eq:
+            if not rest:
+                raise MissingValue(word)
+            value = rest.pop(0)
+        yield valued[name], value

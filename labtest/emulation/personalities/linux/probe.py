@@ -20,7 +20,7 @@ import zlib
 from labtest.emulation.model import gray
 from labtest.emulation.personalities import _routing
 from labtest.emulation.personalities.linux.bash import Output
-from labtest.emulation.personalities.linux.options import MissingValue, valued_option
+from labtest.emulation.personalities.linux.options import MissingValue, option_words
 from labtest.emulation.personalities.linux.state import HostState
 
 USAGE = ("Usage:\n  traceroute [ -46dFITnreAUDV ] [ -f first_ttl ] [ -g gate,... ] [ -i device ] "
@@ -34,23 +34,18 @@ _VALUED = {"-p": "port", "-q": "probes", "-w": "wait", "-m": "max_hops", "--spor
 
 def _options(argv: list[str]) -> dict[str, str] | None:
     opts: dict[str, str] = {}
-    words = list(argv[1:])
-    while words:
-        w = words.pop(0)
-        try:
-            taken = valued_option(w, words, _VALUED)
-        except MissingValue:
-            return None
-        if taken is not None:
-            opts[taken[0]] = taken[1]
-        elif w in ("-n", "-U", "--udp"):
-            opts[w.lstrip("-")[:1]] = "1"
-        elif w.startswith("-"):
-            return None
-        elif "target" not in opts:
-            opts["target"] = w
-        else:
-            return None
+    try:
+        for key, w in option_words(argv[1:], _VALUED):
+            if key is not None:
+                opts[key] = w
+            elif w in ("-n", "-U", "--udp"):
+                opts[w.lstrip("-")[:1]] = "1"
+            elif w.startswith("-") or "target" in opts:
+                return None
+            else:
+                opts["target"] = w
+    except MissingValue:
+        return None
     return opts if "target" in opts else None
 
 
