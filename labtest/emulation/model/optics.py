@@ -15,7 +15,7 @@ read (shared/design/reference/domain-methodology.md section 2).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -98,44 +98,46 @@ class OpticSpec:
     firmware_version: str = "3.2.1"
 
 
-OPTICS: dict[str, OpticSpec] = {
-    # 400G-DR4: Tx avg -2.9..4.0, Tx OMA -0.8..4.2, Rx avg -5.9..4.0 dBm, Rx sensitivity
-    # OMA -4.4 dBm, damage 5 dBm, LOS assert -15 dBm (Edgecore ET7502-DR4 datasheet).
-    "400G-DR4": OpticSpec(
-        name="400G-DR4",
-        standard="400GBASE-DR4",
-        form_factor="QSFP-DD",
-        connector="MPO-12",
-        speed_gbps=400.0,
-        lanes=4,
-        wavelengths_nm=(1311.0,) * 4,
-        parallel_fibre=True,
-        tx_oma_nom_dbm=1.0,  # [emulator] inside -0.8..4.2
-        extinction_ratio_db=4.5,  # [emulator] spec minimum 3.5 dB (Edgecore)
-        rx_sensitivity_oma_dbm=-4.4,
-        # [emulator] a healthy 30 m link then has ~2.9 dB margin (BER ~1e-11) and a
-        # 3 dB dirty connector takes it to ~3e-4, as in the 3.8 dB field case
-        # (atlasofengineering.com, via the reference section 2).
-        penalty_db=1.9,
-        los_assert_dbm=-15.0,
-        connector_loss_db=0.3,  # [UNVERIFIED typical MPO mated pair]
-        fibre_loss_db_per_km=0.4,  # [UNVERIFIED typical G.652 at 1310 nm]
-        bias_nom_ma=55.0,  # [UNVERIFIED typical EML]
-        bias_apc_max_ma=115.0,
-        self_heat_c=20.0,
-        load_heat_c=3.0,
-        power_w=12.0,  # "maximum power consumption 12 W" on 400G QSFP-DD datasheets
-        thresholds=DomThresholds(
-            temperature_c=_TEMP,
-            voltage_v=_VCC,
-            # warnings at the datasheet's Tx/Rx average ranges, alarms 3 dB beyond
-            # (Rx high alarm at the 5 dBm damage level)
-            tx_power_dbm=Threshold(7.0, 4.0, -2.9, -5.9),
-            rx_power_dbm=Threshold(5.0, 4.0, -5.9, -8.9),
-            bias_ma=_BIAS,
-        ),
-        part_number="LTP-400G-DR4",
+# 400G-DR4: Tx avg -2.9..4.0, Tx OMA -0.8..4.2, Rx avg -5.9..4.0 dBm, Rx sensitivity
+# OMA -4.4 dBm, damage 5 dBm, LOS assert -15 dBm (Edgecore ET7502-DR4 datasheet).
+_DR4 = OpticSpec(
+    name="400G-DR4",
+    standard="400GBASE-DR4",
+    form_factor="QSFP-DD",
+    connector="MPO-12",
+    speed_gbps=400.0,
+    lanes=4,
+    wavelengths_nm=(1311.0,) * 4,
+    parallel_fibre=True,
+    tx_oma_nom_dbm=1.0,  # [emulator] inside -0.8..4.2
+    extinction_ratio_db=4.5,  # [emulator] spec minimum 3.5 dB (Edgecore)
+    rx_sensitivity_oma_dbm=-4.4,
+    # [emulator] a healthy 30 m link then has ~2.9 dB margin (BER ~1e-11) and a
+    # 3 dB dirty connector takes it to ~3e-4, as in the 3.8 dB field case
+    # (atlasofengineering.com, via the reference section 2).
+    penalty_db=1.9,
+    los_assert_dbm=-15.0,
+    connector_loss_db=0.3,  # [UNVERIFIED typical MPO mated pair]
+    fibre_loss_db_per_km=0.4,  # [UNVERIFIED typical G.652 at 1310 nm]
+    bias_nom_ma=55.0,  # [UNVERIFIED typical EML]
+    bias_apc_max_ma=115.0,
+    self_heat_c=20.0,
+    load_heat_c=3.0,
+    power_w=12.0,  # "maximum power consumption 12 W" on 400G QSFP-DD datasheets
+    thresholds=DomThresholds(
+        temperature_c=_TEMP,
+        voltage_v=_VCC,
+        # warnings at the datasheet's Tx/Rx average ranges, alarms 3 dB beyond
+        # (Rx high alarm at the 5 dBm damage level)
+        tx_power_dbm=Threshold(7.0, 4.0, -2.9, -5.9),
+        rx_power_dbm=Threshold(5.0, 4.0, -5.9, -8.9),
+        bias_ma=_BIAS,
     ),
+    part_number="LTP-400G-DR4",
+)
+
+OPTICS: dict[str, OpticSpec] = {
+    "400G-DR4": _DR4,
     # 400G-FR4: CWDM 1271..1331 nm on duplex LC; Tx avg -3.3..3.5, Tx OMA -0.3..3.7,
     # Rx avg -7.3..3.5 dBm, sensitivity OMA -4.6 dBm, damage 4.5 dBm (Edgecore ET7502-FR4).
     "400G-FR4": OpticSpec(
@@ -168,9 +170,11 @@ OPTICS: dict[str, OpticSpec] = {
         ),
         part_number="LTP-400G-FR4",
     ),
-    # 800G-DR8: Tx avg -2.9..4.0, Tx OMA -0.8..4.2 dBm (Trixon 800G DR8); Rx numbers
-    # assumed equal to DR4 [UNVERIFIED]; 1e-15 post-FEC, host FEC (Ascent DR8).
-    "800G-DR8": OpticSpec(
+    # 800G-DR8: Tx avg -2.9..4.0, Tx OMA -0.8..4.2 dBm (Trixon 800G DR8), the same as DR4; so
+    # the optical budget, bias and thresholds are DR4's (Rx numbers assumed equal to DR4's
+    # [UNVERIFIED]); 1e-15 post-FEC, host FEC (Ascent DR8). Eight lanes run hotter, draw more.
+    "800G-DR8": replace(
+        _DR4,
         name="800G-DR8",
         standard="800GBASE-DR8",
         form_factor="OSFP",
@@ -178,26 +182,9 @@ OPTICS: dict[str, OpticSpec] = {
         speed_gbps=800.0,
         lanes=8,
         wavelengths_nm=(1311.0,) * 8,
-        parallel_fibre=True,
-        tx_oma_nom_dbm=1.0,
-        extinction_ratio_db=4.5,
-        rx_sensitivity_oma_dbm=-4.4,
-        penalty_db=1.9,
-        los_assert_dbm=-15.0,
-        connector_loss_db=0.3,
-        fibre_loss_db_per_km=0.4,
-        bias_nom_ma=55.0,
-        bias_apc_max_ma=115.0,
         self_heat_c=25.0,
         load_heat_c=4.0,
         power_w=16.0,
-        thresholds=DomThresholds(
-            temperature_c=_TEMP,
-            voltage_v=_VCC,
-            tx_power_dbm=Threshold(7.0, 4.0, -2.9, -5.9),
-            rx_power_dbm=Threshold(5.0, 4.0, -5.9, -8.9),
-            bias_ma=_BIAS,
-        ),
         part_number="LTP-800G-DR8",
     ),
 }
