@@ -37,6 +37,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from labtest import connect
 from labtest.errors import ConfigError, LabtestError, ProtocolError
 from labtest.testbed.model import Device, Testbed
+from labtest.transports.closing import ClosedOnExit
 from labtest.transports.visa import Recorder, VisaTransport
 
 T = TypeVar("T")
@@ -323,7 +324,7 @@ class Bound(Generic[T]):
         parameter.write(instrument, checked, checked_index)
 
 
-class ScpiInstrument:
+class ScpiInstrument(ClosedOnExit):
     """Base of the SCPI drivers: a VISA transport, declared indices and per-lab limits.
 
     ``indices`` maps each template field (``slot``, ``channel``, ``lane`` ...)
@@ -389,12 +390,6 @@ class ScpiInstrument:
 
     def close(self) -> None:
         self.transport.close()
-
-    def __enter__(self) -> ScpiInstrument:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _describe_collection(allowed: Collection[Any]) -> str:

@@ -38,6 +38,7 @@ from scapy.sendrecv import AsyncSniffer
 
 from labtest import netns as ns
 from labtest.errors import ProtocolError, TransportError
+from labtest.transports.closing import ClosedOnExit
 
 log = logging.getLogger("labtest.transport.packets")
 T = TypeVar("T")
@@ -220,7 +221,7 @@ class Capture:
         self.stop()
 
 
-class PacketPort:
+class PacketPort(ClosedOnExit):
     """One traffic port: an OS interface, optionally inside a network namespace."""
 
     def __init__(self, device_name: str, interface: str, netns: str | None = None) -> None:
@@ -237,12 +238,6 @@ class PacketPort:
         if self._tx is not None:
             self._tx.close()
             self._tx = None
-
-    def __enter__(self) -> PacketPort:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # --- sending ---------------------------------------------------------------------
 

@@ -72,6 +72,7 @@ from labtest.errors import (
 from labtest.secrets import MASK, redact
 from labtest.testbed.model import SnmpSettings
 from labtest.transports import mibs, snmp_wire
+from labtest.transports.closing import ClosedOnExit
 
 log = logging.getLogger("labtest.transport.snmp")
 
@@ -149,7 +150,7 @@ def octets_to_str(raw: bytes) -> str:
     return "0x" + raw.hex()
 
 
-class SnmpTransport:
+class SnmpTransport(ClosedOnExit):
     """One SNMP peer. Thread-safe; calls run on the transport's own loop."""
 
     def __init__(self, device_name: str, address: str, settings: SnmpSettings) -> None:
@@ -237,12 +238,6 @@ class SnmpTransport:
             wire.close()
         if finalizer is not None:
             finalizer()
-
-    def __enter__(self) -> SnmpTransport:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
 
     # --- the read path: snmp_wire ------------------------------------------------
 

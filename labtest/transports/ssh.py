@@ -63,6 +63,7 @@ from labtest.errors import (
 )
 from labtest.secrets import redact, register
 from labtest.testbed.model import SshSettings
+from labtest.transports.closing import ClosedOnExit
 from labtest.transports.known_hosts import (
     KnownHosts,
     KnownKeys,
@@ -131,7 +132,7 @@ class CommandResult:
     duration_s: float
 
 
-class SshTransport:
+class SshTransport(ClosedOnExit):
     """One device's SSH connection, opened on first use and reopened after a drop."""
 
     def __init__(
@@ -185,12 +186,6 @@ class SshTransport:
             if self._transport is not None:
                 self._transport.close()
                 self._transport = None
-
-    def __enter__(self) -> SshTransport:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _discard(self, transport: paramiko.Transport) -> None:
         """Drop a connection that misbehaved, so the next command reconnects."""
@@ -562,7 +557,7 @@ class SshTransport:
         return error
 
 
-class ShellSession:
+class ShellSession(ClosedOnExit):
     """An interactive CLI session: send a line, get the text up to the next prompt.
 
     After a drop or a timeout the next :meth:`send` opens a fresh session (and
@@ -574,12 +569,6 @@ class ShellSession:
         self._channel: paramiko.Channel | None = None
         self.prompt = ""  # the last prompt seen, e.g. "sw1(config)# "
         self.banner = ""  # what the device printed before its first prompt
-
-    def __enter__(self) -> ShellSession:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         if self._channel is not None:
