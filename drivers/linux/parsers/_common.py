@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from labtest.errors import ParseError
 
 # Parsers see text, not a device; the driver re-raises with the host's name.
 SOURCE = "linux"
 
 
-def parse_error(
-    message: str,
-    text: str,
-    *,
-    command: str | None = None,
-    line: int | None = None,
-    expected: str | None = None,
-) -> ParseError:
-    """A ParseError that keeps the whole raw output for the report."""
-    return ParseError(SOURCE, message, raw=text, command=command, line=line, expected=expected)
+#: ``parse_error(message, text, command=, line=, expected=)``: a ParseError from SOURCE that
+#: keeps the whole raw output (``text``) for the report; ParseError's own keywords, not a copy
+parse_error = partial(ParseError, SOURCE)
 
 
 def to_int(token: str) -> int:
