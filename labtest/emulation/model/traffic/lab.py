@@ -59,6 +59,10 @@ def clos_testbed(
     devices: dict[str, Device] = {}
     links: list[Link] = []
     sw = dict(switch_vars or {})
+
+    def cable(a: str, b: str, length_m: float) -> None:  # every link runs at the one speed
+        links.append(Link(a=a, b=b, speed_gbps=speed_gbps, length_m=length_m))
+
     for s in range(1, spines + 1):
         devices[f"spine{s}"] = Device(role="spine", driver="sonic", vars=sw)
     h = 0
@@ -68,34 +72,17 @@ def clos_testbed(
         port = 0
         for s in range(1, spines + 1):
             for u in range(uplinks_per_spine):
-                links.append(
-                    Link(
-                        a=f"{leaf}:Ethernet{port}",
-                        b=f"spine{s}:Ethernet{(lf - 1) * uplinks_per_spine + u}",
-                        speed_gbps=speed_gbps,
-                        length_m=30,
-                    )
-                )
+                cable(f"{leaf}:Ethernet{port}",
+                      f"spine{s}:Ethernet{(lf - 1) * uplinks_per_spine + u}", 30)
                 port += 8
         for _ in range(hosts_per_leaf):
             h += 1
             devices[f"host{h}"] = Device(role="host", driver="linux", vars=dict(host_vars or {}))
-            links.append(
-                Link(
-                    a=f"host{h}:eth0", b=f"{leaf}:Ethernet{port}", speed_gbps=speed_gbps, length_m=3
-                )
-            )
+            cable(f"host{h}:eth0", f"{leaf}:Ethernet{port}", 3)
             port += 8
     if tg_ports:
         devices["tg1"] = Device(role="tg", driver="scapy-tg")
         for t in range(1, tg_ports + 1):
             leaf = f"leaf{(t - 1) % leaves + 1}"
-            links.append(
-                Link(
-                    a=f"tg1:p{t}",
-                    b=f"{leaf}:Ethernet{200 + 8 * t}",
-                    speed_gbps=speed_gbps,
-                    length_m=3,
-                )
-            )
+            cable(f"tg1:p{t}", f"{leaf}:Ethernet{200 + 8 * t}", 3)
     return Testbed(name=name, devices=devices, links=links)
