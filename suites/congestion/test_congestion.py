@@ -70,8 +70,8 @@ def _spec(section: str) -> PerftestSpec:
     )
 
 
-def _waived(check: str, device: str, view: FabricView) -> str | None:
-    d = DEVIATIONS.waiver(check, device, view.lab.testbed)
+def _deviation(check: str, device: str, view: FabricView) -> str | None:
+    d = DEVIATIONS.find(check, device, view.lab.testbed)
     return f"{d.id}: {d.reason}" if d else None
 
 
@@ -134,7 +134,7 @@ def _judge_ecn(
 ) -> None:
     """ECN marks at the congested port, CNPs from the receiver, CNPs handled by each sender.
 
-    Where the switch does not count ECN marks per queue (or a deviation waives it), the
+    Where the switch does not count ECN marks per queue (or a deviation replaces it), the
     marks the receiving NIC saw stand in for the port's: the congested port is the last
     switch queue the incast crosses.
     """
@@ -147,10 +147,10 @@ def _judge_ecn(
 
     att = view.attachment[receiver]
     congested = deltas.get(f"{att.switch}:{att.switch_port}")
-    waived = _waived("congestion.ecn_marked_packets", att.switch, view)
+    deviated = _deviation("congestion.ecn_marked_packets", att.switch, view)
     where = {"device": att.switch, "port": att.switch_port, "receiver": receiver}
     marked_rx = hw(receiver, "np_ecn_marked_roce_packets")
-    if congested is not None and congested.queue_ecn_marked and not waived:
+    if congested is not None and congested.queue_ecn_marked and not deviated:
         marked = sum(congested.queue_ecn_marked.get(p, 0) for p in LOSSLESS)
         measure(
             "congestion.ecn_marked_packets", marked, key="congestion.ecn_marked_packets", **where
@@ -162,7 +162,7 @@ def _judge_ecn(
             key="congestion.ecn_marked_packets",
             **where,
             seen_by=f"{receiver} NIC",
-            why=waived or "no per-queue switch counter",
+            why=deviated or "no per-queue switch counter",
         )
     if marked_rx is not None:
         measure("congestion.receiver_ecn_marked_packets", marked_rx, unit="packets", host=receiver)
@@ -405,9 +405,9 @@ def test_pfcwd_armed(wd_switch: str, fabric_view: FabricView, measure: Any) -> N
     view = fabric_view
     switch = view.lab.device(wd_switch)
     assert isinstance(switch, PfcQueues) and isinstance(switch, Interfaces)
-    waived = _waived("congestion.pfcwd_unarmed_queues", wd_switch, view)
-    if waived:
-        pytest.skip(f"declared deviation {waived}")
+    deviated = _deviation("congestion.pfcwd_unarmed_queues", wd_switch, view)
+    if deviated:
+        pytest.skip(f"declared deviation {deviated}")
     with allure.step("CONG-3.1/1: ports with a link up"):
         active = [p for p, st in switch.interfaces().items() if st.oper_up]
     with allure.step("CONG-3.1/2: watchdog configuration and per-queue state"):

@@ -218,9 +218,9 @@ def prbs_campaign(
         max_s=float(profile.get("link.prbs_max_s").high or 0.0),
         pattern=str(prbs["pattern"]),
         min_stage_s=float(prbs["min_stage_s"]),
-        bits_fallback=lambda dev: DEVIATIONS.waiver("prbs_bit_count", dev, testbed) is not None,
+        bits_fallback=lambda dev: DEVIATIONS.find("prbs_bit_count", dev, testbed) is not None,
         read_at_stop=lambda dev: (
-            DEVIATIONS.waiver("prbs_read_while_running", dev, testbed) is not None
+            DEVIATIONS.find("prbs_read_while_running", dev, testbed) is not None
         ),
         touch=module_config_guard.touch,
     )

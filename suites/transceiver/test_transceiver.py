@@ -76,8 +76,8 @@ def _fleet(lab: Lab) -> list[str]:
     return [n for n in lab.testbed.devices if n in wanted]
 
 
-def _waived(check: str, device: str, testbed: Testbed) -> str | None:
-    d = DEVIATIONS.waiver(check, device, testbed)
+def _deviation(check: str, device: str, testbed: Testbed) -> str | None:
+    d = DEVIATIONS.find(check, device, testbed)
     return f"deviation {d.id}: {d.reason}" if d is not None else None
 
 
@@ -88,7 +88,7 @@ def first_reading(lab: Lab, testbed: Testbed) -> Reading:
 
 
 def _merger(testbed: Testbed) -> Any:
-    return lambda device: _waived("dom_lanes_in_one_record", device, testbed) is not None
+    return lambda device: _deviation("dom_lanes_in_one_record", device, testbed) is not None
 
 
 def _both_ends_or_not_proven(link: Link, reading: Reading, key: str, measure: Any) -> None:
@@ -145,15 +145,15 @@ def test_optic_firmware(
 ) -> None:
     device, _, port = module_end.partition(":")
     module = _get(first_reading, module_end)
-    waived = _waived("optic_firmware", device, testbed)
-    if waived:
-        reason = f"{module_end}: not verified: {waived}"
+    deviated = _deviation("optic_firmware", device, testbed)
+    if deviated:
+        reason = f"{module_end}: not verified: {deviated}"
         measure.not_proven("transceiver.firmware_mismatch", reason, device=device, port=port)
         pytest.skip(reason)
     if not module.firmware:
         pytest.fail(f"{module_end}: the module reports no firmware version")
     with allure.step("TRANSCEIVER-1.2/1: firmware is a qualified version of its part number"):
-        components = 2 if _waived("firmware_build", device, testbed) else None
+        components = 2 if _deviation("firmware_build", device, testbed) else None
         optic = APPROVED.get(module.part_number or "")
         if optic is None:  # an unapproved part is TRANSCEIVER-1.1's finding
             allure.attach(
@@ -195,9 +195,9 @@ def _firmware_of_part(reading: Reading, part: str | None, testbed: Testbed) -> d
         for end, m in reading.modules.items()
         if m.part_number == part
         and m.firmware
-        and not _waived("optic_firmware", end.split(":", 1)[0], testbed)
+        and not _deviation("optic_firmware", end.split(":", 1)[0], testbed)
     }
-    short = any(_waived("firmware_build", end.split(":", 1)[0], testbed) for end in members)
+    short = any(_deviation("firmware_build", end.split(":", 1)[0], testbed) for end in members)
     return {e: ".".join(v.split(".")[:2]) if short else v for e, v in members.items() if v}
 
 

@@ -125,10 +125,10 @@ def test_deviations_match_by_testbed_fields(leafspine):
     tb, _, _ = leafspine
     devs = load_deviations("congestion")
     for d in devs.items:
-        assert d.reason and d.waives and d.id
+        assert d.reason and d.replaces and d.id
     eos = [n for n, d in tb.devices.items() if d.driver == "eos"]
     sonic = [n for n, d in tb.devices.items() if d.driver == "sonic"]
-    waived = {c for d in devs.items for c in d.waives}
+    waived = {c for d in devs.items for c in d.replaces}
     for check in waived:
-        assert any(devs.waiver(check, n, tb) for n in eos + sonic)
-    assert devs.waiver("no.such.check", sonic[0], tb) is None
+        assert any(devs.find(check, n, tb) for n in eos + sonic)
+    assert devs.find("no.such.check", sonic[0], tb) is None

@@ -17,7 +17,8 @@ def _family(tmp_path, monkeypatch, text: str) -> str:
 
 def test_a_deviation_without_a_reason_is_a_located_config_error(tmp_path, monkeypatch):
     family = _family(
-        tmp_path, monkeypatch, "deviations:\n  - id: x\n    waives: [a]\n    match: {driver: eos}\n"
+        tmp_path, monkeypatch,
+        "deviations:\n  - id: x\n    replaces: [a]\n    match: {driver: eos}\n",
     )
     with pytest.raises(ConfigError) as err:
         suite_data.load_deviations(family)
@@ -36,8 +37,19 @@ def test_declared_deviations_still_load(tmp_path, monkeypatch):
     family = _family(
         tmp_path,
         monkeypatch,
-        "deviations:\n  - id: x\n    match: {driver: eos}\n    waives: [a, b]\n    reason: r\n",
+        "deviations:\n  - id: x\n    match: {driver: eos}\n    replaces: [a, b]\n    reason: r\n",
     )
     (dev,) = suite_data.load_deviations(family).items
-    assert (dev.id, dev.match, dev.waives, dev.reason) == ("x", {"driver": "eos"}, ("a", "b"), "r")
+    assert (dev.id, dev.match, dev.replaces, dev.reason) == (
+        "x", {"driver": "eos"}, ("a", "b"), "r")
     assert dev.applies("leaf1", "eos", "leaf") and not dev.applies("leaf1", "sonic", "leaf")
+
+
+def test_the_old_waives_key_is_refused_with_its_new_name(tmp_path, monkeypatch):
+    """'waive' means one thing (a lab's accepted hole): a deviation 'replaces' checks."""
+    text = "deviations:\n  - id: x\n    waives: [a]\n    reason: r\n"
+    family = _family(tmp_path, monkeypatch, text)
+    with pytest.raises(ConfigError) as err:
+        suite_data.load_deviations(family)
+    assert any("deviations.yaml:2:" in p and "'replaces'" in p for p in err.value.problems), \
+        err.value.problems
