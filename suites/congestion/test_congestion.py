@@ -88,38 +88,24 @@ def _judge_drops(measure: Any, deltas: dict[str, PortDelta], receiver: str) -> N
             n = (d.tx_discards or 0) + (d.rx_discards or 0)
         if n > 0:
             dropped[endpoint] = n
-    if not dropped:
-        measure("congestion.lossless_drops", 0, key="congestion.lossless_drops", receiver=receiver)
-    for endpoint, n in sorted(dropped.items()):
+    _per_port(measure, "congestion.lossless_drops", dropped, receiver)
+
+
+def _per_port(measure: Recorder, key: str, counts: dict[str, int], receiver: str) -> None:
+    """One measurement per port that counted some, else a single zero for the receiver's
+    run: the lossless-drop and lossy-PFC checks record alike."""
+    if not counts:
+        measure(key, 0, key=key, receiver=receiver)
+    for endpoint, n in sorted(counts.items()):
         device, _, port = endpoint.partition(":")
-        measure(
-            "congestion.lossless_drops",
-            n,
-            key="congestion.lossless_drops",
-            device=device,
-            port=port,
-            receiver=receiver,
-        )
+        measure(key, n, key=key, device=device, port=port, receiver=receiver)
 
 
 def _judge_lossy_pfc(measure: Any, deltas: dict[str, PortDelta], receiver: str) -> int:
     """PFC frames on lossy priorities; returns the lossless pause frames seen (evidence)."""
     lossy = {e: d.pfc_tx_on(LOSSY) + d.pfc_rx_on(LOSSY) for e, d in deltas.items() if d.pfc_tx}
     bad = {e: n for e, n in lossy.items() if n > 0}
-    if not bad:
-        measure(
-            "congestion.lossy_pfc_frames", 0, key="congestion.lossy_pfc_frames", receiver=receiver
-        )
-    for endpoint, n in sorted(bad.items()):
-        device, _, port = endpoint.partition(":")
-        measure(
-            "congestion.lossy_pfc_frames",
-            n,
-            key="congestion.lossy_pfc_frames",
-            device=device,
-            port=port,
-            receiver=receiver,
-        )
+    _per_port(measure, "congestion.lossy_pfc_frames", bad, receiver)
     return sum(d.pfc_tx_on(LOSSLESS) for d in deltas.values())
 
 
