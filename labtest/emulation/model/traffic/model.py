@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable
+from typing import ParamSpec
 
 import numpy as np
 
@@ -35,6 +36,16 @@ from labtest.emulation.model.traffic.topology import (
 )
 
 Undo = Callable[[], None]
+_P = ParamSpec("_P")
+
+
+def set_again(setter: Callable[_P, Undo], *args: _P.args, **kwargs: _P.kwargs) -> Undo:
+    """A setter's undo: the setter again with the values it replaced (its own undo dropped)."""
+
+    def undo() -> None:
+        setter(*args, **kwargs)
+
+    return undo
 
 
 class BrokenRing(FaultError):
@@ -303,10 +314,7 @@ class TrafficModel(TrafficCore):
         (q.pfc.add if enabled else q.pfc.discard)(priority)
         self._changed()
 
-        def undo() -> None:
-            self.set_pfc(device, priority, was)
-
-        return undo
+        return set_again(self.set_pfc, device, priority, was)
 
     @locked
     def set_ecn(self, device: str, enabled: bool) -> Undo:
@@ -317,10 +325,7 @@ class TrafficModel(TrafficCore):
         self._refresh_cc()
         self._changed()
 
-        def undo() -> None:
-            self.set_ecn(device, was)
-
-        return undo
+        return set_again(self.set_ecn, device, was)
 
     @locked
     def set_ecn_thresholds(self, device: str, kmin_b: float | None, kmax_b: float | None) -> Undo:
@@ -339,10 +344,7 @@ class TrafficModel(TrafficCore):
         q.ecn_kmin_b, q.ecn_kmax_b = kmin_b, kmax_b
         self._changed()
 
-        def undo() -> None:
-            self.set_ecn_thresholds(device, *was)
-
-        return undo
+        return set_again(self.set_ecn_thresholds, device, *was)
 
     @locked
     def set_pg_xoff(self, device: str, xoff_b: float | None) -> Undo:
@@ -358,10 +360,7 @@ class TrafficModel(TrafficCore):
         q.pg_xoff_b = xoff_b
         self._changed()
 
-        def undo() -> None:
-            self.set_pg_xoff(device, was)
-
-        return undo
+        return set_again(self.set_pg_xoff, device, was)
 
     def _refresh_cc(self) -> None:
         topo = self.topo
@@ -380,10 +379,7 @@ class TrafficModel(TrafficCore):
         self.qos[device].pfcwd = enabled
         self._changed()
 
-        def undo() -> None:
-            self.set_pfcwd(device, was)
-
-        return undo
+        return set_again(self.set_pfcwd, device, was)
 
     @locked
     def start_pfc_storm(self, endpoint: str, priority: int = 3) -> Undo:
@@ -474,10 +470,7 @@ class TrafficModel(TrafficCore):
         self.mtu[p] = mtu
         self._changed()
 
-        def undo() -> None:
-            self.set_mtu(endpoint, was)
-
-        return undo
+        return set_again(self.set_mtu, endpoint, was)
 
     @locked
     def set_straggler(self, link: str, rate_fraction: float) -> Undo:
