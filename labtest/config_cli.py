@@ -18,7 +18,6 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from labtest.errors import ConfigError
 from labtest.testbed import Testbed, emulates, load_testbed
@@ -228,7 +227,7 @@ def effective(args: argparse.Namespace, env: Mapping[str, str] | None = None) ->
     return [resolve(s, ctx) for s in SETTINGS]
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ap = subparsers.add_parser(
         "config", help="print each setting's effective value and where it came from",
         description="Each setting labtest reads, its effective value and its source. The "

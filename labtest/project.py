@@ -98,7 +98,7 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ap = subparsers.add_parser(
         "init", help="start a lab project: testbed, limits, an example suite, pinned labtest",
         description="Create DIR with a testbed (from the emulated leaf-spine lab), a copy of "

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from labtest.run import (
     DEFAULT_RESULTS,
@@ -20,7 +19,7 @@ from labtest.run import (
 )
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ap = subparsers.add_parser(
         "run",
         help="run the suites (default: all, on the emulated leaf-spine lab) with a verdict table",

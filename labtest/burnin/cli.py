@@ -29,7 +29,7 @@ from typing import Any
 EXIT_PASS, EXIT_FAIL, EXIT_ERROR, EXIT_INCOMPLETE = 0, 1, 2, 3
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ap = subparsers.add_parser(
         "burnin",
         help="run a burn-in station: monitors, durable samples, resume, verdict per serial",

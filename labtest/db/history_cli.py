@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ap = subparsers.add_parser(
         "history", help="a serial's or a port's measurements across stored runs (and a plot)",
         description="Measurements of one unit across the runs stored by labtest run.")

@@ -16,7 +16,7 @@ import sys
 import time
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 if TYPE_CHECKING:
     from labtest.reservation import LeaseRow
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ap = subparsers.add_parser(
         "lease", help="list the device leases of every runner, or release a run's devices",
         description="Show or release device leases (docs/reservation.md, docs/database.md).")

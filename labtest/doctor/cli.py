@@ -24,7 +24,7 @@ ONCE_ROUND_S = 10.0
 ONCE_ROUND_PROBES = 30
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ap = sub.add_parser(
         "doctor",
         help="watch a running fabric and name the sick link, port or NIC",

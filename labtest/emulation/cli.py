@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 SIGNAL_POLL_S = 0.2
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     em = sub.add_parser("emulate", help="run an emulated lab built from a testbed file")
     em.add_argument("testbed", type=Path, nargs="?")
     em.add_argument(

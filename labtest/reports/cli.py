@@ -18,7 +18,7 @@ from labtest.reports import results, signoff
 EXIT_OK, EXIT_VERDICT, EXIT_ERROR, EXIT_INCOMPLETE = 0, 1, 2, 6
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ap = subparsers.add_parser(
         "report",
         help="build the sign-off report (and Allure HTML) from a results directory",
