@@ -8,7 +8,7 @@ import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from labtest.transports.snmp_ber import Pdu
 
@@ -38,10 +38,20 @@ NOT_IN_TIME_WINDOW = "usmStatsNotInTimeWindows"
 UNKNOWN_ENGINE_ID = "usmStatsUnknownEngineIDs"
 
 
-def password_to_key(password: bytes, engine_id: bytes, hash_fn: Callable[..., Any]) -> bytes:
-    """RFC 3414 A.2: hash 1 MiB of the repeated password, then localize to the engine."""
+class _Digest(Protocol):
+    def digest(self) -> bytes: ...
+
+
+def password_to_ku(password: bytes, hash_fn: Callable[[bytes], _Digest]) -> bytes:
+    """RFC 3414 A.2, the user's key Ku: the hash of 1 MiB of the repeated password.
+    Apart from ``localize`` so RFC 3414 A.3's intermediate keys can be checked."""
     stretched = (password * (1048576 // len(password) + 1))[:1048576]
-    return localize(hash_fn(stretched).digest(), engine_id, hash_fn)
+    return hash_fn(stretched).digest()
+
+
+def password_to_key(password: bytes, engine_id: bytes, hash_fn: Callable[..., Any]) -> bytes:
+    """RFC 3414 A.2: Ku localized to the engine (Kul)."""
+    return localize(password_to_ku(password, hash_fn), engine_id, hash_fn)
 
 
 def localize(key: bytes, engine_id: bytes, hash_fn: Callable[..., Any]) -> bytes:

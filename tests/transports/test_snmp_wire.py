@@ -208,15 +208,27 @@ def test_garbled_replies_are_refused(garble: Callable[[bytes], bytes]) -> None:
 # --- USM keys -----------------------------------------------------------------------------
 
 RFC3414_ENGINE = bytes.fromhex("000000000000000000000002")
+#: RFC 3414 A.3.1 (MD5) and A.3.2 (SHA): password "maplesyrup", the intermediate key Ku
+#: and Kul, Ku localized to RFC3414_ENGINE, as printed there. RFC 3826 (AES) and RFC 7860
+#: (SHA-2) publish no vectors: their keys are checked against pysnmp and snmpd below.
+RFC3414_A3 = {
+    "MD5": ("9f af 32 83 88 4e 92 83 4e bc 98 47 d8 ed d9 63",
+            "52 6f 5e ed 9f cc e2 6f 89 64 c2 93 07 87 d8 2b"),
+    "SHA": ("9f b5 cc 03 81 49 7b 37 93 52 89 39 ff 78 8d 5d 79 14 52 11",
+            "66 95 fe bc 92 88 e3 62 82 23 5f c7 15 1f 12 84 97 b3 8f 3f"),
+}  # fmt: skip
 
 
-def test_password_to_key_matches_rfc3414_a3() -> None:
-    import hashlib
+@pytest.mark.parametrize("auth", sorted(RFC3414_A3))
+def test_password_to_key_matches_rfc3414_a3(auth: str) -> None:
+    """Each step on its own (Ku; localizing the RFC's Ku) and both together."""
+    from labtest.transports.snmp_usm import password_to_ku
 
-    md5 = w.password_to_key(b"maplesyrup", RFC3414_ENGINE, hashlib.md5)
-    sha = w.password_to_key(b"maplesyrup", RFC3414_ENGINE, hashlib.sha1)
-    assert md5.hex() == "526f5eed9fcce26f8964c2930787d82b"
-    assert sha.hex() == "6695febc9288e36282235fc7151f128497b38f3f"
+    ku, kul = (bytes.fromhex(text) for text in RFC3414_A3[auth])
+    hash_fn = w.AUTH[auth][0]
+    assert password_to_ku(b"maplesyrup", hash_fn) == ku
+    assert w.localize(ku, RFC3414_ENGINE, hash_fn) == kul
+    assert w.password_to_key(b"maplesyrup", RFC3414_ENGINE, hash_fn) == kul
 
 
 @pytest.mark.parametrize(
@@ -399,6 +411,7 @@ USERS = {
     "md5-des": ("MD5 DES", {"auth_protocol": "MD5", "priv_protocol": "DES"}),
     "sha224-aes256": ("SHA-224 AES256C", {"auth_protocol": "SHA224", "priv_protocol": "AES256"}),
     "sha512-aes192": ("SHA-512 AES192C", {"auth_protocol": "SHA512", "priv_protocol": "AES192"}),
+    "sha256-aes": ("SHA-256 AES", {"auth_protocol": "SHA256", "priv_protocol": "AES"}),
     "sha384-auth": ("SHA-384", {"auth_protocol": "SHA384"}),
     "noauth": ("", {}),
 }
@@ -536,6 +549,18 @@ def test_v3_authpriv_sha_aes_walk_equals_snmpbulkwalk(snmpd: Snmpd) -> None:
     theirs = snmpd.bulkwalk(IF_X_TABLE, "-v3", "-l", "authPriv", "-u", "sha-aes", "-a", "SHA",
                             "-A", AUTH_KEY, "-x", "AES", "-X", PRIV_KEY)  # fmt: skip
     _same_walk(ours, theirs)  # type: ignore[arg-type]
+
+
+def test_snmpd_users_cover_every_protocol_the_settings_offer() -> None:
+    """So a protocol added to SnmpSettings gets a user here, and a walk against snmpd."""
+    from typing import get_args
+
+    fields = SnmpSettings.model_fields
+    chosen = [settings for _, settings in USERS.values()]
+    for name, table in (("auth_protocol", w.AUTH), ("priv_protocol", w.PRIV_KEY_BYTES)):
+        offered = set(get_args(fields[name].annotation))
+        assert offered == set(table)
+        assert {s[name] for s in chosen if name in s} == offered, name
 
 
 @pytest.mark.parametrize("user", [u for u in USERS if u != "sha-aes"])
