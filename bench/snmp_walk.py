@@ -1,11 +1,11 @@
-"""SNMP bulk walk of a switch's IF-MIB: our transport vs net-snmp's snmpbulkwalk.
+"""SNMP bulk walk of a switch's IF-MIB: our transport vs ezsnmp and net-snmp's snmpbulkwalk.
 
     python bench/snmp_walk.py [--ports 300] [--repeat 5] [--max-repetitions 50]
                               [--oid 1.3.6.1.2.1.31.1.1] [--emulated]
 
-Both clients walk the same subtree (ifXTable unless ``--oid``), GETBULK with
+The clients walk the same subtree (ifXTable unless ``--oid``), GETBULK with
 the same max-repetitions, against the same agent, in one run; the bench prints
-the best of ``--repeat`` walks for each and the ratio, for v2c and for v3
+the best of ``--repeat`` walks for each and the ratios, for v2c and for v3
 authPriv (SHA/AES):
 
 - **net-snmp's snmpd** serving the real IF-MIB of a network namespace with
@@ -19,6 +19,11 @@ authPriv (SHA/AES):
 start-up, and for v3 its engine discovery, is part of its time), numeric OIDs,
 no MIB loading (``-m ""``). Our transport is warmed up once (socket, v3
 discovery and key localization), as a driver's transport is.
+
+**ezsnmp** (net-snmp's library in-process, the maintained alternative that issue
+38 item 5 weighed against our client; docs/scale.md) is one ``Session`` warmed up
+by one GET, numeric OIDs, no MIBs (``MIBS=""``). It is optional:
+``pip install 'labtest[bench-snmp]'``; without it its column is skipped.
 
 Profile our side of a walk with
 ``python -m cProfile -s cumtime bench/snmp_walk.py --repeat 1``.
@@ -189,6 +194,30 @@ def net_snmp_walk(agent: Agent, version: str, oid: str, max_repetitions: int) ->
     return sum(1 for line in done.stdout.splitlines() if line.startswith("."))
 
 
+def ezsnmp_walker(
+    agent: Agent, version: str, oid: str, max_repetitions: int
+) -> Callable[[], int] | None:
+    """A warmed-up ezsnmp session's walk (it opens a socket per call, so it runs in the
+    agent's namespace); None when ezsnmp is not installed."""
+    os.environ["MIBS"] = ""  # as snmpbulkwalk -m "": net-snmp reads it at its first session
+    try:
+        from ezsnmp import Session
+    except ImportError:
+        return None
+    if version == "2c":
+        auth = {"community": COMMUNITY}
+    else:
+        auth = {"security_level": "authPriv", "security_username": USER,
+                "auth_protocol": "SHA", "auth_passphrase": AUTH_KEY,
+                "privacy_protocol": "AES", "privacy_passphrase": PRIV_KEY}  # fmt: skip
+    session = Session(
+        hostname="127.0.0.1", port_number=agent.port, version=version, timeout=2, retries=1,
+        print_oids_numerically=True, set_max_repeaters_to_num=max_repetitions, **auth,
+    )  # fmt: skip
+    netns.call_in_netns(agent.netns, lambda: session.get("1.3.6.1.2.1.1.3.0"))
+    return partial(netns.call_in_netns, agent.netns, lambda: len(session.bulk_walk(oid)), 60.0)
+
+
 def settings_for(agent: Agent, version: str) -> SnmpSettings:
     if version == "2c":
         return SnmpSettings(
@@ -213,7 +242,7 @@ def best_of(repeat: int, walk: Callable[[], int]) -> Timing:
     return Timing(min(times), counts.pop())
 
 
-def compare(agent: Agent, version: str, oid: str, repeat: int, max_repetitions: int) -> float:
+def compare(agent: Agent, version: str, oid: str, repeat: int, max_repetitions: int) -> None:
     transport = SnmpTransport("bench", "127.0.0.1", settings_for(agent, version))
     try:
         # the first call opens the transport's socket (and for v3 discovers the
@@ -222,16 +251,23 @@ def compare(agent: Agent, version: str, oid: str, repeat: int, max_repetitions: 
         ours = best_of(repeat, lambda: len(transport.walk(oid, max_repetitions)))
     finally:
         transport.close()
+    ez_walk = ezsnmp_walker(agent, version, oid, max_repetitions)
+    ez = best_of(repeat, ez_walk) if ez_walk else None
     theirs = best_of(repeat, lambda: net_snmp_walk(agent, version, oid, max_repetitions))
-    if ours.oids != theirs.oids:
-        raise RuntimeError(f"our walk saw {ours.oids} OIDs, snmpbulkwalk {theirs.oids}")
-    ratio = ours.best_s / theirs.best_s
+    for name, timing in (("ezsnmp", ez), ("snmpbulkwalk", theirs)):
+        if timing is not None and timing.oids != ours.oids:
+            raise RuntimeError(f"our walk saw {ours.oids} OIDs, {name} {timing.oids}")
     print(f"\nagent: {agent.name}; SNMP v{version}; {ours.oids} OIDs per walk, best of {repeat}")
     print(f"  labtest SnmpTransport : {ours.best_s * 1e3:8.1f} ms ({ours.oids_per_s:9,.0f} OIDs/s)")
+    if ez is None:
+        print("  ezsnmp                : skipped (pip install 'labtest[bench-snmp]')")
+    else:
+        print(f"  ezsnmp Session        : {ez.best_s * 1e3:8.1f} ms ({ez.oids_per_s:9,.0f} OIDs/s)")
     print(f"  net-snmp snmpbulkwalk : {theirs.best_s * 1e3:8.1f} ms "
           f"({theirs.oids_per_s:9,.0f} OIDs/s, one process per walk)")  # fmt: skip
-    print(f"  ratio (ours / net-snmp): {ratio:.2f}x the time")
-    return ratio
+    print(f"  ratio ours / net-snmp : {ours.best_s / theirs.best_s:.2f}x the time")
+    if ez is not None:
+        print(f"  ratio ezsnmp / ours   : {ez.best_s / ours.best_s:.2f}x the time")
 
 
 def driver_counters(agent: Agent, version: str, repeat: int) -> None:
