@@ -25,7 +25,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = ("labtest", "drivers", "fixtures", "suites")
 
-APPS = {"plugin", "reports", "run", "runner_cli", "matrix", "cli",
+APPS = {"plugin", "reports", "run", "runner_cli", "config_cli", "matrix", "cli",
         "burnin", "doctor", "db", "project", "reservation",
         "project_template"}
 
