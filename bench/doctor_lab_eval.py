@@ -57,7 +57,8 @@ TESTBED = REPO / "testbeds" / "emulated" / "leafspine.yaml"
 #: the doctor's kinds: the matrix's domains, except where the doctor is sized otherwise
 DOCTOR_DOMAINS: dict[str, Domain] = {
     k: DOMAINS[k] for k in ("dirty_connector", "marginal_lane", "flapping_link",
-                            "silent_drop", "ecmp_blackhole", "unreachable_device")
+                            "silent_drop", "ecmp_blackhole", "unreachable_device",
+                            "hot_module", "failing_laser")
 } | {
     "lossy_link": Domain("lossy_link", (Placement(LINKS, {
         "loss": FloatRange(0.01, 0.05, "the probe test is sized for 1 % (measure.probes."
@@ -71,6 +72,11 @@ DOCTOR_DOMAINS: dict[str, Domain] = {
 }
 #: kinds that need the training-job load to show
 LOADED = {"straggler_link"}
+#: kinds whose physics takes minutes, so ``--once`` gets a longer bound (device s): a hot
+#: module heats with a 120 s thermal lag (emulation.model.optics.THERMAL_TAU_S), a failing
+#: laser's bias climbs 10 % (transceiver.bias_change_pct) in 150-300 s at the matrix's
+#: 10-20 dB/h; both are judged on two reads 20 s or more apart (TRANSCEIVER-3.1)
+SLOW_MAX_S = {"hot_module": 900.0, "failing_laser": 900.0}
 #: ``--noise``, production's (the lab's ``emulation.noise``): a probe answer lost now and
 #: then whatever its path (1e-3: a busy host or an ICMP rate limit, a tenth of the 1 % the
 #: probe test is sized for); every device answers each command up to NOISE_ANSWER_S late
@@ -238,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(seed + 1)
     outcomes = []
     for n, (kind, target, params) in enumerate(cases, 1):
-        o = run_case(n, kind, target, params, rng.randrange(1, 10**6), out, args.max_s,
+        bound = max(args.max_s, SLOW_MAX_S.get(kind or "", 0.0))
+        o = run_case(n, kind, target, params, rng.randrange(1, 10**6), out, bound,
                      blame(tb, target) if kind else (), load=args.load_all, idle=args.idle,
                      noise=args.noise, time_scale=args.time_scale)
         outcomes.append(o)

@@ -11,6 +11,7 @@ it was seen.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,6 +105,8 @@ class Judge:
     plan: Plan
     profile: LimitsProfile
     connectors_per_link: int = 2  # as suites/transceiver/settings.yaml link_budget
+    #: each port's readings of earlier intervals, oldest first (the DOM stability check)
+    earlier: Mapping[str, Sequence[PortReading]] = field(default_factory=dict)
 
     def judge(self, snap: Snapshot, prev: Snapshot | None) -> list[Evidence]:
         out: list[Evidence] = []
@@ -161,6 +164,7 @@ class Judge:
                                "lowest lane Tx power")
         out += self._check(r, "temperature_c", r.temperature_c, "transceiver.temperature_c",
                            "module temperature")
+        out += self._dom_stability(r)
         out += self._cabling(r)
         # what the data needs to cross (a RoCE MTU's IP MTU): a port lowered below it drops
         # every larger frame, while the small probes pass
@@ -179,6 +183,47 @@ class Judge:
                                     f"{key} grew by {grew[key]} at {r.name} (no limit in the "
                                     "profile: an anomaly, not a verdict)"))
                 break  # one counter family, one vote
+        return out
+
+    def _dom_stability(self, r: PortReading) -> list[Evidence]:
+        """Acceptance's DOM stability (TRANSCEIVER-3.1) on the doctor's own readings: the
+        change of temperature, each lane's laser bias (%) and Tx/Rx power between this
+        reading and the latest one at least ``transceiver.dom_interval_s`` older, against
+        the same limits. A module heating up or a laser losing efficiency (its bias climbing
+        while the control loop holds Tx power) shows here minutes before a level crosses its
+        limit. A dark end is the flap check's (its power fell because the link did)."""
+        found = limit_for(self.profile, "transceiver.dom_interval_s", r.media)
+        if found is None or found[1].low is None:
+            return []
+        old = [e for e in self.earlier.get(r.name, ()) if r.time_s - e.time_s >= found[1].low]
+        if not old:
+            return []
+        e = old[-1]
+        gap = f"over {r.time_s - e.time_s:.0f} s"
+        out: list[Evidence] = []
+        if r.temperature_c is not None and e.temperature_c is not None:
+            out += self._check(r, "temperature_change_c", abs(r.temperature_c - e.temperature_c),
+                               "transceiver.temperature_change_c",
+                               f"module temperature change {gap}")
+        if r.oper_up is False or e.oper_up is False:
+            return out
+        pairs = [("tx_bias_change_pct", "transceiver.bias_change_pct", r.tx_bias_ma,
+                  e.tx_bias_ma, "laser bias change (%)"),
+                 ("tx_power_change_db", "transceiver.power_change_db", r.tx_power_dbm,
+                  e.tx_power_dbm, "Tx power change"),
+                 ("rx_power_change_db", "transceiver.power_change_db", r.rx_power_dbm,
+                  e.rx_power_dbm, "Rx power change")]
+        for metric, key, now, then, what in pairs:
+            if not now or len(now) != len(then):
+                continue
+            if metric == "tx_bias_change_pct":
+                changes = [abs(a - b) / b * 100.0 for a, b in zip(now, then, strict=True) if b]
+            else:
+                changes = [abs(a - b) for a, b in zip(now, then, strict=True)]
+            if changes:
+                lane = max(range(len(changes)), key=changes.__getitem__)
+                out += self._check(r, metric, changes[lane], key,
+                                   f"{what} {gap}, worst lane {lane + 1}")
         return out
 
     @staticmethod

@@ -21,7 +21,8 @@ from labtest.doctor.judge import Evidence
 REPORT_CONFIDENCE = 0.5
 NIC_METRICS = {"speed_mismatch"}
 DEVICE_METRICS = {"unreachable", "service_down"}
-MODULE_METRICS = {"tx_power_dbm", "temperature_c"}
+MODULE_METRICS = {"tx_power_dbm", "temperature_c", "temperature_change_c", "tx_bias_change_pct",
+                  "tx_power_change_db"}
 
 
 @dataclass

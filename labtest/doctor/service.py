@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import IO, Any
@@ -47,6 +48,9 @@ DRIFT_METRICS: dict[str, tuple[Callable[[PortReading], float | None], str, float
 }
 
 Prober = Callable[[], Sequence[ProbePath]]
+#: readings kept per port: the DOM stability check takes the latest one at least
+#: ``transceiver.dom_interval_s`` old, usually the last interval's
+EARLIER_READINGS = 4
 
 
 @dataclass
@@ -152,13 +156,17 @@ class Doctor:
     _t0: dict[str, float] = field(default_factory=dict)  # each port's first reading time
     _untold: set[tuple[str, str]] = field(default_factory=set)  # paged twins not told apart
     _began_lab_s: float | None = None  # labtime when the first interval began
+    #: each port's last readings (the DOM stability check compares one far enough back)
+    _earlier: dict[str, deque[PortReading]] = field(default_factory=dict)
     #: each port's counter rates over the last interval (the bursts' idle test)
     _last_rates: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def step(self, snap: Snapshot, probes: Sequence[ProbePath] = ()) -> Report:
         cpu0 = time.process_time()
-        judge = Judge(self.plan, self.profile, self.connectors_per_link)
+        judge = Judge(self.plan, self.profile, self.connectors_per_link, self._earlier)
         evidence = _moved_traffic(judge.judge(snap, self.prev))
+        for name, r in snap.ports.items():
+            self._earlier.setdefault(name, deque(maxlen=EARLIER_READINGS)).append(r)
         drifts = self._drifts(snap)
         evidence += [Evidence(self.plan.unit(where), where, d.metric, d.value, "CHANGE",
                               d.text(where), None, WEIGHTS["CHANGE"]) for where, d in drifts]

@@ -227,3 +227,22 @@ def test_cli_once_pages_a_straggler_link_where_it_is_the_bottleneck(capsys: Any)
     out = capsys.readouterr().out
     assert rc == 1, out
     assert "  1. link leaf2:Ethernet0--spine1:Ethernet8" in out and "ECN" in out, out
+
+
+@pytest.mark.parametrize(("fault", "port"), [
+    ("hot_module@{port}:delta_c=30", "leaf3:Ethernet3/1"),  # an EOS end of a fabric link
+    ("failing_laser@{port}:drift_db_per_hour=15", "host2:eth0"),  # a host NIC's module
+])
+def test_cli_once_pages_a_module_whose_dom_moves_faster_than_acceptance_allows(
+        fault: str, port: str, capsys: Any) -> None:
+    """Issue 34's kinds ``hot`` and ``failing laser``: the level crosses no limit for many
+    minutes (a 120 s thermal lag; a bias the control loop raises while Tx power holds),
+    but acceptance's DOM stability check (TRANSCEIVER-3.1) fails the move between two reads
+    20 s apart: the doctor judges the same on its own readings and pages the module's port.
+    Without it ``--once`` decided the failing laser's lab healthy, and paged the hot module
+    only once its level crossed 70 C, a few rounds later."""
+    rc = main(["doctor", "--once", "--interval", "1", "--max-s", "900",
+               "--fault", fault.format(port=port)])
+    out = capsys.readouterr().out
+    assert rc == 1 and f"  1. port {port}" in out, out
+    assert "change" in out.split(f"  1. port {port}")[1].splitlines()[1], out

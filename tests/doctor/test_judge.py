@@ -170,3 +170,53 @@ def test_anomalies_of_one_link_are_one_fact_and_never_page() -> None:
     ber = Evidence(link, "spine2:Ethernet1/1", "pre_fec_ber", 2e-4, "FAIL", "", "x", 0.9)
     (s,) = rank([fcs, errors, ber])
     assert s.confidence == pytest.approx(1 - 0.1 * 0.7)
+
+
+# --- DOM stability: acceptance's TRANSCEIVER-3.1 on the doctor's readings ------------------
+
+
+def _dom(t: float, temp: float = 45.0, bias: float = 55.0, tx: float = 1.0, rx: float = 0.5,
+         up: bool = True) -> PortReading:
+    return PortReading("leaf1", "Ethernet0", t, oper_up=up, temperature_c=temp,
+                       tx_bias_ma=(bias, 55.0, 55.0, 55.0), tx_power_dbm=(tx,) * 4,
+                       rx_power_dbm=(rx,) * 4)
+
+
+def _dom_judge(judge: Judge, *earlier: PortReading) -> Judge:
+    return Judge(judge.plan, judge.profile, earlier={"leaf1:Ethernet0": earlier})
+
+
+def test_a_module_heating_fast_is_its_port_from_the_reading_far_enough_back(
+        judge: Judge) -> None:
+    """The change is taken against the latest reading at least transceiver.dom_interval_s
+    (20 s) older: a reading 5 s back is too close, as in the suite's definition."""
+    interval = judge.profile.get("transceiver.dom_interval_s").low
+    assert interval == 20
+    now = _dom(100.0, temp=52.0)
+    j = _dom_judge(judge, _dom(60.0, temp=45.0), _dom(95.0, temp=51.5))
+    (e,) = j.judge(_snap(now), None)
+    assert (e.metric, e.verdict, e.limit_key) == (
+        "temperature_change_c", "FAIL", "transceiver.temperature_change_c")
+    assert e.value == pytest.approx(7.0) and "over 40 s" in e.text
+    (s,) = rank([e])
+    assert (s.kind, s.unit) == ("port", "leaf1:Ethernet0")  # the module, not the link
+    # within the limit, or nothing far enough back: nothing
+    assert _dom_judge(judge, _dom(60.0, temp=50.0)).judge(_snap(now), None) == []
+    assert _dom_judge(judge, _dom(90.0, temp=30.0)).judge(_snap(now), None) == []
+
+
+def test_a_laser_losing_efficiency_shows_as_its_bias_climbing(judge: Judge) -> None:
+    """Tx power held by the control loop, the bias of lane 1 up 20 %: the port's laser."""
+    j = _dom_judge(judge, _dom(0.0, bias=55.0))
+    (e,) = j.judge(_snap(_dom(60.0, bias=66.0)), None)
+    assert (e.metric, e.limit_key) == ("tx_bias_change_pct", "transceiver.bias_change_pct")
+    assert e.value == pytest.approx(20.0) and "worst lane 1" in e.text
+    assert j.judge(_snap(_dom(60.0, bias=59.0)), None) == []  # 7 %: within 10 %
+
+
+def test_power_that_fell_because_the_link_went_dark_is_the_flap_checks(judge: Judge) -> None:
+    j = _dom_judge(judge, _dom(0.0, rx=0.5))
+    (e,) = j.judge(_snap(_dom(60.0, rx=-3.0)), None)  # lit: the Rx power fell 3.5 dB
+    assert (e.metric, e.unit) == ("rx_power_change_db", "leaf1:Ethernet0--spine1:Ethernet0")
+    dark = _dom(60.0, rx=-40.0, up=False)
+    assert not any(x.metric.endswith("_change_db") for x in j.judge(_snap(dark), None))
