@@ -3,6 +3,8 @@ every shortest-path link there."""
 
 from __future__ import annotations
 
+import pytest
+
 from labtest.capabilities.probes import TraceHop, UdpTrace
 from labtest.doctor.evidence import Snapshot
 from labtest.doctor.judge import Plan
@@ -172,3 +174,43 @@ def test_a_flow_lost_whole_is_suspected_past_its_last_answer_only_where_switches
     mute = _trace(("gw",), (), ("198.18.0.3",), ("10.0.0.2",))
     paths = probe_paths(reader, [("host1", "host2", lost), ("host1", "host2", mute)], peers)
     assert [p.suspects for p in paths if not p.via_switch] == [(), ()]
+
+
+@pytest.mark.parametrize(("link", "direction", "loss"), [
+    ("leaf3:Ethernet2/1--spine2:Ethernet3/1", "ba", 0.833),  # the evaluation's case
+    ("leaf2:Ethernet0--spine1:Ethernet8", "ba", 0.98),  # a spine's way down, EOS-SONiC
+    ("leaf1:Ethernet0--spine1:Ethernet0", "ab", 0.95),  # a leaf's way up
+    ("host2:eth0--leaf1:Ethernet24", "ab", 0.9),  # a host's access link
+])
+def test_a_heavy_one_way_drop_pages_its_link_alone_not_the_links_whose_answers_it_ate(
+        link: str, direction: str, loss: float) -> None:
+    """Issue 34's evaluation, seed 20261213 case 3: 83 % dropped on spine2's way down to
+    leaf3 paged five host links before the spine link. A probe counts as lost when its
+    answer is, charged to the probe's path: the probes that crossed the link the other
+    way lost their answers on it, and their own links were paged. Every lossy trace
+    through those crossed the faulty link too: ``_within_another`` takes them off."""
+    from labtest.doctor.evidence import collect
+    from labtest.doctor.pager import PAGE_POSTERIOR
+    from labtest.doctor.service import _within_another
+    from labtest.emulation.lab import EmulatedLab
+    from labtest.lab import Lab
+    from labtest.measure.probes import blame
+    from labtest.run import default_testbed
+    from labtest.testbed import load_testbed
+
+    lab_tb = load_testbed(default_testbed())
+    assert lab_tb.emulation is not None
+    drop = tb.FaultSpec(kind="silent_drop", target=link,
+                        params={"direction": direction, "loss": loss})
+    em = EmulatedLab(lab_tb.model_copy(update={"emulation": lab_tb.emulation.model_copy(
+        update={"faults": [drop]})}))
+    lab = Lab(em.start())
+    try:
+        snap = collect(lab, watch_s=0.2, poll_s=0.05)
+        paths = [p for p in LiveMesh(Plan.of(lab.testbed)).run(lab, snap) if not p.via_switch]
+    finally:
+        lab.close()
+        em.stop()
+    found = blame(paths)
+    paged = [b.link for b in _within_another(found, paths) if b.confidence >= PAGE_POSTERIOR]
+    assert paged == [link], (paged, [(b.link, b.confidence) for b in found])
