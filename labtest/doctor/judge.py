@@ -185,6 +185,12 @@ class Judge:
                 break  # one counter family, one vote
         return out
 
+    def dom_interval_s(self, r: PortReading) -> float | None:
+        """``transceiver.dom_interval_s``: how far apart two DOM reads must be for the
+        stability check (None: the profile asks for no such check)."""
+        found = limit_for(self.profile, "transceiver.dom_interval_s", r.media)
+        return found[1].low if found is not None else None
+
     def _dom_stability(self, r: PortReading) -> list[Evidence]:
         """Acceptance's DOM stability (TRANSCEIVER-3.1) on the doctor's own readings: the
         change of temperature, each lane's laser bias (%) and Tx/Rx power between this
@@ -192,10 +198,10 @@ class Judge:
         the same limits. A module heating up or a laser losing efficiency (its bias climbing
         while the control loop holds Tx power) shows here minutes before a level crosses its
         limit. A dark end is the flap check's (its power fell because the link did)."""
-        found = limit_for(self.profile, "transceiver.dom_interval_s", r.media)
-        if found is None or found[1].low is None:
+        interval = self.dom_interval_s(r)
+        if interval is None:
             return []
-        old = [e for e in self.earlier.get(r.name, ()) if r.time_s - e.time_s >= found[1].low]
+        old = [e for e in self.earlier.get(r.name, ()) if r.time_s - e.time_s >= interval]
         if not old:
             return []
         e = old[-1]

@@ -48,9 +48,6 @@ DRIFT_METRICS: dict[str, tuple[Callable[[PortReading], float | None], str, float
 }
 
 Prober = Callable[[], Sequence[ProbePath]]
-#: readings kept per port: the DOM stability check takes the latest one at least
-#: ``transceiver.dom_interval_s`` old, usually the last interval's
-EARLIER_READINGS = 4
 
 
 @dataclass
@@ -166,7 +163,7 @@ class Doctor:
         judge = Judge(self.plan, self.profile, self.connectors_per_link, self._earlier)
         evidence = _moved_traffic(judge.judge(snap, self.prev))
         for name, r in snap.ports.items():
-            self._earlier.setdefault(name, deque(maxlen=EARLIER_READINGS)).append(r)
+            _keep(self._earlier.setdefault(name, deque()), r, judge.dom_interval_s(r))
         drifts = self._drifts(snap)
         evidence += [Evidence(self.plan.unit(where), where, d.metric, d.value, "CHANGE",
                               d.text(where), None, WEIGHTS["CHANGE"]) for where, d in drifts]
@@ -413,6 +410,19 @@ def _services_down(evidence: list[Evidence], down: Mapping[str, str], plan: Plan
         else:
             out.append(e)
     return out
+
+
+def _keep(earlier: deque[PortReading], r: PortReading, interval_s: float | None) -> None:
+    """Add ``r`` to a port's readings and drop those the DOM stability check can no longer
+    take: it compares with the latest reading at least ``interval_s`` old, so one such is
+    kept with the younger ones (however short the doctor's interval; a fixed count held
+    none far enough back at a 2 s interval, and the check never ran)."""
+    earlier.append(r)
+    if interval_s is None:
+        earlier.clear()
+        return
+    while len(earlier) > 1 and r.time_s - earlier[1].time_s >= interval_s:
+        earlier.popleft()
 
 
 def _within_another(found: list[Blame], probes: Sequence[ProbePath]) -> list[Blame]:

@@ -220,3 +220,21 @@ def test_power_that_fell_because_the_link_went_dark_is_the_flap_checks(judge: Ju
     assert (e.metric, e.unit) == ("rx_power_change_db", "leaf1:Ethernet0--spine1:Ethernet0")
     dark = _dom(60.0, rx=-40.0, up=False)
     assert not any(x.metric.endswith("_change_db") for x in j.judge(_snap(dark), None))
+
+
+def test_readings_are_kept_far_enough_back_however_short_the_interval(judge: Judge) -> None:
+    """At a 2 s interval the check still finds a reading 20 s back (a fixed count of four
+    held none, and the check never ran), and keeps no more than it needs."""
+    from collections import deque
+
+    from labtest.doctor.service import _keep
+
+    kept: deque[PortReading] = deque()
+    for t in range(0, 62, 2):
+        _keep(kept, _dom(float(t), temp=45.0 + 0.2 * t), 20.0)
+    assert kept[-1].time_s - kept[0].time_s >= 20 > kept[-1].time_s - kept[1].time_s
+    j = _dom_judge(judge, *list(kept)[:-1])
+    (e,) = j.judge(_snap(kept[-1]), None)
+    assert e.metric == "temperature_change_c" and e.value == pytest.approx(4.0)
+    _keep(kept, _dom(62.0), None)  # no dom_interval_s in the profile: nothing kept
+    assert not kept
