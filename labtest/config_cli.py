@@ -217,11 +217,10 @@ def _shown(value: object) -> str:
 
 def effective(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> list[Effective]:
     """Every setting's effective value for these command-line arguments."""
+    from labtest.run import default_testbed
+
     env = os.environ if env is None else env
-    first = SETTINGS[0]
-    probe = Context(args, env, Path(), None)
-    tb_path = Path(str(next(v for layer in first.layers
-                            if (v := layer.value(probe)) is not None)))
+    tb_path = getattr(args, "testbed", None) or default_testbed()  # as labtest run says it
     testbed = load_testbed(tb_path)
     ctx = Context(args, env, tb_path, testbed)
     return [resolve(s, ctx) for s in SETTINGS]
