@@ -440,7 +440,7 @@ def _within_another(found: list[Blame], probes: Sequence[ProbePath]) -> list[Bla
     lossy = {b.link: [p for p in probes if p.lost and b.link in p.links] for b in paged}
 
     def inside(b: Blame, a: Blame) -> bool:
-        mine, theirs = lossy.get(b.link), lossy[a.link]
+        mine, theirs = lossy.get(b.link, []), lossy[a.link]
         return (a.link != b.link and bool(mine) and all(a.link in p.links for p in mine)
                 and not all(b.link in p.links for p in theirs))
 
