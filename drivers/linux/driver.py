@@ -368,7 +368,8 @@ class LinuxHost:
             raise ValueError(f"a source port pins one stream, not {streams}")
         cport = "" if sport is None else f" --cport {int(sport)}"
         target = server.probe_address()
-        srv_log = shlex.quote(f"{server.tmp_dir}/labtest-iperf3-s{int(port)}.log")
+        srv_path = f"{server.tmp_dir}/labtest-iperf3-s{int(port)}.log"
+        srv_log = shlex.quote(srv_path)
         server.shell.run(
             f"nohup {server.shell.tool('iperf3')} -s -1 -p {int(port)} > {srv_log} 2>&1 "
             "< /dev/null &", tool="iperf3")
@@ -382,6 +383,9 @@ class LinuxHost:
                                        + (f": {telling(said)}" if said.strip() else ""),
                                        raw=said)
             labtime.sleep(0.05)
+        # listening, its log has nothing more to say: unlinked now (the server writes on
+        # into the open file), it leaves nothing in the host's tmp folder when it exits
+        server._forget(srv_path)
         log = f"{self.tmp_dir}/labtest-iperf3-c{int(port)}-{server.name}.json"
         bps = rate_pps * payload_bytes * 8
         started = self.device_time_s()

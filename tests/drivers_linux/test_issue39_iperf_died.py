@@ -88,3 +88,39 @@ def test_a_refused_start_stays_the_tools_failure_not_the_data_plane() -> None:
         host.udp_streams_result(run, timeout_s=1.0)
     assert not isinstance(info.value, DataplaneFailed)
     assert "Connection refused" in str(info.value)
+
+
+class Script:
+    """A host answering every command from ``answers`` (a prefix each), recording them."""
+
+    def __init__(self, answers: dict[str, str]) -> None:
+        self.answers = answers
+        self.commands: list[str] = []
+
+    def exec(self, command: str, timeout_s: float | None = None) -> CommandResult:
+        self.commands.append(command)
+        for prefix, out in self.answers.items():
+            if command.startswith(prefix):
+                return CommandResult(out, "", 0, 0.0)
+        raise AssertionError(f"unexpected command {command!r}")
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_servers_log_is_removed_once_it_listens() -> None:
+    """The kernel lab left one ``labtest-iperf3-s52NN.log`` in the machine's /tmp per paths
+    run: the server's log was written and never removed. It is unlinked once the server
+    listens (its text only ever explains a server that did not)."""
+    server_sh = Script({"nohup ": "", "ss -ltnH": "LISTEN 0 5 *:5201 *:*\n", "rm -f ": ""})
+    client_sh = Script({"rm -f ": ""})
+    server, client = linux_host(server_sh), linux_host(client_sh)
+    server.name = "host3"
+    client.probe_address = lambda: "198.18.0.8"  # type: ignore[method-assign]
+    server.probe_address = lambda: "198.18.0.8"  # type: ignore[method-assign]
+    client.device_time_s = lambda: 0.0  # type: ignore[method-assign]
+    client.udp_streams_start(server, streams=1, rate_pps=10.0, payload_bytes=512,
+                             duration_s=1.0, port=5201)
+    listened = next(i for i, c in enumerate(server_sh.commands) if c.startswith("ss -ltnH"))
+    assert server_sh.commands[listened + 1:] == ["rm -f /tmp/labtest-iperf3-s5201.log"], \
+        server_sh.commands
