@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from labtest.capabilities.host import Perftest, PerftestSpec
-from labtest.doctor.judge import Evidence, Plan, limit_for
+from labtest.doctor.judge import Evidence, Plan, limit_for, rates
 from labtest.doctor.pager import probe_weight
 from labtest.errors import DataplaneFailed, InfraError, TransportError
 from labtest.measure.coverage import expand_units
@@ -65,6 +65,10 @@ class Burst:
     failed: bool = False
     why: str = ""
     busy: bool = False  # not judged: the path carried other traffic (a share, not a rate)
+    unrated: bool = False  # not run: a port of its path has no rate over an interval yet
+    #: run before any rate was known (the first interval after a baseline): judged only if
+    #: its own interval's counters show its path idle (``settle``)
+    provisional: bool = False
 
     def text(self) -> str:
         if self.gbps is None:
@@ -106,9 +110,14 @@ class Bursts:
                         for r in self.fabric.routes(a, b) for c in r}
         self._leaf = {h: lk_end.device for h in hosts for lk in self.plan.testbed.links_of(h)
                       for lk_end in lk.ends if lk_end.device != h}
-        # every ordered pair, by shift: consecutive bursts start at different hosts
-        self._queue = deque((hosts[i], hosts[(i + s) % len(hosts)])
-                            for s in range(1, len(hosts)) for i in range(len(hosts)))
+        # every ordered pair, by shift: consecutive bursts start at different hosts; pairs
+        # across the fabric first, a leaf's own pairs last (they cross no fabric link and
+        # took a slot of the interval: on the default lab the first interval covered half
+        # the fabric and a healthy --once waited a second round for the rest)
+        pairs = [(hosts[i], hosts[(i + s) % len(hosts)])
+                 for s in range(1, len(hosts)) for i in range(len(hosts))]
+        own = {p for p in pairs if self._leaf.get(p[0]) == self._leaf.get(p[1])}
+        self._queue = deque(sorted(pairs, key=lambda p: p in own))
 
     def budget_fraction(self, interval_s: float, link_gbps: float = 400.0) -> float:
         """An upper bound of the burst bytes one link carries over its capacity (every
@@ -124,11 +133,14 @@ class Bursts:
         out: list[Burst] = []
         if not port_rates or self._limit is None:
             return out
+        unrated: list[tuple[str, str]] = []
         for src, dst in self._pick():
             if self._left_out(src) or self._left_out(dst):
                 continue
             burst = self._one(lab, src, dst, port_rates, speeds)
             out.append(burst)
+            if burst.unrated:
+                unrated.append((src, dst))
             self._uncounted(src, dst, port_rates)
             if burst.gbps is not None:
                 self._unsettled.append(burst)
@@ -136,6 +148,12 @@ class Bursts:
                 self.not_observed.pop(BUSY, None)
             elif burst.busy:
                 self._busy_streak += 1
+        # not run, so not their turn yet: back to the front (the first interval after the
+        # baseline has no rates, and its pairs went to the back of the rotation, so a healthy
+        # --once waited a third round for the fabric's coverage)
+        for pair in unrated:
+            self._queue.remove(pair)
+        self._queue.extendleft(reversed(unrated))
         if self._busy_streak >= 2 * self.per_interval:
             self.not_observed[BUSY] = ("every path busy for two intervals: a burst would "
                                        "measure a share, not a rate (the counters' bottleneck "
@@ -160,19 +178,28 @@ class Bursts:
 
     def _pick(self) -> list[tuple[str, str]]:
         """The next pairs of the rotation, at most one crossing the fabric from each leaf:
-        the interval's counters then show which uplink each burst took (``settle``)."""
+        the interval's counters then show which uplink each burst took (``settle``). Pairs
+        whose routes may cross a link no judged burst has crossed yet go first (each takes
+        one ECMP member, so plain rotation left a member uncrossed for rounds, holding a
+        healthy ``--once`` back); the rest in rotation order."""
+        wanted = self._uncovered()
         chosen: list[tuple[str, str]] = []
-        deferred: list[tuple[str, str]] = []
         leaves: set[str] = set()
-        while self._queue and len(chosen) < self.per_interval:
-            src, dst = self._queue.popleft()
-            leaf, far = self._leaf.get(src), self._leaf.get(dst)
-            if leaf != far and leaf in leaves:
-                deferred.append((src, dst))
-                continue
-            leaves.add(leaf or src)
-            chosen.append((src, dst))
-        self._queue.extendleft(reversed(deferred))
+        for first in (True, False):
+            for src, dst in list(self._queue):
+                if len(chosen) >= self.per_interval:
+                    break
+                leaf, far = self._leaf.get(src), self._leaf.get(dst)
+                if (src, dst) in chosen or (leaf != far and leaf in leaves):
+                    continue
+                reach = {c for r in self.fabric.routes(src, dst) for c in r}
+                if first and not reach & wanted:
+                    continue
+                wanted -= reach
+                leaves.add(leaf or src)
+                chosen.append((src, dst))
+        for pair in chosen:
+            self._queue.remove(pair)
         self._queue.extend(chosen)  # back of the rotation
         return chosen
 
@@ -181,6 +208,8 @@ class Bursts:
         the counters show it: the one uplink of its leaf whose bytes grew by at least half
         the burst while the others' grew by less (an idle fabric); else all its routes."""
         for b in self._unsettled:
+            if b.provisional and not self._idle_over(b, before, after):
+                continue  # its path carried other traffic (or was not read): not judged
             routes = b.routes
             if len(routes) > 1:
                 grew = [_grew(before, after, self._first_port(b.src, r)) for r in routes]
@@ -190,6 +219,18 @@ class Bursts:
                     routes = (took[0],)
             self.window.append((self._count, replace(b, routes=routes)))
         self._unsettled.clear()
+
+    def _idle_over(self, b: Burst, before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+        """Whether every port of the burst's routes was idle over the interval it ran in, by
+        that interval's counters (the burst's own 65.5 MB are ~0.3 % of the idle bound over
+        a 10 s interval at 400 Gb/s: left in)."""
+        for p in self._ports(b.routes):
+            if p not in before or p not in after:
+                return False
+            r = rates(before[p], after[p])
+            if not _counted(r) or _busy(r, after[p].speed_gbps):
+                return False
+        return True
 
     def _first_port(self, host: str, route: frozenset[str]) -> str | None:
         """The port of ``host``'s leaf on the route's fabric link out of that leaf."""
@@ -210,28 +251,34 @@ class Bursts:
         """Whether every link was crossed by ``COVER`` judged bursts (a fabric member in
         their route sets), or the bursts can judge nothing here (no perftest, all busy)."""
         left = [h for h in self.fabric_hosts if not self._left_out(h)]
-        if BUSY in self.not_observed or len(left) < 2:
-            return True
+        return BUSY in self.not_observed or len(left) < 2 or not self._uncovered()
+
+    def _uncovered(self) -> set[str]:
+        """Links bursts can cross that fewer than ``COVER`` judged bursts have crossed."""
         seen: dict[str, int] = {}
         for _, b in self.window:
             for c in {c for r in b.routes for c in r}:
                 seen[c] = seen.get(c, 0) + 1
-        return all(seen.get(lk.name, 0) >= COVER for lk in self.plan.testbed.links
-                   if all(e.device in self._cabled for e in lk.ends))
+        return {lk.name for lk in self.plan.testbed.links
+                if all(e.device in self._cabled for e in lk.ends)
+                and seen.get(lk.name, 0) < COVER}
 
     def _one(self, lab: Any, src: str, dst: str,
              port_rates: Mapping[str, Mapping[str, float]],
              speeds: Mapping[str, float]) -> Burst:
         routes = self.fabric.routes(src, dst)
-        ports = sorted({e for r in routes for c in r if (lk := self._link(c)) is not None
-                        for e in (str(x) for x in lk.ends)})
+        ports = self._ports(routes)
         line = min((speeds[p] for p in ports if speeds.get(p)), default=0.0)
         unknown = [p for p in ports if not _counted(port_rates.get(p))]
         busy = [p for p in ports if _busy(port_rates.get(p), speeds.get(p))]
+        # no rate anywhere yet: the first interval after a baseline. Run, and judge by this
+        # interval's own counters (settle): waiting a round for rates cost a healthy
+        # --once a whole round of the fabric's coverage
+        provisional = not any(_counted(r) for r in port_rates.values())
         if not routes or not line:
             return Burst(src, dst, None, line, routes, why="no route or no port speed read")
-        if unknown:  # a port not read, or not over a whole interval yet: idle is unknown
-            return Burst(src, dst, None, line, routes,
+        if unknown and not provisional:  # a port not read, or not over a whole interval yet
+            return Burst(src, dst, None, line, routes, unrated=True,
                          why=f"no traffic rate of {', '.join(unknown[:3])} over the last interval")
         if busy:
             return Burst(src, dst, None, line, routes, busy=True,
@@ -258,7 +305,12 @@ class Bursts:
             return Burst(src, dst, None, line, routes, why="perftest printed no bandwidth")
         assert self._limit is not None  # run() judges nothing without it
         failed = self._limit.judge(gbps / line) is Verdict.FAIL
-        return Burst(src, dst, gbps, line, routes, failed=failed)
+        return Burst(src, dst, gbps, line, routes, failed=failed, provisional=provisional)
+
+    def _ports(self, routes: tuple[frozenset[str], ...]) -> list[str]:
+        """Every port on the links of ``routes``."""
+        return sorted({e for r in routes for c in r if (lk := self._link(c)) is not None
+                       for e in (str(x) for x in lk.ends)})
 
     def _link(self, component: str) -> Link | None:
         return self._links.get(component)
@@ -289,11 +341,17 @@ class Bursts:
 
 
 def _grew(before: Mapping[str, Any], after: Mapping[str, Any], port: str | None) -> float | None:
-    """Bytes ``port`` sent between two snapshots (None: not read, or no byte counter)."""
+    """Bytes ``port`` sent between two snapshots (None: not read, or nothing counted): the
+    port's bytes, else its queues' (SONiC counts bytes per queue only: with the port's
+    bytes alone no burst from a SONiC leaf was placed on its member, and the two uplinks
+    stayed twins), else its packets at the RoCE MTU (an upper bound)."""
     if port is None or port not in before or port not in after:
         return None
-    a, b = before[port].counters.get("tx_bytes"), after[port].counters.get("tx_bytes")
-    return None if a is None or b is None else float(b - a)
+    for key, scale in (("tx_bytes", 1), ("queue_tx_bytes", 1), ("tx_packets", ROCE_MTU_B)):
+        a, b = before[port].counters.get(key), after[port].counters.get(key)
+        if a is not None and b is not None:
+            return float(b - a) * scale
+    return None
 
 
 def _counted(rates: Mapping[str, float] | None) -> bool:

@@ -218,3 +218,60 @@ def test_without_the_bandwidth_limit_the_bursts_say_so_and_judge_nothing(
     assert bursts.run(lab, {p: {"tx_bytes": 0.0} for p in speeds}, speeds) == []
     assert lab.runs == 0 and "no roce.bw_fraction_of_line" in bursts.not_observed[BUSY]
     assert bursts.covered()  # it cannot hold back a healthy decision it could never make
+
+
+def test_the_first_interval_after_the_baseline_runs_and_judges_by_its_own_counters(
+    setup: tuple[Plan, Any, list[str], dict[str, float]],
+) -> None:
+    """A healthy ``--once`` waited a whole round for the bursts: the first interval after
+    the baseline has no rates (nothing known idle), so its bursts were not run and their
+    pairs went to the back of the rotation. Now they run, and are judged only where that
+    interval's own counters show the path idle; on a busy path they are dropped."""
+    plan, profile, links, speeds = setup
+    bursts = Bursts(plan, profile, per_interval=4)
+    lab = FakeLab(bursts, 0, {})
+    first = _provisional(bursts, lab, speeds, busy_b=0)
+    assert len(first) == 4 and all(b.provisional for b in first) and lab.runs == 4
+    assert [(b.src, b.dst) for b in first] == [(b.src, b.dst) for _, b in bursts.window]
+    # pairs across the fabric first: every host link crossed in that interval
+    hosts = {lk for lk in links if lk.startswith("host")}
+    assert not hosts & bursts._uncovered(), sorted(bursts._uncovered())
+    busy = Bursts(plan, profile, per_interval=4)
+    assert _provisional(busy, FakeLab(busy, 0, {}), speeds, busy_b=10**12) and not busy.window
+
+
+def _provisional(bursts: Bursts, lab: FakeLab, speeds: dict[str, float], busy_b: int) -> list[Any]:
+    """One first interval: no rates known, readings with a clock, ``busy_b`` other bytes."""
+    def read(t: float, extra: int) -> dict[str, Any]:
+        return {p: SimpleNamespace(counters={"tx_bytes": r.counters["tx_bytes"] + extra},
+                                   time_s=t, speed_gbps=LINE) for p, r in lab.ports().items()}
+    before = read(0.0, 0)
+    out = bursts.run(lab, {p: {} for p in speeds}, speeds)
+    bursts.settle(before, read(10.0, busy_b))
+    return out
+
+
+def test_a_sonic_leaf_tells_which_member_a_burst_took_by_its_queue_bytes(
+    setup: tuple[Plan, Any, list[str], dict[str, float]],
+) -> None:
+    """SONiC counts bytes per queue only (``queue_tx_bytes``); the member a burst took was
+    read from the port's ``tx_bytes`` alone, so no burst from a SONiC leaf was placed on its
+    member: the two uplinks stayed twins, and coverage counted both as crossed. The same
+    bursts read through either counter are placed alike."""
+    plan, profile, _, speeds = setup
+    idle = {p: {"tx_bytes": 1e3} for p in speeds}
+
+    def placed(key: str) -> list[tuple[frozenset[str], ...]]:
+        bursts = Bursts(plan, profile, per_interval=4)
+        lab = FakeLab(bursts, 3, {})
+
+        def read() -> dict[str, Any]:
+            return {p: SimpleNamespace(counters={key: r.counters["tx_bytes"]})
+                    for p, r in lab.ports().items()}
+        for _ in range(3):
+            before = read()
+            bursts.run(lab, idle, speeds)
+            bursts.settle(before, read())
+        return [b.routes for _, b in bursts.window]
+    port, queues = placed("tx_bytes"), placed("queue_tx_bytes")
+    assert queues == port and sum(len(r) == 1 for r in port) >= 6, port
