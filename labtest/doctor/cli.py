@@ -288,6 +288,7 @@ def _once(args: argparse.Namespace, doctor: Any, lab: Any, scale: float, poll_wa
     from labtest.measure.probes import ALPHA, DETECT_LOSS
 
     doctor.probes_per_path = ONCE_ROUND_PROBES  # the baseline's probes may page already
+    doctor.since_start = True  # a laser's bias and power judged since the baseline too
     report = doctor.interval(lab, watch_s=0.0, poll_s=poll_wall_s)  # counters to diff
     if report.ports_read and report.suspects and not report.twins:
         report.decision = (f"decided: paged (at the baseline read, {report.elapsed_s:.0f} s "

@@ -157,13 +157,20 @@ class Doctor:
     _earlier: dict[str, deque[PortReading]] = field(default_factory=dict)
     #: each port's counter rates over the last interval (the bursts' idle test)
     _last_rates: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: a bounded run (``--once``) judges laser bias and power since each port's first
+    #: reading too (``Judge.first``); the continuous doctor's drifts are the CUSUM's
+    since_start: bool = False
+    _first: dict[str, PortReading] = field(default_factory=dict)
 
     def step(self, snap: Snapshot, probes: Sequence[ProbePath] = ()) -> Report:
         cpu0 = time.process_time()
-        judge = Judge(self.plan, self.profile, self.connectors_per_link, self._earlier)
+        judge = Judge(self.plan, self.profile, self.connectors_per_link, self._earlier,
+                      self._first)
         evidence = _moved_traffic(judge.judge(snap, self.prev))
         for name, r in snap.ports.items():
             _keep(self._earlier.setdefault(name, deque()), r, judge.dom_interval_s(r))
+            if self.since_start:
+                self._first.setdefault(name, r)
         drifts = self._drifts(snap)
         evidence += [Evidence(self.plan.unit(where), where, d.metric, d.value, "CHANGE",
                               d.text(where), None, WEIGHTS["CHANGE"]) for where, d in drifts]

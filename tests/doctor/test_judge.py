@@ -214,6 +214,26 @@ def test_a_laser_losing_efficiency_shows_as_its_bias_climbing(judge: Judge) -> N
     assert j.judge(_snap(_dom(60.0, bias=59.0)), None) == []  # 7 %: within 10 %
 
 
+def test_a_bounded_run_judges_a_slow_laser_since_its_first_reading(judge: Judge) -> None:
+    """A laser losing 10 dB/h climbs ~4 % of bias a minute: between reads a minute apart it
+    stays under 10 %, and ``--once`` at a real lab's pace decided it healthy. A bounded run
+    (``Judge.first``: its baseline readings) judges bias and power since the first reading
+    too; never temperature (a training job's start heats a module 3-4 C in minutes)."""
+    start, before, now = (_dom(0.0, bias=55.0, temp=45.0), _dom(180.0, bias=61.6, temp=48.0),
+                          _dom(240.0, bias=64.0, temp=49.0))
+    consecutive = _dom_judge(judge, start, before)
+    assert consecutive.judge(_snap(now), None) == []  # 3.9 % over the last minute
+    bounded = Judge(judge.plan, judge.profile, earlier={"leaf1:Ethernet0": (start, before)},
+                    first={"leaf1:Ethernet0": start})
+    (e,) = bounded.judge(_snap(now), None)
+    assert e.metric == "tx_bias_change_pct" and rank([e])[0].unit == "leaf1:Ethernet0"
+    assert e.value == pytest.approx(900 / 55) and "since the first reading, over 240 s" in e.text
+    # a healthy laser warmed by a load: 4 C since the start is no temperature failure here
+    warm = Judge(judge.plan, judge.profile, earlier={"leaf1:Ethernet0": (start, before)},
+                 first={"leaf1:Ethernet0": start})
+    assert warm.judge(_snap(_dom(240.0, bias=56.1, temp=49.0)), None) == []
+
+
 def test_power_that_fell_because_the_link_went_dark_is_the_flap_checks(judge: Judge) -> None:
     j = _dom_judge(judge, _dom(0.0, rx=0.5))
     (e,) = j.judge(_snap(_dom(60.0, rx=-3.0)), None)  # lit: the Rx power fell 3.5 dB
