@@ -248,16 +248,18 @@ class Bursts:
         return f"{host} {BUSY}" in self.not_observed
 
     def covered(self) -> bool:
-        """Whether every link was crossed by ``COVER`` judged bursts (a fabric member in
-        their route sets), or the bursts can judge nothing here (no perftest, all busy)."""
+        """Whether every link was crossed by ``COVER`` judged bursts, or the bursts can
+        judge nothing here (no perftest, all busy)."""
         left = [h for h in self.fabric_hosts if not self._left_out(h)]
         return BUSY in self.not_observed or len(left) < 2 or not self._uncovered()
 
     def _uncovered(self) -> set[str]:
-        """Links bursts can cross that fewer than ``COVER`` judged bursts have crossed."""
+        """Links bursts can cross that fewer than ``COVER`` judged bursts have crossed. A
+        burst crossed what every route left to it crosses: one still on two ECMP routes
+        (its member not told by the counters) crossed one of two members, not both."""
         seen: dict[str, int] = {}
         for _, b in self.window:
-            for c in {c for r in b.routes for c in r}:
+            for c in frozenset.intersection(*b.routes) if b.routes else ():
                 seen[c] = seen.get(c, 0) + 1
         return {lk.name for lk in self.plan.testbed.links
                 if all(e.device in self._cabled for e in lk.ends)

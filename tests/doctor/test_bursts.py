@@ -39,10 +39,14 @@ class Host:
                                   evidence="transport retry counter exceeded")
         rate = min([LINE * 0.97, *(LINE * f for lk, f in self.lab.slow.items() if lk in route)])
         self.lab.runs += 1
-        for lk in self.lab.plan.testbed.links:  # its bytes leave every port on the route
-            if lk.name in route:
-                for end in lk.ends:
-                    self.lab.tx[str(end)] = self.lab.tx.get(str(end), 0) + BURST_B
+        links = [lk for lk in self.lab.plan.testbed.links if lk.name in route]
+        at = self.name  # its bytes leave the near end of each link, walking from the source
+        while links:
+            lk = next(lk for lk in links if at in {e.device for e in lk.ends})
+            links.remove(lk)
+            near = next(e for e in lk.ends if e.device == at)
+            self.lab.tx[str(near)] = self.lab.tx.get(str(near), 0) + BURST_B
+            at = next(e.device for e in lk.ends if e.device != at)
         return SimpleNamespace(client=SimpleNamespace(best_average_gbps=rate))
 
     def perftest_latency(self, *a: Any, **k: Any) -> Any:
@@ -275,3 +279,21 @@ def test_a_sonic_leaf_tells_which_member_a_burst_took_by_its_queue_bytes(
         return [b.routes for _, b in bursts.window]
     port, queues = placed("tx_bytes"), placed("queue_tx_bytes")
     assert queues == port and sum(len(r) == 1 for r in port) >= 6, port
+
+
+def test_a_burst_not_placed_on_its_member_crossed_neither_member_for_coverage(
+    setup: tuple[Plan, Any, list[str], dict[str, float]],
+) -> None:
+    """A burst still on two ECMP routes (its member not told) crossed one of the two, not
+    both: coverage counts what every route left to it crosses (its host links)."""
+    from labtest.doctor.bursts import Burst
+
+    plan, profile, _, _ = setup
+    bursts = Bursts(plan, profile, per_interval=4)
+    routes = bursts.fabric.routes("host1", "host3")
+    assert len(routes) == 2
+    bursts.window.append((1, Burst("host1", "host3", 390.0, LINE, routes)))
+    members = (routes[0] | routes[1]) - (routes[0] & routes[1])
+    uncovered = bursts._uncovered()
+    assert {c for c in members if c in {lk.name for lk in plan.testbed.links}} <= uncovered
+    assert not {c for c in routes[0] & routes[1] if c.startswith("host")} & uncovered
