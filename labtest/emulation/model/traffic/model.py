@@ -9,7 +9,7 @@ switch and NIC settings faults change (each change returns its undo).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import ParamSpec
 
 import numpy as np
@@ -114,22 +114,28 @@ class TrafficModel(TrafficCore):
         duration_s: float = 5.0,
         bidirectional: bool = False,
         start: bool = True,
+        qp_numbers: Mapping[tuple[str, str, int, int], tuple[int, int]] | None = None,
     ) -> list[roce.BandwidthResult]:
         """ib_write_bw between each (client, server): max-min shares of the fabric as it is now.
 
         With ``start`` the queue pairs are also started for ``duration_s`` so the
-        switch and NIC counters move as the clock advances.
+        switch and NIC counters move as the clock advances. ``qp_numbers`` (by client,
+        server, direction 0/1, queue pair) pins each queue pair's QP numbers, so one run's
+        measurement and its started flows take the same ECMP routes (drawn apart, the rate
+        came from one route and the counters' bytes from another).
         """
         pairs = list(pairs)
         qp_flows: list[tuple[int, Flow]] = []
         for k, (client, server) in enumerate(pairs):
             c, s = self._host_port(client), self._host_port(server)
             dirs = [(c, s), (s, c)] if bidirectional else [(c, s)]
-            for a, b in dirs:
+            for d, (a, b) in enumerate(dirs):
                 for q in range(qps):
                     name = f"perftest:{client}->{server}#{q}"
                     stop = self.now_s + duration_s
-                    qp_flows.append((k, self._roce_qp(a, b, msg_size_b, 3, self.now_s, stop, name)))
+                    pin = (qp_numbers or {}).get((client, server, d, q))
+                    qp_flows.append((k, self._roce_qp(a, b, msg_size_b, 3, self.now_s, stop,
+                                                      name, pin)))
         others = [f for f in self._live.values() if f.kind == "roce" and f.active(self.now_s)]
         flows = [f for _, f in qp_flows] + others
         gbn = np.array([  # go-back-N over a lossy path (wireloss.go_back_n_goodput)

@@ -501,11 +501,14 @@ class TrafficCore:
         start_s: float,
         stop_s: float,
         name: str,
+        qp: tuple[int, int] | None = None,
     ) -> Flow:
+        """One queue pair's flow; ``qp`` (source and destination QP numbers, the RoCEv2
+        source port's entropy) pins its ECMP route, else they are drawn."""
         topo = self.topo
         mtu = roce.roce_mtu(min(self.mtu[src], self.mtu[dst]))
         payload = roce.packet_payload_b(msg_size_b, mtu)
-        src_qp, dst_qp = (int(x) for x in self.rng.integers(0x100, 1 << 24, 2))
+        src_qp, dst_qp = qp if qp is not None else self.draw_qp()
         sport = 0xC000 | ((src_qp ^ dst_qp) & 0x3FFF)  # RoCEv2 entropy from the QP pair
         cc = self.qos[topo.ports[src].device].ecn and topo.settings[topo.ports[src].device].dcqcn
         f = self._new_flow(
@@ -529,6 +532,13 @@ class TrafficCore:
         f.meta["msg_size_b"] = msg_size_b
         f.meta["roce_mtu_b"] = mtu
         return f
+
+    def draw_qp(self) -> tuple[int, int]:
+        """A queue pair's source and destination QP numbers (the model's random stream,
+        under its lock: drivers' threads draw them too)."""
+        with self._lock:
+            src_qp, dst_qp = (int(x) for x in self.rng.integers(0x100, 1 << 24, 2))
+        return src_qp, dst_qp
 
     @locked
     def start_roce(

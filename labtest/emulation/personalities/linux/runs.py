@@ -196,6 +196,10 @@ def _bandwidth(
     run_s = [0.0] * len(pairs)
     mtu = [0] * len(pairs)
     errors: list[str | None] = [None] * len(pairs)
+    # one run's queue pairs keep their QP numbers (their ECMP routes) from measurement to
+    # the started flows whose bytes the counters show
+    qp_numbers = {(c, s, d, q): traffic.draw_qp() for c, s in pairs
+                  for d in range(2 if opts.bidirectional else 1) for q in range(opts.qps)}
     for size in opts.sizes():
         results = traffic.run_bandwidth(
             pairs,
@@ -204,6 +208,7 @@ def _bandwidth(
             duration_s=1.0,
             bidirectional=opts.bidirectional,
             start=False,
+            qp_numbers=qp_numbers,
         )
         for k, r in enumerate(results):
             mtu[k] = min(r.mtu_b, opts.mtu or r.mtu_b)
@@ -230,6 +235,7 @@ def _bandwidth(
             duration_s=longest,
             bidirectional=opts.bidirectional,
             start=True,
+            qp_numbers=qp_numbers,
         )
     return [BwOutcome(rows[k], mtu[k], run_s[k], errors[k]) for k in range(len(pairs))]
 
