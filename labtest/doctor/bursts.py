@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from labtest.capabilities.host import Perftest, PerftestSpec
+from labtest.doctor.evidence import PortReading
 from labtest.doctor.judge import Evidence, Plan, limit_for, rates
 from labtest.doctor.pager import probe_weight
 from labtest.errors import DataplaneFailed, InfraError, TransportError
@@ -220,7 +221,8 @@ class Bursts:
             self.window.append((self._count, replace(b, routes=routes)))
         self._unsettled.clear()
 
-    def _idle_over(self, b: Burst, before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+    def _idle_over(self, b: Burst, before: Mapping[str, PortReading],
+                   after: Mapping[str, PortReading]) -> bool:
         """Whether every port of the burst's routes was idle over the interval it ran in, by
         that interval's counters (the burst's own 65.5 MB are ~0.3 % of the idle bound over
         a 10 s interval at 400 Gb/s: left in)."""

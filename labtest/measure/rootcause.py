@@ -114,6 +114,8 @@ CABLE_KEYS = ("cabling.*",)
 STALL_KEYS = ("congestion.ecn_*", "congestion.receiver_ecn_*")
 #: measurements whose ``link``/``device``/``port`` is the stimulus (what the test shut)
 STIMULUS_KEYS = ("failover.*",)
+CONVERGENCE_KEY, RESTORATION_KEY = ("failover.convergence_ms",
+                                    "failover.restoration_convergence_ms")
 #: measurements taken while a test held a link shut: their ``link`` label is that link
 SHUT_LINK_KEYS = ("latency.failover_*",)
 #: the label value of aggregate traffic across the spine layer (bisection runs)
@@ -301,6 +303,24 @@ def _transient(labels: Mapping[str, Any], key: str, fabric: Fabric
     return ((tuple(after),) if after else ()) + shut
 
 
+def _stranded(measurements: Iterable[Mapping[str, object]]) -> dict[str, str]:
+    """The links a failover test shut whose reroute never converged (no route left between
+    its TG ports' switches), with those switches (``between``). The same test's restoration
+    then measured the outage until the only route came back (its sessions re-established),
+    not a member re-added: it is the missing routes' doing as much as the never-converged
+    reroute (kernel campaign 20261215/013: leaf1--spine1 down, spine2's restoration of 1.1 s
+    beside its two endless reroutes named spine2 first)."""
+    out: dict[str, str] = {}
+    for m in measurements:
+        labels = m.get("labels")
+        value = read_value(m.get("value"))
+        if not isinstance(labels, Mapping) or str(m.get("limit_key") or "") != CONVERGENCE_KEY:
+            continue
+        if labels.get("between") and (value is None or not math.isfinite(value)):
+            out[str(labels.get("link") or "")] = str(labels["between"])
+    return out
+
+
 def _event_routes(labels: Mapping[str, Any], fabric: Fabric) -> tuple[Route, ...]:
     """Every route a failover's flow may take: a host flow's (``flow``), else those between
     the switches ``between`` names (a TG flow: its ports' switches); () when neither."""
@@ -485,12 +505,16 @@ def evidence_of(doc: Mapping[str, Any], fabric: Fabric
                               traffic=False, aspect=SERVICE_ASPECT)
             out.append(Evidence(obs, nodeid, None, f"{device} says {text}"))
             continue
+        stranded = _stranded(t.get("measurements") or [])
         for i, m in enumerate(t.get("measurements") or []):
             verdict = m.get("verdict")
             if verdict not in ("PASS", "FAIL"):
                 continue
             key = str(m.get("limit_key") or m.get("name") or "")
             labels = m.get("labels") or {}
+            strand = stranded.get(str(labels.get("link"))) if key == RESTORATION_KEY else None
+            if strand is not None:  # the flows' only route came back: the routes it lacked
+                labels = {**labels, "between": strand}
             traffic = matches(key, SYMPTOM_KEYS) or matches(key, STORM_KEYS)
             named, nearby, port = _named(labels, key, fabric)
             if _many_ports(labels):  # a finding over several of its ports is the device's
@@ -514,7 +538,7 @@ def evidence_of(doc: Mapping[str, Any], fabric: Fabric
                         # one whose onward route was withdrawn: what its flows crossed after
                         nearby |= (starved | _onward(labels, starved, fabric)) - named
             value = read_value(m.get("value"))
-            endless = value is None or not math.isfinite(value)
+            endless = value is None or not math.isfinite(value) or strand is not None
             parts = _parts(labels, fabric) if traffic else ()
             segments = _segments(labels, key, fabric, endless, parts) if traffic else ()
             parts = parts if segments else ()

@@ -157,3 +157,49 @@ def test_a_switch_that_says_its_daemon_is_dead_is_the_cause_of_its_sessions_fail
     assert [c.culprit for c in causes] == [spine], [c.cause for c in causes]
     failed = {x["nodeid"] for x in tests if x["outcome"] == "failed"}
     assert set(causes[0].tests) | set(causes[0].consequences) == failed, causes[0]
+
+
+def _shut(device: str, port: str, link: str, converged_ms: float | None,
+          restored_ms: float) -> dict[str, Any]:
+    """A TG-carried failover event as suites/failover records it: a reroute (``None``: no
+    flow crossed the shut link) and the restoration after the link came back."""
+    limit = {"high": 1000, "source": "x"}
+    ms = []
+    if converged_ms is None:
+        ms.append(m("failover.flows_on_failed_path", 0, "PASS", None, link=link))
+    else:
+        why = {"why": "never converged"} if converged_ms == float("inf") else {"port": port}
+        ms.append(m("failover.convergence_ms", converged_ms,
+                    "FAIL" if converged_ms > 1000 else "PASS", limit, link=link,
+                    device=device, between="leaf1 leaf2", **why))
+    ms.append(m("failover.restoration_convergence_ms", restored_ms,
+                "FAIL" if restored_ms > 1000 else "PASS", limit, link=link, device=device))
+    return t("failover", f"test_failover[shut:{device}:{port}]", ms)
+
+
+def test_a_down_link_explains_the_restorations_of_the_reroutes_it_stranded(
+        record: dict[str, Any]) -> None:
+    """Kernel campaign 20261215/013, leaf1--spine1 down: shutting either of spine2's links
+    left leaf1 and leaf2 no route (never converged), and when each came back the flows had
+    waited for their only route's sessions (restorations of 1.1 and 2.5 s). The restorations
+    were charged to the shut links' ends alone, so spine2 (both events' end, three failures)
+    came first and the down link second. A restoration after a reroute that never converged
+    is the missing routes' doing too: the down link first, spine2 no cause."""
+    down = "leaf1:Ethernet0--spine1:Ethernet0"
+    lldp = t("cabling", f"test_cable[{down}]", [
+        m("cabling.neighbour_mismatch", 1, "FAIL", ONE, device=d, port=p, link=down,
+          status="missing", expected=e, seen="nobody")
+        for d, p, e in (("leaf1", "Ethernet0", "spine1:Ethernet0"),
+                        ("spine1", "Ethernet0", "leaf1:Ethernet0"))])
+    s2a, s2b = _link(*SPINE2[0]), _link(*SPINE2[1])
+    s1b = _link(*SPINE1[1])
+    events = [_shut("leaf1", "Ethernet0", down, None, 0),
+              _shut("spine1", "Ethernet0", down, None, 0),
+              _shut("leaf1", "Ethernet4", s2a, float("inf"), 1120),
+              _shut("leaf2", "Ethernet4", s2b, float("inf"), 2528),
+              _shut("leaf2", "Ethernet0", s1b, None, 0),
+              _shut("spine2", "Ethernet0", s2a, 144, 0)]
+    causes = root_causes(doc_of(record, [lldp, *events]))
+    assert [c.culprit for c in causes] == [down], [c.cause for c in causes]
+    stranded = {e["nodeid"] for e in events if e["outcome"] == "failed"}
+    assert stranded <= set(causes[0].consequences) | set(causes[0].tests), causes[0]
