@@ -130,8 +130,13 @@ def _enter_netns(netns: str) -> None:
 def _run(
     argv: list[str], where: str, timeout_s: float, check: bool = True
 ) -> subprocess.CompletedProcess[str]:
+    """One short ``ip``/``nft``/``tc`` command, bounded by ``timeout_s``, in a session of
+    its own: a terminal's Ctrl-C reaches the run's whole process group, and an ``ip netns
+    del`` it killed while the lab stopped left that namespace behind (test_interrupted_stop,
+    under load: ``lt-...-host1`` left after repeated Ctrl-C)."""
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s,
+                              check=False, start_new_session=True)
     except subprocess.TimeoutExpired:
         raise NetnsError(where, f"{' '.join(argv)}: no result within {timeout_s} s") from None
     except FileNotFoundError:
