@@ -96,6 +96,7 @@ class Bursts:
     _cabled: set[str] = field(default_factory=set)
     _links: dict[str, Link] = field(default_factory=dict)
     _limit: Limit | None = None
+    _reach: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.fabric = Fabric(expand_units(testbed_record(self.plan.testbed)))
@@ -119,6 +120,8 @@ class Bursts:
                  for s in range(1, len(hosts)) for i in range(len(hosts))]
         own = {p for p in pairs if self._leaf.get(p[0]) == self._leaf.get(p[1])}
         self._queue = deque(sorted(pairs, key=lambda p: p in own))
+        # what each pair's routes may cross, once (``_pick`` asks for every pair, each round)
+        self._reach = {p: frozenset(c for r in self.fabric.routes(*p) for c in r) for p in pairs}
 
     def budget_fraction(self, interval_s: float, link_gbps: float = 400.0) -> float:
         """An upper bound of the burst bytes one link carries over its capacity (every
@@ -193,7 +196,7 @@ class Bursts:
                 leaf, far = self._leaf.get(src), self._leaf.get(dst)
                 if (src, dst) in chosen or (leaf != far and leaf in leaves):
                     continue
-                reach = {c for r in self.fabric.routes(src, dst) for c in r}
+                reach = self._reach[(src, dst)]
                 if first and not reach & wanted:
                     continue
                 wanted -= reach
