@@ -147,7 +147,7 @@ class Doctor:
     #: seconds per wall second (an emulated lab's time scale: how late is said in device s)
     reads: Reads = field(default_factory=Reads)
     #: probes per TTL of the mesh's traces (None: the mesh's own); ``--once`` raises it
-    #: after its baseline
+    #: from its baseline on
     probes_per_path: int | None = None
     scale: float = 1.0
     _t0: dict[str, float] = field(default_factory=dict)  # each port's first reading time
