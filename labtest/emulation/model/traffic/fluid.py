@@ -282,22 +282,16 @@ class FluidNet(Dcqcn):
         self._release_unused(now_s)
         self.g_xoff = self.xoff_state[self.gs].copy()
         self.load_watch(now_s)
-        self.acc_out = np.zeros(S)
-        self.acc_lost = np.zeros(S)
-        self.acc_in_drop = np.zeros(S)
-        self.acc_wire = np.zeros(S)
-        self.acc_lossy = np.zeros(S)
-        self.acc_hr = np.zeros(S)
-        self.acc_marked = np.zeros(S)
+        # the accumulators are rows of one array per dimension (per segment, per flow), so
+        # ``flush`` zeroes each block at once and a new accumulator is listed only here
+        self._acc_seg = np.zeros((7, S))
+        (self.acc_out, self.acc_lost, self.acc_in_drop, self.acc_wire, self.acc_lossy,
+         self.acc_hr, self.acc_marked) = self._acc_seg
+        self._acc_flow = np.zeros((7, n))
+        (self.acc_rxdrop, self.acc_tx, self.acc_rx, self.acc_ce, self.acc_lat,
+         self.acc_cnp_sent, self.acc_cnp_handled) = self._acc_flow
         self.acc_gframes = np.zeros(len(self.gs))
         self.acc_time = 0.0
-        self.acc_rxdrop = np.zeros(n)
-        self.acc_tx = np.zeros(n)
-        self.acc_rx = np.zeros(n)
-        self.acc_ce = np.zeros(n)
-        self.acc_lat = np.zeros(n)
-        self.acc_cnp_sent = np.zeros(n)
-        self.acc_cnp_handled = np.zeros(n)
         self.tick = 0
         self.q_trace = np.zeros((TRACE_SLICES, len(self.qs)))
         self.q_trace_n = self.q_trace_from = 0
@@ -459,24 +453,8 @@ class FluidNet(Dcqcn):
         self.xoff_state[self.gs] = self.g_xoff
         self.paused_since[self.ws] = self.w_paused_since
         self.unpaused_since[self.ws] = self.w_unpaused_since
-        for a in (
-            self.acc_out,
-            self.acc_lost,
-            self.acc_in_drop,
-            self.acc_wire,
-            self.acc_lossy,
-            self.acc_hr,
-            self.acc_marked,
-            self.acc_gframes,
-            self.acc_rxdrop,
-            self.acc_tx,
-            self.acc_rx,
-            self.acc_ce,
-            self.acc_lat,
-            self.acc_cnp_sent,
-            self.acc_cnp_handled,
-        ):
-            a[:] = 0.0
+        for block in (self._acc_seg, self._acc_flow, self.acc_gframes):
+            block[:] = 0.0
         self.acc_time = 0.0
 
     def flush(self) -> None:
