@@ -106,6 +106,7 @@ class Reads:
                                  daemon=True, name=f"labtest-doctor-probe-{name}")
             t.start()
             probing.threads.append(t)
+            probing.names.append(name)
         return probing
 
     def _wait_s(self, kind: Sequence[str], began: float, floor_s: float) -> float | None:
@@ -136,12 +137,37 @@ class Probing:
     threads: list[threading.Thread] = field(default_factory=list)
     dead: dict[str, TransportError] = field(default_factory=dict)
 
+    names: list[str] = field(default_factory=list)
+
     def join(self) -> dict[str, TransportError]:
-        for t in self.threads:
-            t.join()
-        for name in self.dead:
+        """Wait until each late device is settled: its probe ended, or its own read did
+        first. A read that timed out is proof enough: waiting on for the probe's full
+        command timeout as well held an unreachable device's page ~10 s past its read's
+        own failure (issue 34's evaluation: paged at 42 s, the read failed at ~31 s)."""
+        while True:
+            with self.reads._cond:
+                for name in self.names:
+                    read = self.reads.pending.get(name)
+                    if read is None or read.result is None or name in self.dead:
+                        continue
+                    err = read.result.failed.get(name)
+                    if isinstance(err, TransportError):
+                        self.dead[name] = err
+                open_ = [name for name, t in zip(self.names, self.threads, strict=True)
+                         if t.is_alive() and name not in self.dead
+                         and not _answered(self.reads.pending.get(name))]
+            if not open_:
+                break
+            labtime.sleep(POLL_S)
+        dead = dict(self.dead)  # a probe still running may add to it later: not this round's
+        for name in dead:
             self.reads.pending.pop(name, None)
-        return dict(self.dead)
+        return dead
+
+
+def _answered(read: _Read | None) -> bool:
+    """The late read came back (answers or a failure of its own, judged next round)."""
+    return read is None or read.result is not None
 
 
 def _check(lab: Lab, name: str, ran_s: float, dead: dict[str, TransportError]) -> None:

@@ -107,15 +107,23 @@ class Breaker:
             )
 
     def failed(self, error: TransportError, probe: Probe) -> None:
-        """A call failed: open the breaker if a probe confirms the device does not answer."""
+        """A call failed: open the breaker if a probe confirms the device does not answer.
+
+        A probe of this device already under way decides for this failure too: the call's
+        error is raised at once, not a probe's timeout later (a doctor read that timed out
+        while the doctor probed its late device waited ~10 s for that probe to end)."""
         if isinstance(error, DeviceDown) or self._outages:
             return
-        with self._lock:
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
             if self.trip is not None or self._outages or answers(self.device, probe):
                 return
             self.trip = Trip(error, self._board.test or "outside a test", time.time())
             self._probed_in = self._board.suite
             log.warning("%s: marked down for the run: %s", self.device, self.trip.describe())
+        finally:
+            self._lock.release()
 
 
     @contextlib.contextmanager

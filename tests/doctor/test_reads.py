@@ -76,3 +76,41 @@ def test_a_kind_waits_for_half_of_it_before_the_grant() -> None:
     got = reads.Reads().round(lab, [["a", "b"]], read, floor_s=0.0)  # type: ignore[arg-type]
     # a answered at 0.3 s: the grant is 3 x 0.3 = 0.9 s, so b (0.6 s) is waited for
     assert set(got.ok) == {"a", "b"} and not got.late, got
+
+
+def test_a_late_read_that_times_out_is_dead_without_waiting_for_its_probe(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 34's evaluation: an unreachable device's read failed on its own command timeout
+    (~30 s) while the doctor's probe of it, given the same timeout from 12 s on, still ran:
+    the page waited for the probe (42 s). The read's own timeout settles it."""
+    release = threading.Event()
+
+    def probe_of(name: str, device: Any, answer_s: float | None = None) -> Any:
+        def probe() -> None:
+            release.wait(30)  # a probe given the device's full command timeout
+            raise TransportTimeout(name, "probe: no answer")
+        return probe
+
+    def read(drv: _Driver) -> str:
+        if drv.name == "dead":
+            time.sleep(1.0)
+            raise TransportTimeout(drv.name, "exec 'show interfaces status': no complete "
+                                             "answer within 30 s")
+        return f"{drv.name} read"
+
+    monkeypatch.setattr(reads, "probe_of", probe_of)
+    lab = _Lab(["sw1", "sw2", "sw3", "dead"])
+    r = reads.Reads()
+    first = r.round(lab, [list(lab.drivers), []], read, floor_s=0.2)  # type: ignore[arg-type]
+    assert set(first.late) == {"dead"}, first
+    probing = r.probe(lab, first.late)  # type: ignore[arg-type]
+    joined: dict[str, Any] = {}
+    t = threading.Thread(target=lambda: joined.update(probing.join()))
+    t.start()
+    t.join(15)
+    waited = t.is_alive()
+    release.set()
+    t.join(30)
+    assert not waited, "the round waited for the probe after the read had timed out"
+    assert set(joined) == {"dead"} and "no complete answer" in str(joined["dead"]), joined
+    assert "dead" not in r.pending

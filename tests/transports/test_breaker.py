@@ -242,8 +242,9 @@ def test_a_reboot_is_an_expected_outage_for_the_switch_drivers(board: Board) -> 
 
 def test_threads_see_one_trip_and_one_probe(board: Board) -> None:
     """Eight threads (perftest pairs) fail on the same dead device at once: one probe
-    confirms it, one trip records it; a reprobe in the next suite also runs once, the
-    threads arriving meanwhile wait for its verdict and are refused."""
+    confirms it, one trip records it (the threads failing meanwhile raise their own error
+    at once); a reprobe in the next suite also runs once, the threads arriving meanwhile
+    wait for its verdict and are refused."""
     fake, probe, cli = guarded()
     fake.dead = True
     gate = threading.Barrier(8)
@@ -289,6 +290,45 @@ def test_threads_see_one_trip_and_one_probe(board: Board) -> None:
     assert probe.runs == 2 and len(errors) == 8
     assert all(isinstance(e, DeviceDown) for e in errors)
     assert fake.calls == len(timeouts)
+
+
+def test_a_failure_during_a_probe_raises_without_waiting_for_it(board: Board) -> None:
+    """A call that fails while a probe of its device runs raises its own error at once:
+    the probe decides the trip. Waiting for it held a doctor read that had timed out ~10 s
+    longer (the doctor's own probe of a late device runs the device's command timeout)."""
+    fake, probe, cli = guarded()
+    fake.dead = True
+    probing, release = threading.Event(), threading.Event()
+
+    def slow_probe() -> None:
+        probe.runs += 1
+        probing.set()
+        release.wait(30)
+        raise TransportTimeout("host3", "probe: no answer within 30 s")
+
+    cli._probe = slow_probe  # type: ignore[attr-defined]
+    raised: list[BaseException] = []
+
+    def call(command: str) -> None:
+        try:
+            cli.exec(command)
+        except TransportError as exc:
+            raised.append(exc)
+
+    first = threading.Thread(target=call, args=("a",))
+    first.start()
+    assert probing.wait(5)
+    second = threading.Thread(target=call, args=("b",))
+    second.start()
+    second.join(10)
+    alive = second.is_alive()
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert not alive, "the second failure waited for the first one's probe"
+    assert len(raised) == 2 and isinstance(raised[0], TransportTimeout)
+    assert "exec 'b'" in str(raised[0])  # the second call's own error came first
+    assert probe.runs == 1 and set(board.down()) == {"host3"}
 
 
 def test_device_down_is_read_as_unreachable_by_the_root_cause_analysis() -> None:
