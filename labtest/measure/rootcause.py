@@ -408,6 +408,14 @@ def _named(labels: Mapping[str, Any], key: str, fabric: Fabric
     return frozenset(out), frozenset(nearby - out), named_port
 
 
+def _moved(labels: Mapping[str, Any], fabric: Fabric) -> frozenset[str]:
+    """The links whose routing sessions dropped while the measurement ran (``moved``): its
+    flows may have left the place it names for them, so they are second suspects of its
+    failure. A pass says nothing of them (whatever moved, it held)."""
+    return frozenset(lk for lk in str(labels.get("moved") or "").split(",")
+                     if lk and fabric.link_ends(lk))
+
+
 def _streams(labels: Mapping[str, Any]) -> int:
     """How many independently hashed streams the traffic was (its ``flows`` label; 1)."""
     try:
@@ -521,6 +529,8 @@ def evidence_of(doc: Mapping[str, Any], fabric: Fabric
                 named, nearby, port = frozenset({str(labels.get("device"))}) & set(fabric.kind), (
                     frozenset()), None
             failed = verdict == "FAIL"
+            if failed:  # measured while routes moved: see _moved
+                nearby |= _moved(labels, fabric) - named
             if matches(key, ECMP_KEYS):  # the switch hashes, whichever member is named
                 named, port = frozenset({str(labels.get("device"))}) & set(fabric.kind), None
                 if failed:

@@ -29,6 +29,7 @@ from labtest.capabilities.traffic import (
 )
 from labtest.errors import DataplaneFailed, InfraError, TransportTimeout
 from labtest.fixtures.cabling_plan import fabric_links
+from labtest.fixtures.route_moves import moved_links, read_sessions
 from labtest.fixtures.suite_data import load_settings
 from labtest.fixtures.tg_probes import (
     PathMapping,
@@ -89,6 +90,9 @@ class Deliveries:
     unloaded: str = ""  # why no link is loaded (no TG pair); else see ``hole``
     leaves: tuple[str, ...] = ()  # the switches of the TG's two ports
     flows: int = 0
+    #: spine -> the links whose routing sessions dropped between the mapping of the flows
+    #: and the end of that spine's load: its flows may have left their mapped members
+    moved: dict[str, list[str]] = field(default_factory=dict)
 
     def hole(self, link: Link) -> str:
         """Why ``link`` carried no probe load."""
@@ -98,6 +102,13 @@ class Deliveries:
             return f"none of the {self.flows} probe flows per direction was hashed onto it"
         return (f"the traffic generator's ports are on {' and '.join(self.leaves)}: no path "
                 "between them crosses it")
+
+
+def _moved(links: list[str], own: str) -> dict[str, str]:
+    """The ``moved`` label: other links whose sessions dropped while it was measured (the
+    root cause engine's second suspects of its failure); none: no label."""
+    others = [lk for lk in links if lk != own]
+    return {"moved": ",".join(others)} if others else {}
 
 
 def _offered(flows: list[Flow]) -> dict[str, float]:
@@ -201,6 +212,7 @@ def deliveries(lab: Lab, fabric_view: FabricView) -> Deliveries:
                                     timeout_s=float(SETTINGS["timeout_s"]))
     out = Deliveries(leaves=(a.switch, b.switch), flows=how.flows)
     try:
+        mapped = read_sessions(lab)
         with allure.step("PATHS-1.1/1: map the probe flows onto the ECMP paths"):
             paths = map_probe_paths(lab, fabric_view, tg, a, b, how, attach_json)
             attach_json("flow paths", {f: [h.endpoint for h in p] for f, p in paths.items()})
@@ -211,6 +223,9 @@ def deliveries(lab: Lab, fabric_view: FabricView) -> Deliveries:
         for spine in spines:
             with allure.step(f"PATHS-1.1/2: load every path over {spine}, both directions"):
                 _load_spine(lab, tg, a, base, spine, paths, out)
+                out.moved[spine] = moved_links(mapped, read_sessions(lab), lab)
+        if any(out.moved.values()):
+            attach_json("routing sessions that dropped while the paths were loaded", out.moved)
     finally:
         tg.stop_traffic()
     return out
@@ -454,7 +469,8 @@ def test_path_delivery(fabric_link: Link, deliveries: Deliveries, measure: Any,
         for hop in hops:
             measure("delivered_ratio", hop.ratio, key=KEY, link=link, device=hop.device,
                     port=hop.port, peer=hop.peer, entered_frames=hop.entered_frames,
-                    carried_frames=hop.carried_frames, path_pps=f"{hop.offered_pps:.0f}")
+                    carried_frames=hop.carried_frames, path_pps=f"{hop.offered_pps:.0f}",
+                    **_moved(deliveries.moved.get(hop.spine, []), link))
     if len(hops) >= 2:
         return
     loaded: HostDeliveries = request.getfixturevalue("host_deliveries")
@@ -503,6 +519,8 @@ class MemberLoads:
     crossing: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
     unloaded: str = ""
     min_frames: float = 0.0
+    #: the links whose routing sessions dropped while the streams ran: flows rehashed
+    moved: list[str] = field(default_factory=list)
     #: link -> what traces of the dead pairs' flows showed there (a hole located); and why
     #: the dead pairs could not be traced
     located: dict[str, str] = field(default_factory=dict)
@@ -567,6 +585,7 @@ def member_loads(lab: Lab, fabric_view: FabricView,
         t_idle, idle = labtime.monotonic(), _counts(lab, switches)
         labtime.sleep(float(cfg["idle_s"]))  # the background's rate, and its share of a skew
         t_before, before = labtime.monotonic(), _counts(lab, switches)
+        started = read_sessions(lab)
         for n in range(rounds):  # each round's streams take new source ports
             runs = []
             for k, (a, b) in enumerate(out.pairs):
@@ -587,7 +606,10 @@ def member_loads(lab: Lab, fabric_view: FabricView,
                 lost[run.client] = lost.get(run.client, 0) + sum(r.lost_packets for r in done)
         labtime.sleep(float(cfg["settle_s"]))
         t_after, after = labtime.monotonic(), _counts(lab, switches)
+        out.moved = moved_links(started, read_sessions(lab), lab)
         attach_json("streams lost per source host", lost)
+        if out.moved:
+            attach_json("routing sessions that dropped while the streams ran", out.moved)
         if out.died:
             attach_json("streams that died under way", {f"{a}->{b}": why
                                                          for (a, b), why in out.died.items()})
@@ -659,7 +681,8 @@ def test_member_loss(fabric_link: Link, member_loads: MemberLoads, measure: Any)
                     link=link, device=device, port=port, peer=member_loads.peer[(name, sender)],
                     sent_frames=sent, received_frames=got,
                     background_allowance_frames=allowance,
-                    background_frames=background)  # fmt: skip
+                    background_frames=background,
+                    **_moved(member_loads.moved, link))  # fmt: skip
             judged += 1
     died = [(a, b, why) for (a, b), why in member_loads.died.items()
             if link in member_loads.crossing.get((a, b), ())]
@@ -674,7 +697,8 @@ def test_member_loss(fabric_link: Link, member_loads: MemberLoads, measure: Any)
         for a, b, why in died:
             measure("member_loss_ratio", float("nan"), key=LOSS_KEY, pair=f"{a}--{b}",
                     flows=member_loads.flows,
-                    error=f"{a}->{b} streams died under way: {why}{untraced}")
+                    error=f"{a}->{b} streams died under way: {why}{untraced}",
+                    **_moved(member_loads.moved, link))
         return
     if not judged:
         pairs = ", ".join(f"{a}->{b}" for a, b in member_loads.pairs)
@@ -704,7 +728,8 @@ def test_ecmp_spread(member_loads: MemberLoads, measure: Any) -> None:
         src, dst = member_loads.source_of.get(leaf, ("", ""))
         flows = {"source": src, "towards": dst} if src else {}
         measure("ecmp_spread_max_mean", ports[worst] / mean, key=SPREAD_KEY, device=leaf,
-                port=worst, shares=" ".join(f"{p}={n}" for p, n in ports.items()), **flows)
+                port=worst, shares=" ".join(f"{p}={n}" for p, n in ports.items()), **flows,
+                **_moved(member_loads.moved, ""))
         judged += 1
     if not judged:
         reason = "no leaf with a streaming host has two or more uplinks that carried frames"

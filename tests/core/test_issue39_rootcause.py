@@ -203,3 +203,67 @@ def test_a_down_link_explains_the_restorations_of_the_reroutes_it_stranded(
     assert [c.culprit for c in causes] == [down], [c.cause for c in causes]
     stranded = {e["nodeid"] for e in events if e["outcome"] == "failed"}
     assert stranded <= set(causes[0].consequences) | set(causes[0].tests), causes[0]
+
+
+def _hop(leaf: str, lp: str, spine: str, sp: str, sender: str, ratio: float,
+         moved: str = "") -> dict[str, Any]:
+    """One direction of a fabric link as the paths suite's delivery records it."""
+    link = _link(leaf, lp, spine, sp)
+    device, port, peer = ((leaf, lp, f"{spine}:{sp}") if sender == leaf
+                          else (spine, sp, f"{leaf}:{lp}"))
+    labels = {"moved": moved} if moved else {}
+    return m("paths.delivered_ratio", ratio, "PASS" if ratio >= 0.99 else "FAIL",
+             {"low": 0.99, "source": "x"}, link=link, device=device, port=port, peer=peer,
+             entered_frames="4000", carried_frames=str(int(4000 * ratio)), **labels)
+
+
+def _flapping_lossy_link(moved: bool) -> list[dict[str, Any]]:
+    """Kernel campaign 20261215/014: 20 % loss both ways on leaf2--spine2. Its BGP session
+    dropped and came back every few seconds; the flows the paths suite had mapped onto
+    spine1's members rehashed while they were loaded, so both spine1 links came up 12 %
+    short at the leaf ends as well."""
+    lossy = _link(*SPINE2[1])
+    s1a, s1b = SPINE1
+    tag = lossy if moved else ""
+    tests = [
+        t("paths", f"test_path_delivery[{_link(*s1a)}]",
+          [_hop(*s1a, "leaf1", 0.8795, tag), _hop(*s1a, "spine1", 1.0, tag)]),
+        t("paths", f"test_path_delivery[{_link(*s1b)}]",
+          [_hop(*s1b, "leaf2", 0.8752, tag), _hop(*s1b, "spine1", 1.0, tag)]),
+        t("paths", f"test_path_delivery[{_link(*SPINE2[0])}]",
+          [_hop(*SPINE2[0], "leaf1", 1.0), _hop(*SPINE2[0], "spine2", 1.0)]),
+        t("paths", f"test_path_delivery[{lossy}]",
+          [_hop(*SPINE2[1], "leaf2", 0.8082), _hop(*SPINE2[1], "spine2", 0.7856)]),
+        t("paths", f"test_member_loss[{lossy}]", [
+            m("paths.member_loss_ratio", 0.1996, "FAIL", {"high": 0.0001, "source": "x"},
+              link=lossy, device="spine2", port="Ethernet4", peer="leaf2:Ethernet4",
+              sent_frames="11772", received_frames="9368")]),
+        t("routing", f"test_bgp_session[{lossy}]", [
+            m("routing.bgp_session_flaps", 1, "FAIL", ONE, link=lossy, device="leaf2",
+              port="Ethernet4", peer="spine2:Ethernet4",
+              seen="up 1.0 s at the end of the 20.0 s window: it dropped and came back")]),
+    ]
+    for leaf, lp, spine, sp in (*SPINE1, SPINE2[0]):
+        link = _link(leaf, lp, spine, sp)
+        tests.append(t("routing", f"test_bgp_session[{link}]", [
+            m("routing.bgp_session_flaps", 0, "PASS", ONE, link=link, device=d, port=p,
+              peer=peer, seen="up 300 s, the whole 20.0 s window")
+            for d, p, peer in ((leaf, lp, f"{spine}:{sp}"), (spine, sp, f"{leaf}:{lp}"))]))
+    return tests
+
+
+def test_failures_measured_while_routes_moved_are_the_flapping_links_consequences(
+        record: dict[str, Any]) -> None:
+    """The spine1 members' shortfall was measured while the lossy link's session moved the
+    routes (the paths suite reads the sessions around each load: ``moved``). Without the
+    label the shortfalls needed causes of their own at innocent places (on the campaign's
+    run, with its failover evidence, the leaf common to most failures, leaf2, came first);
+    with it the link explains them all: the one cause."""
+    lossy = _link(*SPINE2[1])
+    causes = root_causes(doc_of(record, _flapping_lossy_link(moved=True)))
+    assert [c.culprit for c in causes] == [lossy], [c.cause for c in causes]
+    shortfalls = {f"suites/paths/test_paths.py::test_path_delivery[{_link(*lk)}]"
+                  for lk in SPINE1}
+    assert shortfalls <= set(causes[0].consequences) | set(causes[0].tests), causes[0]
+    blind = root_causes(doc_of(record, _flapping_lossy_link(moved=False)))
+    assert len(blind) > 1 and blind[0].culprit == lossy, [c.cause for c in blind]
