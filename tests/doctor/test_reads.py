@@ -93,7 +93,7 @@ def test_a_late_read_that_times_out_is_dead_without_waiting_for_its_probe(
 
     def read(drv: _Driver) -> str:
         if drv.name == "dead":
-            time.sleep(1.0)
+            time.sleep(3.0)  # well past the round's grant, even on a loaded machine
             raise TransportTimeout(drv.name, "exec 'show interfaces status': no complete "
                                              "answer within 30 s")
         return f"{drv.name} read"
