@@ -179,7 +179,8 @@ def _check(lab: Lab, name: str, ran_s: float, dead: dict[str, TransportError]) -
         return
     board = breaker.current()
     if board is not None:  # the breaker probes, and trips: later reads fail at once
-        board.breaker(name).failed(TransportTimeout(name, "doctor read hung"), probe)
+        board.breaker(name).failed(TransportTimeout(name, "doctor read hung"), probe,
+                                   wait=True)  # a probe under way decides: read its trip
         hung = board.breaker(name).trip is not None
     else:
         hung = not breaker.answers(name, probe)

@@ -106,15 +106,16 @@ class Breaker:
                 self.device, f"down since {trip.describe()}; not asked again", first=trip.error
             )
 
-    def failed(self, error: TransportError, probe: Probe) -> None:
+    def failed(self, error: TransportError, probe: Probe, *, wait: bool = False) -> None:
         """A call failed: open the breaker if a probe confirms the device does not answer.
 
         A probe of this device already under way decides for this failure too: the call's
         error is raised at once, not a probe's timeout later (a doctor read that timed out
-        while the doctor probed its late device waited ~10 s for that probe to end)."""
+        while the doctor probed its late device waited ~10 s for that probe to end).
+        ``wait``: for a caller that reads ``trip`` next, wait for that probe's decision."""
         if isinstance(error, DeviceDown) or self._outages:
             return
-        if not self._lock.acquire(blocking=False):
+        if not self._lock.acquire(blocking=wait):
             return
         try:
             if self.trip is not None or self._outages or answers(self.device, probe):

@@ -8,6 +8,7 @@ thing: ``connect.cli`` against the emulation's SSH server gone silent.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterator
@@ -329,6 +330,45 @@ def test_a_failure_during_a_probe_raises_without_waiting_for_it(board: Board) ->
     assert len(raised) == 2 and isinstance(raised[0], TransportTimeout)
     assert "exec 'b'" in str(raised[0])  # the second call's own error came first
     assert probe.runs == 1 and set(board.down()) == {"host3"}
+
+
+def test_a_caller_that_reads_the_trip_waits_for_the_probe_under_way(board: Board) -> None:
+    """The doctor's probe of a late device reads ``trip`` right after ``failed``: with a
+    probe of the same device under way (its read's own failure), it waits for that
+    decision instead of reading "not tripped" and calling a dead device alive."""
+    fake, probe, cli = guarded()
+    fake.dead = True
+    probing, release = threading.Event(), threading.Event()
+
+    def slow_probe() -> None:
+        probe.runs += 1
+        probing.set()
+        release.wait(30)
+        raise TransportTimeout("host3", "probe: no answer within 30 s")
+
+    cli._probe = slow_probe  # type: ignore[attr-defined]
+    def read() -> None:
+        with contextlib.suppress(TransportError):
+            cli.exec("a")
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    assert probing.wait(5)
+    tripped: list[bool] = []
+
+    def doctor_probe() -> None:
+        b = board.breaker("host3")
+        b.failed(TransportTimeout("host3", "doctor read hung"), slow_probe, wait=True)
+        tripped.append(b.trip is not None)
+
+    checker = threading.Thread(target=doctor_probe)
+    checker.start()
+    checker.join(0.5)
+    assert checker.is_alive() and not tripped  # waiting for the read's probe to decide
+    release.set()
+    checker.join(10)
+    reader.join(10)
+    assert tripped == [True] and probe.runs == 1
 
 
 def test_device_down_is_read_as_unreachable_by_the_root_cause_analysis() -> None:
