@@ -519,7 +519,9 @@ class MemberLoads:
     crossing: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
     unloaded: str = ""
     min_frames: float = 0.0
-    #: the links whose routing sessions dropped while the streams ran: flows rehashed
+    #: the links whose routing sessions dropped while the streams ran: flows rehashed, so
+    #: a pair's streams and a leaf's spread are the routes' doing too (a link's own loss,
+    #: its two ends' counters, is not: it stays unlabelled)
     moved: list[str] = field(default_factory=list)
     #: link -> what traces of the dead pairs' flows showed there (a hole located); and why
     #: the dead pairs could not be traced
@@ -681,8 +683,7 @@ def test_member_loss(fabric_link: Link, member_loads: MemberLoads, measure: Any)
                     link=link, device=device, port=port, peer=member_loads.peer[(name, sender)],
                     sent_frames=sent, received_frames=got,
                     background_allowance_frames=allowance,
-                    background_frames=background,
-                    **_moved(member_loads.moved, link))  # fmt: skip
+                    background_frames=background)  # fmt: skip
             judged += 1
     died = [(a, b, why) for (a, b), why in member_loads.died.items()
             if link in member_loads.crossing.get((a, b), ())]
