@@ -408,7 +408,7 @@ def _named(labels: Mapping[str, Any], key: str, fabric: Fabric
     return frozenset(out), frozenset(nearby - out), named_port
 
 
-def _moved(labels: Mapping[str, Any], fabric: Fabric) -> frozenset[str]:
+def _moved(labels: Mapping[str, object], fabric: Fabric) -> frozenset[str]:
     """The links whose routing sessions dropped while the measurement ran (``moved``): its
     flows may have left the place it names for them, so they are second suspects of its
     failure. A pass says nothing of them (whatever moved, it held)."""
@@ -683,11 +683,18 @@ def _independent_first(causes: Sequence[inference.Cause], by_id: Mapping[str, Ev
 
 def _culprit_of(cause: inference.Cause, by_id: Mapping[str, Evidence], fabric: Fabric
                 ) -> str:
-    """The culprit an upstream cause is shown as (its port where its readings name one)."""
+    """The culprit an upstream cause is shown as: a link as its port where its readings name
+    one; a device as its port where every reading of its own is at that one port (kernel
+    campaign 20261216/016: spine2:Ethernet0's MTU lowered, its link cleared by the traffic
+    that crossed it at small frames, was shown as "spine2")."""
     direct = [by_id[i] for i in cause.explains if cause.component in by_id[i].obs.named]
-    ports = {e.port for e in direct
-             if e.port and fabric.link_of(*e.port.split(":", 1)) == cause.component}
-    return ports.pop() if len(ports) == 1 else cause.component
+    if fabric.link_ends(cause.component):
+        ports = {e.port for e in direct
+                 if e.port and fabric.link_of(*e.port.split(":", 1)) == cause.component}
+        return ports.pop() if len(ports) == 1 else cause.component
+    places = {e.port for e in direct}
+    port = places.pop() if len(places) == 1 else None
+    return port if port and port.split(":", 1)[0] == cause.component else cause.component
 
 
 def _intermittent(found: Iterable[Evidence], fabric: Fabric) -> set[str]:

@@ -267,3 +267,26 @@ def test_failures_measured_while_routes_moved_are_the_flapping_links_consequence
     assert shortfalls <= set(causes[0].consequences) | set(causes[0].tests), causes[0]
     blind = root_causes(doc_of(record, _flapping_lossy_link(moved=False)))
     assert len(blind) > 1 and blind[0].culprit == lossy, [c.cause for c in blind]
+
+
+def test_a_device_whose_own_failures_are_all_at_one_port_is_shown_as_that_port(
+        record: dict[str, Any]) -> None:
+    """Kernel campaign 20261216/016: spine2:Ethernet0's MTU lowered to 1400. The link's
+    deliveries passed at small frames, clearing the link; spine2 explained the MTU reading
+    and the large-frame losses beside it, and was shown as "spine2" though every reading
+    that named it was at Ethernet0. The port is the culprit."""
+    link = _link(*SPINE2[0])
+    mtu = t("roce", f"test_link_mtu[{link}]", [
+        m("roce.port_mtu_bytes", 1400, "FAIL", {"low": 4140, "source": "x"}, device="spine2",
+          port="Ethernet0", link=link),
+        m("roce.port_mtu_bytes", 9100, "PASS", {"low": 4140, "source": "x"}, device="leaf1",
+          port="Ethernet4", link=link)])
+    passes = [t("paths", f"test_path_delivery[{_link(*lk)}]", [
+        _hop(*lk, lk[0], 1.0), _hop(*lk, lk[2], 1.0)]) for lk in (*SPINE1, *SPINE2)]
+    # large frames through spine2 toward leaf1 lost while a spine1 link was shut
+    lost = t("failover", "test_failover[shut:leaf1:Ethernet0]", [
+        m("failover.unaffected_flow_loss_frames", 74, "FAIL", {"high": 0, "source": "x"},
+          link=_link(*SPINE1[0]), device="leaf1", port="Ethernet0",
+          flows="p2-to-p1-0 p2-to-p1-1", links=_link(*SPINE2[1]))])
+    causes = root_causes(doc_of(record, [mtu, *passes, lost]))
+    assert causes and causes[0].culprit == "spine2:Ethernet0", [c.cause for c in causes]
