@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import SecretStr
@@ -293,10 +294,8 @@ def test_threads_see_one_trip_and_one_probe(board: Board) -> None:
     assert fake.calls == len(timeouts)
 
 
-def test_a_failure_during_a_probe_raises_without_waiting_for_it(board: Board) -> None:
-    """A call that fails while a probe of its device runs raises its own error at once:
-    the probe decides the trip. Waiting for it held a doctor read that had timed out ~10 s
-    longer (the doctor's own probe of a late device runs the device's command timeout)."""
+def _held_probe() -> tuple[FakeProbe, FakeTransport, Any, threading.Event, threading.Event]:
+    """A dead device whose probe runs until ``release`` (``probing`` once it started)."""
     fake, probe, cli = guarded()
     fake.dead = True
     probing, release = threading.Event(), threading.Event()
@@ -308,6 +307,14 @@ def test_a_failure_during_a_probe_raises_without_waiting_for_it(board: Board) ->
         raise TransportTimeout("host3", "probe: no answer within 30 s")
 
     cli._probe = slow_probe  # type: ignore[attr-defined]
+    return probe, cli, slow_probe, probing, release
+
+
+def test_a_failure_during_a_probe_raises_without_waiting_for_it(board: Board) -> None:
+    """A call that fails while a probe of its device runs raises its own error at once:
+    the probe decides the trip. Waiting for it held a doctor read that had timed out ~10 s
+    longer (the doctor's own probe of a late device runs the device's command timeout)."""
+    probe, cli, _, probing, release = _held_probe()
     raised: list[BaseException] = []
 
     def call(command: str) -> None:
@@ -336,17 +343,8 @@ def test_a_caller_that_reads_the_trip_waits_for_the_probe_under_way(board: Board
     """The doctor's probe of a late device reads ``trip`` right after ``failed``: with a
     probe of the same device under way (its read's own failure), it waits for that
     decision instead of reading "not tripped" and calling a dead device alive."""
-    fake, probe, cli = guarded()
-    fake.dead = True
-    probing, release = threading.Event(), threading.Event()
+    probe, cli, slow_probe, probing, release = _held_probe()
 
-    def slow_probe() -> None:
-        probe.runs += 1
-        probing.set()
-        release.wait(30)
-        raise TransportTimeout("host3", "probe: no answer within 30 s")
-
-    cli._probe = slow_probe  # type: ignore[attr-defined]
     def read() -> None:
         with contextlib.suppress(TransportError):
             cli.exec("a")
