@@ -8,7 +8,6 @@ thing: ``connect.cli`` against the emulation's SSH server gone silent.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections.abc import Iterator
@@ -294,10 +293,27 @@ def test_threads_see_one_trip_and_one_probe(board: Board) -> None:
     assert fake.calls == len(timeouts)
 
 
-def _held_probe() -> tuple[FakeProbe, FakeTransport, Any, threading.Event, threading.Event]:
-    """A dead device whose probe runs until ``release`` (``probing`` once it started)."""
-    fake, probe, cli = guarded()
+class GatedTransport(FakeTransport):
+    """A dead device whose ``exec("slow")`` hangs until ``go`` (a call already in flight)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.go = threading.Event()
+
+    def exec(self, command: str) -> str:
+        if command == "slow":
+            self.go.wait(30)
+        return super().exec(command)
+
+
+def _held_probe() -> tuple[FakeProbe, GatedTransport, Any, Any, threading.Event,
+                           threading.Event]:
+    """A dead device behind the breaker whose probe runs until ``release`` (``probing``
+    once it started)."""
+    fake = GatedTransport()
     fake.dead = True
+    probe = FakeProbe(fake)
+    cli = guard("host3", fake, probe)
     probing, release = threading.Event(), threading.Event()
 
     def slow_probe() -> None:
@@ -307,50 +323,68 @@ def _held_probe() -> tuple[FakeProbe, FakeTransport, Any, threading.Event, threa
         raise TransportTimeout("host3", "probe: no answer within 30 s")
 
     cli._probe = slow_probe  # type: ignore[attr-defined]
-    return probe, cli, slow_probe, probing, release
+    return probe, fake, cli, slow_probe, probing, release
 
 
-def test_a_failure_during_a_probe_raises_without_waiting_for_it(board: Board) -> None:
-    """A call that fails while a probe of its device runs raises its own error at once:
-    the probe decides the trip. Waiting for it held a doctor read that had timed out ~10 s
-    longer (the doctor's own probe of a late device runs the device's command timeout)."""
-    probe, cli, _, probing, release = _held_probe()
-    raised: list[BaseException] = []
-
+def _calls(cli: Any, raised: list[BaseException], *commands: str) -> list[threading.Thread]:
     def call(command: str) -> None:
         try:
             cli.exec(command)
         except TransportError as exc:
             raised.append(exc)
 
-    first = threading.Thread(target=call, args=("a",))
-    first.start()
+    threads = [threading.Thread(target=call, args=(c,)) for c in commands]
+    for t in threads:
+        t.start()
+    return threads
+
+
+def test_a_failure_during_a_probe_raises_without_waiting_for_it(board: Board) -> None:
+    """A call already in flight that fails while a probe of its device runs raises its own
+    error at once: the probe decides the trip. Waiting for it held a doctor read that had
+    timed out ~10 s longer (the doctor's own probe of a late device runs the device's
+    command timeout)."""
+    probe, fake, cli, _, probing, release = _held_probe()
+    raised: list[BaseException] = []
+    (inflight,) = _calls(cli, raised, "slow")  # asked before anything failed
+    (first,) = _calls(cli, raised, "a")
     assert probing.wait(5)
-    second = threading.Thread(target=call, args=("b",))
-    second.start()
-    second.join(10)
-    alive = second.is_alive()
+    fake.go.set()  # the call in flight now fails, while the probe decides
+    inflight.join(10)
+    alive = inflight.is_alive()
     release.set()
     first.join(10)
-    second.join(10)
-    assert not alive, "the second failure waited for the first one's probe"
+    inflight.join(10)
+    assert not alive, "the failure in flight waited for the first one's probe"
     assert len(raised) == 2 and isinstance(raised[0], TransportTimeout)
-    assert "exec 'b'" in str(raised[0])  # the second call's own error came first
+    assert "exec 'slow'" in str(raised[0])  # its own error, first
     assert probe.runs == 1 and set(board.down()) == {"host3"}
+
+
+def test_a_call_made_while_a_probe_decides_waits_and_is_refused(board: Board) -> None:
+    """A new call while a failure's probe decides waits for the verdict: a dead device is
+    not asked again for a whole timeout of its own."""
+    probe, fake, cli, _, probing, release = _held_probe()
+    raised: list[BaseException] = []
+    (first,) = _calls(cli, raised, "a")
+    assert probing.wait(5)
+    (later,) = _calls(cli, raised, "c")
+    later.join(0.5)
+    waiting = later.is_alive()
+    release.set()
+    first.join(10)
+    later.join(10)
+    assert waiting, "a new call went to the device while its probe decided"
+    assert fake.calls == 1 and probe.runs == 1  # the later call never reached the device
+    assert any(isinstance(e, DeviceDown) for e in raised), raised
 
 
 def test_a_caller_that_reads_the_trip_waits_for_the_probe_under_way(board: Board) -> None:
     """The doctor's probe of a late device reads ``trip`` right after ``failed``: with a
     probe of the same device under way (its read's own failure), it waits for that
     decision instead of reading "not tripped" and calling a dead device alive."""
-    probe, cli, slow_probe, probing, release = _held_probe()
-
-    def read() -> None:
-        with contextlib.suppress(TransportError):
-            cli.exec("a")
-
-    reader = threading.Thread(target=read)
-    reader.start()
+    probe, _, cli, slow_probe, probing, release = _held_probe()
+    (reader,) = _calls(cli, [], "a")
     assert probing.wait(5)
     tripped: list[bool] = []
 
