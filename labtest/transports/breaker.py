@@ -84,14 +84,11 @@ class Breaker:
         self.trip: Trip | None = None
         self._probed_in: str | None = None  # the suite of the trip or of the last reprobe
         self._outages = 0  # expected outages in progress (a reboot's polls)
-        self._probing = False  # a failure's probe is deciding the trip
 
     def before(self, probe: Probe) -> None:
         """Return if the device may be asked; raise DeviceDown if it is down (the first
-        call of a new suite reprobes once, and goes ahead if the device answers). A call
-        made while a failure's probe decides waits for its verdict: a dead device is not
-        asked again for a whole timeout of its own."""
-        if (self.trip is None and not self._probing) or self._outages:
+        call of a new suite reprobes once, and goes ahead if the device answers)."""
+        if self.trip is None or self._outages:
             return
         with self._lock:
             trip = self.trip
@@ -121,16 +118,12 @@ class Breaker:
         if not self._lock.acquire(blocking=wait):
             return
         try:
-            if self.trip is not None or self._outages:
-                return
-            self._probing = True
-            if answers(self.device, probe):
+            if self.trip is not None or self._outages or answers(self.device, probe):
                 return
             self.trip = Trip(error, self._board.test or "outside a test", time.time())
             self._probed_in = self._board.suite
             log.warning("%s: marked down for the run: %s", self.device, self.trip.describe())
         finally:
-            self._probing = False
             self._lock.release()
 
 

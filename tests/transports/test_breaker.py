@@ -361,24 +361,6 @@ def test_a_failure_during_a_probe_raises_without_waiting_for_it(board: Board) ->
     assert probe.runs == 1 and set(board.down()) == {"host3"}
 
 
-def test_a_call_made_while_a_probe_decides_waits_and_is_refused(board: Board) -> None:
-    """A new call while a failure's probe decides waits for the verdict: a dead device is
-    not asked again for a whole timeout of its own."""
-    probe, fake, cli, _, probing, release = _held_probe()
-    raised: list[BaseException] = []
-    (first,) = _calls(cli, raised, "a")
-    assert probing.wait(5)
-    (later,) = _calls(cli, raised, "c")
-    later.join(0.5)
-    waiting = later.is_alive()
-    release.set()
-    first.join(10)
-    later.join(10)
-    assert waiting, "a new call went to the device while its probe decided"
-    assert fake.calls == 1 and probe.runs == 1  # the later call never reached the device
-    assert any(isinstance(e, DeviceDown) for e in raised), raised
-
-
 def test_a_caller_that_reads_the_trip_waits_for_the_probe_under_way(board: Board) -> None:
     """The doctor's probe of a late device reads ``trip`` right after ``failed``: with a
     probe of the same device under way (its read's own failure), it waits for that
