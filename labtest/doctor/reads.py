@@ -105,8 +105,7 @@ class Reads:
             t = threading.Thread(target=_check, args=(lab, name, late[name], probing.dead),
                                  daemon=True, name=f"labtest-doctor-probe-{name}")
             t.start()
-            probing.threads.append(t)
-            probing.names.append(name)
+            probing.threads[name] = t
         return probing
 
     def _wait_s(self, kind: Sequence[str], began: float, floor_s: float) -> float | None:
@@ -134,10 +133,8 @@ class Probing:
     whose hung reads are no longer waited for."""
 
     reads: Reads
-    threads: list[threading.Thread] = field(default_factory=list)
+    threads: dict[str, threading.Thread] = field(default_factory=dict)  # device -> its probe
     dead: dict[str, TransportError] = field(default_factory=dict)
-
-    names: list[str] = field(default_factory=list)
 
     def join(self) -> dict[str, TransportError]:
         """Wait until each late device is settled: its probe ended, or its own read did
@@ -146,16 +143,16 @@ class Probing:
         own failure (issue 34's evaluation: paged at 42 s, the read failed at ~31 s)."""
         while True:
             with self.reads._cond:
-                for name in self.names:
+                open_ = []
+                for name, probe in self.threads.items():
                     read = self.reads.pending.get(name)
-                    if read is None or read.result is None or name in self.dead:
+                    if name in self.dead or read is None:
                         continue
-                    err = read.result.failed.get(name)
-                    if isinstance(err, TransportError):
-                        self.dead[name] = err
-                open_ = [name for name, t in zip(self.names, self.threads, strict=True)
-                         if t.is_alive() and name not in self.dead
-                         and not _answered(self.reads.pending.get(name))]
+                    if read.result is None:  # still reading: its probe decides
+                        if probe.is_alive():
+                            open_.append(name)
+                    elif isinstance(err := read.result.failed.get(name), TransportError):
+                        self.dead[name] = err  # its own read timed out: proof enough
             if not open_:
                 break
             labtime.sleep(POLL_S)
@@ -163,11 +160,6 @@ class Probing:
         for name in dead:
             self.reads.pending.pop(name, None)
         return dead
-
-
-def _answered(read: _Read | None) -> bool:
-    """The late read came back (answers or a failure of its own, judged next round)."""
-    return read is None or read.result is not None
 
 
 def _check(lab: Lab, name: str, ran_s: float, dead: dict[str, TransportError]) -> None:
