@@ -218,12 +218,15 @@ class Testbed(Strict):
     def links_of(self, device: str) -> list[Link]:
         return [lk for lk in self.links if device in (lk.ends[0].device, lk.ends[1].device)]
 
+    def link_at(self, device: str, port: str) -> Link | None:
+        """The planned link cabled at ``device:port``."""
+        return next((lk for lk in self.links
+                     if any((e.device, e.port) == (device, port) for e in lk.ends)), None)
+
     def peer(self, device: str, port: str) -> Endpoint | None:
         """The far end of ``device:port`` in the cabling plan."""
-        for lk in self.links:
-            a, b = lk.ends
-            if (a.device, a.port) == (device, port):
-                return b
-            if (b.device, b.port) == (device, port):
-                return a
-        return None
+        lk = self.link_at(device, port)
+        if lk is None:
+            return None
+        a, b = lk.ends
+        return b if (a.device, a.port) == (device, port) else a
