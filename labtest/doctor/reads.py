@@ -170,12 +170,12 @@ def _check(lab: Lab, name: str, ran_s: float, dead: dict[str, TransportError]) -
     if probe is None:
         return
     board = breaker.current()
-    if board is not None:  # the breaker probes, and trips: later reads fail at once
-        board.breaker(name).failed(TransportTimeout(name, "doctor read hung"), probe,
-                                   wait=True)  # a probe under way decides: read its trip
-        hung = board.breaker(name).trip is not None
-    else:
-        hung = not breaker.answers(name, probe)
+    down = board.breaker(name) if board is not None else None
+    # its own probe, outside the breaker's lock: the device's read failing meanwhile must
+    # not wait the command timeout of this probe (breaker.Breaker.mark_down)
+    hung = (down is not None and down.trip is not None) or not breaker.answers(name, probe)
+    if hung and down is not None:  # later reads fail at once
+        down.mark_down(TransportTimeout(name, "doctor read hung"))
     if hung:
         dead[name] = TransportTimeout(
             name, f"its read hung {ran_s:.0f} s and a probe got no answer")

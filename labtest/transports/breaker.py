@@ -106,26 +106,28 @@ class Breaker:
                 self.device, f"down since {trip.describe()}; not asked again", first=trip.error
             )
 
-    def failed(self, error: TransportError, probe: Probe, *, wait: bool = False) -> None:
-        """A call failed: open the breaker if a probe confirms the device does not answer.
-
-        A probe of this device already under way decides for this failure too: the call's
-        error is raised at once, not a probe's timeout later (a doctor read that timed out
-        while the doctor probed its late device waited ~10 s for that probe to end).
-        ``wait``: for a caller that reads ``trip`` next, wait for that probe's decision."""
+    def failed(self, error: TransportError, probe: Probe) -> None:
+        """A call failed: open the breaker if a probe confirms the device does not answer."""
         if isinstance(error, DeviceDown) or self._outages:
             return
-        if not self._lock.acquire(blocking=wait):
-            return
-        try:
+        with self._lock:
             if self.trip is not None or self._outages or answers(self.device, probe):
                 return
-            self.trip = Trip(error, self._board.test or "outside a test", time.time())
-            self._probed_in = self._board.suite
-            log.warning("%s: marked down for the run: %s", self.device, self.trip.describe())
-        finally:
-            self._lock.release()
+            self._open(error)
 
+    def mark_down(self, error: TransportError) -> None:
+        """A caller's own probe got no answer (the doctor's probe of a late device, given
+        the device's command timeout): open the breaker without probing again. That probe
+        runs outside the lock, so a call failing meanwhile is decided by its own short
+        probe, not held for the long one (an unreachable device's page waited 12 s)."""
+        with self._lock:
+            if self.trip is None and not self._outages:
+                self._open(error)
+
+    def _open(self, error: TransportError) -> None:
+        self.trip = Trip(error, self._board.test or "outside a test", time.time())
+        self._probed_in = self._board.suite
+        log.warning("%s: marked down for the run: %s", self.device, self.trip.describe())
 
     @contextlib.contextmanager
     def outage(self) -> Iterator[None]:

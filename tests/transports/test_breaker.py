@@ -12,7 +12,6 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from pydantic import SecretStr
@@ -243,9 +242,8 @@ def test_a_reboot_is_an_expected_outage_for_the_switch_drivers(board: Board) -> 
 
 def test_threads_see_one_trip_and_one_probe(board: Board) -> None:
     """Eight threads (perftest pairs) fail on the same dead device at once: one probe
-    confirms it, one trip records it (the threads failing meanwhile raise their own error
-    at once); a reprobe in the next suite also runs once, the threads arriving meanwhile
-    wait for its verdict and are refused."""
+    confirms it, one trip records it; a reprobe in the next suite also runs once, the
+    threads arriving meanwhile wait for its verdict and are refused."""
     fake, probe, cli = guarded()
     fake.dead = True
     gate = threading.Barrier(8)
@@ -293,96 +291,18 @@ def test_threads_see_one_trip_and_one_probe(board: Board) -> None:
     assert fake.calls == len(timeouts)
 
 
-class GatedTransport(FakeTransport):
-    """A dead device whose ``exec("slow")`` hangs until ``go`` (a call already in flight)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.go = threading.Event()
-
-    def exec(self, command: str) -> str:
-        if command == "slow":
-            self.go.wait(30)
-        return super().exec(command)
-
-
-def _held_probe() -> tuple[FakeProbe, GatedTransport, Any, Any, threading.Event,
-                           threading.Event]:
-    """A dead device behind the breaker whose probe runs until ``release`` (``probing``
-    once it started)."""
-    fake = GatedTransport()
-    fake.dead = True
-    probe = FakeProbe(fake)
-    cli = guard("host3", fake, probe)
-    probing, release = threading.Event(), threading.Event()
-
-    def slow_probe() -> None:
-        probe.runs += 1
-        probing.set()
-        release.wait(30)
-        raise TransportTimeout("host3", "probe: no answer within 30 s")
-
-    cli._probe = slow_probe  # type: ignore[attr-defined]
-    return probe, fake, cli, slow_probe, probing, release
-
-
-def _calls(cli: Any, raised: list[BaseException], *commands: str) -> list[threading.Thread]:
-    def call(command: str) -> None:
-        try:
-            cli.exec(command)
-        except TransportError as exc:
-            raised.append(exc)
-
-    threads = [threading.Thread(target=call, args=(c,)) for c in commands]
-    for t in threads:
-        t.start()
-    return threads
-
-
-def test_a_failure_during_a_probe_raises_without_waiting_for_it(board: Board) -> None:
-    """A call already in flight that fails while a probe of its device runs raises its own
-    error at once: the probe decides the trip. Waiting for it held a doctor read that had
-    timed out ~10 s longer (the doctor's own probe of a late device runs the device's
-    command timeout)."""
-    probe, fake, cli, _, probing, release = _held_probe()
-    raised: list[BaseException] = []
-    (inflight,) = _calls(cli, raised, "slow")  # asked before anything failed
-    (first,) = _calls(cli, raised, "a")
-    assert probing.wait(5)
-    fake.go.set()  # the call in flight now fails, while the probe decides
-    inflight.join(10)
-    alive = inflight.is_alive()
-    release.set()
-    first.join(10)
-    inflight.join(10)
-    assert not alive, "the failure in flight waited for the first one's probe"
-    assert len(raised) == 2 and isinstance(raised[0], TransportTimeout)
-    assert "exec 'slow'" in str(raised[0])  # its own error, first
-    assert probe.runs == 1 and set(board.down()) == {"host3"}
-
-
-def test_a_caller_that_reads_the_trip_waits_for_the_probe_under_way(board: Board) -> None:
-    """The doctor's probe of a late device reads ``trip`` right after ``failed``: with a
-    probe of the same device under way (its read's own failure), it waits for that
-    decision instead of reading "not tripped" and calling a dead device alive."""
-    probe, _, cli, slow_probe, probing, release = _held_probe()
-    (reader,) = _calls(cli, [], "a")
-    assert probing.wait(5)
-    tripped: list[bool] = []
-
-    def doctor_probe() -> None:
-        b = board.breaker("host3")
-        b.failed(TransportTimeout("host3", "doctor read hung"), slow_probe, wait=True)
-        tripped.append(b.trip is not None)
-
-    checker = threading.Thread(target=doctor_probe)
-    checker.start()
-    checker.join(0.5)
-    assert checker.is_alive() and not tripped  # waiting for the read's probe to decide
-    release.set()
-    checker.join(10)
-    reader.join(10)
-    assert tripped == [True] and probe.runs == 1
+def test_mark_down_opens_the_breaker_without_a_second_probe(board: Board) -> None:
+    """The doctor probes a late device itself (its command timeout, outside the lock) and
+    marks it down on no answer: no probe of the breaker's own, later calls refused."""
+    fake, probe, cli = guarded()
+    board.breaker("host3").mark_down(TransportTimeout("host3", "doctor read hung"))
+    with pytest.raises(DeviceDown) as down:
+        cli.exec("uptime")
+    assert "doctor read hung" in str(down.value)
+    assert probe.runs == 0 and fake.calls == 0 and set(board.down()) == {"host3"}
+    with breaker.expected_outage("host4"):  # an expected outage marks nothing
+        board.breaker("host4").mark_down(TransportTimeout("host4", "x"))
+    assert set(board.down()) == {"host3"}
 
 
 def test_device_down_is_read_as_unreachable_by_the_root_cause_analysis() -> None:
