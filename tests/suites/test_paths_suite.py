@@ -9,6 +9,7 @@ printed in every assertion message, so a miss can be replayed.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -108,3 +109,12 @@ def test_an_ecmp_blackhole_at_a_random_placement_is_named(tmp_path: Path) -> Non
     assert link in first or f"{b}--{a}" in first or any(
         f"  1. {end}:" in first for end in (a, b)), f"{placed}: first {first!r}\n{out[-4000:]}"
     assert "  2. " not in causes, f"{placed}\n{out[-4000:]}"
+    # a leaf whose pair's streams died carried BFD and BGP alone (or the rounds before):
+    # its uplinks' shares prove no spread, so the spread cell is not proven, never passed
+    dead = re.findall(r"streams of (\S+) .*died|(\w+)->\w+ streams died under way", out)
+    results = json.loads((tmp_path / "allure" / "labtest-results.json").read_text())
+    spread = next(c for r in results["verdict"]["coverage"]["requirements"] for c in r["cells"]
+                  if c["requirement"] == "paths.ecmp_spread_max_mean")
+    if dead:
+        assert spread["status"] == "not proven", f"{placed}: {spread}"
+        assert "streams died in round" in spread["reason"], f"{placed}: {spread}"
