@@ -5,8 +5,9 @@ It runs in the matrix stage (``LABTEST_MATRIX=1``, as CI does), not in the READM
 command. Each case is one ``labtest run`` on a fresh kernel lab whose testbed injects the fault at
 start (``emulation.faults``), the way a user would run it. About 20 s per cabling or
 routing case (35 s for the silent drop: its sessions are read again until the settle time
-runs out), 60 s for the straggler's paths run and about 140 s for the healthy cabling +
-failover + paths + routing run on 2 shared cores.
+runs out), 60 s for the straggler's paths run, 90-100 s for the ECMP blackhole's (one
+round of dead streams, 30 s, and the traces that locate the hole, about 55 s) and about
+140 s for the healthy cabling + failover + paths + routing run on 2 shared cores.
 """
 
 from __future__ import annotations
