@@ -29,7 +29,7 @@ from labtest.capabilities.traffic import (
 )
 from labtest.errors import DataplaneFailed, InfraError, TransportTimeout
 from labtest.fixtures.cabling_plan import fabric_links
-from labtest.fixtures.route_moves import moved_links, read_sessions
+from labtest.fixtures.route_moves import moved_links, read_sessions, unasked
 from labtest.fixtures.suite_data import load_settings
 from labtest.fixtures.tg_probes import (
     PathMapping,
@@ -53,6 +53,8 @@ if TYPE_CHECKING:  # names pytest must not collect
 
 SETTINGS = load_settings("paths")
 KEY = "paths.delivered_ratio"
+SLACK_S = float(SETTINGS["route_moves"]["uptime_slack_s"])
+UNREAD = "switches whose BGP sessions could not be read (a route that moved there is not known)"
 pytestmark = [pytest.mark.needs("TrafficGenerator")]
 
 
@@ -220,12 +222,17 @@ def deliveries(lab: Lab, fabric_view: FabricView) -> Deliveries:
                             frame_size_bytes=how.frame_size_bytes, rate_pps=1.0, dscp=how.dscp)
         ordered = [probe_flow_name(s, d, i) for s, d in ((a, b), (b, a)) for i in range(how.flows)]
         spines = list(dict.fromkeys(paths[n][0].peer for n in ordered))
+        unread: dict[str, str] = {}
         for spine in spines:
             with allure.step(f"PATHS-1.1/2: load every path over {spine}, both directions"):
                 _load_spine(lab, tg, a, base, spine, paths, out)
-                out.moved[spine] = moved_links(mapped, read_sessions(lab), lab)
+                now = read_sessions(lab)
+                out.moved[spine] = moved_links(mapped, now, lab, uptime_slack_s=SLACK_S)
+                unread |= unasked(mapped, now)
         if any(out.moved.values()):
             attach_json("routing sessions that dropped while the paths were loaded", out.moved)
+        if unread:
+            attach_json(UNREAD, unread)
     finally:
         tg.stop_traffic()
     return out
@@ -617,10 +624,13 @@ def member_loads(lab: Lab, fabric_view: FabricView,
                 lost[run.client] = lost.get(run.client, 0) + sum(r.lost_packets for r in done)
         labtime.sleep(float(cfg["settle_s"]))
         t_after, after = labtime.monotonic(), _counts(lab, switches)
-        out.moved = moved_links(started, read_sessions(lab), lab)
+        ended = read_sessions(lab)
+        out.moved = moved_links(started, ended, lab, uptime_slack_s=SLACK_S)
         attach_json("streams lost per source host", lost)
         if out.moved:
             attach_json("routing sessions that dropped while the streams ran", out.moved)
+        if unasked(started, ended):
+            attach_json(UNREAD, unasked(started, ended))
         if out.died:
             attach_json("streams that died under way", {
                 f"{a}->{b}": {"error": why, "round": out.died_in[(a, b)], "rounds": rounds}

@@ -13,7 +13,7 @@ import pytest
 from labtest.capabilities.routing import BgpSession
 from labtest.errors import TransportTimeout
 from labtest.fixtures import route_moves
-from labtest.fixtures.route_moves import SessionsRead, moved_links, read_sessions
+from labtest.fixtures.route_moves import SessionsRead, moved_links, read_sessions, unasked
 from labtest.testbed import load_testbed
 
 KERNEL = Path(__file__).resolve().parents[2] / "testbeds" / "kernel" / "leafspine.yaml"
@@ -52,7 +52,8 @@ def test_a_session_that_dropped_and_came_back_names_its_link() -> None:
                            "leaf1:Ethernet0": _up("Ethernet0", 300.0)}, {"leaf1", "leaf2"})
     after = _read(120.0, {"leaf2:Ethernet4": _up("Ethernet4", 4.0),  # came back 4 s ago
                           "leaf1:Ethernet0": _up("Ethernet0", 319.5)}, {"leaf1", "leaf2"})
-    assert moved_links(before, after, lab) == ["leaf2:Ethernet4--spine2:Ethernet4"]  # type: ignore[arg-type]
+    moved = moved_links(before, after, lab, uptime_slack_s=1.0)  # type: ignore[arg-type]
+    assert moved == ["leaf2:Ethernet4--spine2:Ethernet4"]
 
 
 @pytest.mark.parametrize(("was", "now", "moved"), [
@@ -73,14 +74,14 @@ def test_what_counts_as_a_move(was: BgpSession, now: BgpSession | None, moved: b
     before = _read(0.0, {end: was}, {"leaf1"})
     after = _read(20.0, {end: now} if now else {}, {"leaf1"})
     want = ["leaf1:Ethernet0--spine1:Ethernet0"] if moved else []
-    assert moved_links(before, after, _Lab({})) == want  # type: ignore[arg-type]
+    assert moved_links(before, after, _Lab({}), uptime_slack_s=1.0) == want  # type: ignore[arg-type]
 
 
 def test_a_switch_not_asked_both_times_says_nothing() -> None:
     end = "leaf1:Ethernet0"
     before = _read(0.0, {end: _up("Ethernet0", 300.0)}, {"leaf1"})
     after = _read(20.0, {}, set())  # leaf1 could not be asked the second time
-    assert moved_links(before, after, _Lab({})) == []  # type: ignore[arg-type]
+    assert moved_links(before, after, _Lab({}), uptime_slack_s=1.0) == []  # type: ignore[arg-type]
 
 
 def test_read_sessions_keys_by_local_end_and_leaves_out_who_cannot_be_asked(
@@ -92,3 +93,6 @@ def test_read_sessions_keys_by_local_end_and_leaves_out_who_cannot_be_asked(
     read = read_sessions(lab)  # type: ignore[arg-type]
     assert read.at_s == 42.0 and read.asked == {"leaf1"}
     assert set(read.sessions) == {"leaf1:Ethernet0", "leaf1:Ethernet4"}
+    # said, not dropped: a route that moved on leaf2 is not known
+    assert read.unread == {"leaf2": "TransportTimeout: [leaf2] no answer"}
+    assert set(unasked(read, SessionsRead(50.0, {}, frozenset({"leaf1", "leaf2"})))) == {"leaf2"}
