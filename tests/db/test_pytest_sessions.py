@@ -45,6 +45,12 @@ def test_drive(lab, device_name, turn):
     with open(Path(__file__).parent / "drives.log", "a") as log:
         log.write(f"start {WHO} {device_name} {start}\\n")
     time.sleep(0.4)
+    # A holds the lab until B is seen waiting for it (bounded): however slowly B starts on
+    # a loaded machine, it must find the lab held
+    release = Path(__file__).parent / "release"
+    deadline = time.monotonic() + 60
+    while WHO == "A" and not release.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
     with open(Path(__file__).parent / "drives.log", "a") as log:
         log.write(f"drive {WHO} {device_name} {start} {time.time()}\\n")
 """
@@ -53,17 +59,19 @@ def test_drive(lab, device_name, turn):
 def _start(project: Path, who: str, store: str) -> subprocess.Popen:
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--testbed",
                "tb.yaml", "--lease-store", store, "--alluredir", str(project / f"results-{who}")]
-    return subprocess.Popen(command, cwd=project, env={**os.environ, "RUN_TAG": who},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    with open(project / f"out-{who}.txt", "w") as out:  # the child keeps its own handle
+        return subprocess.Popen(command, cwd=project, env={**os.environ, "RUN_TAG": who},
+                                stdout=out, stderr=subprocess.STDOUT, text=True)
 
 
-def _finish(run: subprocess.Popen) -> str:
+def _finish(run: subprocess.Popen, project: Path, who: str) -> str:
     try:
-        out, _ = run.communicate(timeout=120)
+        run.wait(timeout=120)
     except subprocess.TimeoutExpired:
         run.kill()
-        out, _ = run.communicate(timeout=10)
-        pytest.fail(f"inner run did not finish:\n{out}")
+        run.wait(timeout=10)
+        pytest.fail(f"inner run did not finish:\n{(project / f'out-{who}.txt').read_text()}")
+    out = (project / f"out-{who}.txt").read_text()
     assert run.returncode == 0, out
     return out
 
@@ -83,7 +91,12 @@ def test_two_sessions_on_one_server_never_overlap_and_the_second_is_told_who(
         assert a.poll() is None and time.monotonic() < deadline, "run A never started"
         time.sleep(0.05)
     b = _start(project, "B", pg_url)
-    out_a, out_b = _finish(a), _finish(b)
+    said = project / "out-B.txt"
+    while "labtest: waiting" not in said.read_text():  # B asked for the lab A holds
+        assert b.poll() is None and time.monotonic() < deadline, said.read_text()
+        time.sleep(0.05)
+    (project / "release").touch()
+    out_a, out_b = _finish(a, project, "A"), _finish(b, project, "B")
     drives = [line.split() for line in log.read_text().splitlines() if line.startswith("drive")]
     assert sorted(d[1] for d in drives) == ["A"] * 6 + ["B"] * 6
     end_a = max(float(d[4]) for d in drives if d[1] == "A")
