@@ -167,7 +167,11 @@ def raise_priority() -> None:
 
 
 class _ScapyPfcStorm(PfcStorm):
-    """Pause frames from ``PacketPort.send_at_rate`` in short chunks, until stopped."""
+    """Pause frames from ``PacketPort.send_at_rate`` in short chunks, until stopped.
+
+    The chunks keep one schedule from the storm's start: a chunk started late (the thread
+    not scheduled on a busy host) first sends the frames already due, so the storm sends
+    its rate over its run instead of losing each gap between chunks."""
 
     CHUNK_S = 0.05
 
@@ -197,15 +201,25 @@ class _ScapyPfcStorm(PfcStorm):
         return self._sent
 
     def _run(self) -> None:
-        chunk = max(1, round(self._rate_pps * self.CHUNK_S))
+        start, rate, timeout_s = time.monotonic(), self._rate_pps, self.CHUNK_S * 2 + 0.1
         try:
             while not self._stop.is_set():
-                if self._deadline is not None and time.monotonic() >= self._deadline:
+                now = time.monotonic()
+                if self._deadline is not None and now >= self._deadline:
                     break
-                result = self._port.send_at_rate(
-                    self._frame, chunk, self._rate_pps, timeout_s=self.CHUNK_S * 2 + 0.1
-                )
-                self._sent += result.frames_sent
+                end = now + self.CHUNK_S
+                if self._deadline is not None:
+                    end = min(end, self._deadline)
+                behind = int((now - start) * rate) - self._sent  # due already, not sent
+                if behind > 0:
+                    self._sent += self._port.send_at_rate(self._frame, behind, None,
+                                                          timeout_s).frames_sent
+                chunk = round((end - start) * rate) - self._sent  # due by the chunk's end
+                if chunk > 0:
+                    self._sent += self._port.send_at_rate(self._frame, chunk, rate,
+                                                          timeout_s).frames_sent
+                else:
+                    time.sleep(min(self.CHUNK_S, max(end - now, 0.0)) / 2)
         except BaseException as exc:  # raised again by stop()
             self.error = exc
 
