@@ -283,6 +283,19 @@ def _members_in_use(lab: Lab, probe: Probe) -> set[str]:
     return {e for e in probe.uplinks if after[e] - before[e] >= half_a_flow}
 
 
+def _members_restored(lab: Lab, probe: Probe, wanted: set[str], timeout_s: float) -> set[str]:
+    """Uplinks in use after recovery, read again until every one in use before carries
+    traffic or ``timeout_s`` passes. Routing, not the link, sets when a member returns: the
+    flows settle loss-free on the members left, and the peer's route comes back when BGP
+    advertises it again (a healthy kernel lab's leaf re-added its spine1 member after the
+    one read that judged the width had already counted it missing)."""
+    deadline = labtime.monotonic() + timeout_s
+    while True:
+        in_use = _members_in_use(lab, probe)
+        if wanted <= in_use or labtime.monotonic() >= deadline:
+            return in_use
+
+
 @pytest.mark.plan("FAIL-1.1")
 @pytest.mark.judges(
     "failover.convergence_ms",
@@ -355,7 +368,7 @@ def test_failover(
                 link=event.label,
                 device=event.device,
             )
-            in_use_after = _members_in_use(lab, probe)
+            in_use_after = _members_restored(lab, probe, in_use_before, timeout)
             missing = sorted(in_use_before - in_use_after)
             measure(
                 "failover.ecmp_width_ratio",
