@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import allure
 import pytest
@@ -500,6 +500,13 @@ def test_path_delivery(fabric_link: Link, deliveries: Deliveries, measure: Any,
 LOSS_KEY, SPREAD_KEY = "paths.member_loss_ratio", "paths.ecmp_spread_max_mean"
 
 
+class Death(NamedTuple):
+    """A pair's streams that died under way: iperf3's telling line, and the round (from 1)."""
+
+    evidence: str
+    round: int
+
+
 @dataclass
 class MemberLoads:
     """Per direction of each fabric link: frames its sender sent and its receiver got while
@@ -519,13 +526,12 @@ class MemberLoads:
     uplinks: dict[str, dict[str, int]] = field(default_factory=dict)  # leaf -> port -> tx
     pairs: list[tuple[str, str]] = field(default_factory=list)
     source_of: dict[str, tuple[str, str]] = field(default_factory=dict)  # leaf -> its pair
-    #: pairs whose streams died under way (iperf3's error): the links on their routes may
-    #: have carried too few frames to judge, and that is the fabric's doing
-    died: dict[tuple[str, str], str] = field(default_factory=dict)
-    #: the round a dead pair died in (from 1) and the rounds planned: its later rounds are
-    #: not started (a new flow falls in the same hole, and each death costs iperf3's 30 s
-    #: wait for a stream's first answer), so its leaf's spread had fewer rounds than its bound
-    died_in: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: pairs whose streams died under way (iperf3's error), and in which round: the links
+    #: on their routes may have carried too few frames to judge, and that is the fabric's
+    #: doing. Their later rounds are not started (a new flow falls in the same hole, and
+    #: each death costs iperf3's 30 s wait for a stream's first answer), so a dead pair's
+    #: leaf had fewer rounds than its spread's bound (``rounds``, planned)
+    died: dict[tuple[str, str], Death] = field(default_factory=dict)
     rounds: int = 0
     #: the links each pair's routes may cross
     crossing: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
@@ -618,8 +624,7 @@ def member_loads(lab: Lab, fabric_view: FabricView,
                 try:
                     done = drv.udp_streams_result(run, timeout_s=float(SETTINGS["timeout_s"]))
                 except DataplaneFailed as exc:  # the counters still tell what crossed
-                    out.died[(run.client, run.server)] = exc.evidence
-                    out.died_in[(run.client, run.server)] = n + 1
+                    out.died[(run.client, run.server)] = Death(exc.evidence, n + 1)
                     continue
                 lost[run.client] = lost.get(run.client, 0) + sum(r.lost_packets for r in done)
         labtime.sleep(float(cfg["settle_s"]))
@@ -629,12 +634,13 @@ def member_loads(lab: Lab, fabric_view: FabricView,
         attach_json("streams lost per source host", lost)
         if out.moved:
             attach_json("routing sessions that dropped while the streams ran", out.moved)
-        if unasked(started, ended):
-            attach_json(UNREAD, unasked(started, ended))
+        unread = unasked(started, ended)
+        if unread:
+            attach_json(UNREAD, unread)
         if out.died:
             attach_json("streams that died under way", {
-                f"{a}->{b}": {"error": why, "round": out.died_in[(a, b)], "rounds": rounds}
-                for (a, b), why in out.died.items()})
+                f"{a}->{b}": {"error": d.evidence, "round": d.round, "rounds": rounds}
+                for (a, b), d in out.died.items()})
     if out.died:
         _trace_dead_pairs(lab, out)
     routes = Fabric(expand_units(results.testbed_record(lab.testbed)))
@@ -705,7 +711,7 @@ def test_member_loss(fabric_link: Link, member_loads: MemberLoads, measure: Any)
                     background_allowance_frames=allowance,
                     background_frames=background)  # fmt: skip
             judged += 1
-    died = [(a, b, why) for (a, b), why in member_loads.died.items()
+    died = [(a, b, d.evidence) for (a, b), d in member_loads.died.items()
             if link in member_loads.crossing.get((a, b), ())]
     if link in member_loads.located:  # the dead pairs' traced flows vanished here
         pairs = " ".join(f"{a}--{b}" for a, b, _ in died)
@@ -745,9 +751,9 @@ def test_ecmp_spread(member_loads: MemberLoads, measure: Any) -> None:
         # whose streams its uplinks carried: a member short of them may be one whose onward
         # route to the destination was withdrawn (a dead link beyond the spine)
         src, dst = member_loads.source_of.get(leaf, ("", ""))
-        died_in = member_loads.died_in.get((src, dst))
-        if died_in is not None:  # its uplinks carried the rounds before, or BFD and BGP alone
-            dead.append(f"{leaf}: {src}->{dst} streams died in round {died_in} of "
+        death = member_loads.died.get((src, dst))
+        if death is not None:  # its uplinks carried the rounds before, or BFD and BGP alone
+            dead.append(f"{leaf}: {src}->{dst} streams died in round {death.round} of "
                         f"{member_loads.rounds}: its uplinks' shares are not a fair-hash "
                         "sample (the member loss names the hole)")
             measure.not_proven(SPREAD_KEY, dead[-1])
