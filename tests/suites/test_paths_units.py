@@ -15,6 +15,7 @@ from labtest.fixtures.cabling_plan import Uplink
 from labtest.fixtures.tg_probes import PathMapping, TgPort, map_probe_paths, probe_config
 
 suite = importlib.import_module("labtest.suites.paths.test_paths")  # the suite's own module
+DEATH = suite.Death("unable to read from stream socket", 1)  # in round 1
 
 A = TgPort("tg1", "p1", "leaf1", "Ethernet32", "tg1:p1--leaf1:Ethernet32", 10.0)
 B = TgPort("tg1", "p2", "leaf2", "Ethernet32", "tg1:p2--leaf2:Ethernet32", 10.0)
@@ -198,7 +199,7 @@ def test_a_link_left_unloaded_because_its_streams_died_fails_not_a_hole() -> Non
     died is the fabric's failure, located by the pair's path, never a hole."""
     link = "leaf1:Ethernet0--spine1:Ethernet0"
     loads = suite.MemberLoads(pairs=[("host1", "host3")], min_frames=100.0,
-                              died={("host1", "host3"): "unable to read from stream socket"},
+                              died={("host1", "host3"): DEATH},
                               crossing={("host1", "host3"): frozenset({link, "spine1"})},
                               untraced="64 source ports traced, no link at posterior 0.9")
     measure = _Measure()
@@ -227,7 +228,7 @@ def test_a_direction_that_carried_only_background_is_not_judged_and_passed() -> 
                               sent={(link, sender): 1750}, got={(link, sender): 1750},
                               background={(link, sender): 1800},
                               peer={(link, sender): "spine1:Ethernet0"},
-                              died={("host1", "host3"): "unable to read from stream socket"},
+                              died={("host1", "host3"): DEATH},
                               crossing={("host1", "host3"): frozenset({link})})
     measure = _Measure()
     suite.test_member_loss(SimpleNamespace(name=link), loads, measure)
