@@ -226,6 +226,19 @@ def test_a_lossy_link_loses_on_the_wire_sent_but_never_received(
     out, got = tx1 - tx0, rx1 - rx0
     assert out >= sent, (out, got)  # the sender counted every request (and BFD, BGP)
     assert 0.3 < 1 - got / out < 0.7, (out, got)  # half of it never arrived
+
+    def far_end(state: str) -> Callable[[], bool]:
+        def check() -> bool:
+            """spine1:Ethernet0's carrier follows leaf1's end across the wire"""
+            return f"state {state}" in _sh(kernel, "spine1", "ip", "link", "show", "Ethernet0")
+        return check
+
+    # a cable's far end loses light when this end is shut (the failover suite waited its
+    # whole bound for it on every event at a wired link)
+    _sh(kernel, "leaf1", "ip", "link", "set", "Ethernet0", "down")
+    poll(far_end("DOWN"), 5)
+    _sh(kernel, "leaf1", "ip", "link", "set", "Ethernet0", "up")
+    poll(far_end("UP"), 5)
     undo()
     assert wire not in ns.list_netns()
 

@@ -38,6 +38,7 @@ from pydantic import SecretStr
 from labtest import netns as ns
 from labtest import runs
 from labtest.emulation.kernel import plan as pl
+from labtest.emulation.kernel.carrier import CarrierRelay, End
 from labtest.emulation.kernel.forward import TcpForwarder, UdpForwarder
 from labtest.emulation.kernel.prereq import why_not
 from labtest.errors import InfraError, LabtestError
@@ -86,6 +87,7 @@ class KernelLab:
     start_s: float = field(default=0.0, init=False)
     _procs: list[_Proc] = field(default_factory=list, init=False)
     _forwarders: dict[str, dict[str, Any]] = field(default_factory=dict, init=False)
+    _relays: dict[str, CarrierRelay] = field(default_factory=dict, init=False)  # by wire
     _made_netns: list[str] = field(default_factory=list, init=False)
     _netns_ids: set[str] = field(default_factory=set, init=False)  # "net:[inode]"
     _made_dirs: list[Path] = field(default_factory=list, init=False)
@@ -263,11 +265,18 @@ class KernelLab:
             ns.ip("link", "set", "dev", port, "mtu", str(pl.LINK_MTU_BYTES), netns=wire)
             ns.ip("link", "set", "dev", port, "up", netns=wire)
         self._ends_up(v)
+        relay = CarrierRelay(wire, End(na.netns, v.a_port), End(nb.netns, v.b_port),
+                             pl.WIRE_A, pl.WIRE_B)
+        relay.start()
+        self._pgids.update(relay.pids)
+        self._relays[wire] = relay
         return wire
 
     def direct(self, link: str, wire: str) -> None:
         """``link``'s ends cabled to each other again, its wire removed."""
         v = self.veth_of(link)
+        if (relay := self._relays.pop(wire, None)) is not None:
+            relay.stop()
         na, nb = self.plan.nodes[v.a_device], self.plan.nodes[v.b_device]
         for node, port in ((na, v.a_port), (nb, v.b_port)):
             with contextlib.suppress(ns.NetnsError):
@@ -657,6 +666,9 @@ class KernelLab:
     # --- teardown ---------------------------------------------------------------------------
 
     def stop(self) -> None:
+        for relay in self._relays.values():
+            relay.stop()
+        self._relays.clear()
         for fws in self._forwarders.values():
             for fw in fws.values():
                 fw.stop()
