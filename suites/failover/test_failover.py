@@ -251,6 +251,21 @@ def _oper(lab: Lab, ends: list[tuple[str, str]]) -> dict[str, bool | None]:
     return states
 
 
+def _wait_ends_down(lab: Lab, ends: list[tuple[str, str]], timeout_s: float) -> None:
+    """Wait for every end of the failed links to go oper down. An end still up at the
+    bound is attached: a far end that keeps its carrier after the near end is shut (a
+    media converter, a wire that does not pass loss of light) never reroutes on its own,
+    and its wait is part of the event's time."""
+    up: list[str] = []
+
+    def all_down() -> bool:
+        up[:] = sorted(e for e, oper in _oper(lab, ends).items() if oper)
+        return not up
+
+    if not poll_until(all_down, timeout_s=timeout_s)[0]:
+        attach_json("ends still oper up after the event", {"ends": up, "waited_s": timeout_s})
+
+
 def _packets(lab: Lab, endpoints: list[str], counter: str) -> dict[str, int]:
     """One interface counter of switch ports ``device:port``, each switch read once."""
     out = {}
@@ -337,7 +352,7 @@ def test_failover(
             undo = _inject(lab, event, config_guard)
         with allure.step("FAIL-1.1/3: wait until no flow loses frames any more"):
             if event.kind != "reboot":
-                poll_until(lambda: not any(_oper(lab, ends).values()), timeout_s=timeout)
+                _wait_ends_down(lab, ends, timeout)
             loss1 = wait_loss_settled(tg, timeout_s=timeout)
             converged = loss1 is not None
             if loss1 is None:
@@ -528,7 +543,7 @@ def _failover_by_hosts(event: Event, lab: Lab, measure: Any, config_guard: Any) 
         with allure.step(f"FAIL-1.2/2: {event.id} (links {', '.join(event.links)})"):
             undo = _inject(lab, event, config_guard)
             event_s = labtime.monotonic()
-            poll_until(lambda: not any(_oper(lab, ends).values()), timeout_s=timeout)
+            _wait_ends_down(lab, ends, timeout)
             window_ms = (began + duration - event_s) * 1000.0
             if window_ms < 2 * _limit_ms(measure):
                 raise InfraError(near, f"the event came {event_s - began:.1f} s after the "
