@@ -32,7 +32,7 @@ from typing import Any, TextIO
 
 import labtest.suites
 import labtest.testbeds
-from labtest import interrupt
+from labtest import exits, interrupt
 from labtest.outcome import culprit
 from labtest.reports import RESULTS_FILE, results
 
@@ -56,15 +56,12 @@ SUITE_ORDER = (
 )
 INTERRUPT_GRACE_S = 300.0  # how long an interrupted pytest may take to restore devices
 
-EXIT_OK, EXIT_VERDICT, EXIT_USAGE, EXIT_NO_RESULTS = 0, 1, 2, 3
-#: nothing failed, but not everything required was proven (pytest itself uses 0-5)
-EXIT_INCOMPLETE = 6
-#: nothing could be judged: the testbed was refused (a fault the lab cannot inject, ...) or
-#: the emulated lab did not start; one located error, no verdict table
-EXIT_BROKEN = 7
+EXIT_OK, EXIT_VERDICT, EXIT_USAGE, EXIT_NO_RESULTS = (exits.PASS, exits.FAIL, exits.USAGE,
+                                                     exits.NO_RESULTS)
+EXIT_INCOMPLETE, EXIT_BROKEN = exits.INCOMPLETE, exits.BROKEN
 #: interrupted (Ctrl-C, SIGTERM, kill -INT): pytest's own status for it
-EXIT_INTERRUPTED = 2
-EXIT_BY_VERDICT = {"PASS": EXIT_OK, "FAIL": EXIT_VERDICT, "INCOMPLETE": EXIT_INCOMPLETE}
+EXIT_INTERRUPTED = exits.USAGE
+EXIT_BY_VERDICT = {v: exits.BY_VERDICT[v] for v in ("PASS", "FAIL", "INCOMPLETE")}
 
 
 class RunError(Exception):

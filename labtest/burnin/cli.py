@@ -26,7 +26,11 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-EXIT_PASS, EXIT_FAIL, EXIT_ERROR, EXIT_INCOMPLETE = 0, 1, 2, 3
+from labtest import exits
+
+#: a stopped run (resumable) is INCOMPLETE too: its units are not proven yet
+EXIT_PASS, EXIT_FAIL, EXIT_ERROR, EXIT_INCOMPLETE = (exits.PASS, exits.FAIL, exits.USAGE,
+                                                    exits.INCOMPLETE)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -13,9 +13,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from labtest import exits
 from labtest.reports import results, signoff
 
-EXIT_OK, EXIT_VERDICT, EXIT_ERROR, EXIT_INCOMPLETE = 0, 1, 2, 6
+EXIT_OK, EXIT_VERDICT, EXIT_ERROR, EXIT_INCOMPLETE = (exits.PASS, exits.FAIL, exits.USAGE,
+                                                    exits.INCOMPLETE)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from burnin_helpers import MINI_TESTBED, station_variant
 
-from labtest import reservation
+from labtest import exits, reservation
 from labtest.burnin import cli, runner, store
 from labtest.burnin.__main__ import main
 from labtest.burnin.backends import open_store
@@ -191,7 +191,7 @@ def test_sigterm_ends_safe_with_the_run_stopped(
     monkeypatch.setattr(cli, "_progress", lambda plain: Signals(times))
     db = tmp_path / "b.db"
     path = station_variant(tmp_path, duration_h=12)
-    assert main([str(path), *ARGS, "--db", str(db)]) == 3  # stopped, resumable
+    assert main([str(path), *ARGS, "--db", str(db)]) == exits.INCOMPLETE  # stopped, resumable
     captured = capsys.readouterr()
     assert station.was_loaded() and station.safe()
     assert run_status(db) == ["stopped"]
@@ -271,7 +271,7 @@ def test_a_lost_lease_stops_the_run_safe_and_resumable(
     db = tmp_path / "b.db"
     path = station_variant(tmp_path, duration_h=6)
     assert main([str(path), *ARGS, "--reserve", "--lease-store", str(leases),
-                 "--db", str(db)]) == 3
+                 "--db", str(db)]) == exits.INCOMPLETE
     captured = capsys.readouterr()
     assert "lease lost, stopping before touching the devices again" in captured.err
     assert "its lease was removed from the store" in captured.err
