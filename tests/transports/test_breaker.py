@@ -348,9 +348,9 @@ def server() -> Iterator[SshServer]:
         yield srv
 
 
-def host(server: SshServer, known_hosts: Path) -> Device:
+def host(server: SshServer, known_hosts: Path, timeout_s: float = 1.0) -> Device:
     ssh = SshSettings(port=server.port, username="admin", password=SecretStr("pw-breaker-test"),
-                      known_hosts=known_hosts, timeout_s=1.0, command_timeout_s=1.0)
+                      known_hosts=known_hosts, timeout_s=timeout_s, command_timeout_s=timeout_s)
     return Device(role="host", driver="linux", address="127.0.0.1", ssh=ssh)
 
 
@@ -387,7 +387,9 @@ def test_a_refused_exec_is_an_answer_to_the_probe(
     known_hosts = tmp_path / "known_hosts"
     server.write_known_hosts(known_hosts)
     server.allow_exec = False
-    cli = connect.cli("sw1", host(server, known_hosts))
+    # not a test of time: under a loaded run (xdist, the whole suite) a fresh session to
+    # the in-process server took over 1 s, and the probe's timeout marked sw1 down
+    cli = connect.cli("sw1", host(server, known_hosts, timeout_s=10.0))
     for _ in range(2):
         with pytest.raises(ProtocolError):
             cli.exec("show version")
