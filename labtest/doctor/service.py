@@ -446,7 +446,11 @@ def _within_another(found: list[Blame], probes: Sequence[ProbePath]) -> list[Bla
     20261218 case 5). So the same engine judges the traces that avoid the other link: a
     link paged on its own evidence stays (two faults), one whose evidence was the other's
     goes. Only a link with lossy traces of its own that avoid this one explains it away;
-    twins (each one's traces the other's) are left to the twin logic."""
+    twins (each one's traces the other's) are left to the twin logic. The engine sees every
+    trace that avoids the other link: the clean ones are what clears a link of the
+    background (given only the paged links' own traces, all lossy, it paged nothing, and
+    two real faults took each other off). The price: one more blame per paged link that
+    explains another away, only when two or more are paged."""
     paged = [b for b in found if b.confidence >= PAGE_POSTERIOR and b.twin is None]
     lossy = {b.link: [p for p in probes if p.lost and b.link in p.links] for b in paged}
     standing: dict[str, set[str]] = {}  # other link -> links still paged without its traces

@@ -3,6 +3,7 @@ every shortest-path link there."""
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 import pytest
@@ -228,3 +229,33 @@ def test_a_heavy_one_way_drop_pages_its_link_alone_not_the_links_whose_answers_i
     paged = [b.link for b in _within_another(blame(paths), paths)
              if b.confidence >= PAGE_POSTERIOR]
     assert paged == [link], paged
+
+
+@pytest.mark.parametrize("second", ["host8", "host2"])  # another leaf; the same leaf
+def test_two_faulty_links_each_stand_on_their_own_traces(second: str) -> None:
+    """Explaining away must not take off a second fault: 30 % lost on host1's link and on
+    another host's, their traces crossing each other's between the two. Each stays paged
+    beside the other (the engine still pages it on the traces that avoid the other)."""
+    from labtest.doctor.pager import PAGE_POSTERIOR
+    from labtest.doctor.service import _within_another
+    from labtest.measure.probes import ProbePath, blame
+
+    hosts = [f"host{i}" for i in range(1, 9)]
+    leaf_of = {h: 1 + i // 2 for i, h in enumerate(hosts)}
+    access = {h: f"{h}:eth0--leaf{leaf_of[h]}:Ethernet{16 + i % 2}" for i, h in enumerate(hosts)}
+    loss = {"host1": 0.3, second: 0.3}
+    paths = []
+    for src, dst in itertools.permutations(hosts, 2):
+        for flow in range(6):
+            spine = 1 + flow % 2
+            up = [] if leaf_of[src] == leaf_of[dst] else [
+                f"leaf{leaf_of[h]}:Ethernet{spine}--spine{spine}:Ethernet{leaf_of[h]}"
+                for h in (src, dst)]
+            kept = (1 - loss.get(src, 0.0)) * (1 - loss.get(dst, 0.0))
+            paths.append(ProbePath(src, dst, (access[src], *up, access[dst]), 30,
+                                   round(30 * (1 - kept))))
+    found = blame(paths)
+    assert len(found) == 2, [(b.link, b.confidence) for b in found]
+    paged = sorted(b.link for b in _within_another(found, paths)
+                   if b.confidence >= PAGE_POSTERIOR)
+    assert paged == sorted({access["host1"], access[second]})
