@@ -14,10 +14,12 @@ FAIL = 1
 USAGE = 2
 #: the run ended without a results document
 NO_RESULTS = 3
-#: nothing failed, but not everything required was proven (pytest itself uses 0-5)
+#: nothing failed, but not everything required was proven (pytest itself uses 0-5); a
+#: stopped burn-in run too (resumable: its units are not proven yet)
 INCOMPLETE = 6
 #: nothing could be judged: the testbed was refused (a fault the lab cannot inject, ...) or
 #: the emulated lab did not start; one located error, no verdict table
 BROKEN = 7
 
-BY_VERDICT = {"PASS": PASS, "FAIL": FAIL, "INCOMPLETE": INCOMPLETE, "BROKEN": BROKEN}
+#: a results document's run verdict (``reports.model.RunVerdictName``) -> its exit status
+BY_VERDICT = {"PASS": PASS, "FAIL": FAIL, "INCOMPLETE": INCOMPLETE}

@@ -61,7 +61,7 @@ EXIT_OK, EXIT_VERDICT, EXIT_USAGE, EXIT_NO_RESULTS = (exits.PASS, exits.FAIL, ex
 EXIT_INCOMPLETE, EXIT_BROKEN = exits.INCOMPLETE, exits.BROKEN
 #: interrupted (Ctrl-C, SIGTERM, kill -INT): pytest's own status for it
 EXIT_INTERRUPTED = exits.USAGE
-EXIT_BY_VERDICT = {v: exits.BY_VERDICT[v] for v in ("PASS", "FAIL", "INCOMPLETE")}
+EXIT_BY_VERDICT = exits.BY_VERDICT
 
 
 class RunError(Exception):

@@ -28,10 +28,6 @@ from typing import Any
 
 from labtest import exits
 
-#: a stopped run (resumable) is INCOMPLETE too: its units are not proven yet
-EXIT_PASS, EXIT_FAIL, EXIT_ERROR, EXIT_INCOMPLETE = (exits.PASS, exits.FAIL, exits.USAGE,
-                                                    exits.INCOMPLETE)
-
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ap = subparsers.add_parser(
@@ -102,24 +98,24 @@ def _burnin(args: argparse.Namespace) -> int:
         if args.station is None:
             print("labtest burnin: a station file, --resume, --list or --report is needed",
                   file=sys.stderr)
-            return EXIT_ERROR
+            return exits.USAGE
         return _run(args, resume=None)
     except ConfigError as exc:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
         print(f"{exc.path}: {len(exc.problems)} error(s)", file=sys.stderr)
-        return EXIT_ERROR
+        return exits.USAGE
     except (StoreError, LabtestError) as exc:
         print(f"labtest burnin: {_one_line(exc)}", file=sys.stderr)
-        return EXIT_ERROR
+        return exits.USAGE
     except OSError as exc:
         where = f" {exc.filename}" if exc.filename else ""
         print(f"labtest burnin: cannot use{where}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return exits.USAGE
     except KeyboardInterrupt:  # a second Ctrl-C / SIGTERM: the station was made safe
         print("labtest burnin: interrupted; the run is saved as stopped "
               "(labtest burnin --list, then --resume RUN_ID)", file=sys.stderr)
-        return EXIT_INCOMPLETE
+        return exits.INCOMPLETE
 
 
 def _one_line(exc: BaseException) -> str:
@@ -169,7 +165,7 @@ def _run(args: argparse.Namespace, resume: str | None) -> int:
         db = f" --db {display_url(str(outcome.db))}" if args.db or shown else ""
         print(f"run {outcome.run_id} stopped; continue with: "
               f"labtest burnin --resume {outcome.run_id}{db}")
-        return EXIT_INCOMPLETE
+        return exits.INCOMPLETE
     return _finish(args, outcome.run_id, outcome.db)
 
 
@@ -206,8 +202,8 @@ def _finish(args: argparse.Namespace, run_id: str, db: str | Path | None) -> int
     print(f"sign-off: labtest report {written.allure_results}")
     verdicts = {u.verdict for u in report.units}
     if "FAIL" in verdicts:
-        return EXIT_FAIL
-    return EXIT_INCOMPLETE if "INCOMPLETE" in verdicts else EXIT_PASS
+        return exits.FAIL
+    return exits.INCOMPLETE if "INCOMPLETE" in verdicts else exits.PASS
 
 
 def stored_verdicts(run_id: str, report: Any) -> list[Any]:
@@ -233,12 +229,12 @@ def _serial(args: argparse.Namespace) -> int:
         store.close()
     if not found:
         print(f"labtest burnin: no analysed run has unit {args.serial}", file=sys.stderr)
-        return EXIT_ERROR
+        return exits.USAGE
     for v in found:
         reason = f"  {v.reason}" if v.reason else ""
         print(f"{v.run_id}  {v.station} on {v.host or '?'}  {v.location}  {v.verdict:<10} "
               f"coverage {v.coverage_pct:.0f} %{reason}")
-    return EXIT_PASS
+    return exits.PASS
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -250,7 +246,7 @@ def _list(args: argparse.Namespace) -> int:
             from labtest.db.metrics import burnin_metrics
 
             print(burnin_metrics(store), end="")
-            return EXIT_PASS
+            return exits.PASS
         for run in store.runs():  # every station's runs when the database is shared
             done = 100.0 * run.position_s / run.duration_s if run.duration_s else 0.0
             print(f"{run.run_id}  {run.status:<9} {run.created_utc}  "
@@ -258,7 +254,7 @@ def _list(args: argparse.Namespace) -> int:
                   f"{run.station} on {run.host or '?'}")
     finally:
         store.close()
-    return EXIT_PASS
+    return exits.PASS
 
 
 def _progress(plain: bool) -> Any:

@@ -16,9 +16,6 @@ from typing import Any
 from labtest import exits
 from labtest.reports import results, signoff
 
-EXIT_OK, EXIT_VERDICT, EXIT_ERROR, EXIT_INCOMPLETE = (exits.PASS, exits.FAIL, exits.USAGE,
-                                                    exits.INCOMPLETE)
-
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ap = subparsers.add_parser(
@@ -50,14 +47,12 @@ def _report(args: argparse.Namespace) -> int:
         bundle = signoff.build(results_dir, out_dir, allure=builder)
     except (results.ResultsError, signoff.SignoffError) as exc:
         print(f"labtest report: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return exits.USAGE
     except OSError as exc:
         print(f"labtest report: cannot write {out_dir}: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return exits.USAGE
     doc = bundle.doc
-    status = EXIT_OK if doc["verdict"] == signoff.PASS or args.exit_zero else EXIT_VERDICT
-    if doc["verdict"] == signoff.INCOMPLETE and not args.exit_zero:
-        status = EXIT_INCOMPLETE
+    status = exits.PASS if args.exit_zero else exits.BY_VERDICT[doc["verdict"]]
     print(f"{doc['verdict']}: {doc['verdict_reason']}")
     for i, cause in enumerate(doc.get("root_causes") or [], 1):
         follows = len(cause["consequences"])
@@ -75,10 +70,10 @@ def _report(args: argparse.Namespace) -> int:
         print(f"allure:    {out_dir / doc['allure_report']}")
     elif doc["allure_error"]:
         print(f"labtest report: Allure HTML not built: {doc['allure_error']}", file=sys.stderr)
-        status = EXIT_ERROR
+        status = exits.USAGE
     print(f"manifest:  {out_dir / signoff.MANIFEST} sha256 {bundle.manifest_sha256}")
-    if args.screenshot is not None and _screenshot(bundle.html, args.screenshot) != EXIT_OK:
-        status = EXIT_ERROR
+    if args.screenshot is not None and _screenshot(bundle.html, args.screenshot) != exits.PASS:
+        status = exits.USAGE
     return status
 
 
@@ -104,9 +99,9 @@ def _screenshot(html: Path, png: Path) -> int:
         screenshot(html, png)
     except ScreenshotError as exc:
         print(f"labtest report: screenshot: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return exits.USAGE
     print(f"screenshot: {png}")
-    return EXIT_OK
+    return exits.PASS
 
 
 def _verify(out_dir: Path) -> int:
@@ -114,13 +109,13 @@ def _verify(out_dir: Path) -> int:
         problems = signoff.verify(out_dir)
     except signoff.SignoffError as exc:
         print(f"labtest report --verify: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return exits.USAGE
     manifest = out_dir / signoff.MANIFEST
     if not problems:
         listed = len(manifest.read_text().splitlines())
         print(f"OK: {listed} files match {manifest}")
-        return EXIT_OK
+        return exits.PASS
     for problem in problems:
         print(problem)
     print(f"{len(problems)} problem(s) against {manifest}", file=sys.stderr)
-    return EXIT_VERDICT
+    return exits.FAIL  # the bundle changed since it was signed

@@ -256,14 +256,10 @@ def _wait_ends_down(lab: Lab, ends: list[tuple[str, str]], timeout_s: float) -> 
     bound is attached: a far end that keeps its carrier after the near end is shut (a
     media converter, a wire that does not pass loss of light) never reroutes on its own,
     and its wait is part of the event's time."""
-    up: list[str] = []
-
-    def all_down() -> bool:
-        up[:] = sorted(e for e, oper in _oper(lab, ends).items() if oper)
-        return not up
-
-    if not poll_until(all_down, timeout_s=timeout_s)[0]:
-        attach_json("ends still oper up after the event", {"ends": up, "waited_s": timeout_s})
+    if poll_until(lambda: not any(_oper(lab, ends).values()), timeout_s=timeout_s)[0]:
+        return
+    up = sorted(e for e, oper in _oper(lab, ends).items() if oper)
+    attach_json("ends still oper up after the event", {"ends": up, "waited_s": timeout_s})
 
 
 def _packets(lab: Lab, endpoints: list[str], counter: str) -> dict[str, int]:

@@ -223,8 +223,8 @@ def test_a_heavy_one_way_drop_pages_its_link_alone_not_the_links_whose_answers_i
     # losses kept three innocent links paged, one of them first)
     innocent = {b.link for b in found if b.link != link and b.confidence >= PAGE_POSTERIOR}
     assert innocent, "the drop must page links whose answers it ate, else nothing is shown"
-    noisy = dict.fromkeys(next(i for i, p in enumerate(paths) if b in p.links and not p.lost
-                               and link not in p.links) for b in sorted(innocent))
+    noisy = {next(i for i, p in enumerate(paths) if b in p.links and not p.lost
+                  and link not in p.links) for b in innocent}
     paths = [replace(p, lost=1) if i in noisy else p for i, p in enumerate(paths)]
     paged = [b.link for b in _within_another(blame(paths), paths)
              if b.confidence >= PAGE_POSTERIOR]

@@ -157,3 +157,22 @@ def test_streams_that_die_at_setup_are_a_failure_on_the_dead_runs_routes() -> No
     assert name == "failover.unaffected_flow_loss_frames" and value != value  # NaN
     assert labels["flow"] == "host3>host1" and labels["flows"] == "8"
     assert "stream socket" in str(labels["error"])
+
+
+def test_an_end_still_up_after_the_event_is_attached(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The wait for the failed links' ends used to run out in silence (a wired kernel-lab
+    link kept its far end up for the whole 60 s bound); the ends still up are evidence."""
+    import importlib
+
+    suite = importlib.import_module("labtest.suites.failover.test_failover")
+    states = {"leaf1:Ethernet0": False, "spine1:Ethernet0": True}
+    attached: list[tuple[str, object]] = []
+    monkeypatch.setattr(suite, "_oper", lambda lab, ends: dict(states))
+    monkeypatch.setattr(suite, "attach_json", lambda name, data: attached.append((name, data)))
+    suite._wait_ends_down(None, [], timeout_s=0.2)
+    assert attached == [("ends still oper up after the event",
+                         {"ends": ["spine1:Ethernet0"], "waited_s": 0.2})]
+    attached.clear()
+    states["spine1:Ethernet0"] = False
+    suite._wait_ends_down(None, [], timeout_s=0.2)
+    assert attached == []
