@@ -8,10 +8,14 @@ unreachable, never paged for it) and judges its readings in the interval they ar
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import yaml
 
+from labtest.cli import main
 from labtest.doctor.judge import Plan
 from labtest.doctor.service import Doctor
 from labtest.emulation.lab import EmulatedLab
@@ -95,3 +99,31 @@ def test_a_host_link_flapping_behind_a_late_switch_is_paged_from_the_host_end() 
     # between reads, in some interval after the first
     assert any(e.where == "host1:eth0" and "link status changes" in e.text
                for r in paged for e in r.suspects[0].evidence), [r.text() for r in paged]
+
+
+@pytest.mark.parametrize(("late", "seed"), [("spine2", 20261219),  # an EOS switch
+                                           ("leaf1", 20261220)])  # a SONiC one
+def test_once_waits_past_its_bound_for_a_late_switch_read_in_flight(
+        late: str, seed: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 34's evaluation, seed 20261219 case 15: a marginal lane on the switch whose
+    read took 83 s ended ``--once`` undecided at its 60 s bound, "spine2 late and never
+    read". The read was on its way: ``--once`` now awaits it (no new rounds' worth of
+    reasons: only a read in flight) and says it went past the bound."""
+    rng = random.Random(seed)
+    doc = yaml.safe_load(Path(default_testbed()).read_text())
+    for key in ("limits", "suite_settings"):
+        if doc.get(key):
+            doc[key] = str((Path(default_testbed()).parent / doc[key]).resolve())
+    doc["emulation"]["noise"] = {"answer_delay_s": {late: 25.0}}  # ~200 s a read, bound 30
+    path = tmp_path / "late.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    tb = load_testbed(path)
+    link = rng.choice([lk for lk in tb.links_of(late)
+                       if all(tb.devices[e.device].role != "host" for e in lk.ends)])
+    port = next(str(e) for e in link.ends if e.device == late)
+    fault = f"marginal_lane@{port}:lane={rng.randint(1, 4)},margin_db={rng.uniform(0.1, 0.2):.2f}"
+    rc = main(["doctor", "--once", "--testbed", str(path), "--interval", "1", "--max-s", "30",
+               "--fault", fault])
+    out = capsys.readouterr().out
+    assert rc == 1 and f"  1. link {link.name} " in out, (fault, out)
+    assert f"past the bound --max-s 30 for {late}'s read in flight" in out, out

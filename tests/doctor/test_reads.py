@@ -114,3 +114,23 @@ def test_a_late_read_that_times_out_is_dead_without_waiting_for_its_probe(
     assert not waited, "the round waited for the probe after the read had timed out"
     assert set(joined) == {"dead"} and "no complete answer" in str(joined["dead"]), joined
     assert "dead" not in r.pending
+
+
+def test_a_read_carried_over_from_an_earlier_round_does_not_hold_this_one() -> None:
+    """Issue 34's evaluation (seed 20261219, case 15): a switch answering 10 s late per
+    command, still reading from the baseline, held round 1 for a fresh grant of three times
+    the median switch read (44 s instead of 13), so the bound came after one round. Its
+    grant was the baseline's; this round is done once its own reads are."""
+    r = reads.Reads()
+    now = reads.labtime.monotonic()
+    done = reads.SweepResult(ok={"x": 1}, failed={})
+    r.pending = {
+        "late": reads._Read(began=now - 50.0),  # asked by the baseline, still answering
+        "sw1": reads._Read(began=now, result=done, took_s=13.0),
+        "sw2": reads._Read(began=now, result=done, took_s=13.0),
+    }
+    assert r._wait_s(["late", "sw1", "sw2"], began=now, floor_s=5.0) == 0.0
+    # a read of this round still running is granted three times the median (39 s)
+    r.pending["sw3"] = reads._Read(began=now)
+    wait = r._wait_s(["late", "sw1", "sw2", "sw3"], began=now, floor_s=5.0)
+    assert wait is not None and 38.0 < wait <= 39.0, wait
