@@ -9,7 +9,6 @@ quirks in deviations.yaml.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 import allure
@@ -42,7 +41,7 @@ from labtest.errors import InfraError
 from labtest.fixtures.suite_data import load_deviations, load_settings
 from labtest.lab import Lab
 from labtest.measure import Limit, Verdict
-from labtest.parsing import to_jsonable
+from labtest.reports.attach import attach_json
 
 if TYPE_CHECKING:  # names pytest must not collect
     from labtest.capabilities.transceiver import Transceiver
@@ -119,11 +118,7 @@ def test_optic_approved(
     device, _, port = module_end.partition(":")
     with allure.step("TRANSCEIVER-1.1/1: read the module inventory (vendor, part number, serial)"):
         module = _get(first_reading, module_end)
-        allure.attach(
-            json.dumps(_inventory(module), indent=2),
-            name=f"inventory {module_end}",
-            attachment_type=allure.attachment_type.JSON,
-        )
+        attach_json(f"inventory {module_end}", _inventory(module))
     with allure.step("TRANSCEIVER-1.1/2: part number and vendor on the approved list"):
         optic = APPROVED.get(module.part_number or "")
         approved = optic is not None and optic.vendor == module.vendor
@@ -213,11 +208,7 @@ def test_link_optics_match(link: Link, first_reading: Reading, measure: Any) -> 
     _both_ends_or_not_proven(link, first_reading, "transceiver.type_mismatch", measure)
     with allure.step("TRANSCEIVER-1.3/1: media type of the modules at both ends"):
         types = {str(e): media_type_of(_get(first_reading, str(e)), APPROVED) for e in (a, b)}
-        allure.attach(
-            json.dumps(types, indent=2),
-            name="media types",
-            attachment_type=allure.attachment_type.JSON,
-        )
+        attach_json("media types", types)
         unknown = [e for e, t in types.items() if t is None]
         if unknown:
             reason = f"{link.name}: media type unknown at {', '.join(unknown)}"
@@ -332,11 +323,7 @@ def test_device_firmware(
             raise errors[fleet_device].with_traceback(None)
         group, version, platform = found[fleet_device]
         peers = {n: v for n, (g, v, _) in found.items() if g == group}
-        allure.attach(
-            json.dumps(peers, indent=2),
-            name=f"firmware of {group}",
-            attachment_type=allure.attachment_type.JSON,
-        )
+        attach_json(f"firmware of {group}", peers)
     with allure.step("TRANSCEIVER-1.4/2: an approved version (else the group majority)"):
         verdict = judge_firmware(
             fleet_device, group, platform, peers, APPROVED_FIRMWARE,
@@ -400,11 +387,7 @@ def test_dom(
     device, _, port = module_end.partition(":")
     with allure.step("TRANSCEIVER-2.1/1: read DOM (re-read while the receiver is dark)"):
         module = _lit(lab, testbed, module_end, _get(first_reading, module_end))
-        allure.attach(
-            json.dumps(to_jsonable(module), indent=2, default=str),
-            name=f"DOM {module_end}",
-            attachment_type=allure.attachment_type.JSON,
-        )
+        attach_json(f"DOM {module_end}", module)
         media = media_type_of(module, APPROVED)
     values = dom_values(module)
     with allure.step("TRANSCEIVER-2.1/2: every value inside the module's own warning thresholds"):
@@ -430,12 +413,9 @@ def test_dom(
                 measure(v.quantity, v.value, key=key, **_labels(device, port, v.lane))
     with allure.step("TRANSCEIVER-2.1/4: latched flags read and reported"):
         judged, conditions = raised_flags(module)
-        allure.attach(
-            json.dumps(
-                {"flags": module.flags, "raised": judged, "conditions": conditions}, indent=2
-            ),
-            name=f"flags {module_end}",
-            attachment_type=allure.attachment_type.JSON,
+        attach_json(
+            f"flags {module_end}",
+            {"flags": module.flags, "raised": judged, "conditions": conditions},
         )
         if module.flags:
             measure(
