@@ -66,10 +66,14 @@ def rank(evidence: Iterable[Evidence], hosts: Collection[str] = ()) -> list[Susp
     return sorted(out, key=order)
 
 
-def order(s: Suspect) -> tuple[float, float, str]:
+def order(s: Suspect) -> tuple[float, float, float, str]:
     """Most confident first; at the same confidence (two links the probes cannot tell
-    apart, both near 1) the one with more evidence beside it, then by name."""
-    return -s.confidence, -sum(e.weight for e in s.evidence), s.unit
+    apart, both near 1) the one with more evidence beside it, then the one whose probes
+    lost more of what they sent (the link a heavy drop sits on loses most of its traces; a
+    link paged beside it on a few borrowed losses, a smaller share: issue 34's evaluation
+    ranked such ties by name), then by name."""
+    lost = max((e.value for e in s.evidence if e.verdict == "PROBE"), default=0.0)
+    return -s.confidence, -sum(e.weight for e in s.evidence), -lost, s.unit
 
 
 def _kind(evs: list[Evidence], hosts: Collection[str]) -> str:

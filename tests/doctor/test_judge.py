@@ -258,3 +258,19 @@ def test_readings_are_kept_far_enough_back_however_short_the_interval(judge: Jud
     assert e.metric == "temperature_change_c" and e.value == pytest.approx(4.0)
     _keep(kept, _dom(62.0), None)  # no dom_interval_s in the profile: nothing kept
     assert not kept
+
+
+def test_equal_probe_pages_rank_by_the_share_of_probes_lost_not_by_name() -> None:
+    """Issue 34's evaluation (seed 20261218, case 5): a 94 % one-way drop paged three
+    innocent links beside the faulty one, all at confidence 1, and the tie went by name
+    (the faulty link third). The link whose traces lost most of what they sent is first."""
+    from labtest.doctor.judge import Evidence
+
+    def probe(link: str, lost: float) -> Evidence:
+        return Evidence(link, link, "probe_loss", lost, "PROBE", f"{lost:.0%} lost", None, 0.99)
+
+    faulty = "leaf2:Ethernet0--spine1:Ethernet8"
+    ranked = rank([probe("host2:eth0--leaf1:Ethernet24", 0.04), probe(faulty, 0.58),
+                   probe("host3:eth0--leaf2:Ethernet16", 0.06)])
+    assert ranked[0].unit == faulty, [s.unit for s in ranked]
+    assert len({s.confidence for s in ranked}) == 1
