@@ -25,17 +25,19 @@ def _need(target: str, what: str) -> str:
     return target
 
 
-class PfcDisabledParams(FaultParams):
+class PriorityParams(FaultParams):
+    """One traffic class (0-7; 3, RoCE's lossless default): PFC off or a storm on it."""
+
     priority: int = Field(3, ge=0, le=7)
 
 
 @fault(
     "pfc_disabled",
-    PfcDisabledParams,
+    PriorityParams,
     "the device stops generating PFC on the priority: its lossless queue tail-drops under incast",
     "congestion",
 )
-def pfc_disabled(fabric: HasTraffic, target: str, params: PfcDisabledParams) -> Undo:
+def pfc_disabled(fabric: HasTraffic, target: str, params: PriorityParams) -> Undo:
     return fabric.traffic.set_pfc(_need(target, "a switch"), params.priority, False)
 
 
@@ -95,17 +97,13 @@ def shallow_buffer(fabric: HasTraffic, target: str, params: ShallowBufferParams)
     return fabric.traffic.set_pg_xoff(_need(target, "a switch"), params.xoff_kb * 1e3)
 
 
-class PfcStormParams(FaultParams):
-    priority: int = Field(3, ge=0, le=7)
-
-
 @fault(
     "pfc_storm",
-    PfcStormParams,
+    PriorityParams,
     "a host NIC sends pause frames on the priority without end; the PFC watchdog should drop",
     "congestion",
 )
-def pfc_storm(fabric: HasTraffic, target: str, params: PfcStormParams) -> Undo:
+def pfc_storm(fabric: HasTraffic, target: str, params: PriorityParams) -> Undo:
     return fabric.traffic.start_pfc_storm(_need(target, "a host or host:port"), params.priority)
 
 
