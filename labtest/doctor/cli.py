@@ -9,7 +9,10 @@ import signal
 import socket
 import sys
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from labtest.doctor.service import Doctor, Report
 
 EXIT_HEALTHY, EXIT_SUSPECTS, EXIT_USAGE, EXIT_UNREAD, EXIT_UNDECIDED = 0, 1, 2, 3, 4
 #: --once: device seconds per round (the default interval of a real lab); rounds repeat
@@ -338,7 +341,7 @@ def _once(args: argparse.Namespace, doctor: Any, lab: Any, scale: float, poll_wa
         return code
 
 
-def _in_flight(doctor: Any, report: Any) -> list[str]:
+def _in_flight(doctor: Doctor, report: Report) -> list[str]:
     """The devices late and never read whose first read is still running."""
     return [n for n in report.unread if n in doctor.reads.pending]
 
