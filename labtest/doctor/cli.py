@@ -324,14 +324,14 @@ def _once(args: argparse.Namespace, doctor: Any, lab: Any, scale: float, poll_wa
             report.decision = (f"decided: healthy ({spent}; each of the {cleared} links probed "
                                f"ruled out a loss of {DETECT_LOSS:.0%} at {1 - ALPHA:.0%})")
             code = EXIT_HEALTHY
-        elif report.elapsed_s >= args.max_s and (waiting := _in_flight(doctor, report)):
-            # a device late and never read is the one hole whose evidence is already on its
-            # way (issue 34's evaluation, seed 20261219: a marginal lane on the switch whose
-            # read took 83 s, undecided at 60): its read is awaited, never re-asked; it
-            # lands or fails on its own timeout, so this wait ends
-            past = sorted(set(past) | set(waiting))
-            continue
         elif report.elapsed_s >= args.max_s:
+            if waiting := _in_flight(doctor, report):
+                # a device late and never read is the one hole whose evidence is already on
+                # its way (issue 34's evaluation, seed 20261219: a marginal lane on the switch
+                # whose read took 83 s, undecided at 60): its read is awaited, never
+                # re-asked; it lands or fails on its own timeout, so this wait ends
+                past = sorted(set(past) | set(waiting))
+                continue
             report.decision = (f"undecided at the bound --max-s {args.max_s:g} ({spent}): "
                                f"nothing paged; {doctor.undecided(report)}")
             code = EXIT_UNDECIDED

@@ -20,6 +20,7 @@ from labtest.doctor.judge import Plan
 from labtest.doctor.service import Doctor
 from labtest.emulation.lab import EmulatedLab
 from labtest.lab import Lab
+from labtest.matrix.cases import Case, faulted_testbed
 from labtest.measure import load_limits
 from labtest.run import default_testbed
 from labtest.testbed import load_testbed
@@ -110,12 +111,9 @@ def test_once_waits_past_its_bound_for_a_late_switch_read_in_flight(
     read". The read was on its way: ``--once`` now awaits it (no new rounds' worth of
     reasons: only a read in flight) and says it went past the bound."""
     rng = random.Random(seed)
-    doc = yaml.safe_load(Path(default_testbed()).read_text())
-    for key in ("limits", "suite_settings"):
-        if doc.get(key):
-            doc[key] = str((Path(default_testbed()).parent / doc[key]).resolve())
+    path = faulted_testbed(Path(default_testbed()), Case(name="late"), tmp_path / "late.yaml")
+    doc = yaml.safe_load(path.read_text())
     doc["emulation"]["noise"] = {"answer_delay_s": {late: 25.0}}  # ~200 s a read, bound 30
-    path = tmp_path / "late.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     tb = load_testbed(path)
     link = rng.choice([lk for lk in tb.links_of(late)
