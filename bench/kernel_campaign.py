@@ -14,7 +14,7 @@ lab whose testbed places the fault at start, one case at a time (software forwar
 not share its cores).
 
 Judged is only the run's own answer, as in ``bench/rootcause_campaign.py``: a faulty case
-must FAIL (INCOMPLETE for an unreachable device alone: its checks cannot run) with the
+must FAIL (an unreachable device too, since 2026-12-06: ``measure.management``) with the
 first root cause naming the placed element (the link, either end, or the device); a
 healthy one must PASS. Linux replaces a route when BGP withdraws a path and drops a few
 frames of flows that never used the failed link (docs/kernel-lab.md): a healthy run that
@@ -191,7 +191,7 @@ def judge(case: Mapping[str, Any], folder: Path, wall_s: float, code: int) -> di
     except results.ResultsError as exc:
         row["problem"] = str(exc)
         return row
-    row["verdict"] = str(results.verdict_of(doc).get("verdict"))
+    row["verdict"] = str(results.verdict_record(doc)["verdict"])  # today's engine (--rejudge)
     causes = root_causes(doc)
     first = causes[0] if causes else None
     row["first"] = f"{first.culprit} [{first.kind}]" if first else "—"
@@ -201,7 +201,7 @@ def judge(case: Mapping[str, Any], folder: Path, wall_s: float, code: int) -> di
         row["right"] = row["verdict"] == "PASS"
         row["fib_update_loss"] = row["verdict"] == "FAIL" and failing == {FIB_UPDATE_LOSS}
         return row
-    want = ("FAIL", "INCOMPLETE") if case["kind"] == "unreachable_device" else ("FAIL",)
+    want = ("FAIL",)  # a dead management plane too (measure.management), since 2026-12-06
     text = "" if first is None or first.kind == "unexplained" else (
         f"{first.culprit}\n{first.cause}" if first.kind == "unreachable" else first.culprit)
     row["verdict_ok"] = row["verdict"] in want

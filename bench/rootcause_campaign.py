@@ -38,8 +38,8 @@ table again, without running a lab.
 Judged is only the run's own answer:
 
 - the verdict of the document's verdict record: a faulty case must be FAIL (PASS is a
-  *false PASS*, INCOMPLETE a miss, except for a lone ``unreachable_device``, whose dead
-  management plane leaves its checks unproven: INCOMPLETE naming it is the right answer),
+  *false PASS*, INCOMPLETE a miss; a lone ``unreachable_device`` too, since 2026-12-06: a
+  dead management plane while the lab reaches the others fails, ``measure.management``),
   a healthy one PASS (anything else a *false FAIL*);
 - the FIRST root causes: one fault is *top-1 right* when the first cause's culprit (for an
   ``unreachable`` cause, also its one-line cause, which quotes the device) names one of
@@ -297,10 +297,7 @@ def judge(rec: Mapping[str, Any], case_dir: Path) -> dict[str, Any]:
     if rec["healthy"]:
         row["verdict_ok"] = row["right"] = row["verdict"] == "PASS"
         return row
-    # a dead management plane leaves its device's checks unproven (broken, INCOMPLETE), as
-    # the matrix expects; with a second fault the run must still FAIL
-    want = ("FAIL", "INCOMPLETE") if rec.get("unreachable") and len(faults) == 1 else ("FAIL",)
-    row["verdict_ok"] = row["verdict"] in want
+    row["verdict_ok"] = row["verdict"] == "FAIL"  # a dead management plane too
     top = causes[:len(faults)]
     if len(faults) == 1:
         row["right"] = bool(top) and _names_fault(top[0], faults[0])
@@ -357,8 +354,8 @@ def render(rows: Sequence[Mapping[str, Any]], domains: Mapping[str, Domain],
     healthy = [r for r in done if r["healthy"]]
     lines = [*head, "", "## Top-1 root cause per fault kind", "",
              "Top-1 right: the first root cause names the fault (two faults: the first two "
-             "name one each), whatever the verdict. Verdict right: FAIL (INCOMPLETE for a lone "
-             "unreachable device, whose checks cannot run); false PASS: the faulty lab "
+             "name one each), whatever the verdict. Verdict right: FAIL (an unreachable device "
+             "too: its dead management fails it); false PASS: the faulty lab "
              "passed; other: INCOMPLETE or no results where FAIL was due.", "",
              "| fault kind | cases | top-1 right | top-1 % | verdict right | false PASS | "
              "other |", "|---|---|---|---|---|---|---|"]

@@ -16,7 +16,9 @@ Each cell (requirement x unit) is one of:
   ``measure.not_proven(...)``, the skip reason of its test, or "no measurement");
 - *waived*: not proven or broken, but the limits profile waives it.
 
-The run verdict (``run_verdict``) is FAIL if anything failed, else INCOMPLETE
+The run verdict (``run_verdict``) is FAIL if anything failed (a device under test whose
+management did not answer while the lab reached the others counts: ``measure.management``),
+else INCOMPLETE
 if any required cell is not proven or broken (unwaived), a test broke, a
 device could not be judged or nothing ran, else PASS.
 
@@ -34,6 +36,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from labtest.measure.management import unmanaged
 from labtest.outcome import first_line
 from labtest.yamlsource import read, validate
 
@@ -600,14 +603,18 @@ class RunVerdict:
 
 
 def run_verdict(doc: Mapping[str, Any], coverage: Coverage | None = None) -> RunVerdict:
-    """FAIL if a test or a cell failed; else INCOMPLETE if a required cell is not proven or
+    """FAIL if a test or a cell failed or a device's management did not answer while others'
+    did; else INCOMPLETE if a required cell is not proven or
     broken (unwaived), a test broke, a device could not be judged or nothing ran; else PASS."""
     coverage = compute(doc) if coverage is None else coverage
     tests = list(doc.get("tests") or [])
     outcomes = [t.get("outcome") for t in tests]
     failed_tests = [t for t in tests if t.get("outcome") == "failed"]
-    if failed_tests or coverage.failed:
+    dead = unmanaged(tests)  # a device that cannot be managed fails (measure.management)
+    if failed_tests or coverage.failed or dead:
         reasons = [f"{len(failed_tests)} test(s) failed"] if failed_tests else []
+        reasons += [f"{device}'s management did not answer while the lab reached the other "
+                    f"devices: {why}" for device, why in sorted(dead.items())]
         reasons += [f"{c.requirement} failed on {c.unit}: {c.reason}" for c in coverage.failed]
         reasons += [f"also {line}" for line in coverage.hole_lines()]
         return RunVerdict(FAIL, tuple(reasons), coverage)

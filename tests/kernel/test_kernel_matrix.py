@@ -174,12 +174,16 @@ def test_routing_fails_a_session_a_lossy_link_keeps_flapping(tmp_path: Path) -> 
                    and where in ln for ln in out.splitlines()), f"{near}:\n{out[-3000:]}"
 
 
-def test_unreachable_switch_is_broken_not_failed_and_named(tmp_path: Path) -> None:
-    fault = {"kind": "unreachable_device", "target": "spine1"}
+def test_unreachable_switch_fails_the_run_its_checks_broken_and_named(tmp_path: Path) -> None:
+    """sshd and snmpd stopped on a random switch: its checks are broken (never failed: it
+    was not asked), and the run FAILs naming it, since the lab reached the others."""
+    switch = random.choice(("spine1", "spine2", "leaf1", "leaf2"))
+    fault = {"kind": "unreachable_device", "target": switch}
     code, out = _run(_testbed(tmp_path, [fault]), tmp_path, "cabling")
-    assert code != 0 and "verdict: PASS" not in out
+    assert code == 1 and "verdict: FAIL" in out, f"{switch}\n{out[-3000:]}"
+    assert f"{switch}'s management did not answer" in out, out[-3000:]
     causes = out[out.index("root causes") :]
-    assert causes.splitlines()[1].lstrip().startswith("1. spine1"), causes[:1500]
+    assert causes.splitlines()[1].lstrip().startswith(f"1. {switch}"), causes[:1500]
     assert "BROKEN" in out and "FAILED  cabling" not in out
 
 

@@ -1,0 +1,58 @@
+"""Devices under test whose management plane is dead: a failure of the device, not a hole.
+
+A switch or host that refuses, drops or never answers its SSH/SNMP/API while the lab
+reaches the other devices of the same run has failed: a unit that cannot be managed cannot
+be signed off, and the evidence (the lab's own path to its peers works) clears the lab.
+What remains the lab's (a hole, INCOMPLETE): nothing answered at all (the management
+network or the lab itself), and a refusal that is the lab's configuration (credentials,
+host keys, algorithms), not the device's silence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from labtest.errors import ConnectionRefused, DeviceDown, ProtocolError, TransportTimeout
+from labtest.outcome import first_line
+
+#: errors that say "the device did not answer" (refused, timed out, hung up mid-protocol);
+#: AuthFailed, HostKey* and LegacyAlgorithms are the lab's configuration, never the device's
+SILENT = frozenset(c.__name__ for c in (ConnectionRefused, TransportTimeout, ProtocolError))
+_SINCE = re.compile(r"\bdown since (\w+)")  # DeviceDown cites the failure that opened it
+
+
+def error_name(test: Mapping[str, Any]) -> str:
+    """The class name of a red test's error (its message starts "module.Class: ...")."""
+    return str(test.get("message") or "").split(":", 1)[0].rsplit(".", 1)[-1]
+
+
+def silent(test: Mapping[str, Any]) -> bool:
+    """A broken test whose device did not answer (a DeviceDown by its first failure)."""
+    if test.get("outcome") != "broken":
+        return False
+    name = error_name(test)
+    if name == DeviceDown.__name__:
+        since = _SINCE.search(str(test.get("message") or ""))
+        return since is not None and since.group(1) in SILENT
+    return name in SILENT
+
+
+def unmanaged(tests: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """device -> its first "did not answer" line, for every device that never answered while
+    another one did (a test of it passed or failed, or a measurement read it); empty when
+    no other device answered (then the lab, not a device, is in doubt)."""
+    dead: dict[str, str] = {}
+    spoke: set[str] = set()
+    for t in tests:
+        device = str(t.get("device") or "")
+        if silent(t) and device:
+            dead.setdefault(device, first_line(t.get("message"), 200))
+        elif t.get("outcome") in ("passed", "failed"):
+            spoke.update([device] if device else [])
+            spoke.update(str((m.get("labels") or {}).get("device") or "")
+                         for m in t.get("measurements") or [])
+    spoke.discard("")
+    dead = {d: why for d, why in dead.items() if d not in spoke}
+    return dead if spoke - set(dead) else {}
