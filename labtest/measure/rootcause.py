@@ -52,9 +52,11 @@ from labtest.outcome import first_line
 STORM_KEYS = ("congestion.idle_pfc_rx_frames", "congestion.stormed_queues")
 #: measurements that show a link going down or flapping
 LINK_DOWN_KEYS = ("link.flaps", "link.oper_down*", "link.down_*")
-#: a routing session found down on a link: the link was down at that moment (a laser that
-#: died mid-run), while what crossed it earlier passed
-SESSION_DOWN_KEYS = ("routing.bgp_session_down", "routing.bfd_session_down")
+#: a routing session found down on a link, or seen to drop and come back: the link was down
+#: at those moments (a laser that died mid-run, a lossy cable that took BFD down), while what
+#: crossed it at others passed
+SESSION_DOWN_KEYS = ("routing.bgp_session_down", "routing.bfd_session_down",
+                     "routing.bgp_session_flaps")
 #: a link seen coming and going (down some moments) or holing part of its flows: what
 #: crossed it failed or passed by the moment or the hash (the engine's intermittent mode)
 PARTIAL_LOSS_KEYS = ("paths.member_loss_ratio",)  # intermittent only below a total loss

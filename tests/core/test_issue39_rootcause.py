@@ -11,6 +11,8 @@ asked (its vtysh: "bgpd is not running").
 
 from __future__ import annotations
 
+import gzip
+import json
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from labtest.testbed import load_testbed
 from tests.core.test_rootcause import doc_of, m, t
 
 KERNEL_TESTBED = Path(__file__).resolve().parents[2] / "testbeds" / "kernel" / "leafspine.yaml"
+DATA = Path(__file__).resolve().parent / "data"
 ONE = {"high": 0, "source": "x"}
 #: (leaf, port, spine, port) of each fabric link
 SPINE1 = [("leaf1", "Ethernet0", "spine1", "Ethernet0"),
@@ -290,3 +293,19 @@ def test_a_device_whose_own_failures_are_all_at_one_port_is_shown_as_that_port(
           flows="p2-to-p1-0 p2-to-p1-1", links=_link(*SPINE2[1]))])
     causes = root_causes(doc_of(record, [mtu, *passes, lost]))
     assert causes and causes[0].culprit == "spine2:Ethernet0", [c.cause for c in causes]
+
+
+
+def test_a_link_whose_session_dropped_and_came_back_comes_before_its_leaf() -> None:
+    """Kernel campaign 20261217/034, replayed from its results (testbed and tests, the
+    attachments left out): 17 % loss toward leaf2 on leaf2--spine2. The link's session
+    dropped and came back, its deliveries and member came up short, and while the failover
+    suite shut spine1's links, flows through leaf2 lost a few frames (its routes churned).
+    leaf2 was on all of those routes and came first, the link second. A session that drops
+    and comes back is its link coming and going (the intermittent mode, as a session found
+    down): the link first."""
+    doc = json.loads(gzip.decompress((DATA / "kernel-20261217-034-lossy_link.json.gz")
+                                     .read_bytes()))
+    causes = root_causes(doc)
+    assert causes and causes[0].culprit == "leaf2:Ethernet4--spine2:Ethernet4", [
+        (c.culprit, c.cause) for c in causes]
