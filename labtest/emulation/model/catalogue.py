@@ -12,7 +12,7 @@ checked when a testbed is loaded, ``labtest.testbed.faultcheck``). Lanes are
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -41,6 +41,17 @@ def _lane_index(fabric: Fabric, m: int, lanes: list[int] | None) -> np.ndarray:
     if bad:
         raise FaultError(f"lanes {bad} outside 1..{n} of this module")
     return np.array(sorted(set(lanes))) - 1
+
+
+def _added(arr: np.ndarray, index: Any, amount: float) -> Undo:
+    """Add ``amount`` at ``index``; the undo takes off only that, so faults stacked on one
+    module come off independently."""
+    arr[index] += amount
+
+    def undo() -> None:
+        arr[index] -= amount
+
+    return undo
 
 
 def _modules_of(fabric: Fabric, target: str) -> list[int]:
@@ -87,12 +98,11 @@ def dirty_connector(fabric: Fabric, target: str, p: DirtyConnector) -> Undo:
         arrays.append(fabric.modules.dirty_tx_db)
     if p.direction in ("rx", "both"):
         arrays.append(fabric.modules.dirty_rx_db)
-    for arr in arrays:
-        arr[m, lanes] += p.loss_db
+    undos = [_added(arr, (m, lanes), p.loss_db) for arr in arrays]
 
     def undo() -> None:
-        for arr in arrays:
-            arr[m, lanes] -= p.loss_db
+        for each in undos:
+            each()
 
     return undo
 
@@ -113,11 +123,11 @@ class FailingLaser(FaultParams):
 def failing_laser(fabric: Fabric, target: str, p: FailingLaser) -> Undo:
     m = _module_at(fabric, target)
     lanes = _lane_index(fabric, m, p.lanes)
-    rate = p.drift_db_per_hour / 3600.0
-    fabric.modules.laser_drift_db_per_s[m, lanes] += rate
+    drift = _added(fabric.modules.laser_drift_db_per_s, (m, lanes),
+                   p.drift_db_per_hour / 3600.0)
 
     def undo() -> None:  # the laser is replaced: drift and damage go
-        fabric.modules.laser_drift_db_per_s[m, lanes] -= rate
+        drift()
         fabric.modules.laser_loss_db[m, lanes] = 0.0
 
     return undo
@@ -141,12 +151,7 @@ def marginal_lane(fabric: Fabric, target: str, p: MarginalLane) -> Undo:
     m = fabric.module_index(device, port)
     (lane,) = _lane_index(fabric, m, [p.lane])
     extra = fabric.margin_db(device, port)[lane] - p.margin_db
-    fabric.modules.penalty_db[m, lane] += extra
-
-    def undo() -> None:
-        fabric.modules.penalty_db[m, lane] -= extra
-
-    return undo
+    return _added(fabric.modules.penalty_db, (m, lane), extra)
 
 
 class FlappingLink(FaultParams):
@@ -269,13 +274,7 @@ class HotModule(FaultParams):
     targets=("port", "switch", "host"),
 )
 def hot_module(fabric: Fabric, target: str, p: HotModule) -> Undo:
-    ms = _modules_of(fabric, target)
-    fabric.modules.hot_c[ms] += p.delta_c
-
-    def undo() -> None:
-        fabric.modules.hot_c[ms] -= p.delta_c
-
-    return undo
+    return _added(fabric.modules.hot_c, _modules_of(fabric, target), p.delta_c)
 
 
 # --- management ------------------------------------------------------------------------
