@@ -261,44 +261,42 @@ def devices_with(lab: Lab, *capabilities: str) -> list[str]:
     return out
 
 
-def _sweep_offering(
-    lab: Lab, devices: Iterable[str] | None, capabilities: tuple[str, ...],
-    fn: Callable[[Any], T], options: dict[str, Any],
-) -> SweepResult[T]:
+def _offering(lab: Lab, devices: Iterable[str] | None, *capabilities: str) -> Iterable[str]:
     """The ready-made sweeps' one rule: the devices named, else every device offering one
     of ``capabilities`` (so a sweep never asks a driver what it cannot answer)."""
-    names = devices_with(lab, *capabilities) if devices is None else devices
-    return sweep(lab, names, fn, **options)
+    return devices_with(lab, *capabilities) if devices is None else devices
 
 
 def dom_sweep(
     lab: Lab, devices: Iterable[str] | None = None, **options: Any
 ) -> SweepResult[dict[str, Transceiver]]:
     """Inventory and DOM of every optic (``transceivers()``) of every device."""
-    return _sweep_offering(lab, devices, ("Transceivers",), lambda drv: drv.transceivers(),
-                           options)
+    return sweep(lab, _offering(lab, devices, "Transceivers"), lambda drv: drv.transceivers(),
+                 **options)
 
 
 def counters_sweep(
     lab: Lab, devices: Iterable[str] | None = None, **options: Any
 ) -> SweepResult[dict[str, InterfaceCounters]]:
     """Counters of every port (``counters()``) of every device."""
-    return _sweep_offering(lab, devices, ("Interfaces",), lambda drv: drv.counters(), options)
+    return sweep(lab, _offering(lab, devices, "Interfaces"), lambda drv: drv.counters(),
+                 **options)
 
 
 def lldp_sweep(
     lab: Lab, devices: Iterable[str] | None = None, **options: Any
 ) -> SweepResult[dict[str, LldpNeighbor]]:
     """LLDP neighbours (``lldp_neighbors()``) of every device."""
-    return _sweep_offering(lab, devices, ("Lldp",), lambda drv: drv.lldp_neighbors(), options)
+    return sweep(lab, _offering(lab, devices, "Lldp"), lambda drv: drv.lldp_neighbors(),
+                 **options)
 
 
 def health_sweep(
     lab: Lab, devices: Iterable[str] | None = None, **options: Any
 ) -> SweepResult[SwitchHealth]:
     """DOM + counters + LLDP of every switch, the three asked in one turn per switch."""
-    return _sweep_offering(lab, devices, ("Transceivers", "Interfaces", "Lldp"), switch_health,
-                           options)
+    return sweep(lab, _offering(lab, devices, "Transceivers", "Interfaces", "Lldp"),
+                 switch_health, **options)
 
 
 def switch_health(driver: Any) -> SwitchHealth:

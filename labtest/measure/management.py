@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from labtest.errors import ConnectionRefused, DeviceDown, ProtocolError, TransportTimeout
 from labtest.outcome import first_line
@@ -23,12 +22,12 @@ SILENT = frozenset(c.__name__ for c in (ConnectionRefused, TransportTimeout, Pro
 _SINCE = re.compile(r"\bdown since (\w+)")  # DeviceDown cites the failure that opened it
 
 
-def error_name(test: Mapping[str, Any]) -> str:
+def error_name(test: Mapping[str, object]) -> str:
     """The class name of a red test's error (its message starts "module.Class: ...")."""
     return str(test.get("message") or "").split(":", 1)[0].rsplit(".", 1)[-1]
 
 
-def silent(test: Mapping[str, Any]) -> bool:
+def silent(test: Mapping[str, object]) -> bool:
     """A broken test whose device did not answer (a DeviceDown by its first failure)."""
     if test.get("outcome") != "broken":
         return False
@@ -39,7 +38,7 @@ def silent(test: Mapping[str, Any]) -> bool:
     return name in SILENT
 
 
-def unmanaged(tests: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+def unmanaged(tests: Iterable[Mapping[str, object]]) -> dict[str, str]:
     """device -> its first "did not answer" line, for every device that never answered while
     another one did (a test of it passed or failed, or a measurement read it); empty when
     no other device answered (then the lab, not a device, is in doubt)."""
@@ -51,8 +50,18 @@ def unmanaged(tests: Iterable[Mapping[str, Any]]) -> dict[str, str]:
             dead.setdefault(device, first_line(t.get("message"), 200))
         elif t.get("outcome") in ("passed", "failed"):
             spoke.update([device] if device else [])
-            spoke.update(str((m.get("labels") or {}).get("device") or "")
-                         for m in t.get("measurements") or [])
+            spoke.update(_read_devices(t))
     spoke.discard("")
     dead = {d: why for d, why in dead.items() if d not in spoke}
     return dead if spoke - set(dead) else {}
+
+
+def _read_devices(test: Mapping[str, object]) -> set[str]:
+    """The devices a test's measurements were read from (their ``device`` labels)."""
+    found = test.get("measurements")
+    out: set[str] = set()
+    for m in found if isinstance(found, list) else []:
+        labels = m.get("labels") if isinstance(m, dict) else None
+        if isinstance(labels, dict) and labels.get("device"):
+            out.add(str(labels["device"]))
+    return out

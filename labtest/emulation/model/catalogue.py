@@ -12,7 +12,7 @@ checked when a testbed is loaded, ``labtest.testbed.faultcheck``). Lanes are
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -43,7 +43,7 @@ def _lane_index(fabric: Fabric, m: int, lanes: list[int] | None) -> np.ndarray:
     return np.array(sorted(set(lanes))) - 1
 
 
-def _added(arr: np.ndarray, index: Any, amount: float) -> Undo:
+def _added(arr: np.ndarray, index: tuple[int, np.ndarray] | list[int], amount: float) -> Undo:
     """Add ``amount`` at ``index``; the undo takes off only that, so faults stacked on one
     module come off independently."""
     arr[index] += amount
