@@ -610,7 +610,9 @@ def run_verdict(doc: Mapping[str, Any], coverage: Coverage | None = None) -> Run
     tests = list(doc.get("tests") or [])
     outcomes = [t.get("outcome") for t in tests]
     failed_tests = [t for t in tests if t.get("outcome") == "failed"]
-    dead = unmanaged(tests)  # a device that cannot be managed fails (measure.management)
+    under_test = {d for d, kind in expand_units(doc.get("testbed")).device_kind.items()
+                  if kind in ("switch", "host")}
+    dead = unmanaged(tests, under_test)  # a DUT that cannot be managed fails (management)
     if failed_tests or coverage.failed or dead:
         reasons = [f"{len(failed_tests)} test(s) failed"] if failed_tests else []
         reasons += [f"{device}'s management did not answer while the lab reached the other "

@@ -4,14 +4,15 @@ A switch or host that refuses, drops or never answers its SSH/SNMP/API while the
 reaches the other devices of the same run has failed: a unit that cannot be managed cannot
 be signed off, and the evidence (the lab's own path to its peers works) clears the lab.
 What remains the lab's (a hole, INCOMPLETE): nothing answered at all (the management
-network or the lab itself), and a refusal that is the lab's configuration (credentials,
-host keys, algorithms), not the device's silence.
+network or the lab itself), a refusal that is the lab's configuration (credentials,
+host keys, algorithms), not the device's silence, and the lab's own equipment (a traffic
+generator, an instrument) gone silent.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from labtest.errors import ConnectionRefused, DeviceDown, ProtocolError, TransportTimeout
 from labtest.outcome import first_line
@@ -38,15 +39,18 @@ def silent(test: Mapping[str, object]) -> bool:
     return name in SILENT
 
 
-def unmanaged(tests: Iterable[Mapping[str, object]]) -> dict[str, str]:
-    """device -> its first "did not answer" line, for every device that never answered while
-    another one did (a test of it passed or failed, or a measurement read it); empty when
-    no other device answered (then the lab, not a device, is in doubt)."""
+def unmanaged(tests: Iterable[Mapping[str, object]], under_test: Collection[str]
+              ) -> dict[str, str]:
+    """device -> its first "did not answer" line, for every device under test (a switch or
+    a host: ``under_test``; a traffic generator or an instrument is the lab's own) that
+    never answered while another device did (a test of it passed or failed, or a
+    measurement read it); empty when no other device answered (then the lab, not a
+    device, is in doubt)."""
     dead: dict[str, str] = {}
     spoke: set[str] = set()
     for t in tests:
         device = str(t.get("device") or "")
-        if silent(t) and device:
+        if silent(t) and device in under_test:
             dead.setdefault(device, first_line(t.get("message"), 200))
         elif t.get("outcome") in ("passed", "failed"):
             spoke.update([device] if device else [])

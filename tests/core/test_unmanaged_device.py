@@ -76,11 +76,23 @@ def test_a_device_that_answered_another_check_is_not_called_dead() -> None:
     doc = healthy_doc()  # FAB1's leaf1 end was read
     doc["tests"].append(test_doc("test_fec[leaf1]", "broken", device="leaf1",
                                  message=SILENT[1].format(d="leaf1")))
-    assert unmanaged(doc["tests"]) == {}
+    assert unmanaged(doc["tests"], DEVICES) == {}
     assert run_verdict(doc).verdict == "INCOMPLETE"
 
 
 def test_only_the_silent_devices_are_named() -> None:
     doc = _doc_with_silent("leaf3", SILENT[0])
-    assert list(unmanaged(doc["tests"])) == ["leaf3"]
+    assert list(unmanaged(doc["tests"], DEVICES)) == ["leaf3"]
     assert FAB1 not in run_verdict(doc).reasons[0]
+
+
+@pytest.mark.parametrize("equipment", ["tg1", "opm1"])
+def test_the_labs_own_equipment_gone_silent_is_a_hole_not_a_device_failure(
+        equipment: str) -> None:
+    """A traffic generator or a power meter that stops answering is the lab's, not a
+    device under test: INCOMPLETE, whatever else answered."""
+    doc = healthy_doc()
+    doc["tests"].append(test_doc(f"test_loss[{equipment}]", "broken", device=equipment,
+                                 message=random.choice(SILENT).format(d=equipment)))
+    verdict = run_verdict(doc)
+    assert verdict.verdict == "INCOMPLETE", verdict.reasons
