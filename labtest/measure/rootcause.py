@@ -218,9 +218,13 @@ def _segments(labels: Mapping[str, Any], key: str, fabric: Fabric, endless: bool
             # a reroute that kept losing is the surviving members' doing as much as the ends';
             # one that ended late is the ends' detection and rehash
             after = _rerouted(labels, stim, fabric) if endless else ()
-            # flows off the failed path that lost frames anyway: what they crossed (``links``)
+            # flows off the failed path that lost frames anyway: what they crossed (``links``);
+            # an end's reroute (its FIB rewritten) spoils only the flows through that end
             hit = _crossed(labels, fabric) if not labels.get("flow") else frozenset()
-            return (event, *((after,) if after else ()), *(((hit,),) if hit else ()))
+            if hit:
+                near = event[0] & hit
+                return (*(((near,),) if near else ()), *((after,) if after else ()), (hit,))
+            return (event, *((after,) if after else ()))
         whole = re.fullmatch(r"(\S+)" + re.escape(ALL_LINKS), stim)
         if whole and fabric.neighbours(whole.group(1)):
             return ((frozenset(fabric.neighbours(whole.group(1))),),)

@@ -309,3 +309,18 @@ def test_a_link_whose_session_dropped_and_came_back_comes_before_its_leaf() -> N
     causes = root_causes(doc)
     assert causes and causes[0].culprit == "leaf2:Ethernet4--spine2:Ethernet4", [
         (c.culprit, c.cause) for c in causes]
+
+
+def test_unaffected_flows_losing_frames_suspect_only_the_rerouting_ends_they_crossed() -> None:
+    """Kernel campaign 20261217/032, replayed: an ECMP hole on leaf2--spine1 (leaf2's way
+    up), whose member-loss readings were all NaN (iperf3's control connection hashed into
+    it). Shutting spine1's links made flows on spine2's links lose a few frames; the event's
+    ends (leaf1 and spine1) were both suspects of those losses, so spine1 gathered them
+    besides the reroutes that never converged, and came first. An end's reroute spoils only
+    the flows through it: spine1 is no suspect of flows that never crossed it, and the hole
+    comes first."""
+    doc = json.loads(gzip.decompress((DATA / "kernel-20261217-032-ecmp_blackhole.json.gz")
+                                     .read_bytes()))
+    causes = root_causes(doc)
+    assert causes and causes[0].culprit == "leaf2:Ethernet0--spine1:Ethernet4", [
+        (c.culprit, c.cause) for c in causes]
