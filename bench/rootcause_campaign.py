@@ -283,7 +283,7 @@ def judge(rec: Mapping[str, Any], case_dir: Path) -> dict[str, Any]:
     }
     if doc is None:
         return row
-    row["verdict"] = str(results.verdict_of(doc).get("verdict"))
+    row["verdict"] = str(results.verdict_record(doc)["verdict"])  # today's engine (rejudge)
     try:
         causes = root_causes(doc)
     except Exception as exc:  # the engine under work: a crash is a wrong answer, not the end

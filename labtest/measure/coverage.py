@@ -18,8 +18,7 @@ Each cell (requirement x unit) is one of:
 
 The run verdict (``run_verdict``) is FAIL if anything failed (a device under test whose
 management did not answer while the lab reached the others counts: ``measure.management``),
-else INCOMPLETE
-if any required cell is not proven or broken (unwaived), a test broke, a
+else INCOMPLETE if any required cell is not proven or broken (unwaived), a test broke, a
 device could not be judged or nothing ran, else PASS.
 
 Everything here reads the results document (``labtest-results.json``), so the
@@ -290,6 +289,7 @@ class RequirementCoverage:
 class Coverage:
     requirements: list[RequirementCoverage]
     unjudged: list[str] = field(default_factory=list)  # devices no suite could judge
+    under_test: frozenset[str] = frozenset()  # the testbed's switches and hosts
     waivers: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -370,6 +370,8 @@ def compute(doc: Mapping[str, Any]) -> Coverage:
         out.append(RequirementCoverage(req, cells))
     coverage = Coverage(out, waivers=waivers)
     coverage.unjudged = _unjudged(coverage, tests, units)
+    coverage.under_test = frozenset(d for d, kind in units.device_kind.items()
+                                    if kind in ("switch", "host"))
     return coverage
 
 
@@ -610,9 +612,7 @@ def run_verdict(doc: Mapping[str, Any], coverage: Coverage | None = None) -> Run
     tests = list(doc.get("tests") or [])
     outcomes = [t.get("outcome") for t in tests]
     failed_tests = [t for t in tests if t.get("outcome") == "failed"]
-    under_test = {d for d, kind in expand_units(doc.get("testbed")).device_kind.items()
-                  if kind in ("switch", "host")}
-    dead = unmanaged(tests, under_test)  # a DUT that cannot be managed fails (management)
+    dead = unmanaged(tests, coverage.under_test)  # a DUT that cannot be managed fails
     if failed_tests or coverage.failed or dead:
         reasons = [f"{len(failed_tests)} test(s) failed"] if failed_tests else []
         reasons += [f"{device}'s management did not answer while the lab reached the other "

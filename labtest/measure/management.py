@@ -20,7 +20,8 @@ from labtest.outcome import first_line
 #: errors that say "the device did not answer" (refused, timed out, hung up mid-protocol);
 #: AuthFailed, HostKey* and LegacyAlgorithms are the lab's configuration, never the device's
 SILENT = frozenset(c.__name__ for c in (ConnectionRefused, TransportTimeout, ProtocolError))
-_SINCE = re.compile(r"\bdown since (\w+)")  # DeviceDown cites the failure that opened it
+#: DeviceDown's message cites the failure that opened the breaker (transports.breaker)
+_SINCE = re.compile(r"\bdown since (\w+)")
 
 
 def error_name(test: Mapping[str, object]) -> str:
@@ -53,8 +54,7 @@ def unmanaged(tests: Iterable[Mapping[str, object]], under_test: Collection[str]
         if silent(t) and device in under_test:
             dead.setdefault(device, first_line(t.get("message"), 200))
         elif t.get("outcome") in ("passed", "failed"):
-            spoke.update([device] if device else [])
-            spoke.update(_read_devices(t))
+            spoke |= {device, *_read_devices(t)}
     spoke.discard("")
     dead = {d: why for d, why in dead.items() if d not in spoke}
     return dead if spoke - set(dead) else {}

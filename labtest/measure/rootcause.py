@@ -44,6 +44,7 @@ from labtest.measure import inference
 from labtest.measure.coverage import expand_units, test_param
 from labtest.measure.inference import Observation, Route
 from labtest.measure.limits import Limit
+from labtest.measure.management import error_name
 from labtest.measure.measurement import read_value
 from labtest.measure.paths import Fabric
 from labtest.outcome import first_line
@@ -510,7 +511,7 @@ def evidence_of(doc: Mapping[str, Any], fabric: Fabric
                               aspect="reachability")
             out.append(Evidence(obs, nodeid, None, f"{device} could not be asked: {text}"))
             continue
-        if outcome == "failed" and _error_name(t) == ServiceDown.__name__ and str(
+        if outcome == "failed" and error_name(t) == ServiceDown.__name__ and str(
                 t.get("device") or "") in fabric.kind:  # asked, it said its daemon is dead
             device = str(t["device"])
             said = _DEAD.search(str(t.get("message") or ""))
@@ -896,13 +897,8 @@ def transport_errors() -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-def _error_name(test: Mapping[str, object]) -> str:
-    """The class name of a red test's error (its message starts "module.Class: ...")."""
-    return str(test.get("message") or "").split(":", 1)[0].rsplit(".", 1)[-1]
-
-
 def _unreachable(test: Mapping[str, Any]) -> bool:
-    return test.get("outcome") == "broken" and _error_name(test) in transport_errors()
+    return test.get("outcome") == "broken" and error_name(test) in transport_errors()
 
 
 def explained_by(causes: Iterable[RootCause]) -> dict[str, RootCause]:
