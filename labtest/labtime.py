@@ -75,3 +75,11 @@ def sleep(seconds: float) -> None:
     else:
         clock.sleep(seconds * clock.time_scale)
 
+
+
+def device_s() -> float:
+    """Device seconds from an arbitrary start: what a device's own timers count (a perftest
+    ``-D``). The same clock as ``monotonic`` on a real lab; on an emulated one, its virtual
+    seconds (``time_scale`` of them a lab second)."""
+    clock = _current()
+    return time.monotonic() if clock is None else clock.now_s()

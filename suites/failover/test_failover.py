@@ -528,7 +528,7 @@ def _failover_by_hosts(event: Event, lab: Lab, measure: Any, config_guard: Any) 
     try:
         with allure.step(f"FAIL-1.2/1: {near} <-> {far}: {streams} UDP streams each way, "
                          f"{rate:g} datagrams/s each, for {duration:g} s"):
-            began = labtime.monotonic()
+            began = labtime.device_s()  # the streams' -t counts device seconds
             runs = _both_ways(a, b, cfg, duration, port)
             labtime.sleep(float(cfg["lead_s"]))
             before = _moved(lab, ends)
@@ -538,7 +538,7 @@ def _failover_by_hosts(event: Event, lab: Lab, measure: Any, config_guard: Any) 
             attach_json("probe packets through the failed link's ends", crossed)
         with allure.step(f"FAIL-1.2/2: {event.id} (links {', '.join(event.links)})"):
             undo = _inject(lab, event, config_guard)
-            event_s = labtime.monotonic()
+            event_s = labtime.device_s()
             _wait_ends_down(lab, ends, timeout)
             window_ms = (began + duration - event_s) * 1000.0
             if window_ms < 2 * _limit_ms(measure):

@@ -6,6 +6,7 @@ settings.yaml. Pass criteria: ``latency.*`` in the limits profile.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import astuple, dataclass, replace
@@ -166,15 +167,21 @@ def _under_load(
 ) -> tuple[list[PairOutcome], list[PairOutcome], dict[str, Any], dict[str, Any], str | None]:
     """The latency pairs run (all at once) while ``load`` runs; switch counters around it.
     ``during`` is called once the load is on, before the latency runs (a failover's shut).
-    Latency runs that outlived the load (not all under load) are run again; if every
-    attempt outlived it, the last one's runs come back with why (their percentiles are a
-    lower bound of the loaded ones: the samples after the load ended met no queue)."""
+    Latency runs that outlived the load (not all under load) are run again beside a longer
+    load (``_longer``: how long the last attempt needed, with a margin): how long they take
+    is the lab's pace (a busy runner, a slow SSH), not a setting. If every attempt outlived
+    it, the last one's runs come back with why (their percentiles are a lower bound of the
+    loaded ones: the samples after the load ended met no queue)."""
     attempts = int(SETTINGS["incast"]["attempts"])
+    tried: list[int] = []
     for _ in range(attempts):
+        tried.append(int(load.spec.duration_s or 0))
         before = view.snapshot_switches(pfc=True)
-        runs, outcomes, outlived = _one_attempt(view, pairs, load, during)
+        runs, outcomes, outlived, needed_s = _one_attempt(view, pairs, load, during)
         after = view.snapshot_switches(pfc=True)
         if not outlived:
+            if len(tried) > 1:
+                attach_json(f"{load.what}: lengths tried (device s)", {"lengths_s": tried})
             return runs, outcomes, before, after, None
         errors = [o.error for o in outcomes if o.error]
         if not runs and not errors:
@@ -183,11 +190,22 @@ def _under_load(
             why = f"{load.what} failed: {errors[0]}"
             failed = [PairOutcome(c, s, error=why) for c, s in pairs]
             return failed, outcomes, before, after, None
-    why = f"the latency runs outlived {load.what} ({load.spec.duration_s} s) {attempts} times"
+        load = replace(load, spec=replace(load.spec, duration_s=_longer(tried[-1], needed_s)))
+    lengths = ", ".join(map(str, tried))
+    why = f"the latency runs outlived {load.what} {attempts} times (lasting {lengths} s)"
     if not runs:  # the load never stood long enough to start them
         raise InfraError(load.switch, f"{why}: it ended unseen on {load.endpoint} before "
                          f"they started (its senders moved {_moved_gbps(outcomes):.1f} Gb/s)")
     return runs, outcomes, before, after, why
+
+
+def _longer(duration_s: int, needed_s: float) -> int:
+    """The next attempt's load length (device seconds): what the last attempt needed (from
+    the load's start to the latency runs' end) with ``margin``, at least twice the last
+    length, at most ``max_stretch`` times it."""
+    cfg = SETTINGS["load"]
+    wanted_s = min(needed_s * float(cfg["margin"]), duration_s * float(cfg["max_stretch"]))
+    return math.ceil(max(wanted_s, 2.0 * duration_s))
 
 
 def _stalled(
@@ -216,9 +234,10 @@ def _one_attempt(
     pairs: list[tuple[str, str]],
     load: Load,
     during: Callable[[], None] | None,
-) -> tuple[list[PairOutcome], list[PairOutcome], bool]:
+) -> tuple[list[PairOutcome], list[PairOutcome], bool, float]:
     """Start the load, wait until its port carries it, run the latency pairs; the third
-    value is True when the load ended before the latency runs did."""
+    value is True when the load ended before the latency runs did, the fourth the device
+    seconds from the load's start to the runs' end (what a load beside them must last)."""
     cfg = SETTINGS["load"]
     # the load's port, then each sender's leaf port: the senders start one by one over SSH,
     # and the first alone would load the port without queueing anything
@@ -230,6 +249,7 @@ def _one_attempt(
     if start[0] is None:
         raise InfraError(load.switch, f"no tx packet counter on {load.port}")
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="load") as pool:
+        started_s = labtime.device_s()
         background: Future[list[PairOutcome]] = pool.submit(
             run_bandwidth_pairs, view.lab, load.pairs, load.spec
         )
@@ -251,14 +271,15 @@ def _one_attempt(
 
         _, waited = poll_until(loaded, timeout_s=float(cfg["timeout_s"]), interval_s=0.05)
         if background.done():  # the load ended before it was seen on its port
-            return [], background.result(), True
+            return [], background.result(), True, labtime.device_s() - started_s
         if waited == float("inf"):
             raise InfraError(load.switch, f"{load.what} never loaded {load.endpoint}")
         if during is not None:
             during()
         runs = _latency_runs(view, pairs)
+        needed_s = labtime.device_s() - started_s
         outlived = not _still_on(view, load, background)
-        return runs, background.result(), outlived
+        return runs, background.result(), outlived, needed_s
 
 
 def _still_on(view: FabricView, load: Load, background: Future[list[PairOutcome]]) -> bool:

@@ -163,9 +163,13 @@ def test_lab_time_is_the_emulated_clock_in_lab_seconds_while_installed() -> None
     labtime.use(clock)
     try:
         start_virtual, start = clock.now_s(), labtime.monotonic()
+        start_device = labtime.device_s()
         labtime.sleep(600.0)  # a ten-minute watch: skipped, not waited
         assert labtime.monotonic() - start >= 600.0
         assert clock.now_s() - start_virtual >= 6000.0
+        # what a device's timer (a perftest -D) counts meanwhile: the virtual seconds
+        assert labtime.device_s() - start_device == pytest.approx(
+            (labtime.monotonic() - start) * 10.0, rel=0.01)
     finally:
         labtime.release(clock)
         clock.set_elastic(False)

@@ -154,6 +154,10 @@ def write_testbed(path: Path, spec: dict[str, Any]) -> Path:
     doc["limits"] = str(LIMITS)
     doc["emulation"]["faults"] = spec.get("faults", [])
     doc["emulation"]["time_scale"] = spec.get("time_scale", doc["emulation"]["time_scale"])
+    if "settings" in spec:  # run parameters over the suites' own (``suite_settings:``)
+        settings = path.with_suffix(".settings.yaml")
+        settings.write_text(yaml.safe_dump(spec["settings"]))
+        doc["suite_settings"] = str(settings)
     for device, address in spec.get("address", {}).items():
         doc["devices"][device]["address"] = address
     for device, ssh in spec.get("ssh", {}).items():
