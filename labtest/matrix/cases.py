@@ -41,6 +41,10 @@ class Case:
     #: other suites the fault may rightly fail too (a dead link fails traffic as well);
     #: when they fail, they must name the culprit as a catcher does
     also: tuple[str, ...] = ()
+    #: traffic suites the fault fails as its consequences (a flapping host link fails the
+    #: incasts into its host): a reduced run keeps them, judged as bystanders (every
+    #: failure names a culprit); the expensive suites it cannot reach are left out
+    spoils: tuple[str, ...] = ()
     #: cheap suites a reduced run leaves out on this row, for a reason the note gives
     not_run: tuple[str, ...] = ()
     unreachable: str | None = None  # a device whose management plane is dead
@@ -95,12 +99,16 @@ class Case:
 BYSTANDERS = ("link", "transceiver", "cabling", "collective", "paths", "routing")
 
 
-def reduced_suites(case: Case) -> list[str]:
+def reduced_suites(case: Case, consequences: bool = True) -> list[str]:
     """A reduced run's suites: every suite for the healthy lab (empty list); for a fault,
-    the suites meant to catch it plus every cheap other one, to see a false failure."""
+    the suites meant to catch it, those it may fail, those it spoils (``consequences``:
+    its consequences named through the root cause), and every cheap other one, to see a
+    false failure. The expensive traffic suites a fault cannot reach pass on the healthy
+    rows; run on its row, they would prove the emulator, not the suite."""
     if case.healthy:
         return []
-    wanted = {*case.catches, *case.also, *BYSTANDERS} - set(case.not_run)
+    spoiled = case.spoils if consequences else ()
+    wanted = {*case.catches, *case.also, *spoiled, *BYSTANDERS} - set(case.not_run)
     unknown = sorted(wanted - set(SUITE_ORDER))
     if unknown:  # a catcher left out of the run would leave its fault unjudged
         raise ValueError(f"{case.name}: no such suite {unknown} (known: {SUITE_ORDER})")

@@ -264,6 +264,9 @@ class Domain:
     #: the optical budget's (either suite) on a host link
     catch_any: bool = False
     also: tuple[str, ...] = ()  # other suites it may rightly fail (naming the culprit)
+    #: traffic suites it fails as its consequences (seen on full rows): a reduced row runs
+    #: them, judged as bystanders (``Case.spoils``)
+    spoils: tuple[str, ...] = ()
     peer: bool = False  # miswired: param ``other`` is another target of the same class
     unreachable: bool = False  # the target's management plane is dead (expect broken)
     time_scale: float | None = None
@@ -369,7 +372,8 @@ def to_case(name: str, domain: Domain, tb: Testbed, d: Draw, seed: int) -> Case:
                      "username": "admin", "password": "replaced-by-the-emulator",
                      "timeout_s": 2, "command_timeout_s": 2}}}}
     return Case(name=name, faults=(d.fault(),), catches=e.catches, culprits=e.culprits,
-                also=e.also, catch_any=e.catch_any, parts=(e,), time_scale=domain.time_scale,
+                also=e.also, spoils=domain.spoils, catch_any=e.catch_any, parts=(e,),
+                time_scale=domain.time_scale,
                 note=f"drawn (seed {seed}) from {d.stratum}", **extra)
 
 
@@ -383,6 +387,7 @@ def combine(name: str, domains: Mapping[str, Domain], tb: Testbed, pair: Sequenc
         catches=tuple(dict.fromkeys(s for e in parts for s in e.catches)),
         culprits=tuple(dict.fromkeys(c for e in parts for c in e.culprits)),
         also=tuple(dict.fromkeys(s for e in parts for s in e.also)),
+        spoils=tuple(dict.fromkeys(s for d in pair for s in domains[d.kind].spoils)),
         catch_any=any(e.catch_any for e in parts), parts=parts,
         time_scale=max(scales) if scales else None,
         note=f"drawn (seed {seed}): " + " + ".join(f"{d.kind} from {d.stratum}" for d in pair))

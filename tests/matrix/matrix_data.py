@@ -144,6 +144,9 @@ CASES: dict[str, Case] = {c.name: c for c in _CASES}
 LANES = IntRange(1, 4, "400G-DR4/FR4 modules carry 4 lanes of 100G PAM4")
 PORTS = ("fabric_port", "host_facing_port", "host_port")
 LINKS = ("fabric_link", "host_link")
+#: the traffic suites a reduced row leaves out unless its fault spoils them (``spoils``:
+#: the consequences seen on full rows, which must each name the culprit)
+TRAFFIC = ("roce", "congestion", "latency", "failover")
 WHY_PORTS = ("any cabled optical port: switch ports of every vendor (fabric and host-facing) "
              "and host NIC ports; TG ports are the instrument's, not the unit under test's")
 WHY_LINKS = ("any leaf-spine link (SONiC-SONiC, SONiC-EOS, EOS-EOS) and any host link; "
@@ -196,6 +199,7 @@ _DOMAINS = [
                                  "2 s is issue 23's host-link case; longer is a down link"),
         }, WHY_LINKS),),
         catches=("link",), also=("transceiver", "cabling", "collective", "paths", "routing"),
+        spoils=TRAFFIC,
         note="the dark moments may spoil a DOM read, an LLDP read, the NCCL job, a TG path's "
              "delivery or a BGP/BFD session: those suites may fail too, naming the link"),
     Domain(
@@ -217,7 +221,8 @@ _DOMAINS = [
                                             "ceiling within the run: Tx and the far end's Rx "
                                             "fall too, still this port's failure"),
         }, WHY_PORTS),),
-        catches=("transceiver",), also=("link",), time_scale=10.0),
+        catches=("transceiver",), also=("link",), time_scale=10.0,
+        spoils=TRAFFIC),  # past the APC ceiling the far end's Rx falls: frames are lost
     Domain(
         "hot_module",
         (Placement((*PORTS, "switch"), {
@@ -284,7 +289,8 @@ _DOMAINS = [
                                      "under 0.9 x 400G after PCIe/TLP overhead (~0.8-0.9 of "
                                      "raw); a 400G NIC needs Gen5 x16 (512 Gb/s)"),
          }, "any host's NIC, on a narrowed PCIe link (issue 14 case 6)")),
-        catches=("roce",), also=("collective",)),
+        catches=("roce",), also=("collective",),
+        spoils=("congestion",)),  # the incast into its host runs short
     Domain(
         "mtu_mismatch",
         (Placement(PORTS, {
@@ -294,6 +300,7 @@ _DOMAINS = [
                             "room for the vendors' L2/L3 MTU conventions"),
         }, WHY_PORTS + " (issue 23: a switch port)"),),
         catches=("roce",), also=("collective", "paths"),
+        spoils=("congestion", "latency"),  # RoCE frames over the MTU are dropped
         note="frames above the port's MTU are dropped: RDMA and NCCL on the hosts behind it "
              "may fail too, naming the port or its link"),
     # --- congestion ------------------------------------------------------------------------
@@ -312,7 +319,8 @@ _DOMAINS = [
                    "reads: ECN is marked where the incast queues build, at the receiver's leaf "
                    "port. Not EOS (known gap): there the incasts fail on the senders' CNP "
                    "counters but name no switch port (EOS per-queue ECN is not read)"),),
-        catches=("congestion",)),
+        catches=("congestion",),
+        spoils=("latency",)),  # its queues grow unmarked: the loaded tail
     Domain(
         "ecn_thresholds",
         (Placement(("leaf",), {
@@ -323,7 +331,8 @@ _DOMAINS = [
                                 "fault runs use kmax = 4 kmin); 32000 kB is the default"),
         }, "a leaf of either vendor: the latency suite's incasts congest the receiver's leaf "
            "port; a spine downlink carries only half an incast"),),
-        catches=("latency",)),
+        catches=("latency",),
+        spoils=("congestion",)),  # late marks: the incast's queue deepens
     Domain(
         "shallow_buffer",
         (Placement(("leaf",), {
@@ -335,6 +344,7 @@ _DOMAINS = [
         }, "a leaf of either vendor: LAT-1.3's incast into the server's neighbour congests a "
            "leaf port, whose ingress PGs then pause the spines the latency flow crosses"),),
         catches=("latency",), combinable=False,
+        spoils=("congestion",),  # early pauses under the incast
         note="not combined: its pauses reach the spines every other suite's incasts cross, "
              "so a second fault's suite could rightly see them"),
     Domain(
@@ -344,6 +354,7 @@ _DOMAINS = [
                                "watchdog act on it"),
         }, "any host's NIC"),),
         catches=("congestion",), combinable=False,
+        spoils=("roce", "latency"),  # the paused queue stalls what shares it
         note="the storm pauses the host's leaf port, which every incast through it feels: "
              "not combined"),
     Domain(
@@ -387,7 +398,8 @@ _DOMAINS = [
                                         "0.85 (busbw noise is ~1-2%); 0.5 is the old fixed "
                                         "row's"),
         }, WHY_LINKS + " (issue 14 case 5: a host link)"),),
-        catches=("collective",), also=("paths",)),
+        catches=("collective",), also=("paths",),
+        spoils=("roce", "congestion")),  # its host's pairs and incast run slow
     # --- paths: gray failures ------------------------------------------------------------
     Domain(
         "lossy_link",

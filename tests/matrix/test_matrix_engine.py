@@ -311,6 +311,23 @@ def test_reduced_runs_add_every_cheap_suite_in_run_order() -> None:
         matrix.reduced_suites(replace(CASES["miswired"], catches=("cabeling",)))
 
 
+
+def test_a_reduced_row_keeps_the_traffic_suites_its_fault_spoils() -> None:
+    """The consequences seen on full rows stay judged on reduced ones (each must name the
+    culprit); the NX-OS rows, which prove the catchers only, may leave them out."""
+    cases = {c.name: c for c in draw_cases(CI_PLAN, DOMAINS, load_testbed(LEAFSPINE))}
+    flapping = next(c for n, c in cases.items() if n.startswith("flapping_link"))
+    assert {"roce", "congestion", "latency", "failover"} <= set(matrix.reduced_suites(flapping))
+    assert "latency" not in matrix.reduced_suites(flapping, consequences=False)
+    hot = next(c for n, c in cases.items() if n.startswith("hot_module"))
+    assert not {"roce", "congestion", "latency", "failover"} & set(matrix.reduced_suites(hot))
+    for case in cases.values():  # a combined row spoils what either fault does
+        for part in case.faults:
+            assert set(DOMAINS[part["kind"]].spoils) <= set(case.spoils), case.name
+    with pytest.raises(ValueError, match="no such suite"):  # a typo never drops a suite
+        matrix.reduced_suites(replace(hot, spoils=("latancy",)))
+
+
 UNREACHABLE = Case("unreachable", ({"kind": "unreachable_device", "target": "leaf3"},),
                    catches=("link",), culprits=("leaf3",), unreachable="leaf3")
 
