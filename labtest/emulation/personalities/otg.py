@@ -442,7 +442,7 @@ class OtgEngine:
         with self._lock:
             ids, self._ids = list(self._ids.values()), {}
             self.config = config
-            self._model(lambda: [self._traffic().remove_flow(i) for i in ids if self._known(i)])
+            self._model(lambda: self._traffic().remove_flows([i for i in ids if self._known(i)]))
         return config.warnings
 
     def transmit(self, state: str, names: list[str]) -> None:
@@ -540,9 +540,9 @@ class OtgEngine:
 
     def _start(self, config: OtgConfig, names: list[str]) -> None:
         """Start the named flows at this instant; a flow already sending keeps sending."""
-        for name in names:
-            if not self._running(name):
-                self._ids[name] = self._traffic().start_tg_flow(config.flows[name].spec)
+        idle = [name for name in names if not self._running(name)]
+        started = self._traffic().start_tg_flows([config.flows[n].spec for n in idle])
+        self._ids.update(zip(idle, started, strict=True))
 
     def _stop(self, names: list[str]) -> None:
         for name in names:

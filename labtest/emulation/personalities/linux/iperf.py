@@ -255,15 +255,15 @@ def _client(host: HostState, opts: IperfOptions) -> Output:
     ]
     listener.claimed = True
     t0 = fabric.now_s()
-    ids = in_model(fabric, lambda: [fabric.traffic.start_tg_flow(s) for s in specs])
+    ids = in_model(fabric, lambda: fabric.traffic.start_tg_flows(specs))
     try:
         if any(in_model(fabric, lambda: [fabric.traffic.lost_whole(i) for i in ids])):
             # a stream's setup datagram (its own 5-tuple) fell in a hole: it never starts
             return _setup_lost(host, opts, t0)
         host.run_for(opts.time_s)
-        rows = in_model(fabric, lambda: [fabric.traffic.tg_metrics(s.name) for s in specs])
+        rows = in_model(fabric, lambda: fabric.traffic.tg_metrics_of([s.name for s in specs]))
     finally:
-        in_model(fabric, lambda: [fabric.traffic.remove_flow(i) for i in ids])
+        in_model(fabric, lambda: fabric.traffic.remove_flows(ids))
         if listener.one_off:
             peer.finish(listener)
         else:
