@@ -19,7 +19,7 @@ LABS["latency_faults"] = {
     "suites": ["latency"],
 }
 
-# loads far shorter than the runs beside them (1 device second: 0.1 s of wall at the
+# loads far shorter than the runs beside them (2 device seconds: 0.2 s of wall at the
 # matrix's time_scale 10): the first attempt outlives its load, the reruns' loads last as
 # long as the runs need (CI's matrix, 3 labs on 2 cores, outlived 20 s loads twice)
 LABS["latency_short_loads"] = {
@@ -27,8 +27,9 @@ LABS["latency_short_loads"] = {
     "time_scale": 10,
     "suites": ["latency"],
     "args": ["-k", "under_incast or upstream_pause"],
-    "settings": {"latency": {"max_pairs": 2, "incast": {"duration_s": 1},
-                             "upstream_pause": {"duration_s": 1, "runs": 4}}},
+    # from 2 s the lengths go 2, 16, 32+, 64+: a busy xdist worker outlived 1, 8 and 26 s
+    "settings": {"latency": {"max_pairs": 2, "incast": {"duration_s": 2, "attempts": 4},
+                             "upstream_pause": {"duration_s": 2, "runs": 4}}},
 }
 
 
