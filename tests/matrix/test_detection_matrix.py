@@ -52,7 +52,7 @@ SUITE_COST_S = {"roce": 100, "congestion": 90, "failover": 60, "transceiver": 25
 
 # CI sets LABTEST_MATRIX=1 (see docs/detection-matrix.md)
 pytestmark = [pytest.mark.slow,
-              pytest.mark.matrix_stage("the fault-detection matrix", "30-50 min")]
+              pytest.mark.matrix_stage("the fault-detection matrix", "30-40 min")]
 
 
 def suites_for(case: Case) -> list[str]:
