@@ -14,6 +14,7 @@ the wall clock: they are about a device answering at all.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from typing import Protocol
@@ -76,10 +77,17 @@ def sleep(seconds: float) -> None:
         clock.sleep(seconds * clock.time_scale)
 
 
-
 def device_s() -> float:
     """Device seconds from an arbitrary start: what a device's own timers count (a perftest
     ``-D``). The same clock as ``monotonic`` on a real lab; on an emulated one, its virtual
     seconds (``time_scale`` of them a lab second)."""
     clock = _current()
     return time.monotonic() if clock is None else clock.now_s()
+
+
+def longer_s(last_s: float, needed_s: float, margin: float, max_stretch: float) -> int:
+    """The next length of a load that a slower-than-planned lab outlived (device seconds):
+    what the last attempt needed times ``margin``, at least twice the last length, at most
+    ``max_stretch`` times it. How long the work beside a load takes is the lab's pace (a
+    busy runner), not a setting."""
+    return math.ceil(min(max(needed_s * margin, 2.0 * last_s), last_s * max_stretch))

@@ -9,7 +9,6 @@ folder. Run parameters: settings.yaml. Pass criteria: ``failover.*``.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -553,13 +552,15 @@ def _failover_by_hosts(event: Event, lab: Lab, measure: Any, config_guard: Any) 
                 except DataplaneFailed as exc:  # their setup met the fabric's hole
                     _streams_died(measure, runs, exc, cfg, "with the event")
                     return
-                duration = _longer_s(duration, spent_s, limit_s, cfg)
+                # the lead again (room for the event's own commands) and twice the limit
+                duration = float(labtime.longer_s(duration, 2 * spent_s + 2 * limit_s,
+                                                  float(cfg["margin"]), float(cfg["max_stretch"])))
         with allure.step(f"FAIL-1.2/2: {event.id} (links {', '.join(event.links)})"):
             undo = _inject(lab, event, config_guard)
             event_s = labtime.device_s()
             _wait_ends_down(lab, ends, timeout)
             window_ms = (began + duration - event_s) * 1000.0
-            if window_ms < 2 * _limit_ms(measure):
+            if window_ms < 2 * limit_s * 1000.0:
                 raise InfraError(near, f"the event came {event_s - began:.1f} s after the "
                                  f"streams started: they send for {duration:g} s, too little "
                                  "is left to see a slow reroute (raise host_probe.duration_s)")
@@ -578,16 +579,6 @@ def _failover_by_hosts(event: Event, lab: Lab, measure: Any, config_guard: Any) 
             if event.kind != "reboot":
                 poll_until(lambda: all(_oper(lab, ends).values()), timeout_s=timeout)
     _judge_by_hosts(measure, event, results, crossed, rate, window_ms)
-
-
-def _longer_s(duration_s: float, spent_s: float, limit_s: float, cfg: dict[str, Any]) -> float:
-    """The next attempt's stream length (device seconds): the lead it needed twice (once
-    before the event, once as room for the event's own commands) plus twice the
-    convergence limit, with ``margin``; at least twice the last, at most ``max_stretch``
-    times it."""
-    wanted_s = (2 * spent_s + 2 * limit_s) * float(cfg["margin"])
-    return float(math.ceil(min(max(wanted_s, 2 * duration_s),
-                               duration_s * float(cfg["max_stretch"]))))
 
 
 def _both_ways(a: Any, b: Any, cfg: dict[str, Any], duration_s: float, port: int

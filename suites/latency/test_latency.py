@@ -6,7 +6,6 @@ settings.yaml. Pass criteria: ``latency.*`` in the limits profile.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import astuple, dataclass, replace
@@ -168,7 +167,7 @@ def _under_load(
     """The latency pairs run (all at once) while ``load`` runs; switch counters around it.
     ``during`` is called once the load is on, before the latency runs (a failover's shut).
     Latency runs that outlived the load (not all under load) are run again beside a longer
-    load (``_longer``: how long the last attempt needed, with a margin): how long they take
+    load (``labtime.longer_s``: how long the last attempt needed, with a margin): how long they take
     is the lab's pace (a busy runner, a slow SSH), not a setting. If every attempt outlived
     it, the last one's runs come back with why (their percentiles are a lower bound of the
     loaded ones: the samples after the load ended met no queue)."""
@@ -190,22 +189,16 @@ def _under_load(
             why = f"{load.what} failed: {errors[0]}"
             failed = [PairOutcome(c, s, error=why) for c, s in pairs]
             return failed, outcomes, before, after, None
-        load = replace(load, spec=replace(load.spec, duration_s=_longer(tried[-1], needed_s)))
+        cfg = SETTINGS["load"]
+        longer = labtime.longer_s(tried[-1], needed_s, float(cfg["margin"]),
+                                  float(cfg["max_stretch"]))
+        load = replace(load, spec=replace(load.spec, duration_s=longer))
     lengths = ", ".join(map(str, tried))
     why = f"the latency runs outlived {load.what} {attempts} times (lasting {lengths} s)"
     if not runs:  # the load never stood long enough to start them
         raise InfraError(load.switch, f"{why}: it ended unseen on {load.endpoint} before "
                          f"they started (its senders moved {_moved_gbps(outcomes):.1f} Gb/s)")
     return runs, outcomes, before, after, why
-
-
-def _longer(duration_s: int, needed_s: float) -> int:
-    """The next attempt's load length (device seconds): what the last attempt needed (from
-    the load's start to the latency runs' end) with ``margin``, at least twice the last
-    length, at most ``max_stretch`` times it."""
-    cfg = SETTINGS["load"]
-    wanted_s = min(needed_s * float(cfg["margin"]), duration_s * float(cfg["max_stretch"]))
-    return math.ceil(max(wanted_s, 2.0 * duration_s))
 
 
 def _stalled(

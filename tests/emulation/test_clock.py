@@ -224,3 +224,9 @@ def test_pacer_survives_the_last_sleeper_waking_during_its_probe(
         assert clock._pacer is not None and clock._pacer.is_alive()
     finally:
         clock.set_elastic(False)
+
+
+def test_a_load_outlived_by_a_slow_lab_grows_by_what_was_needed_within_bounds() -> None:
+    assert labtime.longer_s(20, 30.0, 2.0, 8) == 60  # what the attempt needed, with margin
+    assert labtime.longer_s(20, 5.0, 2.0, 8) == 40  # at least twice the last
+    assert labtime.longer_s(20, 500.0, 2.0, 8) == 160  # at most max_stretch times it
