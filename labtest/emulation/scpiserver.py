@@ -23,6 +23,7 @@ import collections
 import contextlib
 import logging
 import re
+import socket
 import threading
 from collections.abc import Callable, Iterable
 from typing import Literal, Protocol
@@ -45,6 +46,10 @@ ILLEGAL_PARAMETER_VALUE = (-224, "Illegal parameter value")
 
 _SYST_ERR = frozenset({"SYST:ERR?", "SYSTEM:ERROR?", "SYST:ERR:NEXT?", "SYSTEM:ERROR:NEXT?"})
 _MAX_LINE_BYTES = 64 * 1024
+#: How long start() waits for the serving thread. A liveness bound, not a measurement: on a
+#: loaded 2-core runner a new thread waited more than 5 s for its first turn (CI, 2026-12-07).
+#: The socket is bound and listening before the wait, so clients queue rather than fail.
+START_TIMEOUT_S = 120.0
 
 
 class ScpiCommandError(Exception):
@@ -290,12 +295,17 @@ class ScpiServer:
             self._reply_delay_s = max(0.0, reply_delay_s)
         self._mode = mode
 
-    def start(self, timeout_s: float = 5.0) -> ScpiServer:
+    def start(self, timeout_s: float = START_TIMEOUT_S) -> ScpiServer:
         if self._thread is not None:
             raise RuntimeError("SCPI server already started")
+        listener = socket.create_server((self._host, self._requested_port), backlog=64)
+        listener.setblocking(False)
+        self._port = listener.getsockname()[1]
         self._ready.clear()
         self._start_error = None
-        self._thread = threading.Thread(target=self._run, name="scpi-server", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, args=(listener,), name="scpi-server", daemon=True
+        )
         self._thread.start()
         if not self._ready.wait(timeout_s):
             self.stop(timeout_s)
@@ -327,24 +337,22 @@ class ScpiServer:
 
     # --- the loop thread ------------------------------------------------------
 
-    def _run(self) -> None:
+    def _run(self, listener: socket.socket) -> None:
         loop = asyncio.new_event_loop()
         self._loop = loop
         try:
-            loop.run_until_complete(self._serve())
+            loop.run_until_complete(self._serve(listener))
         except BaseException as exc:  # reported by start(); the thread must not die silently
             log.exception("SCPI server loop failed")
             self._start_error = exc
         finally:
             self._ready.set()
+            listener.close()  # the server closed it already, unless the loop failed first
             loop.close()
 
-    async def _serve(self) -> None:
+    async def _serve(self, listener: socket.socket) -> None:
         self._stopping = asyncio.Event()
-        server = await asyncio.start_server(
-            self._client, self._host, self._requested_port, limit=_MAX_LINE_BYTES
-        )
-        self._port = server.sockets[0].getsockname()[1]
+        server = await asyncio.start_server(self._client, sock=listener, limit=_MAX_LINE_BYTES)
         self._ready.set()
         async with server:
             await self._stopping.wait()

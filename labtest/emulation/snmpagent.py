@@ -69,6 +69,10 @@ __all__ = [
 
 log = logging.getLogger("labtest.emulation.snmpagent")
 
+#: How long start() waits for the agent's engine thread: a liveness bound, not a measurement
+#: (a loaded 2-core runner kept a new thread waiting over 5 s for its first turn).
+START_TIMEOUT_S = 120.0
+
 
 class _CompiledMibs:
     """pysnmp's MIB builder compiles every MIB module from source for every engine, twice
@@ -336,7 +340,7 @@ class SnmpAgent:
 
     # --- lifecycle ------------------------------------------------------------
 
-    def start(self, timeout_s: float = 30.0) -> SnmpAgent:
+    def start(self, timeout_s: float = START_TIMEOUT_S) -> SnmpAgent:
         """Bind the socket, start the thread; returns once requests are served."""
         if self.running:
             return self

@@ -309,3 +309,40 @@ def test_every_command_is_answered_inside_the_lab_serving_mark(serving_mark: Any
             VisaTransport("opm1", VisaSettings(resource=srv.resource, timeout_s=TIMEOUT_S)) as t:
         t.query("*IDN?")
     assert serving_mark.entered
+
+
+def test_a_server_whose_thread_starts_late_still_starts_and_answers_queued_clients(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """CI's red run of 2026-12-07: on a loaded runner the serving thread waited over 5 s for
+    its first turn and start() gave up. The socket listens before the thread runs, so a client
+    that connects meanwhile is queued and answered once the thread serves."""
+    late_s = 6.0
+    run = ScpiServer._run
+
+    def late_run(self: ScpiServer, listener: socket.socket) -> None:
+        time.sleep(late_s)
+        run(self, listener)
+
+    monkeypatch.setattr(ScpiServer, "_run", late_run)
+    srv = ScpiServer(PowerMeter())
+    failures: list[BaseException] = []
+    replies: list[bytes] = []
+
+    def start() -> None:
+        try:
+            srv.start()
+        except BaseException as exc:  # reported by the assertion below
+            failures.append(exc)
+
+    starter = threading.Thread(target=start)
+    starter.start()
+    while srv._port is None and starter.is_alive():
+        time.sleep(0.01)
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=3 * late_s) as sock:
+        sock.sendall(b"*IDN?\n")
+        replies.append(sock.makefile("rb").readline())
+    starter.join()
+    srv.stop()
+    assert not failures, failures
+    assert replies[0].decode().strip() == srv.idn
