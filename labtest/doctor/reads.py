@@ -7,16 +7,17 @@ waits for its devices until half of each kind (switches, hosts: their reads diff
 answered, then grants the rest ``LATE_FACTOR`` times their kind's median read; a read
 still running then goes on in the background and is judged in the interval it arrives
 in (its own clock stamps its counters, so rates over the longer gap stay right). The
-round names the device late, with how long its read has run. Its waits and grants are in
-lab time (``labtest.labtime``: the wall on a real lab): an emulated lab's elastic clock
-skips the time everybody only waits, a late device's answer wait too, so a grant on the
-wall clock let a busy control plane catch up in no time on one machine and not on another.
-Late is not dead: a late device is probed as its circuit breaker probes (a fresh
-connection, one trivial command), given the device's own command timeout to answer (it is
-known to be slow); one that does not answer is failed (its driver closed to free the hung
-read) and the doctor pages it unreachable, as when the read itself timed out. The probes
-run while the interval's probe mesh does (:meth:`Reads.probe`): they wait on different
-devices.
+round names the device late, with how long its read has run, and judges what the read
+handed over on its way (a switch's FEC and DOM levels, read first: ``Arrived.early``).
+Its waits and grants are in lab time (``labtest.labtime``: the wall on a real lab): an
+emulated lab's elastic clock skips the time everybody only waits, a late device's answer
+wait too, so a grant on the wall clock let a busy control plane catch up in no time on one
+machine and not on another. Late is not dead: a late device is probed as its circuit
+breaker probes (a fresh connection, one trivial command), given the device's own command
+timeout to answer (it is known to be slow); one that does not answer is failed (its driver
+closed to free the hung read) and the doctor pages it unreachable, as when the read itself
+timed out. The probes run while the interval's probe mesh does (:meth:`Reads.probe`): they
+wait on different devices.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class _Read:
     began: float
     result: SweepResult[Any] | None = None
     took_s: float = 0.0
+    early: Any = None  # what the read published on its way (its first parts), once
 
 
 @dataclass
@@ -57,6 +59,8 @@ class Arrived:
     ok: dict[str, Any] = field(default_factory=dict)
     failed: dict[str, Exception] = field(default_factory=dict)
     late: dict[str, float] = field(default_factory=dict)
+    #: what a late device's read published on its way, each once (device -> its parts)
+    early: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -65,10 +69,12 @@ class Reads:
     pending: dict[str, _Read] = field(default_factory=dict)
     _cond: threading.Condition = field(default_factory=threading.Condition)
 
-    def round(self, lab: Lab, kinds: Sequence[Sequence[str]], fn: Callable[[Any], Any], *,
-              floor_s: float) -> Arrived:
+    def round(self, lab: Lab, kinds: Sequence[Sequence[str]],
+              fn: Callable[[Any, Callable[[Any], None]], Any], *, floor_s: float) -> Arrived:
         """Ask every device of ``kinds`` (not still answering an earlier round) with
-        ``fn(driver)``; wait as above, never less than ``floor_s`` lab seconds for a kind."""
+        ``fn(driver, publish)``; wait as above, never less than ``floor_s`` lab seconds for
+        a kind. What a read hands ``publish`` on its way is the round's ``early`` if the
+        read is late then (or a later round's, once, if it is still running)."""
         began = labtime.monotonic()
         for name in (n for kind in kinds for n in kind):
             if name not in self.pending:
@@ -91,6 +97,8 @@ class Reads:
                 read = self.pending[name]
                 if read.result is None:
                     out.late[name] = now - read.began
+                    if read.early is not None:
+                        out.early[name], read.early = read.early, None
                     continue
                 del self.pending[name]
                 out.ok.update(read.result.ok)
@@ -124,8 +132,14 @@ class Reads:
         grant = max(floor_s, LATE_FACTOR * statistics.median(done))
         return began + grant - labtime.monotonic()
 
-    def _run(self, lab: Lab, name: str, fn: Callable[[Any], Any], read: _Read) -> None:
-        result = sweep(lab, [name], fn, max_workers=1, timeout_s=self.timeout_s)
+    def _run(self, lab: Lab, name: str, fn: Callable[[Any, Callable[[Any], None]], Any],
+             read: _Read) -> None:
+        def publish(parts: Any) -> None:
+            with self._cond:
+                read.early = parts
+
+        result = sweep(lab, [name], lambda drv: fn(drv, publish), max_workers=1,
+                       timeout_s=self.timeout_s)
         with self._cond:
             read.result, read.took_s = result, labtime.monotonic() - read.began
             self._cond.notify_all()

@@ -166,7 +166,10 @@ class Doctor:
         cpu0 = time.process_time()
         judge = Judge(self.plan, self.profile, self.connectors_per_link, self._earlier,
                       self._first)
-        evidence = _moved_traffic(judge.judge(snap, self.prev))
+        # a late device's levels so far are judged with the rest; only whole readings are
+        # kept, diffed and stamped (the partial ones carry no counters and no clock)
+        read = replace(snap, ports={**snap.partial, **snap.ports}) if snap.partial else snap
+        evidence = _moved_traffic(judge.judge(read, self.prev))
         for name, r in snap.ports.items():
             _keep(self._earlier.setdefault(name, deque()), r, judge.dom_interval_s(r))
             if self.since_start:

@@ -1,9 +1,13 @@
-"""The doctor's link-down counter (labtest/doctor/evidence.py ``read_switch``): where it
-comes from on each kind of switch, and what is said when a switch keeps none."""
+"""The doctor's switch read (labtest/doctor/evidence.py ``read_switch``): where its
+link-down counter comes from on each kind of switch, what is said when a switch keeps none,
+and the physical layer it hands over before the rest of the read."""
 
 from __future__ import annotations
 
-from labtest.capabilities.switch import InterfaceCounters, InterfaceStatus
+import math
+
+from labtest.capabilities.switch import FecStats, InterfaceCounters, InterfaceStatus
+from labtest.capabilities.transceiver import LaneDom, Transceiver
 from labtest.doctor.evidence import read_switch
 from labtest.errors import CommandNotSupported, ServiceDown
 
@@ -91,3 +95,41 @@ def test_a_switch_that_says_its_daemon_is_dead_is_read_and_says_so() -> None:
     assert set(ports) == {"sw1:Ethernet0"} and ports["sw1:Ethernet0"].oper_up is True
     assert dead == {"sw1": "bfdd is not running (BfdSessions unread)"}
     assert missing["sw1 BfdSessions"] == "bfdd is not running"
+
+
+class WithOptics(EosLike):
+    """FEC and DOM too; ``link_status_changes`` comes with the counters (EOS)."""
+
+    def fec_stats(self) -> dict[str, FecStats]:
+        self.calls.append("fec")
+        return {"Ethernet0": FecStats(corrected_cw=1200, uncorrectable_cw=0, pre_fec_ber=3e-5)}
+
+    def transceivers(self) -> dict[str, Transceiver]:
+        self.calls.append("dom")
+        return {"Ethernet0": Transceiver(temperature_c=41.0, media_type="400GBASE-DR4", lanes=[
+            LaneDom(lane=i, tx_bias_ma=7.0, tx_power_dbm=1.0, rx_power_dbm=-2.5 - i)
+            for i in range(1, 5)])}
+
+
+def test_the_physical_layer_is_read_first_and_handed_over_without_counters() -> None:
+    """A late switch's FEC and DOM are judged while the rest of its read runs: they come
+    first, and what is handed over carries levels only (counters are diffed with the next
+    read's, stamped by the device clock read last; a partial reading has no stamp)."""
+    driver = WithOptics(changes=2)
+    handed: list[dict] = []
+
+    def publish(parts: dict) -> None:
+        handed.append(parts)
+        driver.calls.append("published")
+
+    ports, _ = read_switch(driver, "sw1", watch_s=0.0, poll_s=0.01, publish=publish)
+    assert driver.calls[:3] == ["fec", "dom", "published"], driver.calls
+    assert "interfaces" in driver.calls and "counters" in driver.calls
+    [early] = handed
+    r = early["sw1:Ethernet0"]
+    assert r.partial and math.isnan(r.time_s) and r.counters == {}
+    assert r.pre_fec_ber == 3e-5 and r.rx_power_dbm == (-3.5, -4.5, -5.5, -6.5)
+    assert r.temperature_c == 41.0 and r.media == "400GBASE-DR4" and r.oper_up is None
+    whole = ports["sw1:Ethernet0"]  # the whole reading: counters and state, no partial mark
+    assert not whole.partial and whole.counters["fec_corrected_cw"] == 1200
+    assert whole.oper_up is True and whole.counters["link_status_changes"] == 2

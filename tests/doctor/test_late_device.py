@@ -109,7 +109,9 @@ def test_once_waits_past_its_bound_for_a_late_switch_read_in_flight(
     """Issue 34's evaluation, seed 20261219 case 15: a marginal lane on the switch whose
     read took 83 s ended ``--once`` undecided at its 60 s bound, "spine2 late and never
     read". The read was on its way: ``--once`` now awaits it (no new rounds' worth of
-    reasons: only a read in flight) and says it went past the bound."""
+    reasons: only a read in flight) and says it went past the bound. The fault here is one
+    only the rest of the read shows (a port MTU below the RoCE frame's, bursts off: they
+    would die on it): a marginal lane's FEC is read first and paged early (next test)."""
     rng = random.Random(seed)
     path = faulted_testbed(Path(default_testbed()), Case(name="late"), tmp_path / "late.yaml")
     doc = yaml.safe_load(path.read_text())
@@ -119,9 +121,48 @@ def test_once_waits_past_its_bound_for_a_late_switch_read_in_flight(
     link = rng.choice([lk for lk in tb.links_of(late)
                        if all(tb.devices[e.device].role != "host" for e in lk.ends)])
     port = next(str(e) for e in link.ends if e.device == late)
-    fault = f"marginal_lane@{port}:lane={rng.randint(1, 4)},margin_db={rng.uniform(0.1, 0.2):.2f}"
+    fault = f"mtu_mismatch@{port}:mtu={rng.choice([1500, 2000, 3000])}"
     rc = main(["doctor", "--once", "--testbed", str(path), "--interval", "1", "--max-s", "30",
-               "--fault", fault])
+               "--bursts", "0", "--fault", fault])
     out = capsys.readouterr().out
     assert rc == 1 and f"  1. link {link.name} " in out, (fault, out)
     assert f"past the bound --max-s 30 for {late}'s read in flight" in out, out
+
+
+@pytest.mark.parametrize(("late", "seed"), [("leaf1", 20261207),  # a SONiC switch
+                                           ("spine2", 20261208)])  # an EOS one
+def test_a_late_switch_is_judged_on_its_physical_layer_while_the_rest_of_its_read_runs(
+        late: str, seed: int) -> None:
+    """Issue 34's evaluation, seed 20261220: dirty connectors only the late switch's
+    receivers showed waited 60-120 s for its whole read (about ten answers, each up to 10 s
+    late). Its FEC and DOM come first and are judged as soon as they have arrived: the link
+    is paged while the switch's read is still running (unread), not after it lands."""
+    rng = random.Random(seed)
+    tb = load_testbed(default_testbed())
+    assert tb.emulation is not None
+    link = rng.choice([lk for lk in tb.links_of(late)
+                       if all(tb.devices[e.device].role != "host" for e in lk.ends)])
+    port = next(str(e) for e in link.ends if e.device == late)
+    dirty = FaultSpec(kind="dirty_connector", target=port,
+                      params={"direction": "rx", "loss_db": round(rng.uniform(3.5, 5.0), 2)})
+    noisy = tb.model_copy(update={"emulation": tb.emulation.model_copy(
+        update={"noise": Noise(answer_delay_s={late: 60.0}), "faults": [dirty]})})
+    em = EmulatedLab(noisy)
+    drivers = Lab(em.start())
+    try:
+        doctor = Doctor(Plan.of(drivers.testbed), load_limits(em.testbed.limits),  # type: ignore[arg-type]
+                        prober=lambda: [], scale=em.testbed.emulation.time_scale)  # type: ignore[union-attr]
+        reports = []
+        for _ in range(12):
+            reports.append(doctor.interval(drivers, watch_s=0.2, poll_s=0.05))
+            if reports[-1].suspects:
+                break
+    finally:
+        drivers.close()
+        em.stop()
+    paged = reports[-1]
+    assert paged.suspects, [r.text() for r in reports]
+    assert paged.suspects[0].unit == link.name, (dirty, paged.text())
+    assert late in paged.unread, (  # the page came from its levels, its read still running
+        f"paged only once {late}'s whole read arrived", [r.late for r in reports])
+    assert any(e.where == port for e in paged.suspects[0].evidence), paged.text()

@@ -33,7 +33,7 @@ class _Lab:
         return self.drivers[name]
 
 
-def _read(drv: _Driver) -> str:
+def _read(drv: _Driver, publish: Any = None) -> str:
     if drv.name == "hung":
         drv.closed.wait(30)
         raise TransportTimeout(drv.name, "closed while reading")
@@ -69,7 +69,7 @@ def test_a_kind_waits_for_half_of_it_before_the_grant() -> None:
     """Half of a kind not yet answered: the round waits (no median to grant from)."""
     lab = _Lab(["a", "b"])
 
-    def read(drv: _Driver) -> str:
+    def read(drv: _Driver, publish: Any) -> str:
         time.sleep(0.3 if drv.name == "a" else 0.6)
         return drv.name
 
@@ -91,7 +91,7 @@ def test_a_late_read_that_times_out_is_dead_without_waiting_for_its_probe(
             raise TransportTimeout(name, "probe: no answer")
         return probe
 
-    def read(drv: _Driver) -> str:
+    def read(drv: _Driver, publish: Any) -> str:
         if drv.name == "dead":
             time.sleep(3.0)  # well past the round's grant, even on a loaded machine
             raise TransportTimeout(drv.name, "exec 'show interfaces status': no complete "
@@ -134,3 +134,28 @@ def test_a_read_carried_over_from_an_earlier_round_does_not_hold_this_one() -> N
     r.pending["sw3"] = reads._Read(began=now)
     wait = r._wait_s(["late", "sw1", "sw2", "sw3"], began=now, floor_s=5.0)
     assert wait is not None and 38.0 < wait <= 39.0, wait
+
+
+def test_a_late_reads_first_parts_are_handed_over_once_while_it_runs() -> None:
+    """A late switch's read publishes its physical layer first (``read_switch``): the round
+    that finds it late takes those parts, a later one does not take them again, and the
+    whole read still arrives as before."""
+    lab = _Lab(["sw1", "sw2", "slow"])
+    go_on = threading.Event()
+
+    def read(drv: _Driver, publish: Any) -> str:
+        if drv.name == "slow":
+            publish("slow: FEC and DOM")
+            go_on.wait(30)
+        return f"{drv.name} read"
+
+    r = reads.Reads()
+    first = r.round(lab, [list(lab.drivers)], read, floor_s=0.2)  # type: ignore[arg-type]
+    assert set(first.late) == {"slow"} and first.early == {"slow": "slow: FEC and DOM"}, first
+    second = r.round(lab, [list(lab.drivers)], read, floor_s=0.2)  # type: ignore[arg-type]
+    assert set(second.late) == {"slow"} and second.early == {}, second
+    go_on.set()
+    while r.pending["slow"].result is None:
+        time.sleep(0.02)
+    third = r.round(lab, [list(lab.drivers)], read, floor_s=0.2)  # type: ignore[arg-type]
+    assert third.ok["slow"] == "slow read" and not third.late and not third.early, third
