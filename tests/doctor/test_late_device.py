@@ -8,6 +8,7 @@ unreachable, never paged for it) and judges its readings in the interval they ar
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,6 +40,24 @@ def lab() -> Iterator[tuple[EmulatedLab, Lab]]:
     drivers = Lab(em.start())
     try:
         yield em, drivers
+    finally:
+        drivers.close()
+        em.stop()
+
+
+@contextlib.contextmanager
+def _late_lab(late: str, fault: FaultSpec) -> Iterator[tuple[Lab, Doctor]]:
+    """The default emulated lab with ``fault``, ``late`` answering each command up to 60 s
+    of device time late, and a doctor without the probe mesh."""
+    tb = load_testbed(default_testbed())
+    assert tb.emulation is not None
+    noisy = tb.model_copy(update={"emulation": tb.emulation.model_copy(
+        update={"noise": Noise(answer_delay_s={late: 60.0}), "faults": [fault]})})
+    em = EmulatedLab(noisy)
+    drivers = Lab(em.start())
+    try:
+        yield drivers, Doctor(Plan.of(drivers.testbed), load_limits(em.testbed.limits),  # type: ignore[arg-type]
+                              prober=lambda: [], scale=em.testbed.emulation.time_scale)  # type: ignore[union-attr]
     finally:
         drivers.close()
         em.stop()
@@ -76,21 +95,10 @@ def test_a_host_link_flapping_behind_a_late_switch_is_paged_from_the_host_end() 
     """Issue 34's noise evaluation missed ``flapping_link@host1:eth0--leaf1:Ethernet16``
     when leaf1 was the late switch: its link counter was never read in the bound, and the
     probes crossed no dark moment. The host's own carrier changes (``ip -s -s``) see it."""
-    tb = load_testbed(default_testbed())
-    assert tb.emulation is not None
     flap = FaultSpec(kind="flapping_link", target="host1:eth0--leaf1:Ethernet16",
                      params={"down_s": 0.5, "period_s": 3.0})
-    noisy = tb.model_copy(update={"emulation": tb.emulation.model_copy(
-        update={"noise": Noise(answer_delay_s={LATE: 60.0}), "faults": [flap]})})
-    em = EmulatedLab(noisy)
-    drivers = Lab(em.start())
-    try:
-        doctor = Doctor(Plan.of(drivers.testbed), load_limits(em.testbed.limits),  # type: ignore[arg-type]
-                        prober=lambda: [], scale=em.testbed.emulation.time_scale)  # type: ignore[union-attr]
+    with _late_lab(LATE, flap) as (drivers, doctor):
         reports = [doctor.interval(drivers, watch_s=0.2, poll_s=0.05) for _ in range(3)]
-    finally:
-        drivers.close()
-        em.stop()
     assert all(LATE in r.late for r in reports), [r.late for r in reports]  # never read
     paged = [r for r in reports if r.suspects]
     assert paged, reports[-1].text()
@@ -139,27 +147,17 @@ def test_a_late_switch_is_judged_on_its_physical_layer_while_the_rest_of_its_rea
     is paged while the switch's read is still running (unread), not after it lands."""
     rng = random.Random(seed)
     tb = load_testbed(default_testbed())
-    assert tb.emulation is not None
     link = rng.choice([lk for lk in tb.links_of(late)
                        if all(tb.devices[e.device].role != "host" for e in lk.ends)])
     port = next(str(e) for e in link.ends if e.device == late)
     dirty = FaultSpec(kind="dirty_connector", target=port,
-                      params={"direction": "rx", "loss_db": round(rng.uniform(3.5, 5.0), 2)})
-    noisy = tb.model_copy(update={"emulation": tb.emulation.model_copy(
-        update={"noise": Noise(answer_delay_s={late: 60.0}), "faults": [dirty]})})
-    em = EmulatedLab(noisy)
-    drivers = Lab(em.start())
-    try:
-        doctor = Doctor(Plan.of(drivers.testbed), load_limits(em.testbed.limits),  # type: ignore[arg-type]
-                        prober=lambda: [], scale=em.testbed.emulation.time_scale)  # type: ignore[union-attr]
-        reports = []
+                      params={"direction": "rx", "loss_db": round(rng.uniform(2.8, 3.2), 2)})
+    reports = []
+    with _late_lab(late, dirty) as (drivers, doctor):
         for _ in range(12):
             reports.append(doctor.interval(drivers, watch_s=0.2, poll_s=0.05))
             if reports[-1].suspects:
                 break
-    finally:
-        drivers.close()
-        em.stop()
     paged = reports[-1]
     assert paged.suspects, [r.text() for r in reports]
     assert paged.suspects[0].unit == link.name, (dirty, paged.text())
