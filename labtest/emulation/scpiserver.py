@@ -28,6 +28,8 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Literal, Protocol
 
+from labtest.emulation.listen import START_TIMEOUT_S
+
 log = logging.getLogger("labtest.emulation.scpi")
 
 Mode = Literal["normal", "silent", "slow", "drop"]
@@ -46,10 +48,6 @@ ILLEGAL_PARAMETER_VALUE = (-224, "Illegal parameter value")
 
 _SYST_ERR = frozenset({"SYST:ERR?", "SYSTEM:ERROR?", "SYST:ERR:NEXT?", "SYSTEM:ERROR:NEXT?"})
 _MAX_LINE_BYTES = 64 * 1024
-#: How long start() waits for the serving thread. A liveness bound, not a measurement: on a
-#: loaded 2-core runner a new thread waited more than 5 s for its first turn (CI, 2026-12-07).
-#: The socket is bound and listening before the wait, so clients queue rather than fail.
-START_TIMEOUT_S = 120.0
 
 
 class ScpiCommandError(Exception):

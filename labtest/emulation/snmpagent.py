@@ -48,6 +48,7 @@ from pysnmp.smi import builder as mib_builder
 from pysnmp.smi import error as smi_error
 
 from labtest.aio import close_loop
+from labtest.emulation.listen import START_TIMEOUT_S
 from labtest.testbed.model import SnmpSettings
 from labtest.transports.mibs import Oid, oid_tuple
 from labtest.transports.snmp import AUTH_PROTOCOLS, PRIV_PROTOCOLS, to_python
@@ -68,10 +69,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("labtest.emulation.snmpagent")
-
-#: How long start() waits for the agent's engine thread: a liveness bound, not a measurement
-#: (a loaded 2-core runner kept a new thread waiting over 5 s for its first turn).
-START_TIMEOUT_S = 120.0
 
 
 class _CompiledMibs:
