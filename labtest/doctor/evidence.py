@@ -23,7 +23,7 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from labtest.capabilities.switch import link_flap_counts
 from labtest.doctor.reads import LATE_FACTOR, Arrived, Reads
@@ -304,14 +304,18 @@ def read_switch(driver: Any, name: str, watch_s: float, poll_s: float,
             for p, d in ports.items()}, missing
 
 
-def partial(name: str, ports: Mapping[str, Mapping[str, Any]]) -> dict[str, PortReading]:
+def partial(name: str, ports: Mapping[str, Mapping[str, object]]) -> dict[str, PortReading]:
     """A read's levels so far (pre-FEC BER, DOM), without its counters: those are diffed
     with the next read's, which needs them stamped with the device's clock, read last."""
-    levels = ("pre_fec_ber", "rx_power_dbm", "tx_power_dbm", "tx_bias_ma", "temperature_c",
-              "media")
-    return {f"{name}:{p}": PortReading(device=name, port=p, time_s=math.nan, partial=True,
-                                       **{k: d[k] for k in levels if k in d})
-            for p, d in ports.items()}
+    return {f"{name}:{p}": PortReading(
+        device=name, port=p, time_s=math.nan, partial=True,
+        pre_fec_ber=cast("float | None", d.get("pre_fec_ber")),
+        rx_power_dbm=cast("tuple[float, ...]", d.get("rx_power_dbm", ())),
+        tx_power_dbm=cast("tuple[float, ...]", d.get("tx_power_dbm", ())),
+        tx_bias_ma=cast("tuple[float, ...]", d.get("tx_bias_ma", ())),
+        temperature_c=cast("float | None", d.get("temperature_c")),
+        media=cast("str | None", d.get("media")))
+        for p, d in ports.items()}
 
 
 def _dom(t: Any) -> dict[str, Any]:
@@ -414,15 +418,15 @@ def collect(
             lab, switches + hosts, lambda drv: one(drv.name), max_workers=max_workers,
             timeout_s=timeout_s + watch_s)
         late: dict[str, float] = {}
-        early: dict[str, Any] = {}
+        early: dict[str, object] = {}
     else:
         res = reads.round(lab, [switches, hosts], lambda drv, publish: one(drv.name, publish),
                           floor_s=watch_s + LATE_FLOOR_S / scale)
         late, early = res.late, res.early
     snap = Snapshot(wall_s=time.monotonic() - began, addresses=addresses,
                     services_down=dict(dead))
-    for parts in early.values():
-        snap.partial.update(parts)
+    for parts in early.values():  # what ``one`` handed ``publish``: ``partial``'s readings
+        snap.partial.update(cast(dict[str, PortReading], parts))
     for name, ran_s in late.items():
         snap.late[name] = ran_s * scale
         snap.not_observed[f"{name} readings"] = (

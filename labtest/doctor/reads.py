@@ -48,7 +48,7 @@ class _Read:
     began: float
     result: SweepResult[Any] | None = None
     took_s: float = 0.0
-    early: Any = None  # what the read published on its way (its first parts), once
+    early: object = None  # what the read published on its way (its first parts), once
 
 
 @dataclass
@@ -60,7 +60,7 @@ class Arrived:
     failed: dict[str, Exception] = field(default_factory=dict)
     late: dict[str, float] = field(default_factory=dict)
     #: what a late device's read published on its way, each once (device -> its parts)
-    early: dict[str, Any] = field(default_factory=dict)
+    early: dict[str, object] = field(default_factory=dict)
 
 
 @dataclass
@@ -70,7 +70,7 @@ class Reads:
     _cond: threading.Condition = field(default_factory=threading.Condition)
 
     def round(self, lab: Lab, kinds: Sequence[Sequence[str]],
-              fn: Callable[[Any, Callable[[Any], None]], Any], *, floor_s: float) -> Arrived:
+              fn: Callable[[Any, Callable[[object], None]], Any], *, floor_s: float) -> Arrived:
         """Ask every device of ``kinds`` (not still answering an earlier round) with
         ``fn(driver, publish)``; wait as above, never less than ``floor_s`` lab seconds for
         a kind. What a read hands ``publish`` on its way is the round's ``early`` if the
@@ -132,9 +132,9 @@ class Reads:
         grant = max(floor_s, LATE_FACTOR * statistics.median(done))
         return began + grant - labtime.monotonic()
 
-    def _run(self, lab: Lab, name: str, fn: Callable[[Any, Callable[[Any], None]], Any],
+    def _run(self, lab: Lab, name: str, fn: Callable[[Any, Callable[[object], None]], Any],
              read: _Read) -> None:
-        def publish(parts: Any) -> None:
+        def publish(parts: object) -> None:
             with self._cond:
                 read.early = parts
 
