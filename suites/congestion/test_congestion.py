@@ -131,6 +131,12 @@ def _judge_ecn(
             return None
         return max(getattr(a, name) - getattr(b, name), 0)
 
+    def nic_count(host: str, name: str, key: str, **labels: str) -> None:
+        """A NIC counter's growth under its own key; nothing where the NIC does not count it."""
+        grown = hw(host, name)
+        if grown is not None:
+            measure(key, grown, key=key, host=host, **labels)
+
     att = view.attachment[receiver]
     congested = deltas.get(f"{att.switch}:{att.switch_port}")
     deviated = _deviation("congestion.ecn_marked_packets", att.switch, view)
@@ -153,31 +159,14 @@ def _judge_ecn(
     if marked_rx is not None:
         measure("congestion.receiver_ecn_marked_packets", marked_rx, unit="packets", host=receiver)
     where_marked = f"{att.switch}:{att.switch_port}"
-    cnp_sent = hw(receiver, "np_cnp_sent")
-    if cnp_sent is not None:
-        measure(
-            "congestion.cnp_sent",
-            cnp_sent,
-            key="congestion.cnp_sent",
-            host=receiver,
-            role="receiver",
-            ecn_port=where_marked,
-        )
+    nic_count(receiver, "np_cnp_sent", "congestion.cnp_sent", role="receiver",
+              ecn_port=where_marked)
     for sender in senders:
-        handled = hw(sender, "rp_cnp_handled")
-        if handled is not None:
-            measure(
-                "congestion.cnp_handled",
-                handled,
-                key="congestion.cnp_handled",
-                host=sender,
-                role="sender",
-                receiver=receiver,
-                # CNPs answer the marks of that port; but one sender short of CNPs where the
-                # others got theirs from the same port differs from them on its own path (a
-                # member holing its flows, its NIC): the port is not where it is located
-                marked_at=where_marked,
-            )
+        # CNPs answer the marks of that port; but one sender short of CNPs where the others
+        # got theirs from the same port differs from them on its own path (a member holing
+        # its flows, its NIC): the port is not where it is located (marked_at, not ecn_port)
+        nic_count(sender, "rp_cnp_handled", "congestion.cnp_handled", role="sender",
+                  receiver=receiver, marked_at=where_marked)
 
 
 def _leaf_port(view: FabricView, host: str) -> str:

@@ -207,6 +207,19 @@ def miswired(fabric: Fabric, target: str, p: Miswired) -> Undo:
 # --- inventory -------------------------------------------------------------------------
 
 
+def _inventory_set(fabric: Fabric, target: str, **fields: str) -> Undo:
+    """Make the module at ``target`` report other inventory ``fields``; the undo puts back
+    only those, so an inventory fault and a firmware fault on one module come off apart."""
+    device, port = fabric.resolve_port(target)
+    old = fabric.set_inventory(device, port, **fields)  # raises where the port has no module
+    was: dict[str, object] = {name: getattr(old, name) for name in fields}
+
+    def undo() -> None:
+        fabric.set_inventory(device, port, **was)
+
+    return undo
+
+
 class UnapprovedOptic(FaultParams):
     part_number: str = "GEN-QDD-400G-X"
     vendor: str = "Generic Optics"
@@ -221,14 +234,7 @@ class UnapprovedOptic(FaultParams):
     targets=("port",),
 )
 def unapproved_optic(fabric: Fabric, target: str, p: UnapprovedOptic) -> Undo:
-    device, port = fabric.resolve_port(target)
-    fabric.module_index(device, port)
-    old = fabric.set_inventory(device, port, part_number=p.part_number, vendor=p.vendor)
-
-    def undo() -> None:
-        fabric.set_inventory(device, port, part_number=old.part_number, vendor=old.vendor)
-
-    return undo
+    return _inventory_set(fabric, target, part_number=p.part_number, vendor=p.vendor)
 
 
 class FirmwareMismatch(FaultParams):
@@ -251,14 +257,7 @@ def firmware_mismatch(fabric: Fabric, target: str, p: FirmwareMismatch) -> Undo:
             fabric.set_firmware(target, old_fw)
 
         return undo_device
-    device, port = fabric.resolve_port(target)
-    fabric.module_index(device, port)
-    old = fabric.set_inventory(device, port, firmware_version=p.version)
-
-    def undo() -> None:
-        fabric.set_inventory(device, port, firmware_version=old.firmware_version)
-
-    return undo
+    return _inventory_set(fabric, target, firmware_version=p.version)
 
 
 class HotModule(FaultParams):
