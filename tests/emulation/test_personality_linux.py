@@ -257,6 +257,34 @@ def test_traceroute_follows_the_model_path_and_its_gray_losses(hosts: Hosts) -> 
     assert all(h.answered == 0 for h in lost.hops[1:])
 
 
+def test_a_traceroute_under_load_answers_from_one_model_instant() -> None:
+    """While traffic flows, every read of the model steps it to now; a traceroute reads
+    each hop's link state and loss, so one answer stepped the whole model per read (72 %
+    of the doctor's CPU with a training job's load: issue 34's straggler cases, probe
+    mesh 31-37 s). One command is one instant: at most one step, whatever its hops."""
+    ticks = iter(range(1, 10**9))
+    testbed = make_testbed()
+    fabric = Fabric(testbed)
+    fabric.clock = type(fabric.clock)(1.0, realtime=True, wall=lambda: next(ticks) * 1e-3)
+    served = {n: linux.serve(fabric, n, d) for n, d in testbed.devices.items()
+              if d.driver == "linux"}
+    h = Hosts(fabric, served)
+    try:
+        fabric.traffic.start_roce("host1", "host7", qps=2)
+        fabric.now_s()
+        assert fabric.traffic.quiet_until_s() <= fabric.now_s()  # busy: reads step
+        before = fabric._syncs
+        h.out("host1", "traceroute -n -U --sport=40000 -p 33434 -q 10 -m 6 10.0.0.7")
+        assert fabric._syncs - before <= 1, fabric._syncs - before
+        with fabric.instant() as t:  # reads inside answer for the instant
+            assert fabric.now_s() == t and fabric.link_up(fabric.link_names()[0])
+            assert fabric.now_s() == t
+    finally:
+        for s in served.values():
+            assert s.stop is not None
+            s.stop()
+
+
 def test_traceroute_refuses_more_than_ten_probes_a_hop(hosts: Hosts) -> None:
     """Real traceroute refuses ``-q 11`` ("No more than 10 probes per hop", exit 2); the
     doctor's 30-probe rounds failed every trace on the kernel lab while the emulator

@@ -22,12 +22,13 @@ costs milliseconds, and a live lab reads the model thousands of times a second.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import math
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -101,6 +102,7 @@ class FabricCore:
         self._busy = False  # inside an integration or an event: nested syncs are no-ops
         self._stall: ModelStalled | None = None  # the traffic model's, raised after the step
         self._view_t_s: float | None = None  # when set, link_up() answers for this instant
+        self._instant: float | None = None  # held by ``instant``: every read answers for it
         self._ambient_c = {name: emu.ambient_c for name in testbed.devices}
         self._unreachable: set[str] = set()
         self._refusing: set[str] = set()  # of those, the rebooting ones (connections refused)
@@ -147,6 +149,27 @@ class FabricCore:
         with self._lock:
             return self._light_now()
 
+    @contextlib.contextmanager
+    def instant(self) -> Iterator[float]:
+        """Hold the model at one instant while a command composes its answer: every read
+        inside answers for it, without stepping again.
+
+        A traceroute reads each hop's link state and loss; while traffic flows each such
+        read stepped the whole model (the fluid engine) to a slightly later now: 72 % of
+        the doctor's CPU with a training job's load (py-spy over a ``--load`` straggler
+        case: its probe mesh ran 31-37 s, the lab's device time with it), and the hops of
+        one answer saw different instants. Other readers wait on the lock meanwhile, as a
+        device's next command waits for its answer to the last."""
+        with self._lock:
+            if self._instant is not None:  # nested: the outer command's instant
+                yield self._instant
+                return
+            self._instant = self._light_now()
+            try:
+                yield self._instant
+            finally:
+                self._instant = None
+
     def advance(self, dt_s: float) -> float:
         """Move the clock and bring the model up to date (pure-model runs)."""
         with self._lock:
@@ -162,7 +185,7 @@ class FabricCore:
             self._sync()
 
     def _sync(self) -> None:
-        if self._busy:
+        if self._busy or self._instant is not None:
             return
         now = self.clock.now_s()
         if now == self._t_s and not (self._events and self._events[0][0] <= now):
@@ -185,6 +208,8 @@ class FabricCore:
         (a fault starting or ending, a scheduled action) is due and the traffic
         model is idle until after now. Otherwise the model is brought up to now.
         """
+        if self._instant is not None:
+            return self._instant
         if self._busy:
             return self._t_s if self._view_t_s is None else self._view_t_s
         now = self.clock.now_s()

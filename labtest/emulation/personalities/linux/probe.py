@@ -67,6 +67,12 @@ def traceroute(host: HostState, argv: list[str], rng: random.Random) -> Output:
         return Output(stderr=f"{target}: Name or service not known\nCannot handle \"host\" "
                       "cmdline arg `" + target + "' on position 1 (argc 8)\n", status=2)
     peer, _ = found
+    with host.fabric.instant():  # one answer, one model instant (FabricCore.instant)
+        return _trace(host, peer, target, sport, dport, probes, max_hops, rng)
+
+
+def _trace(host: HostState, peer: HostState, target: str, sport: int, dport: int,
+           probes: int, max_hops: int, rng: random.Random) -> Output:
     fabric = host.fabric
     src = next((n for n in host.nics if n.cabled), None)
     dst = next((n for n in peer.nics if n.cabled), None)
