@@ -28,9 +28,11 @@ decision (``elapsed_s``). Written: ``DIR/cases.json`` (draws),
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
 import random
+import signal
 import statistics
 import subprocess
 import sys
@@ -83,6 +85,14 @@ SLOW_MAX_S = {"hot_module": 900.0, "failing_laser": 900.0}
 #: and one switch, drawn per case, up to NOISE_LATE_S (a control plane busy with churn);
 #: polling skew and counter jitter come with the drivers
 NOISE_PROBE_LOSS = 1e-3
+#: ``--onset``: the continuous doctor's interval (its default, device s at time scale 1)
+#: and when the fault starts: uniform over this span of the lab's device time, after the
+#: doctor's baseline (the lab starts, ~15-25 s of baseline read) at a random phase of its
+#: rounds
+ONSET_INTERVAL_S = 10.0
+ONSET_SPAN_S = (45.0, 75.0)
+#: ``--onset``: wall seconds a case may take at the most (a hung child is stopped)
+ONSET_WALL_CAP_S = 1500.0
 NOISE_ANSWER_S = 0.5
 NOISE_LATE_S = 10.0
 
@@ -110,10 +120,16 @@ def spec(kind: str, target: str, params: dict[str, Any]) -> str:
 
 
 def testbed_for(seed: int, folder: Path, noise: bool = False,
-                time_scale: float | None = None) -> Path:
+                time_scale: float | None = None,
+                fault: tuple[str, str, dict[str, Any], float] | None = None) -> Path:
     """The default lab on its own emulation seed, paths made absolute, with ``--noise``'s
-    and ``--time-scale``'s."""
+    and ``--time-scale``'s; ``fault``: (kind, target, params, onset in device s from the
+    lab's start), scheduled in the lab (``--onset``)."""
     doc = yaml.safe_load(TESTBED.read_text())
+    if fault is not None:
+        kind, target, params, at_s = fault
+        doc["emulation"]["faults"] = [*(doc["emulation"].get("faults") or []), {
+            "kind": kind, "target": target, "params": params, "at_s": at_s}]
     for key in ("limits", "suite_settings"):
         if doc.get(key):
             doc[key] = str((TESTBED.parent / doc[key]).resolve())
@@ -166,6 +182,85 @@ def run_case(n: int, kind: str | None, target: str, params: dict[str, Any], lab_
                    str(last.get("decision", "no report")))
 
 
+def run_onset_case(n: int, kind: str | None, target: str, params: dict[str, Any],
+                   lab_seed: int, out: Path, bound_s: float, blame_names: tuple[str, ...],
+                   onset_s: float, load: bool = False, noise: bool = False,
+                   time_scale: float | None = None) -> Outcome:
+    """``--onset``: the continuous doctor (``--interval ONSET_INTERVAL_S``, as production
+    runs it) on a lab whose fault starts at ``onset_s`` device seconds, after the doctor's
+    baseline; stopped (SIGTERM) at the first report that pages the fault, or at
+    ``onset_s + bound_s``. Time to detect: that report's lab time (``lab_s``) minus the
+    onset, as the published figures count it (Holmes: from the anomaly to its
+    localisation). A suspect paged before the onset, or naming none of the fault's blame
+    names, is a false one; a healthy case runs to ``onset_s + bound_s`` and any page is."""
+    events, log = out / f"{n:03d}.jsonl", out / f"{n:03d}.log"
+    events.unlink(missing_ok=True)
+    fault = (kind, target, params, onset_s) if kind is not None else None
+    argv = [sys.executable, "-m", "labtest.cli", "doctor", "--interval",
+            f"{ONSET_INTERVAL_S:g}", "--testbed",
+            str(testbed_for(lab_seed, out, noise, time_scale, fault)),
+            "--json-lines", str(events)]
+    if (kind in LOADED) or load:
+        argv.append("--load")
+    env = {**os.environ, ELASTIC_ENV: "0"} if noise else None
+    t0 = time.monotonic()
+    named: list[str] = []
+    false: list[str] = []
+    hit: dict[str, Any] | None = None
+    last: dict[str, Any] = {}
+    with log.open("w") as sink:
+        child = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, text=True,
+                                 env=env)
+        seen = 0
+        try:
+            while hit is None and time.monotonic() - t0 < ONSET_WALL_CAP_S:
+                done = child.poll() is not None
+                lines = events.read_text().splitlines() if events.exists() else []
+                for line in lines[seen:]:
+                    e = json.loads(line)
+                    if e.get("event") != "report":
+                        continue
+                    last = e
+                    after = e["lab_s"] >= onset_s
+                    for u in (s["unit"] for s in e["suspects"]):
+                        right = kind is not None and after and any(
+                            names(u, b) or names(b, u) for b in blame_names)
+                        (named if right else false).append(u)
+                    failed = " ".join(e.get("failed", {}))
+                    if kind is not None and after and (
+                            named or (kind == "unreachable_device" and names(failed, target))):
+                        hit = e
+                        break
+                    if e["lab_s"] >= onset_s + bound_s:
+                        hit = {}
+                        break
+                seen = len(lines)
+                if done:
+                    break
+                time.sleep(0.5)
+        finally:
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+                try:
+                    child.wait(timeout=120)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+                    child.wait()
+    wall = time.monotonic() - t0
+    deciding = hit or last
+    detected = bool(hit)
+    units = [s["unit"] for s in deciding.get("suspects", [])]
+    top1 = detected and (not units or any(names(units[0], b) or names(b, units[0])
+                                          for b in blame_names))
+    ttd = float(deciding["lab_s"]) - onset_s if deciding else 0.0
+    decision = (f"paged at lab {deciding['lab_s']:.0f} s, {ttd:.0f} s after the onset "
+                f"(interval {deciding['interval']})" if detected else
+                f"not paged by lab {last.get('lab_s', 0):.0f} s (onset {onset_s:.0f} s)")
+    return Outcome(n, lab_seed, kind or "healthy", target, params, child.returncode or 0,
+                   detected, bool(top1), sorted(set(named + false)), sorted(set(false)),
+                   round(ttd, 1), round(wall, 1), decision)
+
+
 def draw(seed: int, cases: int, healthy: int, only: list[str] | None = None
          ) -> list[tuple[str | None, str, dict[str, Any]]]:
     tb = load_testbed(TESTBED)
@@ -182,7 +277,7 @@ def draw(seed: int, cases: int, healthy: int, only: list[str] | None = None
     return out
 
 
-def table(outcomes: list[Outcome]) -> str:
+def table(outcomes: list[Outcome], since: str = "the doctor's start") -> str:
     faulty = [o for o in outcomes if o.kind != "healthy"]
     healthy = [o for o in outcomes if o.kind == "healthy"]
     named = sum(len(o.suspects) for o in outcomes)
@@ -206,8 +301,8 @@ def table(outcomes: list[Outcome]) -> str:
     lines.append(f"precision {precision:.3f} ({named - wrong}/{named} suspects), recall "
                  f"{recall:.3f}, top-1 {top1:.3f}, TTD median "
                  f"{statistics.median(ttd) if ttd else float('nan'):.0f} s / p95 {p95:.0f} s "
-                 "of device time (published: SkeletonHunter 98.2 / 99.3 / 95.7 %; Holmes "
-                 "30.3 s)")
+                 f"of device time from {since} (published: SkeletonHunter 98.2 / 99.3 / "
+                 "95.7 %; Holmes 30.3 s)")
     return "\n".join(lines)
 
 
@@ -231,6 +326,11 @@ def main(argv: list[str] | None = None) -> int:
                          "the emulator's CPU count once, not ten times")
     ap.add_argument("--kinds", nargs="+", choices=sorted(DOCTOR_DOMAINS),
                     help="draw only these kinds (default: every kind)")
+    ap.add_argument("--onset", action="store_true",
+                    help="the continuous doctor, each fault starting after its baseline; "
+                         "time to detect from the fault's onset (run_onset_case)")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="--onset: cases at once (each mostly waits on its lab's answers)")
     args = ap.parse_args(argv)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**8)
     out = args.out or REPO / "bench" / "out" / f"doctor-lab-{seed}"
@@ -242,6 +342,12 @@ def main(argv: list[str] | None = None) -> int:
         [{"kind": k, "target": t, "params": p} for k, t, p in cases], indent=1))
     tb = load_testbed(TESTBED)
     rng = random.Random(seed + 1)
+    if args.onset:
+        outcomes = _onset_run(args, cases, out, tb, rng)
+        (out / "summary.json").write_text(json.dumps([o.__dict__ for o in outcomes],
+                                                     indent=1))
+        print(table(outcomes, since="the fault's onset"))
+        return 0
     outcomes = []
     for n, (kind, target, params) in enumerate(cases, 1):
         bound = max(args.max_s, SLOW_MAX_S.get(kind or "", 0.0))
@@ -257,6 +363,28 @@ def main(argv: list[str] | None = None) -> int:
     (out / "summary.json").write_text(json.dumps([o.__dict__ for o in outcomes], indent=1))
     print(table(outcomes))
     return 0
+
+
+def _onset_run(args: argparse.Namespace, cases: list[tuple[str | None, str, dict[str, Any]]],
+               out: Path, tb: Any, rng: random.Random) -> list[Outcome]:
+    draws = [(n, kind, target, params, rng.randrange(1, 10**6), rng.uniform(*ONSET_SPAN_S))
+             for n, (kind, target, params) in enumerate(cases, 1)]
+
+    def one(d: tuple[int, str | None, str, dict[str, Any], int, float]) -> Outcome:
+        n, kind, target, params, lab_seed, onset = d
+        bound = max(args.max_s, SLOW_MAX_S.get(kind or "", 0.0))
+        o = run_onset_case(n, kind, target, params, lab_seed, out, bound,
+                           blame(tb, target) if kind else (), onset, load=args.load_all,
+                           noise=args.noise, time_scale=args.time_scale)
+        mark = ("ok" if (o.top1 if kind else not o.suspects) else
+                "named (not first)" if o.detected else "MISS" if kind else "FALSE PAGE")
+        print(f"{n:3d} {o.kind:18s} {spec(o.kind, target, params) if kind else '':58s} "
+              f"{mark:17s} {o.device_s:5.0f} s  {o.wall_s:5.1f} s wall  onset {onset:4.0f} s  "
+              f"{', '.join(o.suspects[:2])}", flush=True)
+        return o
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        return sorted(pool.map(one, draws), key=lambda o: o.case)
 
 
 if __name__ == "__main__":

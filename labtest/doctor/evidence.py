@@ -132,6 +132,8 @@ def fail_dead(snap: Snapshot, dead: Mapping[str, Exception]) -> None:
 #: device seconds a late device's kind is waited for beyond the watch, at the least (a
 #: read's few commands; the median rule decides above it)
 LATE_FLOOR_S = 5.0
+#: wall seconds between looks whether a held watch may end (``watch_oper``'s ``hold``)
+HOLD_POLL_S = 0.05
 
 
 def _offers(driver: Any, capability: str) -> bool:
@@ -184,8 +186,11 @@ def _queue_totals(qc: Any) -> dict[str, int]:
     return out
 
 
-def watch_oper(driver: Any, watch_s: float, poll_s: float) -> dict[str, tuple[int, int, int]]:
-    """Sample ``interfaces()`` for ``watch_s``: port -> (samples, down samples, down events)."""
+def watch_oper(driver: Any, watch_s: float, poll_s: float,
+               hold: Callable[[], bool] | None = None) -> dict[str, tuple[int, int, int]]:
+    """Sample ``interfaces()`` for ``watch_s``: port -> (samples, down samples, down events).
+    While ``hold()`` is true past ``watch_s`` (the interval's bursts still run) the watch
+    goes on, ending with one more sample: the counters read next then hold the bursts."""
     seen: dict[str, tuple[int, int, int]] = {}
     last: dict[str, bool] = {}
     deadline = time.monotonic() + watch_s
@@ -199,14 +204,20 @@ def watch_oper(driver: Any, watch_s: float, poll_s: float) -> dict[str, tuple[in
             seen[port] = (n + 1, down + int(not up), events)
             last[port] = up
         if time.monotonic() >= deadline:
-            return seen
+            if hold is None or not hold():
+                return seen
+            while hold():
+                time.sleep(HOLD_POLL_S)
+            deadline = time.monotonic()  # the closing sample, then the counters
+            continue
         time.sleep(poll_s)
 
 
 def read_switch(driver: Any, name: str, watch_s: float, poll_s: float,
                 addresses: dict[str, str] | None = None,
                 dead: dict[str, str] | None = None,
-                publish: Callable[[dict[str, PortReading]], None] | None = None) -> tuple[
+                publish: Callable[[dict[str, PortReading]], None] | None = None,
+                hold: Callable[[], bool] | None = None) -> tuple[
         dict[str, PortReading], dict[str, str]]:
     """One switch's ports and the capabilities it did not offer; ``addresses`` is filled
     with its BGP peers' addresses (peer address -> this switch's port facing it), ``dead``
@@ -243,7 +254,7 @@ def read_switch(driver: Any, name: str, watch_s: float, poll_s: float,
     if publish is not None and ports:
         publish(partial(name, ports))
     if _offers(driver, "Interfaces"):
-        for p, (n, down, events) in watch_oper(driver, watch_s, poll_s).items():
+        for p, (n, down, events) in watch_oper(driver, watch_s, poll_s, hold).items():
             port(p).update(oper_samples=n, oper_down_samples=down, down_events=events)
         for p, st in driver.interfaces().items():
             port(p).update(oper_up=st.oper_up, speed_gbps=st.speed_gbps, mtu_bytes=st.mtu_bytes)
@@ -390,13 +401,15 @@ def collect(
     counting: frozenset[str] = frozenset(),
     reads: Reads | None = None,
     scale: float = 1.0,
+    hold: Callable[[], bool] | None = None,
 ) -> Snapshot:
     """One interval's readings of every switch and host of the lab. A switch in
     ``counting`` counts its oper-status changes (seen last interval): its link state is
     sampled only at the watch's start and end, as the counter sees every flap between.
     With ``reads`` a device far slower than its kind is left answering in the background
     (``labtest.doctor.reads``) and named in ``Snapshot.late``; ``scale`` is device seconds
-    per wall second (an emulated lab's time scale; ``watch_s`` and ``poll_s`` are wall)."""
+    per wall second (an emulated lab's time scale; ``watch_s`` and ``poll_s`` are wall).
+    ``hold``: a switch watches on past ``watch_s`` while it is true (``watch_oper``)."""
     tb = lab.testbed
     switches = lab.names(capability="Interfaces")
     hosts = [n for n, d in tb.devices.items() if d.role == "host" and n not in switches]
@@ -410,7 +423,7 @@ def collect(
         if name in hosts:
             return read_host(drv, name, tb)
         pace = max(poll_s, watch_s) if name in counting else poll_s
-        return read_switch(drv, name, watch_s, pace, addresses, dead, publish)
+        return read_switch(drv, name, watch_s, pace, addresses, dead, publish, hold)
 
     # every driver is built as ``cls(name, device, testbed)`` and keeps its ``name``
     if reads is None:

@@ -5,10 +5,15 @@ and the physical layer it hands over before the rest of the read."""
 from __future__ import annotations
 
 import math
+import threading
+import time
+
+import pytest
 
 from labtest.capabilities.switch import FecStats, InterfaceCounters, InterfaceStatus
 from labtest.capabilities.transceiver import LaneDom, Transceiver
 from labtest.doctor.evidence import read_switch
+from labtest.doctor.service import _Background
 from labtest.errors import CommandNotSupported, ServiceDown
 
 MISSING = "sw1 link-down counter"
@@ -133,3 +138,38 @@ def test_the_physical_layer_is_read_first_and_handed_over_without_counters() -> 
     whole = ports["sw1:Ethernet0"]  # the whole reading: counters and state, no partial mark
     assert not whole.partial and whole.counters["fec_corrected_cw"] == 1200
     assert whole.oper_up is True and whole.counters["link_status_changes"] == 2
+
+
+def test_a_held_watch_reads_the_counters_only_after_the_bursts() -> None:
+    """The interval's bursts run while the switches watch their links (issue 34: run
+    before the watch, four bursts took 18-20 s of a noisy lab's round on top of it); a
+    switch reads its counters once they ended, so the interval's counters hold their bytes
+    (``Bursts.settle`` tells which uplink each took from them)."""
+    bursts_done = threading.Event()
+    driver = Switch(changes=0)
+    timer = threading.Timer(0.3, bursts_done.set)
+    timer.start()
+    try:
+        read_switch(driver, "sw1", watch_s=0.0, poll_s=0.01,
+                    hold=lambda: not bursts_done.is_set())
+        assert bursts_done.is_set()  # the read waited for the bursts
+        first = driver.calls.index("counters")
+        assert driver.calls[:first] == ["interfaces"] * first  # watched, then counted
+        assert first >= 3  # the watch's sample, the closing one, the state read
+    finally:
+        timer.cancel()
+    held_for = time.monotonic()
+    read_switch(Switch(changes=0), "sw1", watch_s=0.0, poll_s=0.01, hold=lambda: False)
+    assert time.monotonic() - held_for < 0.3  # nothing running: no wait
+
+
+def test_a_background_call_hands_its_error_to_the_joining_thread() -> None:
+    """A burst prober that crashed must not vanish with its thread."""
+
+    def boom() -> None:
+        raise RuntimeError("burst prober crashed")
+
+    bg = _Background(boom, "test-bursts")
+    with pytest.raises(RuntimeError, match="burst prober crashed"):
+        bg.join()
+    assert not bg.is_alive()
