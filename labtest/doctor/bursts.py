@@ -5,8 +5,9 @@ The counters see a slow link only once it is the bottleneck of real traffic (its
 marks ECN while it drains below its speed: ``judge.Judge._bottleneck_rate``); on an idle
 fabric a half-rate link slows nothing yet and no counter says so (issue 34:
 ``straggler_link@leaf2:Ethernet0`` gave no signal at all). Each interval a few host pairs
-run one short ``ib_write_bw`` each, one after the other (one queue pair: one ECMP route;
-``ITERATIONS`` x ``SIZE_B``, a few ms at 400 Gb/s). A burst alone on its path runs at the
+run one short ``ib_write_bw`` each, one after the other, while the switches watch their
+links (one queue pair: one ECMP route; ``ITERATIONS`` x ``SIZE_B``, a few ms at 400 Gb/s).
+A burst alone on its path runs at the
 path's slowest hop, so it is judged only when every port its routes may cross carried
 under ``IDLE_FRACTION`` of its speed over the interval (the counters); on a busy path it
 measures a share, not a rate, and is not judged (there the counters' bottleneck check
