@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from labtest.capabilities.switch import link_flap_counts
-from labtest.doctor.reads import LATE_FACTOR, Arrived, Reads
+from labtest.doctor.reads import LATE_FACTOR, Arrived, Hold, Reads
 from labtest.errors import CapabilityAbsent, ServiceDown, TransportError
 from labtest.lab import Lab
 from labtest.registry import provides, resolve_capability
@@ -401,7 +401,7 @@ def collect(
     counting: frozenset[str] = frozenset(),
     reads: Reads | None = None,
     scale: float = 1.0,
-    hold: Callable[[], bool] | None = None,
+    hold: Hold | None = None,
 ) -> Snapshot:
     """One interval's readings of every switch and host of the lab. A switch in
     ``counting`` counts its oper-status changes (seen last interval): its link state is
@@ -409,7 +409,7 @@ def collect(
     With ``reads`` a device far slower than its kind is left answering in the background
     (``labtest.doctor.reads``) and named in ``Snapshot.late``; ``scale`` is device seconds
     per wall second (an emulated lab's time scale; ``watch_s`` and ``poll_s`` are wall).
-    ``hold``: a switch watches on past ``watch_s`` while it is true (``watch_oper``)."""
+    ``hold``: a switch watches on past ``watch_s`` while it runs (``watch_oper``)."""
     tb = lab.testbed
     switches = lab.names(capability="Interfaces")
     hosts = [n for n, d in tb.devices.items() if d.role == "host" and n not in switches]
@@ -423,7 +423,8 @@ def collect(
         if name in hosts:
             return read_host(drv, name, tb)
         pace = max(poll_s, watch_s) if name in counting else poll_s
-        return read_switch(drv, name, watch_s, pace, addresses, dead, publish, hold)
+        return read_switch(drv, name, watch_s, pace, addresses, dead, publish,
+                           hold.is_alive if hold is not None else None)
 
     # every driver is built as ``cls(name, device, testbed)`` and keeps its ``name``
     if reads is None:
@@ -434,7 +435,7 @@ def collect(
         early: dict[str, object] = {}
     else:
         res = reads.round(lab, [switches, hosts], lambda drv, publish: one(drv.name, publish),
-                          floor_s=watch_s + LATE_FLOOR_S / scale)
+                          floor_s=watch_s + LATE_FLOOR_S / scale, hold=hold)
         late, early = res.late, res.early
     snap = Snapshot(wall_s=time.monotonic() - began, addresses=addresses,
                     services_down=dict(dead))

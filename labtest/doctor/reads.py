@@ -27,7 +27,7 @@ import statistics
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from labtest import labtime
 from labtest.connect import probe_of
@@ -41,6 +41,14 @@ LATE_FACTOR = 3.0
 #: lab seconds between looks at the reads while a grant runs (a lab-time sleep: the elastic
 #: clock never skips past it, so a grant is never overrun by a jump)
 POLL_S = 0.02
+
+
+class Hold(Protocol):
+    """Work every switch's watch waits for (the interval's bursts, ``watch_oper``)."""
+
+    ended_s: float | None  # lab time it ended (None: still running)
+
+    def is_alive(self) -> bool: ...
 
 
 @dataclass
@@ -70,11 +78,13 @@ class Reads:
     _cond: threading.Condition = field(default_factory=threading.Condition)
 
     def round(self, lab: Lab, kinds: Sequence[Sequence[str]],
-              fn: Callable[[Any, Callable[[object], None]], Any], *, floor_s: float) -> Arrived:
+              fn: Callable[[Any, Callable[[object], None]], Any], *, floor_s: float,
+              hold: Hold | None = None) -> Arrived:
         """Ask every device of ``kinds`` (not still answering an earlier round) with
         ``fn(driver, publish)``; wait as above, never less than ``floor_s`` lab seconds for
         a kind. What a read hands ``publish`` on its way is the round's ``early`` if the
-        read is late then (or a later round's, once, if it is still running)."""
+        read is late then (or a later round's, once, if it is still running). ``hold``:
+        what the reads waited for together, no slowness of theirs (``_wait_s``)."""
         began = labtime.monotonic()
         for name in (n for kind in kinds for n in kind):
             if name not in self.pending:
@@ -83,7 +93,7 @@ class Reads:
                                  name=f"labtest-doctor-read-{name}").start()
         while True:
             with self._cond:
-                waits = [self._wait_s(kind, began, floor_s) for kind in kinds]
+                waits = [self._wait_s(kind, began, floor_s, hold) for kind in kinds]
                 if all(w is not None and w <= 0 for w in waits):
                     break
                 if all(w is None or w <= 0 for w in waits):  # no grant runs: wait for answers
@@ -116,20 +126,28 @@ class Reads:
             probing.threads[name] = t
         return probing
 
-    def _wait_s(self, kind: Sequence[str], began: float, floor_s: float) -> float | None:
+    def _wait_s(self, kind: Sequence[str], began: float, floor_s: float,
+                hold: Hold | None = None) -> float | None:
         """Seconds this kind may still be waited for (<= 0: done waiting; None: until half
         of it has answered). A read still running from an earlier round had its grant
         there: it is taken if it lands meanwhile, never waited for again (issue 34's
         evaluation: a switch 10 s late per command, carried over from the baseline, held
         the next round for a fresh grant of 3x the median, 44 s instead of 13, and the
-        bound came after one round)."""
+        bound came after one round). A ``hold`` every read that ended after it waited for
+        is granted once, not three times (the bursts' 20 s in each switch's read made a
+        late switch's grant 66 s: onset evaluation, seed 20261221)."""
         reads = [r for r in (self.pending[n] for n in kind) if r.began >= began]
         done = [r.took_s for r in reads if r.result is not None]
         if len(done) == len(reads):
             return 0.0
         if 2 * len(done) < len(reads):
             return None
-        grant = max(floor_s, LATE_FACTOR * statistics.median(done))
+        shared = 0.0
+        if hold is not None and hold.ended_s is not None:
+            shared = max(0.0, hold.ended_s - began)
+        own = [t - shared if t >= shared else t for t in done]
+        waited = shared if any(t >= shared > 0 for t in done) else 0.0
+        grant = max(floor_s, waited + LATE_FACTOR * statistics.median(own))
         return began + grant - labtime.monotonic()
 
     def _run(self, lab: Lab, name: str, fn: Callable[[Any, Callable[[object], None]], Any],

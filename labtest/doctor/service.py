@@ -332,8 +332,7 @@ class Doctor:
         # bursts took 18-20 s of a noisy lab's round before its 10 s watch began)
         bursting = self._bursting(lab)
         snap = collect(lab, watch_s=watch_s, poll_s=poll_s, counting=self._counting(),
-                       reads=self.reads, scale=self.scale,
-                       hold=bursting.is_alive if bursting is not None else None)
+                       reads=self.reads, scale=self.scale, hold=bursting)
         if bursting is not None:
             bursting.join()
         if self.prev is not None:  # a late switch's BGP peers still pin the hops they pinned
@@ -404,16 +403,20 @@ class Doctor:
 
 
 class _Background:
-    """A call in a thread of its own; ``join`` waits for it and raises what it raised."""
+    """A call in a thread of its own; ``join`` waits for it and raises what it raised;
+    ``ended_s``: the lab time it ended (a ``reads.Hold``)."""
 
     def __init__(self, fn: Callable[[], object], name: str) -> None:
         self._error: BaseException | None = None
+        self.ended_s: float | None = None
 
         def run() -> None:
             try:
                 fn()
             except BaseException as exc:  # handed to the joining thread, never lost
                 self._error = exc
+            finally:
+                self.ended_s = labtime.monotonic()
 
         self._thread = threading.Thread(target=run, name=name, daemon=True)
         self._thread.start()

@@ -159,3 +159,30 @@ def test_a_late_reads_first_parts_are_handed_over_once_while_it_runs() -> None:
         time.sleep(0.02)
     third = r.round(lab, [list(lab.drivers)], read, floor_s=0.2)  # type: ignore[arg-type]
     assert third.ok["slow"] == "slow read" and not third.late and not third.early, third
+
+
+def test_what_every_read_waited_for_together_is_granted_once() -> None:
+    """The interval's bursts hold every switch's watch (``watch_oper``): 20 s in each
+    read is no slowness of its own. Tripled into a late switch's grant it held a round
+    66 s (issue 34's onset evaluation, seed 20261221); granted once: 20 + 3 x 3 s."""
+
+    class Bursts:
+        ended_s: float | None = None
+
+        def is_alive(self) -> bool:
+            return self.ended_s is None
+
+    r = reads.Reads()
+    now = reads.labtime.monotonic()
+    done = reads.SweepResult(ok={"x": 1}, failed={})
+    r.pending = {
+        "sw1": reads._Read(began=now, result=done, took_s=23.0),
+        "sw2": reads._Read(began=now, result=done, took_s=23.0),
+        "late": reads._Read(began=now),
+    }
+    hold = Bursts()
+    hold.ended_s = now + 20.0
+    wait = r._wait_s(["sw1", "sw2", "late"], began=now, floor_s=5.0, hold=hold)
+    assert wait is not None and 28.0 < wait <= 29.0, wait
+    unheld = r._wait_s(["sw1", "sw2", "late"], began=now, floor_s=5.0)
+    assert unheld is not None and 68.0 < unheld <= 69.0, unheld  # no hold: as before
