@@ -4,7 +4,7 @@ skew, the live traceroute mesh), at placements and parameters drawn from a print
 
     python bench/doctor_lab_eval.py [--seed S] [--cases 40] [--healthy 6] [--out DIR]
                                     [--kinds K ...] [--load-all | --idle] [--noise]
-                                    [--time-scale S]
+                                    [--time-scale S] [--onset [--jobs N]]
 
 Each case is one child ``labtest doctor --once --fault KIND@TARGET:k=v --json-lines F`` on
 its own emulation seed (another hash, other module temperatures and margins); stragglers
@@ -21,7 +21,9 @@ host's own ports), or for an unreachable device when the report lists it as fail
 read; *top-1* when the first paged suspect does; a suspect that names none of them is a
 false one (precision); a healthy case is right when nothing is paged. Time to detect: the
 report's device seconds from the doctor's start (its baseline read included) to its
-decision (``elapsed_s``). Written: ``DIR/cases.json`` (draws),
+decision (``elapsed_s``). ``--onset`` measures as production and the published figures
+do instead: the continuous doctor, the fault starting after its baseline, time to detect
+from the fault's onset (``run_onset_case``). Written: ``DIR/cases.json`` (draws),
 ``DIR/NNN.jsonl`` (the doctor's events), ``DIR/summary.json``; a table on stdout.
 """
 
