@@ -333,6 +333,9 @@ def main(argv: list[str] | None = None) -> int:
                          "time to detect from the fault's onset (run_onset_case)")
     ap.add_argument("--jobs", type=int, default=1,
                     help="--onset: cases at once (each mostly waits on its lab's answers)")
+    ap.add_argument("--from-case", type=int, default=1, metavar="N",
+                    help="--onset: run the seed's cases from N on (another process may run "
+                         "the ones before into the same --out)")
     args = ap.parse_args(argv)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**8)
     out = args.out or REPO / "bench" / "out" / f"doctor-lab-{seed}"
@@ -371,6 +374,8 @@ def _onset_run(args: argparse.Namespace, cases: list[tuple[str | None, str, dict
                out: Path, tb: Any, rng: random.Random) -> list[Outcome]:
     draws = [(n, kind, target, params, rng.randrange(1, 10**6), rng.uniform(*ONSET_SPAN_S))
              for n, (kind, target, params) in enumerate(cases, 1)]
+
+    draws = [d for d in draws if d[0] >= args.from_case]
 
     def one(d: tuple[int, str | None, str, dict[str, Any], int, float]) -> Outcome:
         n, kind, target, params, lab_seed, onset = d
