@@ -38,6 +38,12 @@ from labtest.transports import breaker
 
 #: a read slower than this many times its kind's median in the round is left running
 LATE_FACTOR = 3.0
+#: wall seconds a read may run before the sweep fails it: a backstop for a driver with no
+#: timeout of its own, above a slow read's whole length (a hung command fails on its own
+#: command timeout, a late device is probed every round). At 120 s a switch answering each
+#: of its dozen commands up to 10 s late was paged unreachable while its probe answered
+#: (issue 34's onset evaluation, seed 20261221 case 19)
+READ_DEADLINE_S = 900.0
 #: lab seconds between looks at the reads while a grant runs (a lab-time sleep: the elastic
 #: clock never skips past it, so a grant is never overrun by a jump)
 POLL_S = 0.02
@@ -73,7 +79,7 @@ class Arrived:
 
 @dataclass
 class Reads:
-    timeout_s: float = 120.0  # a device that answers nothing fails then (the sweep's deadline)
+    timeout_s: float = READ_DEADLINE_S  # the sweep's deadline for one read
     pending: dict[str, _Read] = field(default_factory=dict)
     _cond: threading.Condition = field(default_factory=threading.Condition)
 
