@@ -116,6 +116,11 @@ class Outcome:
     decision: str
 
 
+def blames(unit: str, blame_names: tuple[str, ...]) -> bool:
+    """Whether a paged unit names the fault (either one names the other)."""
+    return any(names(unit, b) or names(b, unit) for b in blame_names)
+
+
 def spec(kind: str, target: str, params: dict[str, Any]) -> str:
     extra = ",".join(f"{k}={v}" for k, v in sorted(params.items()))
     return f"{kind}@{target}" + (f":{extra}" if extra else "")
@@ -174,7 +179,7 @@ def run_case(n: int, kind: str | None, target: str, params: dict[str, Any], lab_
                if e.get("event") == "report"] if events.exists() else []
     last = reports[-1] if reports else {}
     units = [s["unit"] for s in last.get("suspects", [])]
-    right = [u for u in units if any(names(u, b) or names(b, u) for b in blame_names)]
+    right = [u for u in units if blames(u, blame_names)]
     failed = " ".join(last.get("failed", {}))
     unreachable = kind == "unreachable_device" and names(failed, target)
     return Outcome(n, lab_seed, kind or "healthy", target, params, done.returncode,
@@ -225,8 +230,7 @@ def run_onset_case(n: int, kind: str | None, target: str, params: dict[str, Any]
                     last = e
                     after = e["lab_s"] >= onset_s
                     for u in (s["unit"] for s in e["suspects"]):
-                        right = kind is not None and after and any(
-                            names(u, b) or names(b, u) for b in blame_names)
+                        right = kind is not None and after and blames(u, blame_names)
                         (named if right else false).append(u)
                     failed = " ".join(e.get("failed", {}))
                     if kind is not None and after and (
@@ -252,8 +256,7 @@ def run_onset_case(n: int, kind: str | None, target: str, params: dict[str, Any]
     deciding = hit or last
     detected = bool(hit)
     units = [s["unit"] for s in deciding.get("suspects", [])]
-    top1 = detected and (not units or any(names(units[0], b) or names(b, units[0])
-                                          for b in blame_names))
+    top1 = detected and (not units or blames(units[0], blame_names))
     ttd = float(deciding["lab_s"]) - onset_s if deciding else 0.0
     decision = (f"paged at lab {deciding['lab_s']:.0f} s, {ttd:.0f} s after the onset "
                 f"(interval {deciding['interval']})" if detected else

@@ -152,7 +152,7 @@ class Reads:
         if hold is not None and hold.ended_s is not None:
             shared = max(0.0, hold.ended_s - began)
         own = [t - shared if t >= shared else t for t in done]
-        waited = shared if any(t >= shared > 0 for t in done) else 0.0
+        waited = shared if any(t >= shared for t in done) else 0.0  # 0 without a hold
         grant = max(floor_s, waited + LATE_FACTOR * statistics.median(own))
         return began + grant - labtime.monotonic()
 
