@@ -166,7 +166,7 @@ def create_netns(name: str) -> str:
         ip("link", "set", "lo", "up", netns=name)
         for scope in ("all", "default"):
             run_in_netns(name, ["sysctl", "-q", "-w", f"net.ipv6.conf.{scope}.disable_ipv6=1"])
-    except NetnsError:
+    except BaseException:  # an interrupt too: never a half-made namespace left
         delete_netns(name)
         raise
     return name

@@ -35,8 +35,8 @@ from typing import Any
 
 from pydantic import SecretStr
 
+from labtest import interrupt, runs
 from labtest import netns as ns
-from labtest import runs
 from labtest.emulation.kernel import plan as pl
 from labtest.emulation.kernel.carrier import CarrierRelay, End
 from labtest.emulation.kernel.forward import TcpForwarder, UdpForwarder
@@ -174,9 +174,10 @@ class KernelLab:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation dir
 
     def _own_netns(self, name: str) -> None:
-        """Create ``name`` as this lab's: stop() and a later reaper remove it."""
-        ns.create_netns(name)
+        """Create ``name`` as this lab's: stop() and a later reaper remove it. Recorded
+        before it exists: an interrupt between the two must not leave it unowned."""
         self._made_netns.append(name)
+        ns.create_netns(name)
         self._netns_ids.add(ns.netns_id(name))
 
     def _namespace(self, node: pl.NodePlan) -> None:
@@ -380,9 +381,9 @@ class KernelLab:
 
     def _start_frr(self, node: pl.NodePlan) -> None:
         run = FRR_RUN / node.netns
+        self._made_dirs.append(run)  # first: an interrupt after mkdir leaves it owned
         run.mkdir(parents=True, exist_ok=True)
         shutil.chown(run, "frr", "frr")
-        self._made_dirs.append(run)
         for daemon in ("zebra", "bfdd", "bgpd"):
             self.start_frr_daemon(node.name, daemon)
 
@@ -666,6 +667,19 @@ class KernelLab:
     # --- teardown ---------------------------------------------------------------------------
 
     def stop(self) -> None:
+        """Everything this lab made goes, whenever it is called (a start interrupted at
+        any step included: bench/chaos.py, tests/kernel/test_interrupted_start.py); an
+        interrupt waits until it is done."""
+        with interrupt.held("stopping the kernel lab"):
+            self._stop()
+
+    def _stop(self) -> None:
+        # the namespaces by name too: one made just before an interrupt may be unrecorded
+        named = [n for n in ns.list_netns() if n.startswith(self.prefix)]
+        netns = list(dict.fromkeys([*self._made_netns, *named]))
+        for name in named:
+            with contextlib.suppress(OSError):
+                self._netns_ids.add(ns.netns_id(name))
         for relay in self._relays.values():
             relay.stop()
         self._relays.clear()
@@ -681,7 +695,7 @@ class KernelLab:
         for pid in ns.pids_in_netns(self._netns_ids):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-        for name in reversed(self._made_netns):
+        for name in reversed(netns):
             with contextlib.suppress(ns.NetnsError):
                 ns.delete_netns(name)
         for d in self._made_dirs:
