@@ -129,8 +129,9 @@ class Judge:
     connectors_per_link: int = 2  # as suites/transceiver/settings.yaml link_budget
     #: each port's readings of earlier intervals, oldest first (the DOM stability check)
     earlier: Mapping[str, Sequence[PortReading]] = field(default_factory=dict)
-    #: each port's first reading of a bounded run (``--once``): laser bias and power are
-    #: judged against it too (empty: against the earlier readings alone)
+    #: each port's reference reading (a bounded run's first, the continuous doctor's about
+    #: ``service.REFERENCE_S`` back): laser bias and power are judged against it too
+    #: (empty: against the earlier readings alone)
     first: Mapping[str, PortReading] = field(default_factory=dict)
 
     def judge(self, snap: Snapshot, prev: Snapshot | None) -> list[Evidence]:
@@ -224,7 +225,8 @@ class Judge:
         while the control loop holds Tx power) shows here minutes before a level crosses its
         limit. A dark end is the flap check's (its power fell because the link did).
 
-        In a bounded run the laser's bias and power are also judged since its first reading:
+        The laser's bias and power are also judged since the port's reference reading (a
+        bounded run's first, the continuous doctor's ten minutes back):
         a laser losing 10 dB/h climbs ~4 % of bias a minute, under the 10 % between reads a
         minute apart, and ``--once`` at a real lab's pace decided it healthy (at the
         emulator's time scale 10 its reads were further apart, which alone paged it). Not
@@ -263,7 +265,7 @@ class Judge:
                 since = _worst_change(metric, now, at_start) if at_start else None
                 if since is not None and (worst is None or since[0] > worst[0]):
                     out += self._check(r, metric, since[0], key,
-                                       f"{what} since the first reading, over "
+                                       f"{what} since the reference reading, over "
                                        f"{r.time_s - start.time_s:.0f} s, worst lane "
                                        f"{since[1] + 1}")
                     continue

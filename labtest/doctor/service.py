@@ -49,6 +49,14 @@ DRIFT_METRICS: dict[str, tuple[Callable[[PortReading], float | None], str, float
                           "link.fec_pre_fec_ber", 0.1),
 }
 
+#: device seconds back the continuous doctor also judges each port's laser bias and power
+#: against (``--once`` takes its first reading instead): a laser losing 10-20 dB/h climbs
+#: 4-8 % of bias a minute, under the 10 % between two DOM reads 20 s apart, and the
+#: continuous doctor missed 3 of 5 such lasers (onset evaluation, seed 20261221). Over ten
+#: minutes a job's start moves a healthy laser's bias ~2 % (3-4 C at 0.5 %/C), so 10 %
+#: there is the laser's own doing; a slower laser is the drift forecast's
+REFERENCE_S = 600.0
+
 Prober = Callable[[], Sequence[ProbePath]]
 
 
@@ -164,9 +172,11 @@ class Doctor:
     #: each port's counter rates over the last interval (the bursts' idle test)
     _last_rates: dict[str, dict[str, float]] = field(default_factory=dict)
     #: a bounded run (``--once``) judges laser bias and power since each port's first
-    #: reading too (``Judge.first``); the continuous doctor's drifts are the CUSUM's
+    #: reading too (``Judge.first``); the continuous doctor since its reading about
+    #: ``REFERENCE_S`` back (and slower drifts by the CUSUM's forecast)
     since_start: bool = False
     _first: dict[str, PortReading] = field(default_factory=dict)
+    _window: dict[str, deque[PortReading]] = field(default_factory=dict)  # REFERENCE_S of it
 
     def step(self, snap: Snapshot, probes: Sequence[ProbePath] = ()) -> Report:
         cpu0 = time.process_time()
@@ -180,6 +190,10 @@ class Doctor:
             _keep(self._earlier.setdefault(name, deque()), r, judge.dom_interval_s(r))
             if self.since_start:
                 self._first.setdefault(name, r)
+            else:
+                window = self._window.setdefault(name, deque())
+                _keep(window, r, REFERENCE_S)
+                self._first[name] = window[0]
         drifts = self._drifts(snap)
         evidence += [Evidence(self.plan.unit(where), where, d.metric, d.value, "CHANGE",
                               d.text(where), None, WEIGHTS["CHANGE"]) for where, d in drifts]
