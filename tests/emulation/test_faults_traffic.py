@@ -207,3 +207,49 @@ def test_straggler_link_halves_the_ring() -> None:
     assert m.run_allreduce(hosts, [1 << 30])[0].busbw_gbytes_s == pytest.approx(
         healthy / 2, rel=0.02
     )
+
+
+def _job(m: TrafficModel, hosts: list[str]) -> None:
+    """A training job's all-to-all (the doctor's ``--load``): host i to i+2, i+4, i+6."""
+    for i, h in enumerate(hosts):
+        for step in (2, 4, 6):
+            m.start_roce(h, hosts[(i + step) % len(hosts)], qps=2)
+
+
+def _placements() -> list[tuple[int, int, float]]:
+    """(model seed, fabric link index, rate fraction), drawn the same every run."""
+    rng = np.random.default_rng(20261207)
+    return [(int(rng.integers(1 << 16)), int(rng.integers(16)), float(rng.uniform(0.4, 0.7)))
+            for _ in range(8)]
+
+
+@pytest.mark.parametrize(("seed", "index", "fraction"), _placements())
+def test_a_straggler_link_under_a_job_marks_ecn_where_it_is_saturated(
+        seed: int, index: int, fraction: float) -> None:
+    """A link held at its lowered rate by traffic that wants more has a standing queue, and
+    DCQCN's queue marks a steady share of what it sends. The engine settled on the sum of
+    every queue, so one bottleneck still filling towards Kmin hid among the others and its
+    interval was carried forward unmarked: in half the placements such a link drained
+    exactly its rate and marked nothing, and the doctor saw no bottleneck there."""
+    tb = clos_testbed(spines=2, leaves=4, hosts_per_leaf=2)
+    m = TrafficModel(tb, DictLinkView.of(tb), np.random.default_rng(seed))
+    fabric_links = [lk for lk in tb.links if all(e.device.startswith(("leaf", "spine"))
+                                                  for e in lk.ends)]
+    link = fabric_links[index % len(fabric_links)]
+    inject(m, "straggler_link", link.name, rate_fraction=fraction)
+    _job(m, [n for n, d in tb.devices.items() if d.role == "host"])
+    m.advance(1.0)
+    before = {str(e): m.port_counters(str(e)) for e in link.ends}
+    m.advance(5.0)
+    saturated = 0
+    for end in map(str, link.ends):
+        now, then = m.port_counters(end), before[end]
+        gbps = (now.tx_bytes - then.tx_bytes) * 8 / 5.0 / 1e9
+        if gbps < 0.95 * fraction * now.speed_gbps:
+            continue  # this way carries less than the lowered rate: no queue to mark
+        saturated += 1
+        sent = now.tx_packets - then.tx_packets
+        marked = sum(q.ecn_marked_packets for q in now.queues) - sum(
+            q.ecn_marked_packets for q in then.queues)
+        assert marked >= 1e-3 * sent, f"{end} at {gbps:.0f} Gb/s marked {marked} of {sent}"
+    assert saturated, f"{link.name} at {fraction:.2f}: neither way saturated"

@@ -480,6 +480,10 @@ class FluidNet(Dcqcn):
     def queued_bytes(self) -> float:
         return float(self.content.sum() + self.arriving.sum())
 
+    def queue_bytes(self) -> np.ndarray:
+        """Bytes held per queue (what ``simulate`` watches settle, queue by queue)."""
+        return np.bincount(self.seg_q, self.content + self.arriving, minlength=self.Q)
+
     def raw_pause(self) -> np.ndarray:
         """Fraction of time each queue is told to pause (before the watchdog overrides)."""
         self.fold()
