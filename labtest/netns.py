@@ -167,7 +167,8 @@ def create_netns(name: str) -> str:
         for scope in ("all", "default"):
             run_in_netns(name, ["sysctl", "-q", "-w", f"net.ipv6.conf.{scope}.disable_ipv6=1"])
     except BaseException:  # an interrupt too: never a half-made namespace left
-        delete_netns(name)
+        with contextlib.suppress(NetnsError):  # what ended the setup is what is raised
+            delete_netns(name)
         raise
     return name
 
