@@ -10,7 +10,6 @@ reading, so a device's clock starts near the host's wall clock.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 import weakref
@@ -58,22 +57,3 @@ def date_output(args: list[str], now_epoch_s: float) -> tuple[str, str, int]:
             out.append(fmt[i])
             i += 1
     return "".join(out) + "\n", "", 0
-
-
-#: a command's first word that only reads, on every switch OS (``show``, abbreviated)
-READING = frozenset({"sh", "sho", "show"})
-
-
-def answering(fabric: Fabric, command: str) -> contextlib.AbstractContextManager[object]:
-    """How a switch answers ``command``: a show command from one model instant
-    (``Fabric.instant``), anything else stepping as it reads (a configuration change must
-    meet the model at now). Under a training job's load each read of the model stepped it
-    to a slightly later now: 8-44 steps for one show command (SONiC's counters 20, EOS's
-    ``phy detail`` 44), ~1,700 in a doctor round of six switches, and the counters of one
-    table were read at different instants."""
-    words = command.split()
-    if words[:1] == ["sudo"]:
-        words = words[1:]
-    if words and words[0].lower() in READING:
-        return fabric.instant()
-    return contextlib.nullcontext()

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from labtest.emulation.personalities import STARTUP
-from labtest.emulation.personalities._clock import answering, epoch_s
+from labtest.emulation.personalities._clock import epoch_s
 from labtest.emulation.personalities._text import INTERFACE_CONFIG_TREE, eos_uptime, expand
 from labtest.emulation.personalities.eos.base import (
     BUILD_ID,
@@ -75,10 +75,6 @@ class EosCli(InterfaceCommands, OpticCommands, LldpCommands, RoutingCommands):
         return f"{name}#"
 
     def run(self, command: str) -> CliReply:
-        with answering(self.dev.fabric, command):
-            return self._run(command)
-
-    def _run(self, command: str) -> CliReply:
         line = command.strip()
         if not line or line.startswith("!"):
             return CliReply("")

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from labtest.emulation.personalities import STARTUP
-from labtest.emulation.personalities._clock import answering, epoch_s
+from labtest.emulation.personalities._clock import epoch_s
 from labtest.emulation.personalities._routing import _asn, router_id, sessions
 from labtest.emulation.personalities._text import INTERFACE_CONFIG_TREE, expand
 from labtest.emulation.personalities.nxos.base import (
@@ -93,10 +93,6 @@ class NxosCli(InterfaceCommands, OpticCommands, LldpCommands, RoutingCommands):
         return f"{self.state.name}{suffix}#"
 
     def run(self, command: str) -> CliReply:
-        with answering(self.dev.fabric, command):
-            return self._run(command)
-
-    def _run(self, command: str) -> CliReply:
         line = command.strip()
         if not line or line.startswith("!"):
             return CliReply("")

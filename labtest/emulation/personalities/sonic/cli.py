@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from labtest.emulation.personalities import PRIORITIES
-from labtest.emulation.personalities._clock import answering, date_output, epoch_s
+from labtest.emulation.personalities._clock import date_output, epoch_s
 from labtest.emulation.personalities._routing import routing_command
 from labtest.emulation.personalities._text import expand, procps_uptime, table
 from labtest.emulation.personalities.sonic.base import (
@@ -86,10 +86,6 @@ class SonicCli(InterfaceCommands, OpticCommands):
         return f"{self._user}@{self.state.name}:~$ "
 
     def run(self, command: str) -> CliReply:
-        with answering(self.dev.fabric, command):
-            return self._run(command)
-
-    def _run(self, command: str) -> CliReply:
         line = command.strip()
         if line in ("exit", "logout"):
             return CliReply("", close=True)
