@@ -175,13 +175,15 @@ class Doctor:
     #: reading too (``Judge.first``); the continuous doctor since its reading about
     #: ``REFERENCE_S`` back (and slower drifts by the CUSUM's forecast)
     since_start: bool = False
-    _first: dict[str, PortReading] = field(default_factory=dict)
-    _window: dict[str, deque[PortReading]] = field(default_factory=dict)  # REFERENCE_S of it
+    _first: dict[str, PortReading] = field(default_factory=dict)  # --once's
+    #: the continuous doctor's last ``REFERENCE_S`` of readings per port (oldest: reference)
+    _window: dict[str, deque[PortReading]] = field(default_factory=dict)
 
     def step(self, snap: Snapshot, probes: Sequence[ProbePath] = ()) -> Report:
         cpu0 = time.process_time()
-        judge = Judge(self.plan, self.profile, self.connectors_per_link, self._earlier,
-                      self._first)
+        first = (self._first if self.since_start
+                 else {name: window[0] for name, window in self._window.items()})
+        judge = Judge(self.plan, self.profile, self.connectors_per_link, self._earlier, first)
         # a late device's levels so far are judged with the rest; only whole readings are
         # kept, diffed and stamped (the partial ones carry no counters and no clock)
         read = replace(snap, ports={**snap.partial, **snap.ports}) if snap.partial else snap
@@ -191,9 +193,7 @@ class Doctor:
             if self.since_start:
                 self._first.setdefault(name, r)
             else:
-                window = self._window.setdefault(name, deque())
-                _keep(window, r, REFERENCE_S)
-                self._first[name] = window[0]
+                _keep(self._window.setdefault(name, deque()), r, REFERENCE_S)
         drifts = self._drifts(snap)
         evidence += [Evidence(self.plan.unit(where), where, d.metric, d.value, "CHANGE",
                               d.text(where), None, WEIGHTS["CHANGE"]) for where, d in drifts]
