@@ -19,7 +19,12 @@ e.g. ``{attenuation_db: {min: 2, max: 25, max_step: 0.5, step_delay_s: 0.2}}``.
 from __future__ import annotations
 
 from labtest.capabilities.instruments import AttenuatorState
-from labtest.drivers.instruments.scpi import BoolSetting, FloatSetting, ScpiInstrument
+from labtest.drivers.instruments.scpi import (
+    BoolSetting,
+    FloatSetting,
+    ScpiInstrument,
+    wavelength_setting,
+)
 from labtest.testbed.model import Device, Testbed
 from labtest.transports.visa import VisaTransport
 
@@ -31,9 +36,8 @@ class Attenuator(ScpiInstrument):
         get=":INP{slot}:CHAN1:ATT?", set=":INP{slot}:CHAN1:ATT {value}", unit="dB",
         minimum=0.0, maximum=60.0, max_step=3.0,
         doc="Attenuation factor (filter attenuation plus offset).")
-    wavelength_nm = FloatSetting(
-        get=":INP{slot}:CHAN1:WAV?", set=":INP{slot}:CHAN1:WAV {value}", unit="nm",
-        minimum=1200.0, maximum=1700.0, scale=1e-9,
+    wavelength_nm = wavelength_setting(
+        ":INP{slot}:CHAN1:WAV", minimum=1200.0, maximum=1700.0,
         doc="Wavelength the attenuation is calibrated for.")
     output = BoolSetting(
         get=":OUTP{slot}:CHAN1:STAT?", set=":OUTP{slot}:CHAN1:STAT {value}",

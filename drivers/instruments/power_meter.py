@@ -22,7 +22,13 @@ Testbed ``vars``: ``channels`` (ports, default 4).
 from __future__ import annotations
 
 from labtest.capabilities.instruments import PowerReading
-from labtest.drivers.instruments.scpi import FloatSetting, IntSetting, Measurement, ScpiInstrument
+from labtest.drivers.instruments.scpi import (
+    FloatSetting,
+    IntSetting,
+    Measurement,
+    ScpiInstrument,
+    wavelength_setting,
+)
 from labtest.testbed.model import Device, Testbed
 from labtest.transports.visa import VisaTransport
 
@@ -35,9 +41,8 @@ class PowerMeter(ScpiInstrument):
     power: Measurement[float] = Measurement(
         get=":READ{slot}:POW?", unit="dBm",
         doc="Optical power of a port, as the meter reads it now.")
-    wavelength_nm = FloatSetting(
-        get=":SENS{slot}:POW:WAV?", set=":SENS{slot}:POW:WAV {value}", unit="nm",
-        minimum=1250.0, maximum=1650.0, scale=1e-9,
+    wavelength_nm = wavelength_setting(
+        ":SENS{slot}:POW:WAV", minimum=1250.0, maximum=1650.0,
         doc="Calibration wavelength of the port (InGaAs sensor band).")
     power_unit = IntSetting(
         get=":SENS{slot}:POW:UNIT?", set=":SENS{slot}:POW:UNIT {value}", unit="",

@@ -203,6 +203,13 @@ class FloatSetting(Parameter[float]):
                 time.sleep(limits.step_delay_s)
 
 
+def wavelength_setting(command: str, *, minimum: float, maximum: float, doc: str) -> FloatSetting:
+    """A wavelength setting at ``command`` (read back as ``command?``): drivers speak nm,
+    the Keysight optical modules take metres, so that conversion is written here once."""
+    return FloatSetting(get=f"{command}?", set=f"{command} {{value}}", unit="nm",
+                        minimum=minimum, maximum=maximum, scale=1e-9, doc=doc)
+
+
 class IntSetting(Parameter[int]):
     """An integer with bounds; ``parse`` reads it out of a structured reply if needed."""
 

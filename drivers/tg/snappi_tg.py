@@ -319,16 +319,19 @@ def _add_flow(otg: Any, flow: Flow) -> None:
     f.metrics.latency.enable = True
 
 
+def _set_values(pattern: object, **values: object) -> None:
+    """Give each named field of a snappi header a fixed value (each is a pattern object
+    whose ``value`` is set), one line per header instead of one per field."""
+    for name, value in values.items():
+        getattr(pattern, name).value = value
+
+
 def _add_header(packet: Any, header: Any, flow: Flow) -> None:
     if isinstance(header, Ethernet):
         if not flow.is_pfc:
-            eth = packet.ethernet()[-1]
-            eth.src.value = header.src_mac
-            eth.dst.value = header.dst_mac
+            _set_values(packet.ethernet()[-1], src=header.src_mac, dst=header.dst_mac)
     elif isinstance(header, Vlan):
-        vlan = packet.vlan()[-1]
-        vlan.id.value = header.vlan_id
-        vlan.priority.value = header.pcp
+        _set_values(packet.vlan()[-1], id=header.vlan_id, priority=header.pcp)
     elif isinstance(header, Ipv4):
         ip = packet.ipv4()[-1]
         ip.src.value, ip.dst.value = header.src, header.dst
@@ -343,9 +346,7 @@ def _add_header(packet: Any, header: Any, flow: Flow) -> None:
         ip6.traffic_class.metric_tags.add(name=ECN_TAG, offset=6, length=2)
         ip6.hop_limit.value = header.hop_limit
     elif isinstance(header, Udp):
-        udp = packet.udp()[-1]
-        udp.src_port.value = header.src_port
-        udp.dst_port.value = header.dst_port
+        _set_values(packet.udp()[-1], src_port=header.src_port, dst_port=header.dst_port)
     elif isinstance(header, Rocev2Bth):
         packet.custom()[-1].bytes = bth_bytes(header).hex()
     elif isinstance(header, PfcPause):

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from labtest.emulation.model.faults import PlacedFault
 from labtest.matrix.cases import Case, Expect
 from labtest.registry import capabilities_of, driver_class
 from labtest.testbed.model import Testbed
@@ -295,10 +296,7 @@ class Plan:
 
 
 @dataclass(frozen=True)
-class Draw:
-    kind: str
-    target: str
-    params: dict[str, Any]
+class Draw(PlacedFault):
     stratum: str
 
     def fault(self) -> dict[str, Any]:

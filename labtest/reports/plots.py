@@ -125,8 +125,7 @@ def dom_lanes(
 ) -> bytes:
     """One reading per lane (or port) against the module's warning and alarm thresholds."""
     fig, ax = _figure(title)
-    names = list(values)
-    readings = [values[n] for n in names]
+    names, readings = list(values), list(values.values())
     finite = [v for v in readings if math.isfinite(v)]
     span = [v for v in (low_alarm, high_alarm, *finite) if v is not None]
     lo, hi = (min(span), max(span)) if span else (0.0, 1.0)
@@ -166,8 +165,7 @@ def throughput_per_flow(
 ) -> bytes:
     """Achieved Gb/s per flow, with the expected (fair-share or line-rate) level."""
     fig, ax = _figure(title)
-    names = list(flows)
-    rates = [flows[n] for n in names]
+    names, rates = list(flows), list(flows.values())
     colours = [
         FAIL_COLOUR if expected_gbps is not None and r < expected_gbps else NEUTRAL for r in rates
     ]

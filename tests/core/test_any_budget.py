@@ -10,7 +10,7 @@ from pathlib import Path
 LABTEST = Path(__file__).resolve().parents[2] / "labtest"
 
 #: uses of ``typing.Any`` in labtest/ (names in code and annotations), 2026-12-05
-ANY_BUDGET = 738
+ANY_BUDGET = 737
 
 
 def any_uses(root: Path) -> dict[Path, int]:

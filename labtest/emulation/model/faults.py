@@ -145,6 +145,16 @@ def describe() -> list[dict[str, Any]]:
     return rows
 
 
+@dataclass(frozen=True)
+class PlacedFault:
+    """A catalogue fault placed at a target with its parameters, not injected yet: what a
+    gray-failure schedule entry and a matrix draw both are (each adds its own when/why)."""
+
+    kind: str
+    target: str
+    params: dict[str, Any]
+
+
 @dataclass
 class FaultInstance:
     """One injected fault: scheduled, active, or cleared (kept for the record)."""

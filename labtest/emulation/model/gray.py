@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import Field
 
-from labtest.emulation.model.faults import CATALOGUE, FaultParams, FaultType
+from labtest.emulation.model.faults import CATALOGUE, FaultParams, FaultType, PlacedFault
 from labtest.emulation.model.traffic.wireloss import put
 
 if TYPE_CHECKING:
@@ -208,10 +208,7 @@ def unregister() -> None:
 
 
 @dataclass(frozen=True)
-class ScheduledFault:
-    kind: str
-    target: str
-    params: dict[str, Any]
+class ScheduledFault(PlacedFault):
     at_s: float
     duration_s: float
 
