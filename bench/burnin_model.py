@@ -17,6 +17,16 @@ import numpy as np
 from labtest.emulation.model import Fabric
 from labtest.testbed.model import Device, Emulation, Link, Testbed
 
+#: the lab's two cables, (speed Gb/s, optic, length m): leaf-spine and host-leaf
+FABRIC_CABLE = (800, "800G-DR8", 30)
+HOST_CABLE = (400, "400G-DR4", 3)
+
+
+def _cable(a: str, b: str, cable: tuple[int, str, int]) -> Link:
+    """A link of the cabling plan, of one of the lab's two cables."""
+    speed_gbps, optic, length_m = cable
+    return Link(a=a, b=b, speed_gbps=speed_gbps, optic=optic, length_m=length_m)
+
 
 def build_testbed(seed: int) -> Testbed:
     devices: dict[str, Device] = {}
@@ -26,27 +36,13 @@ def build_testbed(seed: int) -> Testbed:
     for lf in range(1, 5):
         devices[f"leaf{lf}"] = Device(role="leaf", driver="sonic")
         for s in (1, 2):
-            links.append(
-                Link(
-                    a=f"leaf{lf}:Ethernet{8 * (s - 1)}",
-                    b=f"spine{s}:Ethernet{8 * (lf - 1)}",
-                    speed_gbps=800,
-                    optic="800G-DR8",
-                    length_m=30,
-                )
-            )
+            links.append(_cable(f"leaf{lf}:Ethernet{8 * (s - 1)}",
+                                f"spine{s}:Ethernet{8 * (lf - 1)}", FABRIC_CABLE))
     for h in range(1, 9):
         devices[f"host{h}"] = Device(role="host", driver="linux")
         leaf = (h - 1) // 2 + 1
-        links.append(
-            Link(
-                a=f"host{h}:eth0",
-                b=f"leaf{leaf}:Ethernet{16 + 8 * ((h - 1) % 2)}",
-                speed_gbps=400,
-                optic="400G-DR4",
-                length_m=3,
-            )
-        )
+        links.append(_cable(f"host{h}:eth0", f"leaf{leaf}:Ethernet{16 + 8 * ((h - 1) % 2)}",
+                            HOST_CABLE))
     return Testbed(
         name="burnin-4x2x8",
         devices=devices,

@@ -27,6 +27,7 @@ import numpy as np
 from labtest.emulation.model.fabric_core import STEP_EVERY_READ, FabricCore
 from labtest.emulation.model.fabric_records import (
     COUNTER_FIELDS,
+    IF_COUNTER_FIELDS,
     CounterSource,
     DeviceFacts,
     IfCounters,
@@ -264,22 +265,8 @@ class Fabric(FabricCore):
             p = self._port(device, port)
             t = self._light_count(p.module)
             raw = self._raw_counters(p, t)
-            now = {k: v - p.base.get(k, 0) for k, v in raw.items()}
-            return IfCounters(
-                device=device,
-                port=port,
-                rx_octets=now["rx_octets"],
-                rx_packets=now["rx_packets"],
-                tx_octets=now["tx_octets"],
-                tx_packets=now["tx_packets"],
-                rx_errors=now["rx_errors"],
-                tx_errors=now["tx_errors"],
-                rx_drops=now["rx_drops"],
-                tx_drops=now["tx_drops"],
-                rx_fcs_errors=now["rx_fcs_errors"],
-                oper_down_count=now["oper_down_count"],
-                time_s=t,
-            )
+            since_clear = {k: raw[k] - p.base.get(k, 0) for k in IF_COUNTER_FIELDS}
+            return IfCounters(device=device, port=port, time_s=t, **since_clear)
 
     def clear_counters(self, device: str, port: str | None = None) -> None:
         """Zero interface and FEC counters of one port or a whole device."""

@@ -65,6 +65,10 @@ class IfCounters:
     time_s: float
 
 
+#: the counts of ``IfCounters``: the traffic-driven ones and the two the optics add
+IF_COUNTER_FIELDS = (*COUNTER_FIELDS, "rx_fcs_errors", "oper_down_count")
+
+
 @dataclass(frozen=True, slots=True)
 class LldpAdvert:
     """What the peer on ``local_port`` advertises (the truth a driver's ``LldpNeighbor``
