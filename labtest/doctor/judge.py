@@ -11,6 +11,7 @@ it was seen.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 from labtest.capabilities.switch import drops_in
 from labtest.doctor.evidence import PHY_LANE, PortReading, Snapshot
 from labtest.measure.limits import Limit, LimitsProfile, Verdict
-from labtest.testbed.model import Link, Testbed
+from labtest.testbed.model import SWITCH_ROLES, Link, Testbed
 
 #: how much one kind of evidence moves a suspect's confidence (the doctor's scoring, not a limit)
 #: a drift alone (CHANGE) or an unjudged counter alone (ANOMALY) never pages; with a
@@ -28,6 +29,10 @@ WEIGHTS = {"FAIL": 0.9, "MARGINAL": 0.4, "CHANGE": 0.3, "ANOMALY": 0.3, "PROBE":
 #: between Kmin and Kmax, marking up to Pmax); a burst that met the queue once marks a
 #: sliver: below this share of the packets sent, the port was not the bottleneck
 BOTTLENECK_MARKED = 1e-3
+#: a host's share of marked packets must be this many times what the queues read on their
+#: way can have marked before the rest is placed on an unread one (the host's and the
+#: switches' reads cover intervals seconds apart)
+UNPLACED_MARGIN = 2.0
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,8 @@ class Plan:
 
     testbed: Testbed
     link_of: dict[str, Link] = field(default_factory=dict)
+    #: each switch's egress ends one hop nearer it, by switch (``into``'s, made once)
+    _toward: dict[str, tuple[tuple[str, str, int], ...]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, testbed: Testbed) -> Plan:
@@ -69,6 +76,41 @@ class Plan:
     def unit(self, port: str) -> str:
         lk = self.link_of.get(port)
         return lk.name if lk is not None else port
+
+    def into(self, port: str) -> tuple[tuple[str, str, int], ...]:
+        """The egress ends whose queues carry what arrives at host port ``port``, each with
+        the far end it sends into and its hops from the host's switch: that switch's end of
+        the link (0), then every switch-to-switch end one hop nearer it (each shortest way:
+        ECMP spreads flows over all of them). Empty for a port that is no host's or that no
+        switch faces."""
+        near = self.peer(port)
+        hosts = self._hosts()
+        if near is None or port.split(":", 1)[0] not in hosts \
+                or near.split(":", 1)[0] in hosts:
+            return ()
+        leaf = near.split(":", 1)[0]
+        if leaf not in self._toward:
+            adj: dict[str, list[tuple[str, str, str]]] = {}
+            switches = {n for n, d in self.testbed.devices.items() if d.role in SWITCH_ROLES}
+            for lk in self.testbed.links:
+                a, b = lk.ends
+                if a.device not in switches or b.device not in switches:
+                    continue
+                adj.setdefault(a.device, []).append((str(a), str(b), b.device))
+                adj.setdefault(b.device, []).append((str(b), str(a), a.device))
+            dist, todo = {leaf: 0}, [leaf]
+            for dev in todo:  # breadth first: ``todo`` grows while it is walked
+                for _, _, nxt in adj.get(dev, ()):
+                    if nxt not in dist:
+                        dist[nxt] = dist[dev] + 1
+                        todo.append(nxt)
+            self._toward[leaf] = tuple(
+                (mine, far, dist[dev]) for dev, ends in sorted(adj.items()) if dev in dist
+                for mine, far, nxt in ends if dist.get(nxt) == dist[dev] - 1)
+        return ((near, port, 0), *self._toward[leaf])
+
+    def _hosts(self) -> frozenset[str]:
+        return frozenset(n for n, d in self.testbed.devices.items() if d.role == "host")
 
 
 def limit_for(profile: LimitsProfile, key: str, media: str | None) -> tuple[str, Limit] | None:
@@ -141,7 +183,7 @@ class Judge:
                 continue  # uncabled ports are nobody's link
             before = prev.ports.get(name) if prev is not None else None
             out += self._port(r, before, snap)
-        return out
+        return out + self._unplaced_marks(snap, prev)
 
     def _ev(self, r: PortReading, metric: str, value: float, key: str | None,
             verdict: str, text: str) -> Evidence:
@@ -336,6 +378,62 @@ class Judge:
                            f"egress {gbps:.0f} Gb/s of its {r.speed_gbps:g} Gb/s while its queue "
                            f"marked {marks} packets ECN (the bottleneck drains below its speed): "
                            "fraction of line rate")
+
+    def _unplaced_marks(self, snap: Snapshot, prev: Snapshot | None) -> list[Evidence]:
+        """ECN marks a host received beyond what the queues read on their way can have
+        made were made by a queue not read (a late switch's): where exactly one unread
+        egress is on their way, it was a bottleneck, and what its far end received is what
+        it drained, judged as :meth:`_bottleneck_rate` judges a queue read. Issue 34's onset
+        evaluation missed two straggler host links whose only witness, the leaf's queue,
+        sat on the late switch. What the read queues can have made is bounded by the
+        worst share each hop's queues marked (a packet crosses one queue a hop); the host's
+        share must exceed ``UNPLACED_MARGIN`` times that bound (their reads are seconds
+        apart) and it by ``BOTTLENECK_MARKED`` (a standing queue, not a burst)."""
+        out: list[Evidence] = []
+        for name, r in snap.ports.items():
+            ways = self.plan.into(name)
+            grew = deltas(prev.ports.get(name) if prev is not None else None, r)
+            got = grew.get("rx_rdma_packets", 0)
+            if prev is None or r.partial or not ways or got <= 0:
+                continue
+            share = grew.get("np_ecn_marked", 0) / got
+            worst: dict[int, float] = {}
+            unread = []
+            for egress, far, hop in ways:
+                e = snap.ports.get(egress)
+                if e is None or e.partial:
+                    unread.append((egress, far))
+                    continue
+                made = deltas(prev.ports.get(egress), e)
+                if "queue_ecn_marked" not in made or not made.get("tx_packets"):
+                    break  # a read queue whose marks are unknown: nothing can be placed
+                worst[hop] = max(worst.get(hop, 0.0),
+                                 made["queue_ecn_marked"] / made["tx_packets"])
+            else:
+                bound = 1.0 - math.prod(1.0 - w for w in worst.values())
+                if len(unread) == 1 and share >= UNPLACED_MARGIN * bound \
+                        and share - bound >= BOTTLENECK_MARKED:
+                    out += self._drained(unread[0], prev, snap, name, share, bound)
+        return out
+
+    def _drained(self, way: tuple[str, str], prev: Snapshot, snap: Snapshot, host: str,
+                 share: float, bound: float) -> list[Evidence]:
+        """The unread egress ``way`` (port, far end) judged by what its far end received."""
+        egress, far = way
+        f, fb = snap.ports.get(far), prev.ports.get(far)
+        if f is None or fb is None or f.partial or f.time_s <= fb.time_s \
+                or not f.speed_gbps or f.oper_up is False:
+            return []
+        got = deltas(fb, f).get("rx_bytes")
+        if got is None:
+            return []
+        gbps = got * 8.0 / (f.time_s - fb.time_s) / 1e9
+        return self._check(f, "bottleneck_rate", gbps / f.speed_gbps, "roce.bw_fraction_of_line",
+                           f"ingress {gbps:.0f} Gb/s of its {f.speed_gbps:g} Gb/s from the "
+                           f"unread {egress}, whose queue marked ECN: {host} received "
+                           f"{share:.2%} of its RoCE packets marked, the queues read on their "
+                           f"way at most {bound:.2%} (the bottleneck drains below its "
+                           "speed): fraction of line rate")
 
     def _cabling(self, r: PortReading) -> list[Evidence]:
         out: list[Evidence] = []

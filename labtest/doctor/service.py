@@ -20,7 +20,7 @@ from typing import IO, Any
 from labtest import labtime
 from labtest.doctor.bursts import Bursts, speeds_of
 from labtest.doctor.change import Cusum, Drift
-from labtest.doctor.evidence import PortReading, Snapshot, collect, fail_dead
+from labtest.doctor.evidence import PortReading, Snapshot, carry, collect, fail_dead
 from labtest.doctor.judge import WEIGHTS, Evidence, Judge, Plan, limit_for, rates
 from labtest.doctor.localise import REPORT_CONFIDENCE, Suspect, rank
 from labtest.doctor.mesh import LiveMesh
@@ -49,6 +49,11 @@ DRIFT_METRICS: dict[str, tuple[Callable[[PortReading], float | None], str, float
                           "link.fec_pre_fec_ber", 0.1),
 }
 
+#: a switch that was late reads lean (the physical layer, counters and clock, about half
+#: its commands) this many times, then whole once: issue 34's onset evaluation's late
+#: switch (each command up to 10 s late) read whole every 80-100 s, and rates need two
+#: reads, so a straggler or marginal lane only it saw waited minutes
+LEAN_READS = 5
 #: device seconds back the continuous doctor also judges each port's laser bias and power
 #: against (``--once`` takes its first reading instead): a laser losing 10-20 dB/h climbs
 #: 4-8 % of bias a minute, under the 10 % between two DOM reads 20 s apart, and the
@@ -178,9 +183,19 @@ class Doctor:
     _first: dict[str, PortReading] = field(default_factory=dict)  # --once's
     #: the continuous doctor's last ``REFERENCE_S`` of readings per port (oldest: reference)
     _window: dict[str, deque[PortReading]] = field(default_factory=dict)
+    #: each host's netdev -> RDMA port, asked once (``evidence.read_host``)
+    _rdma: dict[str, dict[str, tuple[str, int] | None]] = field(default_factory=dict)
+    #: switches that were late -> their lean reads since their last whole one
+    _lean: dict[str, int] = field(default_factory=dict)
+    _late_before: set[str] = field(default_factory=set)  # the last round's late devices
+    #: each port's last whole reading (a lean one carries its link state and sessions)
+    _whole: dict[str, PortReading] = field(default_factory=dict)
+    #: what each switch's last whole read said of its dead daemon (a lean read asks none)
+    _said_dead: dict[str, str] = field(default_factory=dict)
 
     def step(self, snap: Snapshot, probes: Sequence[ProbePath] = ()) -> Report:
         cpu0 = time.process_time()
+        snap = self._carried(snap)
         first = (self._first if self.since_start
                  else {name: window[0] for name, window in self._window.items()})
         judge = Judge(self.plan, self.profile, self.connectors_per_link, self._earlier, first)
@@ -286,6 +301,34 @@ class Doctor:
                           if not any(r.device == n for r in kept.ports.values())),
         )
 
+    def _lean_read(self, switch: str) -> bool:
+        """Whether the read of ``switch`` starting now is lean: a switch that was late
+        reads lean ``LEAN_READS`` times, then whole once (its link states and sessions)."""
+        done = self._lean.get(switch)
+        if done is None:
+            return False
+        self._lean[switch] = done + 1 if done < LEAN_READS else 0
+        return done < LEAN_READS
+
+    def _carried(self, snap: Snapshot) -> Snapshot:
+        """``snap`` with each lean reading's unread fields and dead daemons carried from
+        its switch's last whole read; keeps this snapshot's whole ones for the next."""
+        lean = {r.device for r in snap.ports.values() if r.lean}
+        for name, r in snap.ports.items():
+            if not r.lean:
+                self._whole[name] = r
+        for device in {r.device for r in snap.ports.values()} - lean:
+            if device in snap.services_down:
+                self._said_dead[device] = snap.services_down[device]
+            else:
+                self._said_dead.pop(device, None)
+        if not lean:
+            return snap
+        return replace(snap, ports={n: carry(r, self._whole.get(n)) if r.lean else r
+                                    for n, r in snap.ports.items()},
+                       services_down={**{d: self._said_dead[d] for d in lean
+                                         if d in self._said_dead}, **snap.services_down})
+
     def sibling_twins(self) -> bool:
         """Flows vanished where several links could have taken them (a leaf's uplinks) and
         the window names none alone yet: more flows, not more probes, tell them apart, so
@@ -346,7 +389,14 @@ class Doctor:
         # bursts took 18-20 s of a noisy lab's round before its 10 s watch began)
         bursting = self._bursting(lab)
         snap = collect(lab, watch_s=watch_s, poll_s=poll_s, counting=self._counting(),
-                       reads=self.reads, scale=self.scale, hold=bursting)
+                       reads=self.reads, scale=self.scale, hold=bursting, rdma=self._rdma,
+                       lean=self._lean_read)
+        for name in snap.late:  # slow: its next reads are lean ones
+            self._lean.setdefault(name, 0)
+        for name in ({r.device for r in snap.ports.values() if not r.lean}
+                     - set(snap.late) - self._late_before):
+            self._lean.pop(name, None)  # a whole read begun and ended in a round: not slow
+        self._late_before = set(snap.late)
         if bursting is not None:
             bursting.join()
         if self.prev is not None:  # a late switch's BGP peers still pin the hops they pinned
