@@ -16,14 +16,14 @@ kind or a draw leaves the other kinds' draws as they were.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from labtest.emulation.model.faults import PlacedFault
 from labtest.matrix.cases import Case, Expect
 from labtest.registry import capabilities_of, driver_class
-from labtest.testbed.model import Testbed
+from labtest.testbed.model import SWITCH_ROLES, Testbed
 
 # --- parameter domains ------------------------------------------------------------------
 
@@ -87,8 +87,6 @@ Param = FloatRange | IntRange | Choice
 
 # --- target classes: read from the testbed ----------------------------------------------
 
-#: roles whose devices are switches (the unit under test's forwarding plane)
-SWITCH_ROLES = ("leaf", "spine", "switch", "superspine")
 HOST_ROLES = ("host",)
 
 #: class -> what it is; :func:`targets` computes each from the testbed
@@ -114,7 +112,7 @@ def _vendor(tb: Testbed, device: str) -> str:
     return tb.devices[device].driver
 
 
-def _is(tb: Testbed, device: str, roles: Sequence[str]) -> bool:
+def _is(tb: Testbed, device: str, roles: Collection[str]) -> bool:
     return device in tb.devices and tb.devices[device].role in roles
 
 

@@ -19,7 +19,8 @@ from labtest.measure.limits import Waiver
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
 ENDPOINT = re.compile(r"^(?P<device>[A-Za-z0-9][A-Za-z0-9_.\-]*):(?P<port>\S+)$")
 
-#: roles whose devices forward the fabric's traffic (switches); every other role ends a path
+#: roles whose devices are switches (the unit under test's forwarding plane); every other
+#: role ends a path
 SWITCH_ROLES = frozenset({"leaf", "spine", "switch", "superspine"})
 
 #: keys whose values are secrets wherever they appear in a testbed file
