@@ -58,13 +58,15 @@ class Plan:
 
     testbed: Testbed
     link_of: dict[str, Link] = field(default_factory=dict)
+    hosts: frozenset[str] = frozenset()
     #: each switch's egress ends one hop nearer it, by switch (``into``'s, made once)
     _toward: dict[str, tuple[tuple[str, str, int], ...]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, testbed: Testbed) -> Plan:
         link_of = {str(e): lk for lk in testbed.links for e in lk.ends}
-        return cls(testbed, link_of)
+        hosts = frozenset(n for n, d in testbed.devices.items() if d.role == "host")
+        return cls(testbed, link_of, hosts)
 
     def peer(self, port: str) -> str | None:
         lk = self.link_of.get(port)
@@ -84,9 +86,8 @@ class Plan:
         ECMP spreads flows over all of them). Empty for a port that is no host's or that no
         switch faces."""
         near = self.peer(port)
-        hosts = self._hosts()
-        if near is None or port.split(":", 1)[0] not in hosts \
-                or near.split(":", 1)[0] in hosts:
+        if near is None or port.split(":", 1)[0] not in self.hosts \
+                or near.split(":", 1)[0] in self.hosts:
             return ()
         leaf = near.split(":", 1)[0]
         if leaf not in self._toward:
@@ -108,9 +109,6 @@ class Plan:
                 (mine, far, dist[dev]) for dev, ends in sorted(adj.items()) if dev in dist
                 for mine, far, nxt in ends if dist.get(nxt) == dist[dev] - 1)
         return ((near, port, 0), *self._toward[leaf])
-
-    def _hosts(self) -> frozenset[str]:
-        return frozenset(n for n, d in self.testbed.devices.items() if d.role == "host")
 
 
 def limit_for(profile: LimitsProfile, key: str, media: str | None) -> tuple[str, Limit] | None:
