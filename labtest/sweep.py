@@ -189,9 +189,15 @@ class _Run(Generic[T]):
                 self.cond.notify_all()
 
     def _ask(self, name: str) -> tuple[T | None, Exception | None, float]:
-        """``fn`` on the device once it is free; the deadline starts when it is."""
-        lock = device_lock(self.lab, name)
+        """``fn`` on the device once it is free; the deadline starts when it is. Whatever
+        fails here is the device's result: a worker that died before handing one over left
+        its sweep waiting out its deadline (900 s in the doctor's reads), or for ever
+        without one (``each_device``)."""
         began = time.monotonic()
+        try:
+            lock = device_lock(self.lab, name)
+        except Exception as exc:  # a lab that cannot hold locks: every device says so
+            return None, exc, began
         if not lock.acquire(timeout=-1 if self.timeout_s is None else self.timeout_s):
             busy = f"busy: another operation on it did not finish within {self.timeout_s:g} s"
             return None, TransportTimeout(name, busy), began

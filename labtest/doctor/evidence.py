@@ -472,18 +472,23 @@ def collect(
     switches = lab.names(capability="Interfaces")
     hosts = [n for n, d in tb.devices.items() if d.role == "host" and n not in switches]
     began = time.monotonic()
-    addresses: dict[str, str] = {}  # each switch adds its own peers (one dict item at a time)
-    dead: dict[str, str] = {}  # each switch its dead daemon, if it says so
 
     def one(name: str, publish: Callable[[dict[str, PortReading]], None] | None = None
             ) -> Any:
+        """A device's readings, its missing parts, the daemon it said is dead and its BGP
+        peers' addresses: all in its result, which a late read hands to the round it
+        arrives in (into the round it began in, they were lost)."""
         drv = lab.device(name)  # the driver sweep holds the lock of
         if name in hosts:
-            return read_host(drv, name, tb, None if rdma is None else rdma.setdefault(name, {}))
+            return (*read_host(drv, name, tb, None if rdma is None
+                               else rdma.setdefault(name, {})), {}, {})
         pace = max(poll_s, watch_s) if name in counting else poll_s
-        return read_switch(drv, name, watch_s, pace, addresses, dead, publish,
-                           hold.is_alive if hold is not None else None,
-                           lean is not None and lean(name))
+        peers: dict[str, str] = {}
+        dead: dict[str, str] = {}
+        ports, missing = read_switch(drv, name, watch_s, pace, peers, dead, publish,
+                                     hold.is_alive if hold is not None else None,
+                                     lean is not None and lean(name))
+        return ports, missing, dead, peers
 
     # every driver is built as ``cls(name, device, testbed)`` and keeps its ``name``
     if reads is None:
@@ -496,8 +501,7 @@ def collect(
         res = reads.round(lab, [switches, hosts], lambda drv, publish: one(drv.name, publish),
                           floor_s=watch_s + LATE_FLOOR_S / scale, hold=hold)
         late, early = res.late, res.early
-    snap = Snapshot(wall_s=time.monotonic() - began, addresses=addresses,
-                    services_down=dict(dead))
+    snap = Snapshot(wall_s=time.monotonic() - began)
     for parts in early.values():  # what ``one`` handed ``publish``: ``partial``'s readings
         snap.partial.update(cast(dict[str, PortReading], parts))
     for name, ran_s in late.items():
@@ -506,9 +510,11 @@ def collect(
             f"late: its read has run {ran_s * scale:.0f} s of device time, "
             f"over {LATE_FACTOR:g}x its kind's median; judged when it arrives"
             + (" (its FEC and DOM levels, read first, judged now)" if name in early else ""))
-    for ports, missing in res.ok.values():
+    for ports, missing, dead, peers in res.ok.values():
         snap.ports.update(ports)
         snap.not_observed.update(missing)
+        snap.services_down.update(dead)
+        snap.addresses.update(peers)
     for name, err in res.failed.items():
         snap.failed[name] = f"{type(err).__name__}: {err}"
         if isinstance(err, TransportError):

@@ -173,3 +173,45 @@ def test_a_background_call_hands_its_error_to_the_joining_thread() -> None:
     with pytest.raises(RuntimeError, match="burst prober crashed"):
         bg.join()
     assert not bg.is_alive()
+
+
+class _SlowDead(BfddDead):
+    """bfdd dead on a switch whose BFD read answers late."""
+
+    def bfd_sessions(self) -> dict[str, object]:
+        time.sleep(0.6)
+        return super().bfd_sessions()
+
+
+def test_what_a_late_read_says_reaches_the_round_it_arrives_in() -> None:
+    """A late switch's read went on in the background and wrote its dead daemon into the
+    round it began in, whose snapshot was already made: the round it arrived in had its
+    ports but not the daemon, so its neighbours' sessions down towards it would page their
+    links, not the switch (found reviewing issue 34's lean read)."""
+    from types import SimpleNamespace
+
+    from labtest.doctor.evidence import collect
+    from labtest.doctor.reads import Reads
+
+    drivers = {"sw1": _SlowDead(changes=3), "sw2": EosLike(changes=0)}
+    for name, d in drivers.items():
+        d.name = name  # type: ignore[attr-defined]
+
+    class Lab:  # what collect asks of a lab (hashable: the sweep keeps a lock a device)
+        testbed = SimpleNamespace(devices={n: SimpleNamespace(role="leaf", ssh=None, snmp=None,
+                                                              visa=None) for n in drivers})
+
+        def names(self, capability: str) -> list[str]:
+            return sorted(drivers)
+
+        def device(self, name: str) -> Switch:
+            return drivers[name]
+
+    lab = Lab()
+    reads = Reads()
+    first = collect(lab, reads=reads, scale=100.0)  # type: ignore[arg-type]
+    assert "sw1" in first.late and first.services_down == {}
+    time.sleep(1.0)
+    second = collect(lab, reads=reads, scale=100.0)  # type: ignore[arg-type]
+    assert "sw1:Ethernet0" in second.ports  # its read arrived
+    assert second.services_down == {"sw1": "bfdd is not running (BfdSessions unread)"}

@@ -214,3 +214,31 @@ def test_one_unreachable_switch_is_reported_the_others_answer(emulated) -> None:
         back = lldp_sweep(lab, timeout_s=20)  # it reconnects once the switch is back
         lab.close()
     assert back.failed == {} and len(back.ok) == 4
+
+
+def test_a_worker_that_fails_before_the_device_is_asked_is_a_result_not_a_hang() -> None:
+    """A lab the per-device locks cannot be kept for (unhashable: found with a test's fake
+    lab) killed every worker before it handed a result over: the sweep waited out its
+    deadline, and ``each_device``, which has none, would wait for ever."""
+    from types import SimpleNamespace
+
+    from labtest.sweep import each_device
+
+    lab = SimpleNamespace(device=lambda name: name)  # unhashable: no lock can be kept
+    got: dict[str, object] = {}
+
+    def both() -> None:
+        got["sweep"] = sweep(lab, ["a", "b"], lambda drv: drv, timeout_s=600.0)  # type: ignore[arg-type]
+        try:
+            each_device(lab, ["a"], lambda name: name, {})  # type: ignore[arg-type]
+        except TypeError as exc:  # not an InfraError: a bug, raised, not waited on
+            got["each_device"] = exc
+
+    t = threading.Thread(target=both, daemon=True)
+    t.start()
+    t.join(30.0)  # a liveness bound, far below the sweep's deadline; the old code hung
+    assert not t.is_alive(), "the sweep waited on a worker that had died"
+    res = got["sweep"]
+    assert set(res.failed) == {"a", "b"} and not res.ok  # type: ignore[attr-defined]
+    assert all(isinstance(e, TypeError) for e in res.failed.values())  # type: ignore[attr-defined]
+    assert isinstance(got.get("each_device"), TypeError)
