@@ -28,7 +28,7 @@ from typing import Any, cast
 
 from labtest.capabilities.switch import link_flap_counts
 from labtest.doctor.reads import LATE_FACTOR, Arrived, Hold, Reads
-from labtest.errors import CapabilityAbsent, ServiceDown, TransportError
+from labtest.errors import CapabilityAbsent, CommandFailed, ServiceDown, TransportError
 from labtest.lab import Lab
 from labtest.registry import provides, resolve_capability
 from labtest.sweep import SweepResult, sweep
@@ -422,13 +422,20 @@ def read_host(driver: Any, name: str, testbed: Testbed,
                     rdma.update({r.netdev: (r.name, r.port) for r in driver.rdma_devices()
                                  if r.netdev})
                 rdma.setdefault(end.port, None)
+            marked, why = None, f"no RDMA port on {end.port}"
             if (on := rdma.get(end.port)) is not None:
-                marked = driver.rdma_hw_counters(*on).np_ecn_marked_roce_packets
-                if marked is not None:
-                    d["counters"]["np_ecn_marked"] = int(marked)
+                try:
+                    marked = driver.rdma_hw_counters(*on).np_ecn_marked_roce_packets
+                except (CapabilityAbsent, CommandFailed) as exc:  # the rest of the read stands
+                    why = f"{on[0]}/{on[1]} hw counters unread: {exc}"
+                    rdma[end.port] = None  # not asked again every round
+                else:
+                    why = f"{on[0]} counts no np_ecn_marked_roce_packets"
+            if marked is not None:
+                d["counters"]["np_ecn_marked"] = int(marked)
             else:
                 missing[f"{name} ECN marks received"] = (
-                    f"no RDMA port on {end.port}: marks made by a late switch are not placed")
+                    f"{why}: marks made by a late switch are not placed")
         else:
             missing[f"{name} NIC counters"] = "driver offers no NicCounters"
         if _offers(driver, "NicFec"):

@@ -215,3 +215,46 @@ def test_what_a_late_read_says_reaches_the_round_it_arrives_in() -> None:
     second = collect(lab, reads=reads, scale=100.0)  # type: ignore[arg-type]
     assert "sw1:Ethernet0" in second.ports  # its read arrived
     assert second.services_down == {"sw1": "bfdd is not running (BfdSessions unread)"}
+
+
+class _Nic:
+    """A host whose NIC counts, with an RDMA port whose hw counters cannot be read (a
+    kernel without them: the sysfs read fails)."""
+
+    name = "host1"
+
+    def ethtool_stats(self, ifname: str) -> dict[str, int]:
+        return {"rx_packets": 5, "rx_bytes_phy": 4096, "rx_vport_rdma_unicast_packets": 1}
+
+    def rdma_hw_counters(self, device: str, port: int = 1) -> object:
+        from labtest.errors import CommandFailed
+
+        raise CommandFailed("host1", "grep: hw_counters: No such file or directory")
+
+    def pfc_counters(self, ifname: str) -> object:
+        from types import SimpleNamespace
+
+        return SimpleNamespace(rx_pause_frames=0, tx_pause_frames=0)
+
+    def rdma_devices(self) -> list[object]:
+        from labtest.capabilities.host import RdmaDevice
+
+        return [RdmaDevice("mlx5_0", 1, netdev="eth0")]
+
+    def links(self) -> list[object]:
+        return []
+
+
+def test_a_host_whose_marks_cannot_be_read_is_read_and_says_so() -> None:
+    """The ECN marks a host received are one more counter: a NIC whose hw counters fail to
+    read keeps the rest of its reading, says why, and is not asked again every round."""
+    from labtest.doctor.evidence import read_host
+    from labtest.run import default_testbed
+    from labtest.testbed import load_testbed
+
+    rdma: dict[str, tuple[str, int] | None] = {}
+    ports, missing = read_host(_Nic(), "host1", load_testbed(default_testbed()), rdma)
+    assert ports["host1:eth0"].counters["rx_bytes"] == 4096
+    assert "np_ecn_marked" not in ports["host1:eth0"].counters
+    assert "mlx5_0/1 hw counters unread" in missing["host1 ECN marks received"], missing
+    assert rdma == {"eth0": None}
