@@ -645,12 +645,18 @@ def test_latency_beside_upstream_pause(
             where = _where(top, why, paused=",".join(e.queue for e in paused) or "none",
                            background=load.flows, attempts=str(attempt))  # fmt: skip
         row, error = _worst(runs)
-        if attempt == attempts or not _shared_egress(measure, idle_row, row, top, paused,
-                                                     origin):  # fmt: skip
+        if attempt == attempts:
             break
-        attach_json(f"attempt {attempt}: a shared egress, not head-of-line blocking", {
-            "queue": top.queue if top else None, "evidence": why,
-            "next": "the incast again, its QPs hashed anew"})
+        if _shared_egress(measure, idle_row, row, top, paused, origin):
+            attach_json(f"attempt {attempt}: a shared egress, not head-of-line blocking", {
+                "queue": top.queue if top else None, "evidence": why,
+                "next": "the incast again, its QPs hashed anew"})
+        elif _unseen_pause(measure, idle_row, row, paused):
+            attach_json(f"attempt {attempt}: a pause reached the path, no run met it", {
+                "paused": [e.queue for e in paused], "evidence": why,
+                "next": "the incast and the runs again, at other instants of its pauses"})
+        else:
+            break
     if row is None:
         _failed_run(measure, HOL_KEYS.p99, unit, error or "no latency table", where)
         return
@@ -681,6 +687,20 @@ def _shared_egress(measure: Any, idle_row: PerftestLatRow, row: PerftestLatRow |
         return False
     values = [(k, v) for k, v, _ in _loaded_values(HOL_KEYS, idle_row, row)]
     return bool(beyond_limits(values, measure.profile.get))
+
+
+def _unseen_pause(measure: Any, idle_row: PerftestLatRow, row: PerftestLatRow | None,
+                  paused: list[HopEvidence]) -> bool:
+    """Whether a pause reached a hop of the pair's path while every run's tail stayed within
+    the HOL limits: the runs start together and met the path at one moment of the pause
+    episodes, which come and go as DCQCN at the paused hop slows the incast (the matrix's
+    NX-OS shallow buffer, 185 KB: 0.6 and 15 us over idle in 2 of 14 runs, 35-50 us in the
+    rest). Measured again, never passed on it: a healthy lab's pauses that reach the path
+    fail nothing unless a run meets them beyond the limits."""
+    if row is None or not paused or measure.profile is None:
+        return False
+    values = [(k, v) for k, v, _ in _loaded_values(HOL_KEYS, idle_row, row)]
+    return not beyond_limits(values, measure.profile.get)
 
 
 def _convergence_budget_s(measure: Any) -> float:
