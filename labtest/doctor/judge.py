@@ -388,11 +388,15 @@ class Judge:
         share must exceed ``UNPLACED_MARGIN`` times that bound (their reads are seconds
         apart) and it by ``BOTTLENECK_MARKED`` (a standing queue, not a burst)."""
         out: list[Evidence] = []
+        if prev is None:
+            return out
         for name, r in snap.ports.items():
             ways = self.plan.into(name)
-            grew = deltas(prev.ports.get(name) if prev is not None else None, r)
+            if r.partial or not ways:
+                continue
+            grew = deltas(prev.ports.get(name), r)
             got = grew.get("rx_rdma_packets", 0)
-            if prev is None or r.partial or not ways or got <= 0:
+            if got <= 0:
                 continue
             share = grew.get("np_ecn_marked", 0) / got
             worst: dict[int, float] = {}

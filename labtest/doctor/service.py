@@ -265,8 +265,7 @@ class Doctor:
                               f"{name} does not answer its management plane: "
                               f"{snap.failed[name]}", None, WEIGHTS["FAIL"])
                      for name in sorted(snap.unreachable)]
-        hosts = {n for n, d in self.plan.testbed.devices.items() if d.role == "host"}
-        ranked = rank(evidence, hosts)
+        ranked = rank(evidence, self.plan.hosts)
         self._last_rates = self.rates_of(snap)
         counter_rates = {n: {k: v for k, v in r.items() if v}
                          for n, r in self._last_rates.items()}

@@ -685,8 +685,7 @@ def _shared_egress(measure: Any, idle_row: PerftestLatRow, row: PerftestLatRow |
     pair crosses, so that run measured a shared egress, not head-of-line blocking."""
     if row is None or top is None or paused or origin.xoff_sent > 0 or measure.profile is None:
         return False
-    values = [(k, v) for k, v, _ in _loaded_values(HOL_KEYS, idle_row, row)]
-    return bool(beyond_limits(values, measure.profile.get))
+    return _beyond_hol(measure, idle_row, row)
 
 
 def _unseen_pause(measure: Any, idle_row: PerftestLatRow, row: PerftestLatRow | None,
@@ -699,8 +698,13 @@ def _unseen_pause(measure: Any, idle_row: PerftestLatRow, row: PerftestLatRow | 
     fail nothing unless a run meets them beyond the limits."""
     if row is None or not paused or measure.profile is None:
         return False
+    return not _beyond_hol(measure, idle_row, row)
+
+
+def _beyond_hol(measure: Any, idle_row: PerftestLatRow, row: PerftestLatRow) -> bool:
+    """Whether ``row`` breaks any of the HOL limits (``measure.profile`` is set)."""
     values = [(k, v) for k, v, _ in _loaded_values(HOL_KEYS, idle_row, row)]
-    return not beyond_limits(values, measure.profile.get)
+    return bool(beyond_limits(values, measure.profile.get))
 
 
 def _convergence_budget_s(measure: Any) -> float:
