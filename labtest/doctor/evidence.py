@@ -230,10 +230,13 @@ def read_switch(driver: Any, name: str, watch_s: float, poll_s: float,
     with its BGP peers' addresses (peer address -> this switch's port facing it), ``dead``
     with the daemon it said is dead (device -> why).
 
-    The physical layer (FEC, DOM) is read first and handed to ``publish`` as it stands
-    (:func:`partial`): a switch whose every answer comes seconds late is judged on those
-    levels while the rest of its read runs (issue 34's evaluation: a dirty connector only
-    the late switch saw waited 60-120 s for its whole read). A ``lean`` read (of a switch
+    The physical layer (FEC, DOM) is read right after the link-state watch, not before
+    it: the round's report comes a few seconds after it, not a watch later (issue 34's
+    onset evaluation: a dirty connector that began 1 s after spine1's levels were read
+    waited a whole round, paged 48 s after its onset). It is handed to ``publish`` as it
+    stands (:func:`partial`): a switch whose every answer comes seconds late is judged on
+    those levels while the rest of its read runs (a dirty connector only the late switch
+    saw waited 60-120 s for its whole read). A ``lean`` read (of a switch
     that was late) reads only what moves: the physical layer, the counters and its clock;
     its link states, LLDP and routing sessions are the last whole read's
     (:func:`carry`). Half the commands: the late switch's rates come twice as often."""
@@ -245,30 +248,40 @@ def read_switch(driver: Any, name: str, watch_s: float, poll_s: float,
     def port(p: str) -> dict[str, Any]:
         return ports.setdefault(p, {"counters": {}})
 
-    if _offers(driver, "FecCounters"):
-        for p, f in driver.fec_stats().items():
-            d = port(p)
-            for key, v in (("fec_corrected_cw", f.corrected_cw),
-                           ("fec_uncorrectable_cw", f.uncorrectable_cw)):
-                if v is not None:
-                    d["counters"][key] = int(v)
-            d["pre_fec_ber"] = f.pre_fec_ber
-    else:
-        missing[f"{name} FEC"] = "driver offers no FecCounters"
-    if _offers(driver, "Transceivers"):
-        for p, t in driver.transceivers().items():
-            if t.present:
-                port(p).update(_dom(t))
-    else:
-        missing[f"{name} DOM"] = "driver offers no Transceivers"
-    if publish is not None and ports:
-        publish(partial(name, ports))
-    if _offers(driver, "Interfaces"):
+    def physical() -> None:
+        levels: set[str] = set()
+        if _offers(driver, "FecCounters"):
+            for p, f in driver.fec_stats().items():
+                levels.add(p)
+                d = port(p)
+                for key, v in (("fec_corrected_cw", f.corrected_cw),
+                               ("fec_uncorrectable_cw", f.uncorrectable_cw)):
+                    if v is not None:
+                        d["counters"][key] = int(v)
+                d["pre_fec_ber"] = f.pre_fec_ber
+        else:
+            missing[f"{name} FEC"] = "driver offers no FecCounters"
+        if _offers(driver, "Transceivers"):
+            for p, t in driver.transceivers().items():
+                if t.present:
+                    levels.add(p)
+                    port(p).update(_dom(t))
+        else:
+            missing[f"{name} DOM"] = "driver offers no Transceivers"
+        if publish is not None and levels:
+            publish(partial(name, {p: ports[p] for p in levels}))
+
+    interfaces = _offers(driver, "Interfaces")
+    if lean or not interfaces:
+        physical()
+    if interfaces:
         while lean and hold is not None and hold():  # the counters hold the bursts' bytes
             time.sleep(HOLD_POLL_S)
         for p, (n, down, events) in (watch_oper(driver, watch_s, poll_s, hold).items()
                                      if not lean else ()):
             port(p).update(oper_samples=n, oper_down_samples=down, down_events=events)
+        if not lean:
+            physical()
         for p, st in driver.interfaces().items() if not lean else ():
             port(p).update(oper_up=st.oper_up, speed_gbps=st.speed_gbps, mtu_bytes=st.mtu_bytes)
         counted = driver.counters()

@@ -116,10 +116,11 @@ class WithOptics(EosLike):
             for i in range(1, 5)])}
 
 
-def test_the_physical_layer_is_read_first_and_handed_over_without_counters() -> None:
-    """A late switch's FEC and DOM are judged while the rest of its read runs: they come
-    first, and what is handed over carries levels only (counters are diffed with the next
-    read's, stamped by the device clock read last; a partial reading has no stamp)."""
+def test_the_physical_layer_is_read_after_the_watch_and_handed_over_without_counters() -> None:
+    """FEC and DOM are read as the watch ends, not before it (the report follows them by
+    seconds, not by a watch); a late switch's are judged while the rest of its read runs,
+    and what is handed over carries levels only (counters are diffed with the next read's,
+    stamped by the device clock read last; a partial reading has no stamp)."""
     driver = WithOptics(changes=2)
     handed: list[dict] = []
 
@@ -127,9 +128,12 @@ def test_the_physical_layer_is_read_first_and_handed_over_without_counters() -> 
         handed.append(parts)
         driver.calls.append("published")
 
-    ports, _ = read_switch(driver, "sw1", watch_s=0.0, poll_s=0.01, publish=publish)
-    assert driver.calls[:3] == ["fec", "dom", "published"], driver.calls
-    assert "interfaces" in driver.calls and "counters" in driver.calls
+    ports, _ = read_switch(driver, "sw1", watch_s=0.05, poll_s=0.01, publish=publish)
+    at = driver.calls.index("fec")
+    assert driver.calls[at:at + 3] == ["fec", "dom", "published"], driver.calls
+    watch = driver.calls[:at]
+    assert len(watch) >= 2 and set(watch) == {"interfaces"}, driver.calls  # sampled first
+    assert "counters" in driver.calls[at:] and "interfaces" in driver.calls[at:]
     [early] = handed
     r = early["sw1:Ethernet0"]
     assert r.partial and math.isnan(r.time_s) and r.counters == {}
@@ -258,3 +262,14 @@ def test_a_host_whose_marks_cannot_be_read_is_read_and_says_so() -> None:
     assert "np_ecn_marked" not in ports["host1:eth0"].counters
     assert "mlx5_0/1 hw counters unread" in missing["host1 ECN marks received"], missing
     assert rdma == {"eth0": None}
+
+
+def test_a_lean_read_hands_over_its_physical_layer_before_anything_else() -> None:
+    """A lean read (a late switch's) has no watch: its FEC and DOM come first, before
+    the counters it must read after the interval's bursts, so they are judged while
+    the rest of its slow read runs."""
+    driver = WithOptics(changes=2)
+    read_switch(driver, "sw1", watch_s=0.05, poll_s=0.01, lean=True,
+                publish=lambda parts: driver.calls.append("published"))
+    assert driver.calls[:3] == ["fec", "dom", "published"], driver.calls
+    assert "counters" in driver.calls and "interfaces" not in driver.calls
