@@ -465,6 +465,17 @@ def read_host(driver: Any, name: str, testbed: Testbed,
     return out, missing
 
 
+def _watch_ended(end: float, hold: Hold | None) -> None:
+    """Wait until the switches' watch ends (wall ``end``, as ``watch_oper``'s deadline)
+    and the interval's bursts with it: a host read then is as fresh at the report as the
+    switches' levels, and its counters hold the bursts' bytes as theirs do (read as the
+    round began, a host's levels were a whole watch old at the report)."""
+    while (left := end - time.monotonic()) > 0:
+        time.sleep(min(left, HOLD_POLL_S))
+    while hold is not None and hold.is_alive():
+        time.sleep(HOLD_POLL_S)
+
+
 def collect(
     lab: Lab,
     *,
@@ -519,7 +530,8 @@ def collect(
         early: dict[str, object] = {}
     else:
         res = reads.round(lab, [switches, hosts], lambda drv, publish: one(drv.name, publish),
-                          floor_s=watch_s + LATE_FLOOR_S / scale, hold=hold)
+                          floor_s=watch_s + LATE_FLOOR_S / scale, hold=hold,
+                          first=lambda: _watch_ended(began + watch_s, hold), deferred=hosts)
         late, early = res.late, res.early
     snap = Snapshot(wall_s=time.monotonic() - began)
     for parts in early.values():  # what ``one`` handed ``publish``: ``partial``'s readings

@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import statistics
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -59,7 +59,8 @@ class Hold(Protocol):
 
 @dataclass
 class _Read:
-    began: float
+    round_s: float  # lab time the round that asked it began
+    began: float  # lab time the device was asked (after the round's ``first`` wait)
     result: SweepResult[Any] | None = None
     took_s: float = 0.0
     early: object = None  # what the read published on its way (its first parts), once
@@ -85,18 +86,22 @@ class Reads:
 
     def round(self, lab: Lab, kinds: Sequence[Sequence[str]],
               fn: Callable[[Any, Callable[[object], None]], Any], *, floor_s: float,
-              hold: Hold | None = None) -> Arrived:
+              hold: Hold | None = None, first: Callable[[], None] | None = None,
+              deferred: Collection[str] = ()) -> Arrived:
         """Ask every device of ``kinds`` (not still answering an earlier round) with
         ``fn(driver, publish)``; wait as above, never less than ``floor_s`` lab seconds for
         a kind. What a read hands ``publish`` on its way is the round's ``early`` if the
         read is late then (or a later round's, once, if it is still running). ``hold``:
-        what the reads waited for together, no slowness of theirs (``_wait_s``)."""
+        what the reads waited for together, no slowness of theirs (``_wait_s``). The
+        ``deferred`` devices are asked once ``first()`` returned (in their read's thread,
+        holding no device lock), their grant counted from then."""
         began = labtime.monotonic()
         for name in (n for kind in kinds for n in kind):
             if name not in self.pending:
-                self.pending[name] = read = _Read(labtime.monotonic())
-                threading.Thread(target=self._run, args=(lab, name, fn, read), daemon=True,
-                                 name=f"labtest-doctor-read-{name}").start()
+                self.pending[name] = read = _Read(began, began)
+                wait = first if name in deferred else None
+                threading.Thread(target=self._run, args=(lab, name, fn, read, wait),
+                                 daemon=True, name=f"labtest-doctor-read-{name}").start()
         while True:
             with self._cond:
                 waits = [self._wait_s(kind, began, floor_s, hold) for kind in kinds]
@@ -142,26 +147,31 @@ class Reads:
         bound came after one round). A ``hold`` every read that ended after it waited for
         is granted once, not three times (the bursts' 20 s in each switch's read made a
         late switch's grant 66 s: onset evaluation, seed 20261221)."""
-        reads = [r for r in (self.pending[n] for n in kind) if r.began >= began]
+        reads = [r for r in (self.pending[n] for n in kind) if r.round_s >= began]
         done = [r.took_s for r in reads if r.result is not None]
         if len(done) == len(reads):
             return 0.0
         if 2 * len(done) < len(reads):
             return None
+        asked = min(r.began for r in reads if r.result is not None) - began  # 0: not deferred
         shared = 0.0
-        if hold is not None and hold.ended_s is not None:
+        if hold is not None and hold.ended_s is not None and asked <= 0:  # else in ``asked``
             shared = max(0.0, hold.ended_s - began)
         own = [t - shared if t >= shared else t for t in done]
         waited = shared if any(t >= shared for t in done) else 0.0  # 0 without a hold
-        grant = max(floor_s, waited + LATE_FACTOR * statistics.median(own))
+        grant = max(floor_s, asked + waited + LATE_FACTOR * statistics.median(own))
         return began + grant - labtime.monotonic()
 
     def _run(self, lab: Lab, name: str, fn: Callable[[Any, Callable[[object], None]], Any],
-             read: _Read) -> None:
+             read: _Read, first: Callable[[], None] | None = None) -> None:
         def publish(parts: object) -> None:
             with self._cond:
                 read.early = parts
 
+        if first is not None:
+            first()
+            with self._cond:
+                read.began = labtime.monotonic()
         result = sweep(lab, [name], lambda drv: fn(drv, publish), max_workers=1,
                        timeout_s=self.timeout_s)
         with self._cond:

@@ -125,13 +125,14 @@ def test_a_read_carried_over_from_an_earlier_round_does_not_hold_this_one() -> N
     now = reads.labtime.monotonic()
     done = reads.SweepResult(ok={"x": 1}, failed={})
     r.pending = {
-        "late": reads._Read(began=now - 50.0),  # asked by the baseline, still answering
-        "sw1": reads._Read(began=now, result=done, took_s=13.0),
-        "sw2": reads._Read(began=now, result=done, took_s=13.0),
+        # asked by the baseline, still answering
+        "late": reads._Read(round_s=now - 50.0, began=now - 50.0),
+        "sw1": reads._Read(round_s=now, began=now, result=done, took_s=13.0),
+        "sw2": reads._Read(round_s=now, began=now, result=done, took_s=13.0),
     }
     assert r._wait_s(["late", "sw1", "sw2"], began=now, floor_s=5.0) == 0.0
     # a read of this round still running is granted three times the median (39 s)
-    r.pending["sw3"] = reads._Read(began=now)
+    r.pending["sw3"] = reads._Read(round_s=now, began=now)
     wait = r._wait_s(["late", "sw1", "sw2", "sw3"], began=now, floor_s=5.0)
     assert wait is not None and 38.0 < wait <= 39.0, wait
 
@@ -176,9 +177,9 @@ def test_what_every_read_waited_for_together_is_granted_once() -> None:
     now = reads.labtime.monotonic()
     done = reads.SweepResult(ok={"x": 1}, failed={})
     r.pending = {
-        "sw1": reads._Read(began=now, result=done, took_s=23.0),
-        "sw2": reads._Read(began=now, result=done, took_s=23.0),
-        "late": reads._Read(began=now),
+        "sw1": reads._Read(round_s=now, began=now, result=done, took_s=23.0),
+        "sw2": reads._Read(round_s=now, began=now, result=done, took_s=23.0),
+        "late": reads._Read(round_s=now, began=now),
     }
     hold = Bursts()
     hold.ended_s = now + 20.0
@@ -186,3 +187,27 @@ def test_what_every_read_waited_for_together_is_granted_once() -> None:
     assert wait is not None and 28.0 < wait <= 29.0, wait
     unheld = r._wait_s(["sw1", "sw2", "late"], began=now, floor_s=5.0)
     assert unheld is not None and 68.0 < unheld <= 69.0, unheld  # no hold: as before
+
+
+def test_deferred_reads_are_asked_after_the_wait_and_granted_from_then() -> None:
+    """The hosts are read as the switches' watch ends (``collect`` defers them): asked only
+    once ``first`` returned, and their grant counts from then, not from the round's start
+    (else the wait alone would name the slower half of them late)."""
+    lab = _Lab(["sw", "h1", "h2"])
+    asked: dict[str, float] = {}
+    waited_until: list[float] = []
+
+    def first() -> None:
+        time.sleep(0.5)
+        waited_until.append(time.monotonic())
+
+    def read(drv: _Driver, publish: Any) -> str:
+        asked[drv.name] = time.monotonic()
+        time.sleep({"sw": 0.05, "h1": 0.1, "h2": 0.25}[drv.name])
+        return drv.name
+
+    got = reads.Reads().round(lab, [["sw"], ["h1", "h2"]], read,  # type: ignore[arg-type]
+                              floor_s=0.0, first=first, deferred={"h1", "h2"})
+    assert set(got.ok) == {"sw", "h1", "h2"} and not got.late, got
+    assert len(waited_until) == 2 and asked["sw"] < min(waited_until)  # a switch is not held
+    assert min(asked["h1"], asked["h2"]) >= min(waited_until)
