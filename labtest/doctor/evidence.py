@@ -498,7 +498,8 @@ def collect(
     per wall second (an emulated lab's time scale; ``watch_s`` and ``poll_s`` are wall).
     ``hold``: a switch watches on past ``watch_s`` while it runs (``watch_oper``);
     ``rdma``: each host's netdev -> RDMA port cache, kept by the caller across rounds;
-    ``lean(switch)``, asked as a switch's read starts: whether it is a lean one."""
+    ``lean(switch)``, asked as a switch's read starts: whether it is a lean one. With
+    ``reads`` the hosts are asked as the switches' watch ends (``_watch_ended``)."""
     tb = lab.testbed
     switches = lab.names(capability="Interfaces")
     hosts = [n for n, d in tb.devices.items() if d.role == "host" and n not in switches]
