@@ -39,7 +39,7 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +47,7 @@ import yaml
 
 from labtest.emulation.lab import ELASTIC_ENV
 from labtest.matrix.cases import load_data
-from labtest.matrix.draws import Choice, Domain, FloatRange, Placement, blame, draw_kind
+from labtest.matrix.draws import Domain, FloatRange, Placement, blame, draw_kind
 from labtest.matrix.judge import names
 from labtest.testbed import load_testbed
 
@@ -64,13 +64,12 @@ DOCTOR_DOMAINS: dict[str, Domain] = {
                             "ecmp_blackhole", "unreachable_device", "hot_module",
                             "failing_laser")
 } | {
-    "silent_drop": Domain("silent_drop", (Placement(("fabric_link",), {
-        "loss": FloatRange(0.01, 1.0, "the probe test is sized for 1 % (measure.probes."
-                           "DETECT_LOSS), as for lossy_link: a thinner drop is paged as the "
-                           "probes add up (0.49 %: 211 s, ten intervals; docs/doctor.md)",
-                           digits=4),
-        "direction": Choice(("ab", "ba"), "one direction: the fault's definition"),
-    }, "any leaf-spine link, every vendor end, either direction"),), catches=("doctor",)),
+    "silent_drop": replace(DOMAINS["silent_drop"], catches=("doctor",), placements=tuple(
+        replace(p, params={**p.params, "loss": FloatRange(
+            0.01, 1.0, "the probe test is sized for 1 % (measure.probes.DETECT_LOSS), as "
+            "for lossy_link: a thinner drop is paged as the probes add up (0.49 %: 211 s, "
+            "ten intervals; docs/doctor.md)", digits=4)})
+        for p in DOMAINS["silent_drop"].placements)),
     "lossy_link": Domain("lossy_link", (Placement(LINKS, {
         "loss": FloatRange(0.01, 0.05, "the probe test is sized for 1 % (measure.probes."
                            "DETECT_LOSS): a thinner loss needs more than --once's minute"),

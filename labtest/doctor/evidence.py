@@ -272,15 +272,15 @@ def read_switch(driver: Any, name: str, watch_s: float, poll_s: float,
             publish(partial(name, {p: ports[p] for p in levels}))
 
     interfaces = _offers(driver, "Interfaces")
-    if lean or not interfaces:
+    watched = interfaces and not lean
+    if not watched:  # nothing to wait for first
         physical()
     if interfaces:
         while lean and hold is not None and hold():  # the counters hold the bursts' bytes
             time.sleep(HOLD_POLL_S)
-        for p, (n, down, events) in (watch_oper(driver, watch_s, poll_s, hold).items()
-                                     if not lean else ()):
-            port(p).update(oper_samples=n, oper_down_samples=down, down_events=events)
-        if not lean:
+        if watched:
+            for p, (n, down, events) in watch_oper(driver, watch_s, poll_s, hold).items():
+                port(p).update(oper_samples=n, oper_down_samples=down, down_events=events)
             physical()
         for p, st in driver.interfaces().items() if not lean else ():
             port(p).update(oper_up=st.oper_up, speed_gbps=st.speed_gbps, mtu_bytes=st.mtu_bytes)
@@ -470,8 +470,7 @@ def _watch_ended(end: float, hold: Hold | None) -> None:
     and the interval's bursts with it: a host read then is as fresh at the report as the
     switches' levels, and its counters hold the bursts' bytes as theirs do (read as the
     round began, a host's levels were a whole watch old at the report)."""
-    while (left := end - time.monotonic()) > 0:
-        time.sleep(min(left, HOLD_POLL_S))
+    time.sleep(max(0.0, end - time.monotonic()))
     while hold is not None and hold.is_alive():
         time.sleep(HOLD_POLL_S)
 

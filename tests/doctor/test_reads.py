@@ -203,7 +203,7 @@ def test_deferred_reads_are_asked_after_the_wait_and_granted_from_then() -> None
 
     def read(drv: _Driver, publish: Any) -> str:
         asked[drv.name] = time.monotonic()
-        time.sleep({"sw": 0.05, "h1": 0.1, "h2": 0.25}[drv.name])
+        time.sleep({"sw": 0.05, "h1": 0.2, "h2": 0.4}[drv.name])
         return drv.name
 
     got = reads.Reads().round(lab, [["sw"], ["h1", "h2"]], read,  # type: ignore[arg-type]
