@@ -4,11 +4,12 @@ A straggler link (one that forwards only part of its rate: a rate limit, lanes d
 retimer that retrains) passes link state, LLDP and routing; only load shows it. The TG's
 probe flows are mapped onto the ECMP paths between its two leaves (binary-weighted
 bursts, as in failover), then the paths over each spine are loaded in turn, both
-directions at once. Each directed hop's carried frames (the receiving end's rx counter)
-over the frames that entered it (what the TG sent for the first hop, what the previous
-hop carried after it) names the hop that dropped, so a slow link is named with the end
-that sends into it. Test plan: README.md in this folder. Run parameters: settings.yaml.
-Pass criteria: ``paths.*``.
+directions at once. Each directed hop's carried frames (the receiving end's rx counter,
+beyond the fabric's own BFD/BGP/LLDP frames, read idle first) over the frames that entered
+it (what the TG sent for the first hop, what the previous hop carried after it) names the
+hop that dropped, so a slow link is named with the end that sends into it; a hop too few
+path frames reached (after a hop that dropped nearly all) is not judged on the background.
+Test plan: README.md in this folder. Run parameters: settings.yaml. Pass criteria: ``paths.*``.
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ class Hop:
     entered_frames: int
     carried_frames: int
     offered_pps: float  # what the TG achieved on the path, both directions' flows of it
+    background_frames: int = 0  # the fabric's own, taken from the receiving end's count
 
     @property
     def ratio(self) -> float:
@@ -143,23 +145,77 @@ def _rx(counters: dict[str, dict[str, Any]], end: tuple[str, str]) -> int | None
     return None if value is None else int(value)
 
 
+@dataclass(frozen=True)
+class Background:
+    """The fabric's own frames (BFD, BGP, LLDP) each port receives per second when idle, and
+    the delivered ratio's low limit. A hop's rx counter counts that background beside the
+    path's frames (about 1 % of a path's load in the kernel lab), so what it carried is
+    taken beyond it, and a hop after the first, judged on what the hop before it carried,
+    only where those path frames leave the background's chance variation inside the
+    limit's slack."""
+
+    rx_pps: dict[tuple[str, str], float] = field(default_factory=dict)
+    low: float | None = None
+    sigma: float = float(SETTINGS["background"]["sigma"])
+
+    def frames(self, end: tuple[str, str], seconds: float) -> int:
+        """The background ``end`` receives over ``seconds``, as read idle."""
+        return round(self.rx_pps.get(end, 0.0) * seconds)
+
+    def too_few(self, entered: int, ends: tuple[tuple[str, str], tuple[str, str]],
+                seconds: float) -> str:
+        """Why ``entered`` path frames (counted beyond the background at ``ends[0]``) cannot
+        judge the hop into ``ends[1]``; empty: they can. Background counts over a window
+        vary like counts: ``sigma`` standard deviations of both ends' background, plus a
+        frame of read skew each, must fit in the slack (1 - low) of the entered frames."""
+        if self.low is None or self.low >= 1.0:
+            return ""
+        jitter = self.sigma * math.sqrt(sum(self.frames(e, seconds) for e in ends)) + 2.0
+        if entered * (1.0 - self.low) >= jitter:
+            return ""
+        return (f"about {entered} of the path's frames entered it beyond the fabric's own "
+                f"(BFD, BGP, LLDP: {self.frames(ends[0], seconds)} counted at "
+                f"{':'.join(ends[0])} meanwhile, at its idle rate): their "
+                f"{1 - self.low:.0%} slack is under that background's chance variation "
+                f"({jitter:.0f} frames), so a ratio would judge the background, not the link")
+
+
+def _background(lab: Lab, devices: list[str], low: float | None) -> Background:
+    """The idle receive rate of every port of ``devices``, over ``background.idle_s``."""
+    t0, was = labtime.monotonic(), {d: lab.device(d).counters() for d in devices}
+    labtime.sleep(float(SETTINGS["background"]["idle_s"]))
+    t1, now = labtime.monotonic(), {d: lab.device(d).counters() for d in devices}
+    seconds = max(t1 - t0, 1e-9)
+    rates = {}
+    for d in devices:
+        for port, row in now[d].items():
+            old = was[d].get(port)
+            if old is not None and row.rx_packets is not None and old.rx_packets is not None:
+                rates[(d, port)] = max(int(row.rx_packets) - int(old.rx_packets), 0) / seconds
+    return Background(rates, low)
+
+
 def _load_spine(
     lab: Lab, tg: TrafficGenerator, a: TgPort, base: TrafficConfig,
     spine: str, paths: dict[str, tuple[Uplink, ...]], out: Deliveries,
+    background: Background | None = None,
 ) -> None:
-    """Load every path over ``spine``, both directions at once; record each hop."""
+    """Load every path over ``spine``, both directions at once; record each hop (without
+    ``background``: none, and no hop refused for it)."""
+    bg = background or Background()
     groups: dict[tuple[Uplink, ...], list[str]] = {}
     for name, path in paths.items():
         if path[0].peer == spine:
             groups.setdefault(path, []).append(name)
     tg.set_config(_phase_config(base, list(groups.values())))
     devices = sorted({d for path in groups for h in path for d in (h.switch, h.peer)})
-    before = {d: lab.device(d).counters() for d in devices}
+    t_before, before = labtime.monotonic(), {d: lab.device(d).counters() for d in devices}
     tg.start_traffic()
     if not tg.wait_done(timeout_s=float(SETTINGS["timeout_s"])):
         raise TransportTimeout(a.tg, f"the load over {spine} did not finish")
     labtime.sleep(float(SETTINGS["settle_s"]))  # frames still queued reach the counters
     after = {d: lab.device(d).counters() for d in devices}
+    seconds = labtime.monotonic() - t_before
     metrics = {m.name: m for m in tg.metrics()}
     evidence: dict[str, Any] = {}
     for path, names in groups.items():
@@ -184,6 +240,12 @@ def _load_spine(
                                      "none of their frames")
                 break
             end = (h.peer, h.peer_port)
+            if k:
+                prev = path[k - 1]
+                why = bg.too_few(entered, ((prev.peer, prev.peer_port), end), seconds)
+                if why:
+                    out.holes.setdefault(h.link, f"on the paths over {spine}, {why}")
+                    break
             now, was = _rx(after, end), _rx(before, end)
             if now is None or was is None:
                 why = (f"{h.peer}:{h.peer_port} reports no rx_packets counter "
@@ -192,16 +254,17 @@ def _load_spine(
                 for later in path[k + 1:]:  # what entered them is not known
                     out.holes.setdefault(later.link, f"the hop before it is not measured: {why}")
                 break
-            carried = now - was
+            own = bg.frames(end, seconds)
+            carried = max(now - was - own, 0)  # the path's frames, beyond the background
             out.hops.setdefault(h.link, []).append(
                 Hop(h.link, h.switch, h.port, f"{h.peer}:{h.peer_port}", spine, entered, carried,
-                    pps))
+                    pps, own))
             entered = carried
     attach_json(f"paths over {spine}", evidence)
 
 
 @pytest.fixture(scope="module")
-def deliveries(lab: Lab, fabric_view: FabricView) -> Deliveries:
+def deliveries(lab: Lab, fabric_view: FabricView, limits: LimitsProfile | None) -> Deliveries:
     found = probe_pair(lab)
     if found is None:
         return Deliveries(unloaded="no traffic generator has ports on two different switches: "
@@ -222,10 +285,16 @@ def deliveries(lab: Lab, fabric_view: FabricView) -> Deliveries:
                             frame_size_bytes=how.frame_size_bytes, rate_pps=1.0, dscp=how.dscp)
         ordered = [probe_flow_name(s, d, i) for s, d in ((a, b), (b, a)) for i in range(how.flows)]
         spines = list(dict.fromkeys(paths[n][0].peer for n in ordered))
+        low = limits.get(KEY).low if limits is not None and KEY in limits.limits else None
+        crossed = sorted({d for p in paths.values() for h in p for d in (h.switch, h.peer)})
+        with allure.step("PATHS-1.1/2: the fabric's own frames per port, idle"):
+            background = _background(lab, crossed, low)
+            attach_json("idle receive rate per port (frames/s)", {
+                f"{d}:{p}": round(r, 1) for (d, p), r in background.rx_pps.items()})
         unread: dict[str, str] = {}
         for spine in spines:
             with allure.step(f"PATHS-1.1/2: load every path over {spine}, both directions"):
-                _load_spine(lab, tg, a, base, spine, paths, out)
+                _load_spine(lab, tg, a, base, spine, paths, out, background)
                 now = read_sessions(lab)
                 out.moved[spine] = moved_links(mapped, now, lab, uptime_slack_s=SLACK_S)
                 unread |= unasked(mapped, now)
@@ -477,6 +546,7 @@ def test_path_delivery(fabric_link: Link, deliveries: Deliveries, measure: Any,
             measure("delivered_ratio", hop.ratio, key=KEY, link=link, device=hop.device,
                     port=hop.port, peer=hop.peer, entered_frames=hop.entered_frames,
                     carried_frames=hop.carried_frames, path_pps=f"{hop.offered_pps:.0f}",
+                    background_frames=hop.background_frames,
                     **_moved(deliveries.moved.get(hop.spine, []), link))
     if len(hops) >= 2:
         return

@@ -277,3 +277,18 @@ def test_the_kernel_straggler_is_slower_than_the_paths_load_it_must_fail() -> No
         "paths.delivered_ratio").low
     assert floor is not None
     assert floor * offered_mbit / 2 > STRAGGLER_RATE_MBIT, (STRAGGLER_RATE_MBIT, offered_mbit)
+
+
+@pytest.mark.parametrize(("fraction", "rule"), [
+    (0.55, "jhash k mod 1000 seed 0x2f5c < 550"),
+    (1.0, ""),  # the whole: no condition (nft refuses "< 1000" on a 0-999 value)
+    (0.9996, ""),
+    (0.0004, "jhash k mod 1000 seed 0x2f5c < 0"),
+])
+def test_a_dropped_share_is_an_nft_condition_nft_accepts(fraction: float, rule: str) -> None:
+    """A kernel matrix draw of flow_fraction 1.0 left the lab unstarted (Value 1000 exceeds
+    valid range 0-999): every share of the hash space, the whole included, is a rule."""
+    from labtest.emulation.kernel.faults import _share
+
+    assert _share("jhash k", fraction, " seed 0x2f5c") == rule
+    assert _share("numgen random", 1.0) == ""

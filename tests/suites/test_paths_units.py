@@ -259,3 +259,63 @@ def test_tracing_goes_on_while_the_blamed_uplink_has_a_twin() -> None:
     assert {b.link for b in tied} == {"l1--s1", "l1--s2"} and not _settled(tied)
     split = blame(paths(256, 205, 51))
     assert [b.link for b in split] == ["l1--s2"] and _settled(split)
+
+
+def test_a_hop_after_a_blackhole_is_not_judged_on_the_fabrics_own_frames(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Kernel CI, ECMP blackhole at leaf2:Ethernet0: the first hop carried 43 of 4,000 frames,
+    nearly all BFD/BGP/LLDP, and the hop after it (spine1 into leaf1) was judged on them: 42 of 43,
+    a second root cause at an innocent spine port. A hop whose entering path frames cannot
+    resolve the limit's slack over the background is a hole; the healthy hops still judge."""
+    monkeypatch.setitem(suite.SETTINGS, "settle_s", 0.0)
+    monkeypatch.setitem(suite.SETTINGS, "load", {"pps": 8000, "line_pct": None})
+    clock = iter(range(10_000))
+    monkeypatch.setattr(suite.labtime, "monotonic", lambda: float(next(clock)))  # 1 s a read
+
+    class Noisy(Fabric):
+        """Every receiving port counts the fabric's own 43 frames a load (spine1:Ethernet4 50,
+        leaf1:Ethernet0 42: what a second differs from the idle one)."""
+
+        def start_traffic(self) -> None:
+            super().start_traffic()
+            odd = {("spine1", "Ethernet4"): 50, ("leaf1", "Ethernet0"): 42}
+            for d1, p1, d2, p2 in CABLES:
+                for dev, port in ((d1, p1), (d2, p2)):
+                    self._count(dev, port, "rx", odd.get((dev, port), 43))
+
+    fabric = Noisy({"leaf2:Ethernet0": 0.0})
+    healthy = Fabric()  # mapped before the fault, as the kernel lab's flows were
+    paths = map_probe_paths(healthy, healthy, healthy, A, B, _how("per_flow"), _keep)  # type: ignore[arg-type]
+    base = probe_config(fabric, A, B, flows_per_direction=8, frame_size_bytes=512,  # type: ignore[arg-type]
+                        rate_pps=1.0)
+    out = suite.Deliveries(leaves=("leaf1", "leaf2"), flows=8)
+    ports = {(d, p): 43.0 for d1, p1, d2, p2 in CABLES for d, p in ((d1, p1), (d2, p2))}
+    background = suite.Background(ports, low=0.99)
+    for spine in ("spine1", "spine2"):
+        suite._load_spine(fabric, fabric, A, base, spine, paths, out, background)
+    hops = [h for link in out.hops.values() for h in link]
+    failing = {f"{h.device}:{h.port}": round(h.ratio, 2) for h in hops if h.ratio < 0.99}
+    assert list(failing) == ["leaf2:Ethernet0"]
+    hole = out.holes["leaf1:Ethernet0--spine1:Ethernet0"]
+    assert "the fabric's own" in hole and "about 7 of the path's frames" in hole
+    assert len(hops) == 7  # the other seven directions carried thousands: judged
+    # what they carried is the path's frames: the background read idle is taken off
+    assert all(h.carried_frames == h.entered_frames for h in hops if h.ratio >= 0.99)
+    assert {h.background_frames for h in hops} == {43}  # the idle rate x the 1 s window
+    # without the background known, the same hop fails on 42 of 43 (what CI caught)
+    old = suite.Deliveries(leaves=("leaf1", "leaf2"), flows=8)
+    again = Noisy({"leaf2:Ethernet0": 0.0})
+    for spine in ("spine1", "spine2"):
+        suite._load_spine(again, again, A, base, spine, paths, old)
+    assert "spine1:Ethernet0" in {f"{h.device}:{h.port}" for lk in old.hops.values()
+                                  for h in lk if h.ratio < 0.99}
+
+
+def test_the_background_gate_judges_a_loaded_hop_and_refuses_a_starved_one() -> None:
+    ends = (("spine1", "Ethernet4"), ("leaf1", "Ethernet0"))
+    bg = suite.Background({ends[0]: 20.0, ends[1]: 20.0}, low=0.99)
+    assert bg.too_few(4000, ends, 2.0) == ""  # 40 frames of slack over ~20 of variation
+    assert "the fabric's own" in bg.too_few(1000, ends, 2.0)  # 10 frames of slack: too few
+    assert bg.too_few(300, ends, 0.0) == ""  # no background: 3 frames of slack over 2 of skew
+    assert suite.Background({}, low=None).too_few(5, ends, 2.0) == ""  # no limit: no gate

@@ -123,8 +123,7 @@ def lossy_link(lab: KernelLab, target: str, loss: float = 0.3, direction: str = 
     match = "" if proto == "any" else f"ip protocol {proto} "
     if spare_bfd:  # BFD control and echo (RFC 5881 s.4) pass: sessions stay up
         match += "udp dport != { 3784, 3785 } "
-    return _through_dropping_wire(
-        lab, target, direction, f"{match}numgen random mod 1000 < {round(loss * 1000)}")
+    return _through_dropping_wire(lab, target, direction, match + _share("numgen random", loss))
 
 
 def ecmp_blackhole(lab: KernelLab, target: str, flow_fraction: float = 0.5,
@@ -137,7 +136,14 @@ def ecmp_blackhole(lab: KernelLab, target: str, flow_fraction: float = 0.5,
     keys = "ip saddr . ip daddr . udp sport . udp dport"
     return _through_dropping_wire(
         lab, target, direction, "ip protocol udp udp dport != { 3784, 3785 } "
-        f"jhash {keys} mod 1000 seed {int(salt):#x} < {round(flow_fraction * 1000)}")
+        + _share(f"jhash {keys}", flow_fraction, f" seed {int(salt):#x}"))
+
+
+def _share(draw: str, fraction: float, seeded: str = "") -> str:
+    """The nft condition true for ``fraction`` of ``draw``'s values 0-999: none for the
+    whole (nft refuses ``< 1000`` on a 0-999 range; the kernel lab would not start)."""
+    thousandths = round(fraction * 1000)
+    return "" if thousandths >= 1000 else f"{draw} mod 1000{seeded} < {thousandths}"
 
 
 def _through_dropping_wire(lab: KernelLab, target: str, direction: str, drop_if: str) -> Undo:
