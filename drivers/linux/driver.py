@@ -126,6 +126,9 @@ def host_vars(name: str, device: Device) -> HostVars:
         raise ConfigError(name, problems) from None
 
 
+#: tries of a trace whose source port another socket held (traceroute's "bind: Address
+#: already in use"; the kernel lab's ECMP-hole traces met one): the next free port each
+TRACE_PORT_TRIES = 3
 #: traceroute takes at most this many probes a hop (``-q``; "No more than 10 probes per hop")
 TRACEROUTE_MAX_PROBES = 10
 
@@ -338,22 +341,51 @@ class LinuxHost:
             return []
         if probes < 1:
             raise ValueError(f"probes per hop must be at least 1, not {probes}")
-        dst = shlex.quote(target)
         runs = [TRACEROUTE_MAX_PROBES] * (probes // TRACEROUTE_MAX_PROBES)
         runs += [probes % TRACEROUTE_MAX_PROBES] if probes % TRACEROUTE_MAX_PROBES else []
+        chosen = [int(s) for s in sports]
+        found = self._traces(target, chosen, dport, runs, wait_s, max_hops)
+        for _ in range(TRACE_PORT_TRIES - 1):  # a port another socket holds: the next free one
+            busy = [i for i, t in enumerate(found) if t is None]
+            if not busy:
+                break
+            taken = set(chosen)
+            for i in busy:
+                while chosen[i] in taken:
+                    chosen[i] += 1
+                taken.add(chosen[i])
+            again = self._traces(target, [chosen[i] for i in busy], dport, runs, wait_s,
+                                 max_hops)
+            for i, t in zip(busy, again, strict=True):
+                found[i] = t
+        traces = [t for t in found if t is not None]
+        if len(traces) != len(found):
+            raise CommandFailed(self.name, f"traceroute: source ports {chosen} still in use on "
+                                f"the host after {TRACE_PORT_TRIES} tries (bind: Address "
+                                "already in use)")
+        return traces
+
+    def _traces(self, target: str, sports: list[int], dport: int, runs: list[int],
+                wait_s: float, max_hops: int) -> list[UdpTrace | None]:
+        """One trace per source port, its ``runs`` merged; None where the port was taken."""
+        dst = shlex.quote(target)
         line = "; ".join(
-            f"traceroute -n -U --sport={int(s)} -p {int(dport)} -q {q} "
+            f"traceroute -n -U --sport={s} -p {int(dport)} -q {q} "
             f"-w {wait_s:g},0,0 -m {int(max_hops)} {dst} 2>&1" for s in sports for q in runs)
-        worst_s = len(sports) * max_hops * probes * wait_s + 10.0  # every probe unanswered
-        out = self.shell.run(line, tool="traceroute", timeout_s=worst_s).stdout
+        worst_s = len(sports) * max_hops * sum(runs) * wait_s + 10.0  # every probe unanswered
+        # exit 1: a trace whose port was taken, when it ran last (its text says so)
+        out = self.shell.run(line, tool="traceroute", timeout_s=worst_s, ok=(0, 1)).stdout
         traces = self.shell.parse(parse_traceroute, out)
         if len(traces) != len(sports) * len(runs):
             raise ParseError(self.name, f"{len(traces)} traces for {len(sports)} source ports "
                              f"x {len(runs)} run(s)", command="traceroute",
                              expected=f"{len(sports) * len(runs)} traces")
-        return [dataclasses.replace(merge_traces(traces[i * len(runs):(i + 1) * len(runs)]),
-                                    sport=int(s), dport=int(dport))
-                for i, s in enumerate(sports)]
+        found: list[UdpTrace | None] = []
+        for i, s in enumerate(sports):
+            mine = traces[i * len(runs):(i + 1) * len(runs)]
+            found.append(None if any(not t.hops for t in mine) else  # its port was taken
+                         dataclasses.replace(merge_traces(mine), sport=s, dport=int(dport)))
+        return found
 
     def udp_streams_start(self, server: Any, *, streams: int, rate_pps: float,
                           payload_bytes: int, duration_s: float,

@@ -6,7 +6,9 @@ per TTL: `` 2  10.1.0.1  0.120 ms *  10.1.0.5  0.131 ms !H``. Each probe is a
 ``*`` (no answer in time) or a round-trip time, the time preceded by the
 answering address where it differs from the previous probe's; ``!X``-style
 annotations follow a time. Several traces run back to back are split at their
-headers. Anything else is refused.
+headers. A trace whose source port was taken on the sender prints ``bind: Address
+already in use`` after its header and sends nothing: it is returned with no hop (the
+driver traces another port). Anything else is refused.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ _HEADER = re.compile(
     r"^traceroute to (\S+) \((\S+)\), (\d+) hops max, (\d+) byte packets\s*$")
 _HOP = re.compile(r"^\s*(\d+)\s+(.*?)\s*$")
 _NOTE = re.compile(r"^!(?:[HNPSFXVC]|F-\d+|\d+|<\d+>)?$")
+
+#: traceroute's line when ``--sport`` is taken by another socket (it sends nothing, exit 1)
+PORT_IN_USE = "bind: Address already in use"
 
 fingerprint("linux", "traceroute", r"^traceroute to \S+ \(\S+\), \d+ hops max", "traceroute")
 
@@ -75,6 +80,10 @@ def parse_traceroute(text: str) -> list[UdpTrace]:
                 traces.append(_trace(target, hops, text, n))
             target, hops = head.group(2), []
             continue
+        if raw.strip() == PORT_IN_USE and target is not None and not hops:
+            traces.append(UdpTrace(target, 0, 0, ()))  # nothing sent: no hop to read
+            target = None
+            continue
         hop = _HOP.match(raw)
         if hop is None or target is None:
             raise parse_error(f"not a traceroute line: {raw!r}", text, line=n,
@@ -84,10 +93,11 @@ def parse_traceroute(text: str) -> list[UdpTrace]:
             raise parse_error(f"hop {ttl} after hop {len(hops)}", text, line=n,
                               command="traceroute", expected=f"hop {len(hops) + 1}")
         hops.append(_hop(ttl, hop.group(2), text, n))
-    if target is None:
+    if target is not None:
+        traces.append(_trace(target, hops, text, None))
+    if not traces:
         raise parse_error("no traceroute header", text, command="traceroute",
                           expected="'traceroute to ADDR (ADDR), N hops max, S byte packets'")
-    traces.append(_trace(target, hops, text, None))
     return traces
 
 
