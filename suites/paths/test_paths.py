@@ -545,8 +545,8 @@ def test_path_delivery(fabric_link: Link, deliveries: Deliveries, measure: Any,
         for hop in hops:
             measure("delivered_ratio", hop.ratio, key=KEY, link=link, device=hop.device,
                     port=hop.port, peer=hop.peer, entered_frames=hop.entered_frames,
-                    carried_frames=hop.carried_frames, path_pps=f"{hop.offered_pps:.0f}",
-                    background_frames=hop.background_frames,
+                    carried_frames=hop.carried_frames, background_frames=hop.background_frames,
+                    path_pps=f"{hop.offered_pps:.0f}",
                     **_moved(deliveries.moved.get(hop.spine, []), link))
     if len(hops) >= 2:
         return
