@@ -3,6 +3,7 @@ stopping it leaves no namespace, process or file behind."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 from pathlib import Path
@@ -13,7 +14,7 @@ from kernel_helpers import KERNEL_TESTBED, NEEDS_KERNEL_LAB, poll
 
 from labtest import netns as ns
 from labtest.emulation.kernel import KernelLab
-from labtest.emulation.kernel.lab import FRR_RUN
+from labtest.emulation.kernel.lab import BFDD_NICE, FRR_RUN
 from labtest.errors import TransportError
 from labtest.lab import Lab
 from labtest.testbed import load_testbed
@@ -29,6 +30,14 @@ def test_stop_leaves_no_namespace_process_or_file() -> None:
     run_dirs = [FRR_RUN / n for n in made if (FRR_RUN / n).exists()]
     assert len(made) == 7 and len(run_dirs) == 4 and len(pids) >= 7 * 2
     assert lab.leftovers() != []  # the check sees a running lab
+    # bfdd runs at BFDD_NICE, its threads too (3 x 100 ms must not starve behind a loaded
+    # machine's other work); the other daemons at the test's own
+    own = os.nice(0)
+    for proc in lab._procs:
+        nice = {int(Path(t / "stat").read_text().rsplit(")", 1)[1].split()[16])
+                for t in Path(f"/proc/{proc.popen.pid}/task").iterdir()}
+        want = max(own + BFDD_NICE, -20) if proc.what == "bfdd" else own
+        assert nice == {want}, (proc.what, nice)
     stray = subprocess.Popen(  # like a command left running by an SSH session
         ["ip", "netns", "exec", made[0], "sleep", "300"], start_new_session=True
     )
