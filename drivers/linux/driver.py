@@ -358,12 +358,12 @@ class LinuxHost:
                                  max_hops)
             for i, t in zip(busy, again, strict=True):
                 found[i] = t
-        traces = [t for t in found if t is not None]
-        if len(traces) != len(found):
-            raise CommandFailed(self.name, f"traceroute: source ports {chosen} still in use on "
+        busy = [chosen[i] for i, t in enumerate(found) if t is None]
+        if busy:
+            raise CommandFailed(self.name, f"traceroute: source ports {busy} still in use on "
                                 f"the host after {TRACE_PORT_TRIES} tries (bind: Address "
                                 "already in use)")
-        return traces
+        return [t for t in found if t is not None]
 
     def _traces(self, target: str, sports: list[int], dport: int, runs: list[int],
                 wait_s: float, max_hops: int) -> list[UdpTrace | None]:

@@ -145,6 +145,11 @@ def _rx(counters: dict[str, dict[str, Any]], end: tuple[str, str]) -> int | None
     return None if value is None else int(value)
 
 
+#: frames a port's count may be off by because the two ends are read one after the other
+#: (a background frame lands between the reads): one per end
+READ_SKEW_FRAMES = 1
+
+
 @dataclass(frozen=True)
 class Background:
     """The fabric's own frames (BFD, BGP, LLDP) each port receives per second when idle, and
@@ -170,7 +175,8 @@ class Background:
         frame of read skew each, must fit in the slack (1 - low) of the entered frames."""
         if self.low is None or self.low >= 1.0:
             return ""
-        jitter = self.sigma * math.sqrt(sum(self.frames(e, seconds) for e in ends)) + 2.0
+        jitter = (self.sigma * math.sqrt(sum(self.frames(e, seconds) for e in ends))
+                  + READ_SKEW_FRAMES * len(ends))
         if entered * (1.0 - self.low) >= jitter:
             return ""
         return (f"about {entered} of the path's frames entered it beyond the fabric's own "
@@ -182,16 +188,15 @@ class Background:
 
 def _background(lab: Lab, devices: list[str], low: float | None) -> Background:
     """The idle receive rate of every port of ``devices``, over ``background.idle_s``."""
-    t0, was = labtime.monotonic(), {d: lab.device(d).counters() for d in devices}
+    t0, was = labtime.monotonic(), _counts(lab, devices)
     labtime.sleep(float(SETTINGS["background"]["idle_s"]))
-    t1, now = labtime.monotonic(), {d: lab.device(d).counters() for d in devices}
+    t1, now = labtime.monotonic(), _counts(lab, devices)
     seconds = max(t1 - t0, 1e-9)
     rates = {}
-    for d in devices:
-        for port, row in now[d].items():
-            old = was[d].get(port)
-            if old is not None and row.rx_packets is not None and old.rx_packets is not None:
-                rates[(d, port)] = max(int(row.rx_packets) - int(old.rx_packets), 0) / seconds
+    for end in ((d, port) for d in devices for port in now[d]):
+        after, before = _rx(now, end), _rx(was, end)
+        if after is not None and before is not None:
+            rates[end] = max(after - before, 0) / seconds
     return Background(rates, low)
 
 

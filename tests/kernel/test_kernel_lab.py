@@ -34,8 +34,7 @@ def test_stop_leaves_no_namespace_process_or_file() -> None:
     # machine's other work); the other daemons at the test's own
     own = os.nice(0)
     for proc in lab._procs:
-        nice = {int(Path(t / "stat").read_text().rsplit(")", 1)[1].split()[16])
-                for t in Path(f"/proc/{proc.popen.pid}/task").iterdir()}
+        nice = {int(_stat(t / "stat")[16]) for t in Path(f"/proc/{proc.popen.pid}/task").iterdir()}
         want = max(own + BFDD_NICE, -20) if proc.what == "bfdd" else own
         assert nice == {want}, (proc.what, nice)
     stray = subprocess.Popen(  # like a command left running by an SSH session
@@ -50,9 +49,14 @@ def test_stop_leaves_no_namespace_process_or_file() -> None:
     assert not [d for d in [*run_dirs, lab.workdir] if d.exists()]
 
 
+def _stat(path: Path) -> list[str]:
+    """A /proc stat line's fields after the command name (state first, niceness 17th)."""
+    return path.read_text().rsplit(")", 1)[1].split()
+
+
 def _alive(pid: int) -> bool:
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        state = _stat(Path(f"/proc/{pid}/stat"))[0]
     except OSError:
         return False
     return state != "Z"

@@ -290,5 +290,5 @@ def test_a_dropped_share_is_an_nft_condition_nft_accepts(fraction: float, rule: 
     valid range 0-999): every share of the hash space, the whole included, is a rule."""
     from labtest.emulation.kernel.faults import _share
 
-    assert _share("jhash k", fraction, " seed 0x2f5c") == rule
+    assert _share("jhash k", fraction, seed=0x2F5C) == rule
     assert _share("numgen random", 1.0) == ""

@@ -136,14 +136,18 @@ def ecmp_blackhole(lab: KernelLab, target: str, flow_fraction: float = 0.5,
     keys = "ip saddr . ip daddr . udp sport . udp dport"
     return _through_dropping_wire(
         lab, target, direction, "ip protocol udp udp dport != { 3784, 3785 } "
-        + _share(f"jhash {keys}", flow_fraction, f" seed {int(salt):#x}"))
+        + _share(f"jhash {keys}", flow_fraction, seed=int(salt)))
 
 
-def _share(draw: str, fraction: float, seeded: str = "") -> str:
-    """The nft condition true for ``fraction`` of ``draw``'s values 0-999: none for the
-    whole (nft refuses ``< 1000`` on a 0-999 range; the kernel lab would not start)."""
+def _share(draw: str, fraction: float, seed: int | None = None) -> str:
+    """The nft condition true for ``fraction`` of ``draw``'s values 0-999 (``seed``: the
+    hash's): none for the whole (nft refuses ``< 1000`` on a 0-999 range; the kernel lab
+    would not start)."""
     thousandths = round(fraction * 1000)
-    return "" if thousandths >= 1000 else f"{draw} mod 1000{seeded} < {thousandths}"
+    if thousandths >= 1000:
+        return ""
+    seeded = "" if seed is None else f" seed {seed:#x}"
+    return f"{draw} mod 1000{seeded} < {thousandths}"
 
 
 def _through_dropping_wire(lab: KernelLab, target: str, direction: str, drop_if: str) -> Undo:
